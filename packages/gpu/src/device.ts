@@ -1,0 +1,176 @@
+// Device acquisition: asks the adapter for its real limits (not WebGPU's conservative defaults),
+// enables the optional features kernels can use, and surfaces device loss as a typed error.
+// One Gpu object owns the device and everything pooled or cached on it.
+
+import { DeviceLostError, IntabGpuError, WebGpuUnavailableError } from './errors.ts';
+import { PipelineCache } from './pipeline-cache.ts';
+import { BufferPool } from './buffer-pool.ts';
+import { Readback } from './readback.ts';
+import { UniformArena } from './uniforms.ts';
+
+/** Optional features the kernels know how to use, as enabled on this device. */
+export interface GpuFeatures {
+  readonly subgroups: boolean;
+  readonly shaderF16: boolean;
+  readonly timestampQuery: boolean;
+}
+
+/** The limits kernels and loaders consult (the device's, equal to the adapter's maxima). */
+export interface GpuLimits {
+  readonly maxStorageBufferBindingSize: number;
+  readonly maxBufferSize: number;
+  readonly maxComputeWorkgroupStorageSize: number;
+  readonly maxComputeInvocationsPerWorkgroup: number;
+  readonly maxComputeWorkgroupSizeX: number;
+  readonly maxComputeWorkgroupsPerDimension: number;
+  readonly maxStorageBuffersPerShaderStage: number;
+  readonly minStorageBufferOffsetAlignment: number;
+  readonly minUniformBufferOffsetAlignment: number;
+}
+
+export interface RequestGpuOptions {
+  /** 'high-performance' by default: prefer the discrete GPU. */
+  powerPreference?: GPUPowerPreference;
+  /** Turn features off even when present (tests use this to exercise the f32 / no-subgroup paths). */
+  disable?: Partial<Record<keyof GpuFeatures, boolean>>;
+  /** Called once if the device is lost after creation (not on destroy()). */
+  onLost?: (error: DeviceLostError) => void;
+  /** Label prefix for the device and its objects. */
+  label?: string;
+}
+
+/** The runtime: one device and what is cached and pooled on it. Create with requestGpu(), end with destroy(). */
+export interface Gpu {
+  readonly device: GPUDevice;
+  readonly adapterInfo: { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter: boolean };
+  readonly features: GpuFeatures;
+  readonly limits: GpuLimits;
+  readonly pipelines: PipelineCache;
+  readonly pool: BufferPool;
+  readonly readback: Readback;
+  readonly uniforms: UniformArena;
+  /** Resolves with a DeviceLostError when the device is lost for any reason but destroy(). */
+  readonly lost: Promise<DeviceLostError>;
+  readonly destroyed: boolean;
+  /** Frees every pooled/cached GPU object and the device. Idempotent. */
+  destroy(): void;
+}
+
+const LIMIT_NAMES = [
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBuffersPerShaderStage',
+  'maxBindGroups',
+  'maxUniformBufferBindingSize',
+] as const;
+
+/**
+ * Acquire a WebGPU device with the adapter's real limits and the optional features intab can use.
+ *
+ * @example
+ * const gpu = await requestGpu();
+ * console.log(gpu.features); // { subgroups: true, shaderF16: false, timestampQuery: true }
+ * gpu.destroy();
+ */
+export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> {
+  const nav = (globalThis as { navigator?: Navigator }).navigator;
+  if (!nav?.gpu) throw new WebGpuUnavailableError('no-navigator-gpu');
+  let adapter: GPUAdapter | null;
+  try {
+    adapter = await nav.gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
+  } catch (cause) {
+    throw new WebGpuUnavailableError('no-adapter', String(cause), { cause });
+  }
+  if (!adapter) throw new WebGpuUnavailableError('no-adapter');
+
+  const want = (name: GPUFeatureName, key: keyof GpuFeatures) =>
+    adapter.features.has(name) && !options.disable?.[key];
+  const requiredFeatures: GPUFeatureName[] = [];
+  if (want('subgroups' as GPUFeatureName, 'subgroups')) requiredFeatures.push('subgroups' as GPUFeatureName);
+  if (want('shader-f16', 'shaderF16')) requiredFeatures.push('shader-f16');
+  if (want('timestamp-query', 'timestampQuery')) requiredFeatures.push('timestamp-query');
+
+  const requiredLimits: Record<string, number> = {};
+  for (const name of LIMIT_NAMES) {
+    const v = (adapter.limits as unknown as Record<string, number>)[name];
+    if (typeof v === 'number') requiredLimits[name] = v;
+  }
+
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({
+      label: options.label ?? 'intab',
+      requiredFeatures,
+      requiredLimits,
+    });
+  } catch (cause) {
+    throw new WebGpuUnavailableError('request-device-failed', String(cause), { cause });
+  }
+
+  const info = adapter.info ?? ({} as GPUAdapterInfo);
+  const has = (f: string) => device.features.has(f as GPUFeatureName);
+  const features: GpuFeatures = {
+    subgroups: has('subgroups'),
+    shaderF16: has('shader-f16'),
+    timestampQuery: has('timestamp-query'),
+  };
+  const l = device.limits;
+  const limits: GpuLimits = {
+    maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+    maxBufferSize: l.maxBufferSize,
+    maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+    maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
+    maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
+    maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
+    minStorageBufferOffsetAlignment: l.minStorageBufferOffsetAlignment,
+    minUniformBufferOffsetAlignment: l.minUniformBufferOffsetAlignment,
+  };
+
+  let destroyed = false;
+  const lost = device.lost.then((i) => new DeviceLostError(i.reason ?? 'unknown', i.message));
+  lost.then((err) => {
+    if (!destroyed && err.reason !== 'destroyed') options.onLost?.(err);
+  });
+
+  const gpu: Gpu = {
+    device,
+    adapterInfo: {
+      vendor: info.vendor ?? '',
+      architecture: info.architecture ?? '',
+      device: info.device ?? '',
+      description: info.description ?? '',
+      isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean }).isFallbackAdapter),
+    },
+    features,
+    limits,
+    pipelines: new PipelineCache(device, features),
+    pool: new BufferPool(device),
+    readback: new Readback(device),
+    uniforms: new UniformArena(device, limits.minUniformBufferOffsetAlignment),
+    lost,
+    get destroyed() {
+      return destroyed;
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      gpu.uniforms.destroy();
+      gpu.readback.destroy();
+      gpu.pool.destroy();
+      gpu.pipelines.clear();
+      device.destroy();
+    },
+  };
+  return gpu;
+}
+
+/** Throws if the runtime was destroyed; kernels call this before recording. */
+export function assertAlive(gpu: Gpu): void {
+  if (gpu.destroyed) throw new IntabGpuError('This Gpu runtime was destroyed: create a new one with requestGpu().');
+}

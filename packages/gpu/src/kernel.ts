@@ -1,0 +1,146 @@
+// What every kernel wrapper shares: buffer references, bind groups, uniform packing and dispatch grids.
+// A wrapper records into a compute pass and never submits.
+
+import type { Gpu } from './device.ts';
+import { assertAlive } from './device.ts';
+import type { BindingKind, CachedPipeline } from './pipeline-cache.ts';
+import { LimitError, ShapeError } from './errors.ts';
+
+/** A buffer, or a byte range of one, holding a tensor. */
+export type BufferRef = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
+
+export function bufferOf(ref: BufferRef): GPUBuffer {
+  return 'buffer' in ref && !(ref instanceof GPUBuffer) ? ref.buffer : (ref as GPUBuffer);
+}
+
+/** Bytes visible through a reference. */
+export function refBytes(ref: BufferRef): number {
+  if (ref instanceof GPUBuffer) return ref.size;
+  return ref.size ?? ref.buffer.size - (ref.offset ?? 0);
+}
+
+function toBinding(ref: BufferRef | GPUBufferBinding): GPUBufferBinding {
+  if (ref instanceof GPUBuffer) return { buffer: ref };
+  return { buffer: ref.buffer, offset: ref.offset ?? 0, size: ref.size };
+}
+
+/** Throws ShapeError unless `ref` holds at least `bytes` bytes. */
+export function requireBytes(kernel: string, arg: string, ref: BufferRef, bytes: number): void {
+  const have = refBytes(ref);
+  if (have < bytes) throw new ShapeError(kernel, arg, `at least ${bytes} bytes`, `${have} bytes`);
+}
+
+/** Throws ShapeError unless `value` is a positive integer (and a multiple of `multiple`). */
+export function requireDim(kernel: string, arg: string, value: number, multiple = 1): void {
+  if (!Number.isInteger(value) || value <= 0 || value % multiple !== 0) {
+    const want = multiple > 1 ? `a positive multiple of ${multiple}` : 'a positive integer';
+    throw new ShapeError(kernel, arg, want, String(value));
+  }
+}
+
+/** Checks that one binding of `bytes` fits the adapter's storage binding limit. */
+export function requireBindable(gpu: Gpu, what: string, bytes: number): void {
+  const max = gpu.limits.maxStorageBufferBindingSize;
+  if (bytes > max) {
+    throw new LimitError(
+      what,
+      'maxStorageBufferBindingSize',
+      bytes,
+      max,
+      'split it into row parts (createWeight does this), or use a smaller quantization or context.',
+    );
+  }
+}
+
+/** Packs u32/i32/f32 scalars into a 16-byte-aligned uniform block. */
+export class Params {
+  private readonly view: DataView;
+  private readonly bytes: Uint8Array;
+  private at = 0;
+  constructor(words: number) {
+    this.bytes = new Uint8Array(Math.ceil(words / 4) * 16);
+    this.view = new DataView(this.bytes.buffer);
+  }
+  u32(v: number): this {
+    this.view.setUint32(this.at, v >>> 0, true);
+    this.at += 4;
+    return this;
+  }
+  i32(v: number): this {
+    this.view.setInt32(this.at, v | 0, true);
+    this.at += 4;
+    return this;
+  }
+  f32(v: number): this {
+    this.view.setFloat32(this.at, v, true);
+    this.at += 4;
+    return this;
+  }
+  get data(): Uint8Array {
+    return this.bytes;
+  }
+}
+
+/** Builds a bind group for a cached pipeline from buffers in binding order. */
+export function bindGroup(
+  gpu: Gpu,
+  cached: CachedPipeline,
+  label: string,
+  resources: readonly (BufferRef | GPUBufferBinding)[],
+): GPUBindGroup {
+  return gpu.device.createBindGroup({
+    label,
+    layout: cached.layout,
+    entries: resources.map((r, binding) => ({ binding, resource: toBinding(r as BufferRef) })),
+  });
+}
+
+/** Records one dispatch: pipeline, bind group (params first at binding 0), workgroup grid. */
+export function dispatch(
+  gpu: Gpu,
+  pass: GPUComputePassEncoder,
+  cached: CachedPipeline,
+  label: string,
+  params: Params | null,
+  buffers: readonly BufferRef[],
+  workgroups: readonly [number, number?, number?],
+): void {
+  assertAlive(gpu);
+  const resources: (BufferRef | GPUBufferBinding)[] = params ? [gpu.uniforms.write(params.data), ...buffers] : [...buffers];
+  pass.setPipeline(cached.pipeline);
+  pass.setBindGroup(0, bindGroup(gpu, cached, label, resources));
+  const [x, y = 1, z = 1] = workgroups;
+  const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+  if (x > max || y > max || z > max) {
+    throw new LimitError(label, 'maxComputeWorkgroupsPerDimension', Math.max(x, y, z), max, 'use grid2d() for large dispatches.');
+  }
+  if (x > 0 && y > 0 && z > 0) pass.dispatchWorkgroups(x, y, z);
+}
+
+/**
+ * Spread `count` workgroups over x and y so neither exceeds the per-dimension limit.
+ * Kernels recover the linear index as `wid.y * num_workgroups.x + wid.x` and skip ids ≥ count.
+ */
+export function grid2d(gpu: Gpu, count: number): [number, number] {
+  const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+  if (count <= max) return [count, 1];
+  const y = Math.ceil(count / max);
+  return [Math.ceil(count / y), y];
+}
+
+/** Binding kinds with the params uniform first. */
+export function withParams(...rest: BindingKind[]): BindingKind[] {
+  return ['uniform', ...rest];
+}
+
+const dummies = new WeakMap<Gpu, GPUBuffer>();
+
+/** A 16-byte storage buffer for bindings a variant declares but does not use. */
+export function unusedBinding(gpu: Gpu): GPUBuffer {
+  let b = dummies.get(gpu);
+  if (!b) {
+    b = gpu.device.createBuffer({ label: 'unused-binding', size: 16, usage: GPUBufferUsage.STORAGE });
+    dummies.set(gpu, b);
+  }
+  return b;
+}

@@ -1,0 +1,75 @@
+import { describe, expect, test } from 'vitest';
+import { createGemv } from './gemv.ts';
+import { createWeight } from '../weights.ts';
+import { matmul } from '../reference/matmul.ts';
+import { WEIGHT_DTYPES, randomWeights, BLOCK } from '../reference/blocks.ts';
+import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+
+// Tolerance: f32 accumulation in a different order than the float64 reference.
+const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });
+
+describe('gemv', () => {
+  for (const dtype of WEIGHT_DTYPES) {
+    const kq = BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172;
+    for (const [n, k] of [[37, kq], [130, kq * 2]] as const) {
+      test(`${dtype} (${n}x${k}) matches CPU`, async () => {
+        const gpu = await testGpu();
+        const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k));
+        const x = randomF32(k, k);
+        const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
+        const y = scratch(gpu, n * 4);
+        await run(gpu, (pass) => createGemv(gpu, { dtype }).encode(pass, { weight, x: upload(gpu, x), y }));
+        expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
+        weight.destroy();
+      });
+    }
+  }
+
+  test('batched vectors, bias, accumulate, and a weight split into parts', async () => {
+    const gpu = await testGpu();
+    const [n, k, batch] = [301, 256, 3];
+    const bytes = randomWeights('q8_0', n, k, mulberry32(5));
+    const x = randomF32(batch * k, 6);
+    const bias = randomF32(n, 7);
+    const y0 = randomF32(batch * n, 8);
+    // 64 rows per part → 5 parts, the last one ragged.
+    const weight = createWeight(gpu, { dtype: 'q8_0', n, k, data: bytes, label: 'w', maxPartBytes: 64 * 272 + 4 });
+    expect(weight.parts.length).toBe(5);
+    const y = upload(gpu, y0);
+    await run(gpu, (pass) =>
+      createGemv(gpu, { dtype: 'q8_0', bias: true, accumulate: true }).encode(pass, {
+        weight, x: upload(gpu, x), y, bias: upload(gpu, bias), batch,
+      }),
+    );
+    expectClose(await readF32(gpu, y, batch * n), matmul('q8_0', bytes, n, k, x, batch, bias, y0), tol(k));
+  });
+
+  test('large outliers in x and weights stay accurate', async () => {
+    const gpu = await testGpu();
+    const [n, k] = [20, 1024];
+    const xs = randomF32(k, 3);
+    xs[17] = 3e4;
+    xs[900] = -2e4;
+    const w = randomF32(n * k, 4, 0.02);
+    w[5] = 40;
+    const { quantize } = await import('../reference/blocks.ts');
+    const bytes = quantize('f16', w, n, k);
+    const weight = createWeight(gpu, { dtype: 'f16', n, k, data: bytes, label: 'w' });
+    const y = scratch(gpu, n * 4);
+    await run(gpu, (pass) => createGemv(gpu, { dtype: 'f16' }).encode(pass, { weight, x: upload(gpu, xs), y }));
+    expectClose(await readF32(gpu, y, n), matmul('f16', bytes, n, k, xs, 1), { atol: 1e-2, rtol: 1e-4 });
+  });
+
+  test('typed errors for a wrong dtype, ragged K and short buffers', async () => {
+    const gpu = await testGpu();
+    expect(() => createGemv(gpu, { dtype: 'q5_1' })).toThrow(/q5_1.*not supported/);
+    expect(() => createWeight(gpu, { dtype: 'q4_0', n: 2, k: 48, label: 'bad' })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    const weight = createWeight(gpu, { dtype: 'f32', n: 4, k: 8, label: 'w' });
+    await expect(
+      run(gpu, (pass) => createGemv(gpu, { dtype: 'f32' }).encode(pass, { weight, x: scratch(gpu, 16), y: scratch(gpu, 16) })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'x' });
+    await expect(
+      run(gpu, (pass) => createGemv(gpu, { dtype: 'q8_0' }).encode(pass, { weight, x: scratch(gpu, 64), y: scratch(gpu, 16) })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'weight' });
+  });
+});

@@ -1,0 +1,80 @@
+// GEMV on weights in their stored format (decode: one token per sequence). See shaders/matmul/gemv.wgsl.
+
+import src from '../../../../shaders/matmul/gemv.wgsl?raw';
+import type { Gpu } from '../device.ts';
+import type { BufferRef } from '../kernel.ts';
+import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
+import { ShapeError } from '../errors.ts';
+import type { WeightDtype } from '../reference/blocks.ts';
+import { requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
+
+export interface GemvOptions {
+  dtype: WeightDtype | string;
+  /** Add a per-row f32 bias (Qwen2 q/k/v). */
+  bias?: boolean;
+  /** y += W·x instead of y = W·x (residual fused into the output projection). */
+  accumulate?: boolean;
+  workgroupSize?: number;
+  rowsPerWorkgroup?: number;
+}
+
+export interface GemvArgs {
+  weight: WeightTensor;
+  /** (B, K) f32. */
+  x: BufferRef;
+  /** (B, N) f32. */
+  y: BufferRef;
+  /** (N) f32, when created with bias. */
+  bias?: BufferRef;
+  /** Vectors B sharing this weight (default 1). */
+  batch?: number;
+}
+
+export interface Gemv {
+  readonly dtype: WeightDtype;
+  encode(pass: GPUComputePassEncoder, args: GemvArgs): void;
+}
+
+/**
+ * @example
+ * const gemv = createGemv(gpu, { dtype: 'q4_0' });
+ * gemv.encode(pass, { weight, x, y });
+ */
+export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
+  requireWeightDtype(options.dtype);
+  const dtype = options.dtype;
+  const wg = options.workgroupSize ?? 64;
+  const rows = options.rowsPerWorkgroup ?? 2;
+  const bias = options.bias ?? false;
+  const cached = gpu.pipelines.get({
+    name: 'gemv',
+    variant: dtype,
+    code: `${src}\n${weightFormatWgsl(dtype)}`,
+    bindings: withParams('read', 'read', 'storage', 'read'),
+    constants: { WG_SIZE: wg, ROWS: rows, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 },
+  });
+  const name = `gemv(${dtype})`;
+  return {
+    dtype,
+    encode(pass, a) {
+      const w = a.weight;
+      if (w.dtype !== dtype) throw new ShapeError(name, 'weight', `a ${dtype} tensor`, `${w.dtype} tensor '${w.label}'`);
+      const batch = a.batch ?? 1;
+      requireDim(name, 'batch', batch);
+      requireBytes(name, 'x', a.x, batch * w.k * 4);
+      requireBytes(name, 'y', a.y, batch * w.n * 4);
+      if (bias) {
+        if (!a.bias) throw new TypeError(`${name}: created with bias, so 'bias' is required`);
+        requireBytes(name, 'bias', a.bias, w.n * 4);
+      }
+      const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+      if (batch > max) throw new ShapeError(name, 'batch', `at most ${max}`, String(batch));
+      for (const part of w.parts) {
+        const wgx = Math.ceil(part.rows / rows);
+        if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * rows}`, String(part.rows));
+        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(wgx).u32(0).u32(0);
+        dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, batch]);
+      }
+    },
+  };
+}

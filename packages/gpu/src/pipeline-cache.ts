@@ -1,0 +1,129 @@
+// Compute pipelines cached per device, keyed by kernel + variant + override constants, each with an
+// explicit bind-group layout (so bind groups can be built once at load time and reused across steps).
+
+import type { GpuFeatures } from './device.ts';
+
+/** How one binding is used by a kernel, in binding-index order. */
+export type BindingKind = 'uniform' | 'read' | 'storage';
+
+export interface KernelSpec {
+  /** Kernel name, e.g. 'gemv'. */
+  readonly name: string;
+  /** Variant, e.g. 'q4_0' or 'q4_0+subgroups'; with name it identifies the WGSL source. */
+  readonly variant: string;
+  /** The full WGSL source (kernel file joined with its lib helpers). */
+  readonly code: string;
+  /** Binding kinds of group 0, in binding order. */
+  readonly bindings: readonly BindingKind[];
+  /** Values for the kernel's `override` constants. */
+  readonly constants?: Readonly<Record<string, number>>;
+  readonly entryPoint?: string;
+}
+
+export interface CachedPipeline {
+  readonly key: string;
+  readonly pipeline: GPUComputePipeline;
+  readonly layout: GPUBindGroupLayout;
+}
+
+export class PipelineCache {
+  private readonly pipelines = new Map<string, CachedPipeline>();
+  private readonly modules = new Map<string, GPUShaderModule>();
+  private readonly layouts = new Map<string, GPUBindGroupLayout>();
+
+  constructor(
+    private readonly device: GPUDevice,
+    readonly features: GpuFeatures,
+  ) {}
+
+  get size(): number {
+    return this.pipelines.size;
+  }
+
+  /** The pipeline for a kernel spec, compiled on first use. */
+  get(spec: KernelSpec): CachedPipeline {
+    const key = pipelineKey(spec);
+    let hit = this.pipelines.get(key);
+    if (!hit) {
+      const layout = this.layoutFor(spec.bindings);
+      const pipeline = this.device.createComputePipeline({
+        label: key,
+        layout: this.device.createPipelineLayout({ label: key, bindGroupLayouts: [layout] }),
+        compute: {
+          module: this.moduleFor(spec),
+          entryPoint: spec.entryPoint ?? 'main',
+          constants: spec.constants as Record<string, number> | undefined,
+        },
+      });
+      hit = { key, pipeline, layout };
+      this.pipelines.set(key, hit);
+    }
+    return hit;
+  }
+
+  /** Compile asynchronously (load time), so the first step does not stall on shader compilation. */
+  async warm(spec: KernelSpec): Promise<CachedPipeline> {
+    const key = pipelineKey(spec);
+    const hit = this.pipelines.get(key);
+    if (hit) return hit;
+    const layout = this.layoutFor(spec.bindings);
+    const pipeline = await this.device.createComputePipelineAsync({
+      label: key,
+      layout: this.device.createPipelineLayout({ label: key, bindGroupLayouts: [layout] }),
+      compute: {
+        module: this.moduleFor(spec),
+        entryPoint: spec.entryPoint ?? 'main',
+        constants: spec.constants as Record<string, number> | undefined,
+      },
+    });
+    const entry = { key, pipeline, layout };
+    this.pipelines.set(key, entry);
+    return entry;
+  }
+
+  clear(): void {
+    this.pipelines.clear();
+    this.modules.clear();
+    this.layouts.clear();
+  }
+
+  private moduleFor(spec: KernelSpec): GPUShaderModule {
+    const key = `${spec.name}|${spec.variant}`;
+    let module = this.modules.get(key);
+    if (!module) {
+      module = this.device.createShaderModule({ label: key, code: spec.code });
+      this.modules.set(key, module);
+    }
+    return module;
+  }
+
+  private layoutFor(bindings: readonly BindingKind[]): GPUBindGroupLayout {
+    const key = bindings.join(',');
+    let layout = this.layouts.get(key);
+    if (!layout) {
+      layout = this.device.createBindGroupLayout({
+        label: `layout(${key})`,
+        entries: bindings.map((kind, binding) => ({
+          binding,
+          visibility: GPUShaderStage.COMPUTE,
+          buffer: {
+            type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage',
+          },
+        })),
+      });
+      this.layouts.set(key, layout);
+    }
+    return layout;
+  }
+}
+
+function pipelineKey(spec: KernelSpec): string {
+  const c = spec.constants;
+  const consts = c
+    ? Object.keys(c)
+        .sort()
+        .map((k) => `${k}=${c[k]}`)
+        .join(',')
+    : '';
+  return `${spec.name}|${spec.variant}|${consts}|${spec.entryPoint ?? 'main'}`;
+}

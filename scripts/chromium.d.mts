@@ -1,0 +1,2 @@
+export declare function chromiumPath(): string;
+export declare function chromiumArgs(): string[];

@@ -1,0 +1,36 @@
+// lib/bytes: reads from a weight tensor stored as raw ggml bytes in `w: array<u32>`.
+// Block sizes of 18, 34 and 210 bytes leave blocks 2-byte aligned only, so 32-bit reads at an even
+// byte offset may straddle two words. Joined by every kernel that reads weights; the kernel declares
+// `w`.
+
+// The u16 at even byte offset `b`.
+fn w_u16(b: u32) -> u32 {
+  return (w[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu;
+}
+
+// The u32 at even byte offset `b` (little endian), possibly straddling two words.
+fn w_u32(b: u32) -> u32 {
+  let i = b >> 2u;
+  if ((b & 2u) == 0u) { return w[i]; }
+  return (w[i] >> 16u) | (w[i + 1u] << 16u);
+}
+
+// The f16 at even byte offset `b`, as f32 (exact).
+fn w_f16(b: u32) -> f32 {
+  return unpack2x16float(w_u16(b)).x;
+}
+
+// Four unsigned bytes of a word, as f32.
+fn bytes4_f32(q: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<u32>(q & 0xffu, (q >> 8u) & 0xffu, (q >> 16u) & 0xffu, q >> 24u));
+}
+
+// Four signed bytes of a word, as f32.
+fn sbytes4_f32(q: u32) -> vec4<f32> {
+  let s = bitcast<i32>(q);
+  return vec4<f32>(vec4<i32>(extractBits(s, 0u, 8u), extractBits(s, 8u, 8u), extractBits(s, 16u, 8u), extractBits(s, 24u, 8u)));
+}
+
+// Low and high nibbles of the four bytes of a word.
+fn lo_nibbles(q: u32) -> vec4<f32> { return bytes4_f32(q & 0x0f0f0f0fu); }
+fn hi_nibbles(q: u32) -> vec4<f32> { return bytes4_f32((q >> 4u) & 0x0f0f0f0fu); }

@@ -1,0 +1,41 @@
+// One Vite config for the whole repository: it serves the examples and runs the test tiers.
+// Node tier: *.test.ts in Node. GPU tier: *.gpu.test.ts in real headless Chromium with WebGPU
+// (SwiftShader when the machine has no GPU), through Vitest's Playwright provider.
+import { defineConfig } from 'vitest/config';
+import { playwright } from '@vitest/browser-playwright';
+import { chromiumArgs, chromiumPath } from './scripts/chromium.mjs';
+
+export default defineConfig({
+  server: { fs: { allow: ['.'] } },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'node',
+          environment: 'node',
+          include: ['packages/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.gpu.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'gpu',
+          include: ['packages/**/*.gpu.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            screenshotFailures: false,
+            provider: playwright({
+              launchOptions: { executablePath: chromiumPath(), args: chromiumArgs() },
+            }),
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
+    ],
+  },
+});
