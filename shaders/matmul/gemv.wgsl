@@ -32,6 +32,8 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG_SIZE>;
 
+fn x4(i: u32) -> vec4<f32> { return x[i]; }
+
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let vec = wid.y;
@@ -44,11 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (local_row < p.rows) {
       let rb = local_row * p.row_bytes;
       for (var c = lid; c < chunks; c += WG_SIZE) {
-        load_chunk(rb, c);
-        let xc = x0 + c * CHUNK_V4;
-        for (var i = 0u; i < CHUNK_V4; i++) {
-          acc += dot(wq[i], x[xc + i]);
-        }
+        acc += chunk_dot(rb, c, x0 + c * CHUNK_V4);
       }
     }
     partial[lid] = acc;

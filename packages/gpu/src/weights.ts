@@ -10,6 +10,9 @@ import q8_0 from '../../../shaders/lib/weights/q8_0.wgsl?raw';
 import q4_0 from '../../../shaders/lib/weights/q4_0.wgsl?raw';
 import q4_K from '../../../shaders/lib/weights/q4_K.wgsl?raw';
 import q6_K from '../../../shaders/lib/weights/q6_K.wgsl?raw';
+import genericDot from '../../../shaders/lib/weights/generic.dot.wgsl?raw';
+import q8_0Dot from '../../../shaders/lib/weights/q8_0.dot.wgsl?raw';
+import q4_0Dot from '../../../shaders/lib/weights/q4_0.dot.wgsl?raw';
 import type { Gpu } from './device.ts';
 import { LimitError, ShapeError, UnsupportedError } from './errors.ts';
 import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './reference/blocks.ts';
@@ -30,6 +33,17 @@ export const CHUNK_ELEMS: Readonly<Record<WeightDtype, number>> = {
 /** The WGSL that lets a kernel read weights of `dtype`: byte helpers + the format's load_chunk. */
 export function weightFormatWgsl(dtype: WeightDtype): string {
   return `${bytesLib}\n${FORMAT_WGSL[dtype]}`;
+}
+
+const DOT_WGSL: Partial<Record<WeightDtype, string>> = { q8_0: q8_0Dot, q4_0: q4_0Dot };
+
+/**
+ * The WGSL for kernels that only need dot products of weight chunks with an x vector (GEMV):
+ * weightFormatWgsl plus `chunk_dot(row_byte, c, xi)`, register-only for the formats that have one.
+ * The kernel must define `fn x4(i: u32) -> vec4<f32>`.
+ */
+export function weightDotWgsl(dtype: WeightDtype): string {
+  return `${weightFormatWgsl(dtype)}\n${DOT_WGSL[dtype] ?? genericDot}`;
 }
 
 /** Throws UnsupportedError unless `dtype` is a format intab's kernels read. */

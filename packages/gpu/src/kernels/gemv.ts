@@ -6,7 +6,7 @@ import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
 import type { WeightDtype } from '../reference/blocks.ts';
-import { requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
+import { requireWeightDtype, weightDotWgsl, type WeightTensor } from '../weights.ts';
 
 export interface GemvOptions {
   dtype: WeightDtype | string;
@@ -49,7 +49,7 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   const cached = gpu.pipelines.get({
     name: 'gemv',
     variant: dtype,
-    code: `${src}\n${weightFormatWgsl(dtype)}`,
+    code: `${src}\n${weightDotWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
     constants: { WG_SIZE: wg, ROWS: rows, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 },
   });

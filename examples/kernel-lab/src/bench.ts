@@ -1,0 +1,221 @@
+// The kernel benchmark: baselines (copyBufferToBuffer bandwidth, the best streaming-read kernel of a
+// sweep), then one JSON record per case with median_ms, gbps (bytes the kernel must read / time),
+// gflops and both ratios. Runs on whatever GPU the page gets; `intab bench kernels` runs it headless.
+
+import {
+  BLOCK,
+  createGemv,
+  createStreamRead,
+  createWeight,
+  rowBytes,
+  streamReadOutBytes,
+  writeRows,
+  type Gpu,
+  type WeightDtype,
+  type WeightTensor,
+} from '@intab/gpu';
+import { mulberry32, randomF32, randomWeights } from '@intab/gpu/reference';
+import { timeRecording, type Timing } from './timing.ts';
+import { MODELS, gemvShapes } from './shapes.ts';
+
+export type BenchRecord = Record<string, unknown>;
+export type Report = (record: BenchRecord) => void;
+
+export interface BenchOptions {
+  /** Smaller shapes and fewer cases: a smoke run (e2e, CI). */
+  quick?: boolean;
+  /** Only cases whose kernel/dtype/shape label contains this. */
+  filter?: string;
+  dtypes?: WeightDtype[];
+}
+
+const GB = 1e9;
+const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+
+interface ReadConfig {
+  workgroupSize: number;
+  spanBytes: number;
+}
+
+export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions = {}): Promise<void> {
+  const quick = o.quick ?? false;
+  report({ type: 'device', ...gpu.adapterInfo, features: gpu.features, maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize });
+
+  // ---- baselines ----
+  const baseBytes = quick ? 8 << 20 : 64 << 20;
+  const copy = await copyBandwidth(gpu, baseBytes, quick);
+  report({ type: 'baseline', kernel: 'copyBufferToBuffer', bytes: baseBytes, median_ms: round(copy.median_ms), gbps: round(baseBytes / GB / (copy.median_ms / 1e3)), clock: copy.clock });
+  const copyGbps = baseBytes / GB / (copy.median_ms / 1e3);
+
+  const sweep = await streamReadSweep(gpu, baseBytes, quick);
+  const best = sweep[0];
+  report({
+    type: 'baseline',
+    kernel: 'stream-read',
+    bytes: baseBytes,
+    workgroup_size: best.config.workgroupSize,
+    span_bytes: best.config.spanBytes,
+    median_ms: round(best.timing.median_ms),
+    gbps: round(best.gbps),
+    swept: sweep.length,
+    clock: best.timing.clock,
+  });
+  const topConfigs = sweep.slice(0, 3).map((s) => s.config);
+
+  // ---- GEMV at real decode shapes ----
+  const dtypes = o.dtypes ?? (quick ? ['q4_0', 'q8_0'] : ['q4_0', 'q8_0', 'q4_K', 'q6_K', 'f16']);
+  const models = quick ? MODELS.slice(0, 1) : MODELS;
+  for (const model of models) {
+    const shapes = gemvShapes(model).filter(([name]) => !quick || name !== 'lm_head');
+    for (const [name, n, k] of shapes) {
+      for (const dtype of dtypes) {
+        const label = `gemv ${dtype} ${model.name}.${name}`;
+        if (o.filter && !label.includes(o.filter)) continue;
+        const weight = randomWeight(gpu, dtype, n, k, label);
+        const x = buffer(gpu, randomF32(k, 1));
+        const y = gpu.device.createBuffer({ label: 'y', size: n * 4, usage: STORAGE });
+        const gemv = createGemv(gpu, { dtype });
+        const t = await timeRecording(gpu, (pass) => gemv.encode(pass, { weight, x, y }), { samples: quick ? 3 : 5 });
+        const bytes = weight.rowBytes * n + k * 4;
+        const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+        report(caseRecord('gemv', dtype, `${n}x${k}`, model.name, name, t, bytes, 2 * n * k, copyGbps, readGbps));
+        weight.destroy();
+        x.destroy();
+        y.destroy();
+      }
+    }
+  }
+  report({ type: 'done' });
+}
+
+function caseRecord(
+  kernel: string,
+  dtype: string,
+  shape: string,
+  model: string,
+  op: string,
+  t: Timing,
+  bytes: number,
+  flops: number,
+  copyGbps: number,
+  readGbps: number,
+): BenchRecord {
+  const gbps = bytes / GB / (t.median_ms / 1e3);
+  return {
+    type: 'case',
+    kernel,
+    dtype,
+    shape,
+    model,
+    op,
+    median_ms: round(t.median_ms),
+    gbps: round(gbps),
+    gflops: round(flops / GB / (t.median_ms / 1e3)),
+    roofline_ratio: round(gbps / copyGbps),
+    read_ratio: round(gbps / readGbps),
+    read_gbps: round(readGbps),
+    bytes,
+    reps: t.reps,
+    clock: t.clock,
+  };
+}
+
+function round(x: number): number {
+  return Number(x.toPrecision(4));
+}
+
+function buffer(gpu: Gpu, data: Float32Array): GPUBuffer {
+  const b = gpu.device.createBuffer({ label: 'bench.input', size: Math.max(16, data.byteLength), usage: STORAGE });
+  gpu.device.queue.writeBuffer(b, 0, data);
+  return b;
+}
+
+/** A weight filled by repeating a few MiB of valid random rows (timing does not depend on values). */
+function randomWeight(gpu: Gpu, dtype: WeightDtype, n: number, k: number, label: string): WeightTensor {
+  const weight = createWeight(gpu, { dtype, n, k, label });
+  const rb = rowBytes(dtype, k);
+  let rows = Math.max(2, Math.min(n, Math.floor((4 << 20) / rb)));
+  rows -= rows % 2; // even row counts keep every write 4-byte aligned
+  const pattern = randomWeights(dtype, rows, k, mulberry32(k + BLOCK[dtype].bytes));
+  for (let r = 0; r < n; r += rows) {
+    const count = Math.min(rows, n - r);
+    writeRows(gpu, weight, r, pattern.subarray(0, count * rb));
+  }
+  return weight;
+}
+
+async function copyBandwidth(gpu: Gpu, bytes: number, quick: boolean): Promise<Timing> {
+  const src = gpu.device.createBuffer({ label: 'copy.src', size: bytes, usage: STORAGE });
+  const dst = gpu.device.createBuffer({ label: 'copy.dst', size: bytes, usage: STORAGE });
+  try {
+    const samples: number[] = [];
+    const reps = quick ? 2 : 4;
+    const once = async () => {
+      const enc = gpu.device.createCommandEncoder({ label: 'copy' });
+      for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(src, 0, dst, 0, bytes);
+      const t0 = performance.now();
+      gpu.device.queue.submit([enc.finish()]);
+      await gpu.device.queue.onSubmittedWorkDone();
+      return (performance.now() - t0) / reps;
+    };
+    await once();
+    for (let i = 0; i < (quick ? 3 : 5); i++) samples.push(await once());
+    samples.sort((a, b) => a - b);
+    return { median_ms: samples[samples.length >> 1], min_ms: samples[0], reps, samples: samples.length, clock: 'wall-clock' };
+  } finally {
+    src.destroy();
+    dst.destroy();
+  }
+}
+
+interface SweepResult {
+  config: ReadConfig;
+  timing: Timing;
+  gbps: number;
+}
+
+/** Streaming-read bandwidth for workgroup sizes 16–256 × spans 1–64 KiB, best first. */
+async function streamReadSweep(gpu: Gpu, bytes: number, quick: boolean): Promise<SweepResult[]> {
+  const wgs = quick ? [64, 256] : [16, 32, 64, 128, 256];
+  const spans = quick ? [1024, 16384] : [1024, 2048, 4096, 8192, 16384, 32768, 65536];
+  const results: SweepResult[] = [];
+  for (const workgroupSize of wgs) {
+    for (const spanBytes of spans) {
+      const config = { workgroupSize, spanBytes };
+      const timing = await timeRead(gpu, bytes, config, quick);
+      results.push({ config, timing, gbps: bytes / GB / (timing.median_ms / 1e3) });
+    }
+  }
+  return results.sort((a, b) => b.gbps - a.gbps);
+}
+
+const readSources = new Map<number, GPUBuffer>();
+
+async function timeRead(gpu: Gpu, bytes: number, config: ReadConfig, quick: boolean): Promise<Timing> {
+  const size = Math.ceil(bytes / 16) * 16;
+  let src = readSources.get(size);
+  if (!src) {
+    for (const b of readSources.values()) b.destroy();
+    readSources.clear();
+    src = gpu.device.createBuffer({ label: 'stream-read.src', size, usage: STORAGE });
+    readSources.set(size, src);
+  }
+  const out = gpu.device.createBuffer({ label: 'stream-read.out', size: Math.max(16, streamReadOutBytes(size, config.spanBytes)), usage: STORAGE });
+  const kernel = createStreamRead(gpu, config);
+  const buf = src;
+  try {
+    return await timeRecording(gpu, (pass) => kernel.encode(pass, { src: buf, bytes: size, out }), { samples: quick ? 3 : 5 });
+  } finally {
+    out.destroy();
+  }
+}
+
+/** Best streaming-read bandwidth over `bytes` among the sweep's top configurations. */
+async function readBandwidth(gpu: Gpu, bytes: number, configs: ReadConfig[], quick: boolean): Promise<number> {
+  let best = 0;
+  for (const c of configs) {
+    const t = await timeRead(gpu, bytes, c, quick);
+    best = Math.max(best, bytes / GB / (t.median_ms / 1e3));
+  }
+  return best;
+}

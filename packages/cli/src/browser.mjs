@@ -1,0 +1,38 @@
+// @ts-check
+// Serves the repository with Vite on loopback and opens one of its pages in headless Chromium with
+// WebGPU enabled; records the page sends through window.__intabReport reach `onRecord`.
+import { join } from 'node:path';
+import { createServer } from 'vite';
+import { chromium } from 'playwright';
+import { ROOT } from '../../../scripts/ensure-install.mjs';
+import { chromiumArgs, chromiumPath } from '../../../scripts/chromium.mjs';
+
+/**
+ * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean }} o
+ * @returns {Promise<void>} resolves when the page sets window.__intabDone
+ */
+export async function runPage(o) {
+  const server = await createServer({
+    configFile: join(ROOT, 'vite.config.ts'),
+    root: ROOT,
+    logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0, strictPort: false },
+  });
+  await server.listen();
+  const base = server.resolvedUrls?.local[0];
+  if (!base) throw new Error('the Vite server did not report its address');
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs(), headless: !o.headed });
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error') process.stderr.write(`[page] ${m.text()}\n`);
+    });
+    page.on('pageerror', (e) => process.stderr.write(`[page] ${e.message}\n`));
+    await page.exposeFunction('__intabReport', o.onRecord);
+    await page.goto(new URL(o.path, base).href);
+    await page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 });
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}

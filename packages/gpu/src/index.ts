@@ -1,0 +1,42 @@
+// @intab/gpu: the WebGPU runtime and intab's kernels. Each kernel is a create*(gpu, options) factory
+// returning { encode(pass, args) } that records and never submits; the CPU twins live in
+// '@intab/gpu/reference' and test helpers in '@intab/gpu/testing'.
+
+export { requestGpu, type Gpu, type GpuFeatures, type GpuLimits, type RequestGpuOptions } from './device.ts';
+export {
+  IntabGpuError,
+  WebGpuUnavailableError,
+  DeviceLostError,
+  ShapeError,
+  UnsupportedError,
+  LimitError,
+  GpuValidationError,
+  formatBytes,
+} from './errors.ts';
+export { PipelineCache, type KernelSpec, type BindingKind, type CachedPipeline } from './pipeline-cache.ts';
+export { BufferPool } from './buffer-pool.ts';
+export { Readback, type ReadbackTicket } from './readback.ts';
+export { UniformArena } from './uniforms.ts';
+export { Profiler, type PassTiming } from './profiler.ts';
+export { Params, dispatch, grid2d, type BufferRef } from './kernel.ts';
+export {
+  createWeight,
+  writeRows,
+  weightFormatWgsl,
+  requireWeightDtype,
+  kMultiple,
+  CHUNK_ELEMS,
+  type WeightTensor,
+  type WeightPart,
+  type CreateWeightOptions,
+} from './weights.ts';
+export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type WeightDtype, type BlockLayout } from './reference/blocks.ts';
+
+// ---- kernels ----
+export { createGemv, type Gemv, type GemvArgs, type GemvOptions } from './kernels/gemv.ts';
+export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
+export { createAdd, type AddArgs } from './kernels/add.ts';
+export { createSwiglu, type SwigluArgs } from './kernels/swiglu.ts';
+export { createGeluTanh } from './kernels/gelu-tanh.ts';
+export type { GatedArgs } from './kernels/activation.ts';
+export { createStreamRead, streamReadOutBytes, type StreamReadArgs } from './kernels/stream-read.ts';

@@ -1,0 +1,6 @@
+// CPU twins of every kernel (plain loops, float64 accumulation) and the ggml block codecs.
+export * from './blocks.ts';
+export * from './random.ts';
+export * from './matmul.ts';
+export * from './norm.ts';
+export * from './elementwise.ts';
