@@ -1,0 +1,111 @@
+// The runtime itself: limits, features, caches, pools, readback, profiler, device loss.
+import { describe, expect, test } from 'vitest';
+import { requestGpu } from './device.ts';
+import { Profiler } from './profiler.ts';
+import { sizeClass } from './buffer-pool.ts';
+import { createRmsNorm } from './kernels/rmsnorm.ts';
+import { WebGpuUnavailableError } from './errors.ts';
+
+describe('device', () => {
+  test('requests the adapter limits, not the defaults, and reports features', async () => {
+    const adapter = (await navigator.gpu.requestAdapter())!;
+    const gpu = await requestGpu();
+    expect(gpu.limits.maxStorageBufferBindingSize).toBe(adapter.limits.maxStorageBufferBindingSize);
+    expect(gpu.limits.maxBufferSize).toBe(adapter.limits.maxBufferSize);
+    expect(gpu.limits.maxComputeInvocationsPerWorkgroup).toBe(adapter.limits.maxComputeInvocationsPerWorkgroup);
+    expect(gpu.features.subgroups).toBe(adapter.features.has('subgroups' as GPUFeatureName));
+    expect(gpu.features.shaderF16).toBe(adapter.features.has('shader-f16'));
+    expect(gpu.features.timestampQuery).toBe(adapter.features.has('timestamp-query'));
+    gpu.destroy();
+    gpu.destroy(); // idempotent
+    expect(gpu.destroyed).toBe(true);
+  });
+
+  test('features can be disabled to exercise the plain f32 paths', async () => {
+    const gpu = await requestGpu({ disable: { subgroups: true, shaderF16: true, timestampQuery: true } });
+    expect(gpu.features).toEqual({ subgroups: false, shaderF16: false, timestampQuery: false });
+    expect(gpu.device.features.has('subgroups' as GPUFeatureName)).toBe(false);
+    gpu.destroy();
+  });
+
+  test('a missing navigator.gpu is a typed error that says what to do', async () => {
+    const saved = Object.getOwnPropertyDescriptor(Navigator.prototype, 'gpu')!;
+    Object.defineProperty(Navigator.prototype, 'gpu', { configurable: true, get: () => undefined });
+    try {
+      const err = await requestGpu().catch((e) => e);
+      expect(err).toBeInstanceOf(WebGpuUnavailableError);
+      expect(err.reason).toBe('no-navigator-gpu');
+      expect(err.message).toMatch(/--enable-unsafe-webgpu/);
+    } finally {
+      Object.defineProperty(Navigator.prototype, 'gpu', saved);
+    }
+  });
+
+  test('device loss reaches the owner as a DeviceLostError; destroy() does not', async () => {
+    const lostEvents: unknown[] = [];
+    const gpu = await requestGpu({ onLost: (e) => lostEvents.push(e) });
+    gpu.device.destroy(); // simulates loss from outside the runtime
+    const err = await gpu.lost;
+    expect(err.name).toBe('DeviceLostError');
+    expect(err.message).toMatch(/reload the model/);
+    // A device destroyed directly reports reason 'destroyed', which is not surfaced as an unexpected loss.
+    expect(lostEvents).toEqual([]);
+  });
+
+  test('pipelines are cached per kernel, variant and overrides', async () => {
+    const gpu = await requestGpu();
+    const before = gpu.pipelines.size;
+    createRmsNorm(gpu);
+    createRmsNorm(gpu);
+    expect(gpu.pipelines.size).toBe(before + 1);
+    createRmsNorm(gpu, { residual: true });
+    createRmsNorm(gpu, { workgroupSize: 128 });
+    expect(gpu.pipelines.size).toBe(before + 3);
+    gpu.destroy();
+  });
+
+  test('buffer pool reuses released buffers of the same class and labels them', async () => {
+    const gpu = await requestGpu();
+    const usage = GPUBufferUsage.STORAGE;
+    const a = gpu.pool.acquire(1000, usage, 'step.a');
+    gpu.pool.release(a);
+    const b = gpu.pool.acquire(900, usage, 'step.b');
+    expect(b).toBe(a);
+    expect(b.label).toBe('step.b');
+    const c = gpu.pool.acquire(900, usage, 'step.c');
+    expect(c).not.toBe(a);
+    expect(sizeClass(5000)).toBe(5120);
+    expect(sizeClass(1 << 20)).toBe(1 << 20);
+    expect(() => gpu.pool.acquire(gpu.limits.maxBufferSize + 1, usage, 'huge')).toThrow(/maxBufferSize/);
+    gpu.destroy();
+  });
+
+  test('readback copies inside the caller encoder and reuses staging buffers', async () => {
+    const gpu = await requestGpu();
+    const src = gpu.device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    gpu.device.queue.writeBuffer(src, 0, new Uint32Array([1, 2, 3, 4, 5, 6]));
+    const enc = gpu.device.createCommandEncoder();
+    const t1 = gpu.readback.encodeCopy(enc, src, 4, 8);
+    gpu.device.queue.submit([enc.finish()]);
+    expect([...new Uint32Array(await t1.read())]).toEqual([2, 3]);
+    // a ragged size is padded for the copy and trimmed for the caller
+    expect([...new Uint8Array(await gpu.readback.read(src, 12, 6))]).toEqual([4, 0, 0, 0, 5, 0]);
+    gpu.destroy();
+  });
+
+  test('the profiler times passes (timestamps when available, else wall clock)', async () => {
+    const gpu = await requestGpu();
+    for (const forceWallClock of [false, true]) {
+      const p = new Profiler(gpu, { forceWallClock });
+      const enc = gpu.device.createCommandEncoder();
+      enc.beginComputePass(p.pass('a')).end();
+      enc.beginComputePass(p.pass('b')).end();
+      const times = await p.submit(enc);
+      if (p.mode === 'timestamp') expect(times.map((t) => t.label)).toEqual(['a', 'b']);
+      else expect(times.length).toBe(1);
+      for (const t of times) expect(t.ms).toBeGreaterThanOrEqual(0);
+      p.destroy();
+    }
+    gpu.destroy();
+  });
+});

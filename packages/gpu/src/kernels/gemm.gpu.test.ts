@@ -1,0 +1,127 @@
+// GEMM against the float64 CPU twin and against GEMV, for every weight format, ragged T and N,
+// T = 1 and T = 512, weights split into parts, bias + accumulate, outliers and bad inputs.
+
+import { describe, expect, test } from 'vitest';
+import { createGemm, type GemmOptions } from './gemm.ts';
+import { createGemv } from './gemv.ts';
+import { createWeight } from '../weights.ts';
+import { matmul } from '../reference/matmul.ts';
+import { BLOCK, WEIGHT_DTYPES, quantize, randomWeights, type WeightDtype } from '../reference/blocks.ts';
+import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+
+// Tolerance: f32 accumulation in a different order than the float64 reference.
+const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });
+
+/** K for a test: a few chunks, not a multiple of the default K tile (128) where the format allows. */
+const kFor = (dtype: WeightDtype) => (BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172);
+
+describe('gemm', () => {
+  for (const dtype of WEIGHT_DTYPES) {
+    const k0 = kFor(dtype);
+    // [N, K, T]: N not a multiple of the 128-row tile, T not a multiple of the 8-token tile, and T = 1.
+    for (const [n, k, t] of [[37, k0, 13], [130, k0 * 2, 1]] as const) {
+      test(`${dtype} (T ${t}, N ${n}, K ${k}) matches CPU and GEMV`, async () => {
+        const gpu = await testGpu();
+        const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k + t));
+        const x = randomF32(t * k, k + t);
+        const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
+        const xb = upload(gpu, x);
+        const y = scratch(gpu, t * n * 4);
+        const yv = scratch(gpu, t * n * 4);
+        await run(gpu, (pass) => {
+          createGemm(gpu, { dtype }).encode(pass, { weight, x: xb, y, tokens: t });
+          createGemv(gpu, { dtype }).encode(pass, { weight, x: xb, y: yv, batch: t });
+        });
+        const got = await readF32(gpu, y, t * n);
+        expectClose(got, matmul(dtype, bytes, n, k, x, t), { ...tol(k), label: `${dtype} vs CPU` });
+        expectClose(got, await readF32(gpu, yv, t * n), { ...tol(k), label: `${dtype} vs GEMV` });
+        weight.destroy();
+      });
+    }
+  }
+
+  test('T = 512 (prefill) with a ragged N', async () => {
+    const gpu = await testGpu();
+    const [n, k, t] = [45, 160, 512];
+    const bytes = randomWeights('q4_0', n, k, mulberry32(11));
+    const x = randomF32(t * k, 12);
+    const weight = createWeight(gpu, { dtype: 'q4_0', n, k, data: bytes, label: 'w' });
+    const y = scratch(gpu, t * n * 4);
+    await run(gpu, (pass) => createGemm(gpu, { dtype: 'q4_0' }).encode(pass, { weight, x: upload(gpu, x), y, tokens: t }));
+    expectClose(await readF32(gpu, y, t * n), matmul('q4_0', bytes, n, k, x, t), tol(k));
+  });
+
+  // Split weights, bias and accumulate, under the default tile and under odd tile shapes that make
+  // every edge ragged (rows past a part, tokens past T, a K step past K).
+  const tiles: [string, Partial<GemmOptions>][] = [
+    ['default tiles', {}],
+    ['odd tiles', { workgroupSize: 24, rowsPerInvocation: 3, tokensPerWorkgroup: 5, kTile: 64 }],
+    ['one row, sixteen tokens', { workgroupSize: 32, rowsPerInvocation: 1, tokensPerWorkgroup: 16, kTile: 32 }],
+  ];
+  for (const dtype of ['q8_0', 'q6_K'] as const) {
+    for (const [what, opts] of tiles) {
+      test(`${dtype}: bias, accumulate and a weight split into parts (${what})`, async () => {
+        const gpu = await testGpu();
+        const [n, t] = [301, 11];
+        const k = dtype === 'q6_K' ? 768 : 224;
+        const bytes = randomWeights(dtype, n, k, mulberry32(5));
+        const x = randomF32(t * k, 6);
+        const bias = randomF32(n, 7);
+        const y0 = randomF32(t * n, 8);
+        const rb = (k / BLOCK[dtype].elems) * BLOCK[dtype].bytes;
+        // 64 rows per part → 5 parts, the last one ragged.
+        const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w', maxPartBytes: 64 * rb + 4 });
+        expect(weight.parts.length).toBe(5);
+        const y = upload(gpu, y0);
+        await run(gpu, (pass) =>
+          createGemm(gpu, { dtype, bias: true, accumulate: true, ...opts }).encode(pass, {
+            weight, x: upload(gpu, x), y, bias: upload(gpu, bias), tokens: t,
+          }),
+        );
+        expectClose(await readF32(gpu, y, t * n), matmul(dtype, bytes, n, k, x, t, bias, y0), tol(k));
+        weight.destroy();
+      });
+    }
+  }
+
+  test('large outliers in x and weights stay accurate', async () => {
+    const gpu = await testGpu();
+    const [n, k, t] = [20, 1024, 6];
+    const xs = randomF32(t * k, 3);
+    xs[17] = 3e4;
+    xs[k + 900] = -2e4;
+    xs[5 * k + 1] = 1e5;
+    const w = randomF32(n * k, 4, 0.02);
+    w[5] = 40;
+    w[3 * k + 1] = -60000;
+    const bytes = quantize('f16', w, n, k);
+    const weight = createWeight(gpu, { dtype: 'f16', n, k, data: bytes, label: 'w' });
+    const y = scratch(gpu, t * n * 4);
+    await run(gpu, (pass) => createGemm(gpu, { dtype: 'f16' }).encode(pass, { weight, x: upload(gpu, xs), y, tokens: t }));
+    expectClose(await readF32(gpu, y, t * n), matmul('f16', bytes, n, k, xs, t), { atol: 2e-2, rtol: 1e-4 });
+  });
+
+  test('typed errors for a wrong dtype, short buffers, bad token counts and bad tiles', async () => {
+    const gpu = await testGpu();
+    expect(() => createGemm(gpu, { dtype: 'q5_1' })).toThrow(/q5_1.*not supported/);
+    expect(() => createGemm(gpu, { dtype: 'q8_0', kTile: 48 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'kTile' }));
+    expect(() => createGemm(gpu, { dtype: 'f32', tokensPerWorkgroup: 17 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    expect(() => createGemm(gpu, { dtype: 'f32', rowsPerInvocation: 0 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    const weight = createWeight(gpu, { dtype: 'f32', n: 4, k: 8, label: 'w' });
+    const gemm = createGemm(gpu, { dtype: 'f32' });
+    // x holds one token of 8, but 3 tokens are claimed.
+    await expect(
+      run(gpu, (pass) => gemm.encode(pass, { weight, x: scratch(gpu, 32), y: scratch(gpu, 48), tokens: 3 })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'x' });
+    await expect(
+      run(gpu, (pass) => gemm.encode(pass, { weight, x: scratch(gpu, 96), y: scratch(gpu, 16), tokens: 3 })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'y' });
+    await expect(
+      run(gpu, (pass) => gemm.encode(pass, { weight, x: scratch(gpu, 96), y: scratch(gpu, 48), tokens: 0 })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'tokens' });
+    await expect(
+      run(gpu, (pass) => createGemm(gpu, { dtype: 'q8_0' }).encode(pass, { weight, x: scratch(gpu, 96), y: scratch(gpu, 48), tokens: 3 })),
+    ).rejects.toMatchObject({ name: 'ShapeError', argument: 'weight' });
+    weight.destroy();
+  });
+});

@@ -1,0 +1,118 @@
+// Tiled GEMM on weights in their stored format, for T > 1 tokens at once (prefill, speculative verify,
+// batched decode): each weight chunk is dequantized once per tile and reused across the tile's tokens.
+// See shaders/matmul/gemm.wgsl. T = 1 works too, but createGemv is the faster decode path.
+
+import src from '../../../../shaders/matmul/gemm.wgsl?raw';
+import type { Gpu } from '../device.ts';
+import type { BufferRef } from '../kernel.ts';
+import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
+import { ShapeError } from '../errors.ts';
+import type { WeightDtype } from '../reference/blocks.ts';
+import { CHUNK_ELEMS, requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
+
+/** Register-array caps in gemm.wgsl (MAX_ROWS, MAX_TOKENS). */
+const MAX_ROWS = 4;
+const MAX_TOKENS = 16;
+
+export interface GemmOptions {
+  dtype: WeightDtype | string;
+  /** Add a per-row f32 bias (Qwen2 q/k/v). */
+  bias?: boolean;
+  /** y += W·x instead of y = W·x (residual fused into the output projection). */
+  accumulate?: boolean;
+  /** Invocations per workgroup (default 64). */
+  workgroupSize?: number;
+  /** Weight rows each invocation owns, 1..4 (default 2); a tile has workgroupSize × this rows. */
+  rowsPerInvocation?: number;
+  /** Tokens per tile, 1..16 (default 8). */
+  tokensPerWorkgroup?: number;
+  /** Elements of K staged in workgroup memory per step (default 128; a multiple of the format's chunk). */
+  kTile?: number;
+}
+
+export interface GemmArgs {
+  weight: WeightTensor;
+  /** (T, K) f32. */
+  x: BufferRef;
+  /** (T, N) f32. */
+  y: BufferRef;
+  /** (N) f32, when created with bias. */
+  bias?: BufferRef;
+  /** T: tokens (rows of x and y). */
+  tokens: number;
+}
+
+export interface Gemm {
+  readonly dtype: WeightDtype;
+  encode(pass: GPUComputePassEncoder, args: GemmArgs): void;
+}
+
+/**
+ * Y (T, N) (+)= X (T, K) · Wᵀ (+ bias), W an (N, K) WeightTensor in any supported format, split in parts or not.
+ *
+ * @example
+ * const gemm = createGemm(gpu, { dtype: 'q4_K', accumulate: true });
+ * gemm.encode(pass, { weight: wo, x: attnOut, y: residual, tokens: T });
+ */
+export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
+  requireWeightDtype(options.dtype);
+  const dtype = options.dtype;
+  const name = `gemm(${dtype})`;
+  const wg = options.workgroupSize ?? 64;
+  const rows = options.rowsPerInvocation ?? 2;
+  const tokens = options.tokensPerWorkgroup ?? 8;
+  const kTile = options.kTile ?? 128;
+  const chunk = CHUNK_ELEMS[dtype];
+  const bias = options.bias ?? false;
+  const bad = (what: string, want: string, got: number) => new ShapeError(name, what, want, String(got));
+  if (!Number.isInteger(wg) || wg < 1 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
+    throw bad('workgroupSize', `an integer in 1..${gpu.limits.maxComputeInvocationsPerWorkgroup}`, wg);
+  }
+  if (!Number.isInteger(rows) || rows < 1 || rows > MAX_ROWS) throw bad('rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, rows);
+  if (!Number.isInteger(tokens) || tokens < 1 || tokens > MAX_TOKENS) throw bad('tokensPerWorkgroup', `an integer in 1..${MAX_TOKENS}`, tokens);
+  if (!Number.isInteger(kTile) || kTile <= 0 || kTile % chunk !== 0 || kTile % 4 !== 0) {
+    throw bad('kTile', `a positive multiple of ${Math.max(chunk, 4)} for ${dtype}`, kTile);
+  }
+  const tileBytes = tokens * kTile * 4;
+  if (tileBytes > gpu.limits.maxComputeWorkgroupStorageSize) {
+    throw bad('kTile', `at most ${gpu.limits.maxComputeWorkgroupStorageSize / 4 / tokens} with ${tokens} tokens per tile (workgroup memory)`, kTile);
+  }
+  const cached = gpu.pipelines.get({
+    name: 'gemm',
+    variant: dtype,
+    code: `${src}\n${weightFormatWgsl(dtype)}`,
+    bindings: withParams('read', 'read', 'storage', 'read'),
+    constants: {
+      WG_SIZE: wg,
+      ROWS: rows,
+      TOKENS: tokens,
+      K_TILE: kTile,
+      HAS_BIAS: bias ? 1 : 0,
+      ACCUMULATE: options.accumulate ? 1 : 0,
+    },
+  });
+  const tileRows = wg * rows;
+  return {
+    dtype,
+    encode(pass, a) {
+      const w = a.weight;
+      if (w.dtype !== dtype) throw new ShapeError(name, 'weight', `a ${dtype} tensor`, `${w.dtype} tensor '${w.label}'`);
+      requireDim(name, 'tokens', a.tokens);
+      requireBytes(name, 'x', a.x, a.tokens * w.k * 4);
+      requireBytes(name, 'y', a.y, a.tokens * w.n * 4);
+      if (bias) {
+        if (!a.bias) throw new TypeError(`${name}: created with bias, so 'bias' is required`);
+        requireBytes(name, 'bias', a.bias, w.n * 4);
+      }
+      const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+      const wgy = Math.ceil(a.tokens / tokens);
+      if (wgy > max) throw new ShapeError(name, 'tokens', `at most ${max * tokens}`, String(a.tokens));
+      for (const part of w.parts) {
+        const wgx = Math.ceil(part.rows / tileRows);
+        if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * tileRows}`, String(part.rows));
+        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(a.tokens).u32(0).u32(0);
+        dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, wgy]);
+      }
+    },
+  };
+}
