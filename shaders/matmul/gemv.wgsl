@@ -1,15 +1,14 @@
-// gemv: y[n] (+)= sum_k W[n, k] * x[k] (+ bias[n])     (decode path: one token per sequence)
-//   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32
-//      (joined with lib/bytes.wgsl and one lib/weights/<dtype>.wgsl, which defines CHUNK and load_chunk)
+// gemv: y[b, n] (+)= sum_k W[n, k] * x[b, k] (+ bias[n])     (decode path: one token per sequence)
+//   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32 (joined with
+//      lib/bytes.wgsl, lib/weights/<dtype>.wgsl and a chunk_dot from lib/weights/*.dot.wgsl)
 //   x: (B, K) f32, read as vec4      y: (B, N) f32      bias: (N) f32 when HAS_BIAS
-// B > 1 runs B independent vectors against the same weight (one workgroup row per vector, gid.y).
-// One workgroup owns ROWS rows of one vector; its invocations stride over the K/CHUNK chunks,
-// dequantize each chunk in registers, dot it with x, then reduce across the workgroup.
-// ACCUMULATE adds into y (the residual stream), saving an add kernel.
-// Variants: any weight format × HAS_BIAS × ACCUMULATE; f32 math, no optional features needed.
+// One invocation owns one row of one vector and walks all K/CHUNK chunks itself: no workgroup
+// memory and no barriers. That suits software adapters (SwiftShader runs neighbouring invocations as
+// SIMD lanes, so 4 rows advance in lockstep, and a barrier costs a coroutine switch per lane group)
+// and any GPU without subgroups. gemv.subgroup.wgsl is the variant for adapters with subgroups.
+// Vector b = gid.y. ACCUMULATE adds into y (the residual stream), saving an add kernel.
 
 override WG_SIZE: u32 = 64u;
-override ROWS: u32 = 2u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
 
@@ -19,9 +18,9 @@ struct Params {
   row_bytes: u32,  // bytes of one weight row
   row0: u32,       // first row held by this weight part
   rows: u32,       // rows held by this weight part
-  wg_x: u32,       // workgroups along x per vector
   _pad0: u32,
   _pad1: u32,
+  _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -30,39 +29,24 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-var<workgroup> partial: array<f32, WG_SIZE>;
-
-fn x4(i: u32) -> vec4<f32> { return x[i]; }
+var<private> x_base: u32;
+fn x4(i: u32) -> vec4<f32> { return x[x_base + i]; }
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let local_row = wid.x * WG_SIZE + lid;
+  if (local_row >= p.rows) { return; }
   let vec = wid.y;
-  let first = wid.x * ROWS;  // uniform per workgroup
+  x_base = vec * (p.k / 4u);
+  let rb = local_row * p.row_bytes;
   let chunks = p.k / CHUNK;
-  let x0 = vec * (p.k / 4u);
-  for (var r = 0u; r < ROWS; r++) {
-    let local_row = first + r;
-    var acc = 0.0;
-    if (local_row < p.rows) {
-      let rb = local_row * p.row_bytes;
-      for (var c = lid; c < chunks; c += WG_SIZE) {
-        acc += chunk_dot(rb, c, x0 + c * CHUNK_V4);
-      }
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-      if (lid < s) { partial[lid] += partial[lid + s]; }
-      workgroupBarrier();
-    }
-    if (lid == 0u && local_row < p.rows) {
-      let row = p.row0 + local_row;
-      var v = partial[0];
-      if (HAS_BIAS) { v += bias[row]; }
-      let yi = vec * p.n + row;
-      if (ACCUMULATE) { v += y[yi]; }
-      y[yi] = v;
-    }
-    workgroupBarrier();
+  var acc = 0.0;
+  for (var c = 0u; c < chunks; c++) {
+    acc += chunk_dot(rb, c, c * CHUNK_V4);
   }
+  let row = p.row0 + local_row;
+  if (HAS_BIAS) { acc += bias[row]; }
+  let yi = vec * p.n + row;
+  if (ACCUMULATE) { acc += y[yi]; }
+  y[yi] = acc;
 }

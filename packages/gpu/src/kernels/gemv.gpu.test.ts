@@ -9,23 +9,38 @@ import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upl
 const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });
 
 describe('gemv', () => {
-  for (const dtype of WEIGHT_DTYPES) {
-    const kq = BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172;
-    for (const [n, k] of [[37, kq], [130, kq * 2]] as const) {
-      test(`${dtype} (${n}x${k}) matches CPU`, async () => {
-        const gpu = await testGpu();
-        const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k));
-        const x = randomF32(k, k);
-        const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
-        const y = scratch(gpu, n * 4);
-        await run(gpu, (pass) => createGemv(gpu, { dtype }).encode(pass, { weight, x: upload(gpu, x), y }));
-        expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
-        weight.destroy();
-      });
+  for (const subgroups of [false, true]) {
+    for (const dtype of WEIGHT_DTYPES) {
+      const kq = BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172;
+      for (const [n, k] of [[37, kq], [130, kq * 2]] as const) {
+        test(`${dtype}${subgroups ? '+subgroups' : ''} (${n}x${k}) matches CPU`, async () => {
+          const gpu = await testGpu();
+          const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k));
+          const x = randomF32(k, k);
+          const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
+          const y = scratch(gpu, n * 4);
+          await run(gpu, (pass) => createGemv(gpu, { dtype, subgroups }).encode(pass, { weight, x: upload(gpu, x), y }));
+          expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
+          weight.destroy();
+        });
+      }
     }
   }
 
-  test('batched vectors, bias, accumulate, and a weight split into parts', async () => {
+  test('plain variant runs on a device without subgroups', async () => {
+    const gpu = await testGpu({ disable: { subgroups: true } });
+    const [n, k] = [70, 64];
+    const bytes = randomWeights('q4_0', n, k, mulberry32(2));
+    const x = randomF32(k, 3);
+    const weight = createWeight(gpu, { dtype: 'q4_0', n, k, data: bytes, label: 'w' });
+    const y = scratch(gpu, n * 4);
+    expect(() => createGemv(gpu, { dtype: 'q4_0', subgroups: true })).toThrow(/subgroups/);
+    await run(gpu, (pass) => createGemv(gpu, { dtype: 'q4_0' }).encode(pass, { weight, x: upload(gpu, x), y }));
+    expectClose(await readF32(gpu, y, n), matmul('q4_0', bytes, n, k, x, 1), tol(k));
+  });
+
+  for (const subgroups of [false, true])
+  test(`batched vectors, bias, accumulate, and a weight split into parts${subgroups ? ' (subgroups)' : ''}`, async () => {
     const gpu = await testGpu();
     const [n, k, batch] = [301, 256, 3];
     const bytes = randomWeights('q8_0', n, k, mulberry32(5));
@@ -37,7 +52,7 @@ describe('gemv', () => {
     expect(weight.parts.length).toBe(5);
     const y = upload(gpu, y0);
     await run(gpu, (pass) =>
-      createGemv(gpu, { dtype: 'q8_0', bias: true, accumulate: true }).encode(pass, {
+      createGemv(gpu, { dtype: 'q8_0', bias: true, accumulate: true, subgroups }).encode(pass, {
         weight, x: upload(gpu, x), y, bias: upload(gpu, bias), batch,
       }),
     );

@@ -1,10 +1,11 @@
 // GEMV on weights in their stored format (decode: one token per sequence). See shaders/matmul/gemv.wgsl.
 
-import src from '../../../../shaders/matmul/gemv.wgsl?raw';
+import plainSrc from '../../../../shaders/matmul/gemv.wgsl?raw';
+import subgroupSrc from '../../../../shaders/matmul/gemv.subgroup.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
-import { ShapeError } from '../errors.ts';
+import { ShapeError, UnsupportedError } from '../errors.ts';
 import type { WeightDtype } from '../reference/blocks.ts';
 import { requireWeightDtype, weightDotWgsl, type WeightTensor } from '../weights.ts';
 
@@ -14,7 +15,10 @@ export interface GemvOptions {
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
+  /** Use the subgroup variant; defaults to whether the device enabled subgroups. */
+  subgroups?: boolean;
   workgroupSize?: number;
+  /** Rows per workgroup in the subgroup variant (the plain one has one row per invocation). */
   rowsPerWorkgroup?: number;
 }
 
@@ -43,17 +47,24 @@ export interface Gemv {
 export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
+  const subgroups = options.subgroups ?? gpu.features.subgroups;
+  if (subgroups && !gpu.features.subgroups) {
+    throw new UnsupportedError('gemv subgroup variant', 'this device has no subgroups feature; omit `subgroups` to use the plain variant.');
+  }
   const wg = options.workgroupSize ?? 64;
-  const rows = options.rowsPerWorkgroup ?? 2;
+  // Rows one workgroup covers: one per invocation (plain), or ROWS shared by the subgroups.
+  const rows = subgroups ? options.rowsPerWorkgroup ?? 16 : wg;
   const bias = options.bias ?? false;
+  const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
+  if (subgroups) constants.ROWS = rows;
   const cached = gpu.pipelines.get({
     name: 'gemv',
-    variant: dtype,
-    code: `${src}\n${weightDotWgsl(dtype)}`,
+    variant: `${dtype}${subgroups ? '+subgroups' : ''}`,
+    code: `${subgroups ? subgroupSrc : plainSrc}\n${weightDotWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
-    constants: { WG_SIZE: wg, ROWS: rows, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 },
+    constants,
   });
-  const name = `gemv(${dtype})`;
+  const name = `gemv(${dtype}${subgroups ? '+subgroups' : ''})`;
   return {
     dtype,
     encode(pass, a) {
@@ -72,7 +83,7 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
       for (const part of w.parts) {
         const wgx = Math.ceil(part.rows / rows);
         if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * rows}`, String(part.rows));
-        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(wgx).u32(0).u32(0);
+        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(0).u32(0).u32(0);
         dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, batch]);
       }
     },
