@@ -4,6 +4,7 @@
 
 import {
   BLOCK,
+  createGemm,
   createGemv,
   createStreamRead,
   createWeight,
@@ -85,6 +86,29 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
       }
     }
   }
+  // ---- GEMM (prefill / verify / batched decode) at T = 16 and 128 ----
+  const gemmDtypes = o.dtypes ?? (quick ? ['q4_0'] : ['q4_0', 'q8_0', 'q4_K', 'f16']);
+  for (const model of models) {
+    const [name, n, k] = gemvShapes(model).find(([op]) => op === 'ffn.up')!;
+    for (const t of quick ? [16] : [16, 128]) {
+      for (const dtype of gemmDtypes) {
+        const label = `gemm ${dtype} ${model.name}.${name} T=${t}`;
+        if (o.filter && !label.includes(o.filter)) continue;
+        const weight = randomWeight(gpu, dtype, n, k, label);
+        const x = buffer(gpu, randomF32(t * k, 1));
+        const y = gpu.device.createBuffer({ label: 'y', size: t * n * 4, usage: STORAGE });
+        const gemm = createGemm(gpu, { dtype });
+        const timing = await timeRecording(gpu, (pass) => gemm.encode(pass, { weight, x, y, tokens: t }), { samples: quick ? 3 : 5, maxReps: 50 });
+        const bytes = weight.rowBytes * n + t * k * 4;
+        const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+        report(caseRecord('gemm', dtype, `${t}x${n}x${k}`, model.name, name, timing, bytes, 2 * t * n * k, copyGbps, readGbps));
+        weight.destroy();
+        x.destroy();
+        y.destroy();
+      }
+    }
+  }
+
   report({ type: 'done' });
 }
 

@@ -34,9 +34,35 @@ export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type Weigh
 
 // ---- kernels ----
 export { createGemv, type Gemv, type GemvArgs, type GemvOptions } from './kernels/gemv.ts';
+export { createGemm, type Gemm, type GemmArgs, type GemmOptions } from './kernels/gemm.ts';
+export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOptions } from './kernels/embedding.ts';
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
 export { createAdd, type AddArgs } from './kernels/add.ts';
 export { createSwiglu, type SwigluArgs } from './kernels/swiglu.ts';
 export { createGeluTanh } from './kernels/gelu-tanh.ts';
 export type { GatedArgs } from './kernels/activation.ts';
 export { createStreamRead, streamReadOutBytes, type StreamReadArgs } from './kernels/stream-read.ts';
+export {
+  createRope,
+  ropeInvFreq,
+  ropeTurnTable,
+  type Rope,
+  type RopeConfig,
+  type RopeArgs,
+  type RopeStyle,
+  type Llama3Scaling,
+} from './kernels/rope.ts';
+export { DEFAULT_PAGE_SIZE, MAX_HEAD_DIM, type AttentionShape, type PagedKv, type StepTokens } from './kernels/paged-kv.ts';
+export { createKvAppend, type KvAppend, type KvAppendArgs } from './kernels/kv-append.ts';
+export {
+  createAttentionDecode,
+  type AttentionDecode,
+  type AttentionDecodeArgs,
+  type AttentionDecodeOptions,
+} from './kernels/attention-decode.ts';
+export {
+  createAttentionPrefill,
+  type AttentionPrefill,
+  type AttentionPrefillArgs,
+  type AttentionOptions,
+} from './kernels/attention-prefill.ts';

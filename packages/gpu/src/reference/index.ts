@@ -4,3 +4,6 @@ export * from './random.ts';
 export * from './matmul.ts';
 export * from './norm.ts';
 export * from './elementwise.ts';
+export * from './embedding.ts';
+export * from './rope.ts';
+export * from './attention.ts';

@@ -1,0 +1,107 @@
+import { describe, expect, test } from 'vitest';
+import { createAttentionDecode } from './attention-decode.ts';
+import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attention.ts';
+import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import type { Gpu } from '../device.ts';
+
+interface Case {
+  lengths: number[];
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  pageSize: number;
+  split?: number;
+  headsPerWorkgroup?: number;
+  /** Page-table row of each query (default: query b reads sequence b). */
+  seqIds?: number[];
+  seed: number;
+  /** Mutates q and the cache to make outliers. */
+  spike?: (q: Float32Array, k: Float32Array, rowOf: (seq: number, pos: number) => number) => void;
+}
+
+async function decodeCase(gpu: Gpu, c: Case) {
+  const rng = mulberry32(c.seed);
+  const cache = randomPagedCache({ lengths: c.lengths, pageSize: c.pageSize, kvHeads: c.kvHeads, headDim: c.headDim, rng, randn });
+  const seqIds = c.seqIds ?? c.lengths.map((_, b) => b);
+  const positions = seqIds.map((b) => c.lengths[b] - 1);
+  const T = seqIds.length;
+  const q = randomF32(T * c.heads * c.headDim, c.seed + 1);
+  c.spike?.(q, cache.k, (b, pos) => cacheRow(cache, b, pos, 0));
+  const attn = createAttentionDecode(gpu, c, { split: c.split, headsPerWorkgroup: c.headsPerWorkgroup });
+  const out = scratch(gpu, q.byteLength);
+  await run(gpu, (pass) =>
+    attn.encode(pass, {
+      q: upload(gpu, q), out, kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v), pageTable: upload(gpu, cache.pageTable),
+      sequences: c.lengths.length, maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, new Uint32Array(seqIds)),
+      positions: upload(gpu, new Uint32Array(positions)), tokens: T, maxContext: Math.max(...positions) + 1,
+    }),
+  );
+  const got = await readF32(gpu, out, q.length);
+  attn.destroy();
+  return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
+}
+
+describe('attention-decode', () => {
+  test('ragged contexts 1 / 17 / 1100 on shuffled pages, GQA 8/2, D=64', async () => {
+    const gpu = await testGpu();
+    const { got, want } = await decodeCase(gpu, { lengths: [1, 17, 1100], heads: 8, kvHeads: 2, headDim: 64, pageSize: 16, seed: 1 });
+    expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
+  });
+
+  test('split of 100 keys (not a multiple of PAGE or the workgroup), D=128, G=4, page 32', async () => {
+    const gpu = await testGpu();
+    const { got, want } = await decodeCase(gpu, { lengths: [333, 33, 64], heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, split: 100, seed: 2 });
+    expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
+  });
+
+  test('stories260K shape D=8, H=8, Hkv=4; queries mapped to page-table rows out of order', async () => {
+    const gpu = await testGpu();
+    const { got, want } = await decodeCase(gpu, {
+      lengths: [5, 260, 40], heads: 8, kvHeads: 4, headDim: 8, pageSize: 16, split: 64, seqIds: [2, 0, 1, 1], seed: 3,
+    });
+    expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
+  });
+
+  test('D=256 with the query group split over workgroups (2 of 8 heads each), no GQA sharing D=16', async () => {
+    const gpu = await testGpu();
+    const a = await decodeCase(gpu, { lengths: [70, 300], heads: 8, kvHeads: 1, headDim: 256, pageSize: 16, split: 128, headsPerWorkgroup: 2, seed: 4 });
+    expect(a.attn.headsPerWorkgroup).toBe(2);
+    expectClose(a.got, a.want, { atol: 2e-5, rtol: 1e-4 });
+    const b = await decodeCase(gpu, { lengths: [129, 2], heads: 3, kvHeads: 3, headDim: 16, pageSize: 8, split: 32, seed: 5 });
+    expectClose(b.got, b.want, { atol: 2e-5, rtol: 1e-4 });
+  });
+
+  test('outliers: scores in the hundreds, one key dominating some heads', async () => {
+    const gpu = await testGpu();
+    const D = 64;
+    const { got, want } = await decodeCase(gpu, {
+      lengths: [900, 45], heads: 4, kvHeads: 2, headDim: D, pageSize: 16, split: 128, seed: 6,
+      spike: (q, k, rowOf) => {
+        for (let d = 0; d < D; d++) {
+          q[d] *= 6; // head 0 of sequence 0: every score large
+          k[rowOf(0, 613) + d] = q[d] / 3; // kv head 0 of a key in the middle: score ~ 2 |q|^2 / 8
+          k[rowOf(1, 44) + D + d] = 40 * Math.sign(q[(4 + 2) * D + d]); // kv head 1, the query's own key
+        }
+      },
+    });
+    expectClose(got, want, { atol: 1e-4, rtol: 1e-3 });
+  });
+
+  test('typed errors: H % Hkv, D too large or ragged, page table too small, short q', async () => {
+    const gpu = await testGpu();
+    expect(() => createAttentionDecode(gpu, { heads: 6, kvHeads: 4, headDim: 64 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 512 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 30 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
+    expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { headsPerWorkgroup: 3 })).toThrow(/divisor/);
+    const attn = createAttentionDecode(gpu, { heads: 2, kvHeads: 1, headDim: 16, pageSize: 16 });
+    const buf = scratch(gpu, 4096);
+    const base = {
+      q: buf, out: buf, kCache: buf, vCache: buf, pageTable: buf, sequences: 2, maxPagesPerSeq: 4,
+      seqIds: buf, positions: buf, tokens: 2, maxContext: 65,
+    };
+    await expect(run(gpu, (pass) => attn.encode(pass, base))).rejects.toMatchObject({ name: 'ShapeError', argument: 'pageTable' });
+    await expect(run(gpu, (pass) => attn.encode(pass, { ...base, maxContext: 64, q: scratch(gpu, 64) }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'q' });
+    attn.destroy();
+    attn.destroy();
+  });
+});

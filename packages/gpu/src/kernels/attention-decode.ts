@@ -1,0 +1,122 @@
+// Flash-decoding: one query token per sequence, B sequences of different lengths in one dispatch.
+// Pass 1 (shaders/attention/attention-decode.wgsl) splits each context into chunks of SPLIT keys handled
+// by separate workgroups, so a long context still fills the GPU; pass 2 (attention-decode-reduce.wgsl)
+// merges the partial softmax states. The wrapper owns the partials scratch (grown on demand).
+
+import src from '../../../../shaders/attention/attention-decode.wgsl?raw';
+import reduceSrc from '../../../../shaders/attention/attention-decode-reduce.wgsl?raw';
+import block from '../../../../shaders/lib/attention-block.wgsl?raw';
+import type { Gpu } from '../device.ts';
+import type { BufferRef } from '../kernel.ts';
+import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, withParams } from '../kernel.ts';
+import { ShapeError } from '../errors.ts';
+import { type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, headsPerWorkgroup } from './paged-kv.ts';
+import type { AttentionOptions } from './attention-prefill.ts';
+
+export interface AttentionDecodeOptions extends AttentionOptions {
+  /** SPLIT: keys per chunk (default 256). */
+  split?: number;
+  label?: string;
+}
+
+export interface AttentionDecodeArgs extends PagedKv, StepTokens {
+  /** (T, H, D) f32 queries (after RoPE); T = B with seqIds = 0..B-1 for a plain decode step. */
+  q: BufferRef;
+  /** (T, H, D) f32. */
+  out: BufferRef;
+  /** Upper bound on positions[t] + 1 over the step (host-known); keys past it are ignored. */
+  maxContext: number;
+  /** Partials buffer of at least scratchBytes(T, maxContext) bytes; the wrapper's own when omitted. */
+  scratch?: BufferRef;
+}
+
+export interface AttentionDecode {
+  readonly headsPerWorkgroup: number;
+  readonly split: number;
+  /** Bytes of partial state for T query tokens with contexts up to maxContext. */
+  scratchBytes(tokens: number, maxContext: number): number;
+  encode(pass: GPUComputePassEncoder, args: AttentionDecodeArgs): void;
+  /** Frees the wrapper's scratch. Idempotent. */
+  destroy(): void;
+}
+
+/**
+ * @example
+ * const attn = createAttentionDecode(gpu, { heads: 32, kvHeads: 8, headDim: 64 }, { split: 256 });
+ * attn.encode(pass, { q, out, kCache, vCache, pageTable, sequences: B, maxPagesPerSeq,
+ *                     seqIds, positions, tokens: B, maxContext });
+ * attn.destroy();
+ */
+export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: AttentionDecodeOptions = {}): AttentionDecode {
+  const name = 'attention-decode';
+  const s = checkAttentionShape(name, shape);
+  const wg = options.workgroupSize ?? 64;
+  const split = options.split ?? 256;
+  requireDim(name, 'split', split);
+  const hpw = headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
+  const scale = options.scale ?? 1 / Math.sqrt(s.headDim);
+  const label = options.label ?? name;
+  const cached = gpu.pipelines.get({
+    name: 'attention-decode',
+    variant: 'f32',
+    code: `${src}\n${block}`,
+    bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage'),
+    constants: { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
+  });
+  const reduce = gpu.pipelines.get({
+    name: 'attention-decode-reduce',
+    variant: 'f32',
+    code: reduceSrc,
+    bindings: withParams('read', 'read', 'storage'),
+    constants: { WG_SIZE: wg },
+  });
+  const rowBytes = s.heads * s.headDim * 4;
+  // Layout of the partials: o (T, H, NS, D), then (m, l) pairs (T, H, NS, 2).
+  const layout = (tokens: number, maxContext: number) => {
+    const splits = Math.ceil(maxContext / split);
+    const mlOffset = tokens * s.heads * splits * s.headDim;
+    return { splits, mlOffset, bytes: (mlOffset + tokens * s.heads * splits * 2) * 4 };
+  };
+  // Buffers outgrown stay alive until destroy(): an earlier encode may still reference them.
+  const owned: GPUBuffer[] = [];
+  let destroyed = false;
+  const ownScratch = (bytes: number): GPUBuffer => {
+    const last = owned[owned.length - 1];
+    if (last && last.size >= bytes) return last;
+    requireBindable(gpu, `${label} partials`, bytes);
+    const size = Math.min(2 ** Math.ceil(Math.log2(Math.max(bytes, 256))), Math.max(bytes, gpu.limits.maxStorageBufferBindingSize));
+    const b = gpu.device.createBuffer({ label: `${label}.partials`, size, usage: GPUBufferUsage.STORAGE });
+    owned.push(b);
+    return b;
+  };
+  return {
+    headsPerWorkgroup: hpw,
+    split,
+    scratchBytes: (tokens, maxContext) => layout(tokens, maxContext).bytes,
+    encode(pass, a) {
+      if (destroyed) throw new Error(`${label}: encode() after destroy()`);
+      checkPaged(gpu, name, s, a, a);
+      checkContext(name, s, a, a.maxContext);
+      requireBytes(name, 'q', a.q, a.tokens * rowBytes);
+      requireBytes(name, 'out', a.out, a.tokens * rowBytes);
+      const { splits, mlOffset, bytes } = layout(a.tokens, a.maxContext);
+      if (a.scratch) requireBytes(name, 'scratch', a.scratch, bytes);
+      const part = a.scratch ?? ownScratch(bytes);
+      const rows = a.tokens * (s.heads / hpw);
+      const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+      if (rows > max) throw new ShapeError(name, 'tokens', `at most ${Math.floor(max / (s.heads / hpw))} per dispatch`, String(a.tokens));
+      const p1 = new Params(12).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq)
+        .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(0).u32(0).u32(0);
+      dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part], [splits, rows]);
+      const p2 = new Params(8).u32(a.tokens * s.heads).u32(s.heads).u32(s.headDim).u32(split).u32(splits).u32(mlOffset)
+        .u32(a.maxPagesPerSeq * s.pageSize).u32(0);
+      dispatch(gpu, pass, reduce, `${label}.reduce`, p2, [part, a.positions, a.out], grid2d(gpu, a.tokens * s.heads));
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      for (const b of owned) b.destroy();
+      owned.length = 0;
+    },
+  };
+}
