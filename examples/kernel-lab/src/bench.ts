@@ -4,6 +4,7 @@
 
 import {
   BLOCK,
+  createAttentionDecode,
   createGemm,
   createGemv,
   createStreamRead,
@@ -109,7 +110,58 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
     }
   }
 
+  // ---- decode attention over a paged f32 KV-cache (one sequence, one query token) ----
+  for (const model of models) {
+    for (const context of quick ? [128] : [128, 1024, 4096]) {
+      const label = `attention-decode ${model.name} S=${context}`;
+      if (o.filter && !label.includes(o.filter)) continue;
+      report(await benchDecodeAttention(gpu, model, context, copyGbps, topConfigs, quick));
+    }
+  }
+
   report({ type: 'done' });
+}
+
+async function benchDecodeAttention(
+  gpu: Gpu,
+  model: (typeof MODELS)[number],
+  context: number,
+  copyGbps: number,
+  topConfigs: ReadConfig[],
+  quick: boolean,
+): Promise<BenchRecord> {
+  const { heads, kvHeads, headDim } = model;
+  const page = 16;
+  const pages = Math.ceil(context / page);
+  const rowFloats = kvHeads * headDim;
+  const kCache = buffer(gpu, randomF32(pages * page * rowFloats, 2));
+  const vCache = buffer(gpu, randomF32(pages * page * rowFloats, 3));
+  // Pages in shuffled order, as a long-running cache hands them out.
+  const ids = Uint32Array.from({ length: pages }, (_, i) => i);
+  const rng = mulberry32(4);
+  for (let i = pages - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [ids[i], ids[j]] = [ids[j], ids[i]];
+  }
+  const u32 = (a: Uint32Array) => {
+    const b = gpu.device.createBuffer({ label: 'bench.u32', size: Math.max(16, a.byteLength), usage: STORAGE });
+    gpu.device.queue.writeBuffer(b, 0, a);
+    return b;
+  };
+  const pageTable = u32(ids);
+  const seqIds = u32(new Uint32Array([0]));
+  const positions = u32(new Uint32Array([context - 1]));
+  const q = buffer(gpu, randomF32(heads * headDim, 5));
+  const out = gpu.device.createBuffer({ label: 'out', size: heads * headDim * 4, usage: STORAGE });
+  const attn = createAttentionDecode(gpu, { heads, kvHeads, headDim, pageSize: page });
+  const args = { q, out, kCache, vCache, pageTable, sequences: 1, maxPagesPerSeq: pages, seqIds, positions, tokens: 1, maxContext: context };
+  const t = await timeRecording(gpu, (pass) => attn.encode(pass, args), { samples: quick ? 3 : 5 });
+  const bytes = 2 * context * rowFloats * 4 + heads * headDim * 4;
+  const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+  const flops = 4 * heads * headDim * context; // q·k and p·v
+  for (const b of [kCache, vCache, pageTable, seqIds, positions, q, out]) b.destroy();
+  attn.destroy();
+  return caseRecord('attention-decode', 'f32', `S=${context} H=${heads} Hkv=${kvHeads} D=${headDim}`, model.name, 'attn', t, bytes, flops, copyGbps, readGbps);
 }
 
 function caseRecord(

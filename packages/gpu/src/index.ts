@@ -66,3 +66,19 @@ export {
   type AttentionPrefillArgs,
   type AttentionOptions,
 } from './kernels/attention-prefill.ts';
+export {
+  createSampler,
+  packSamplingBatch,
+  unpackSamples,
+  writeSeqParams,
+  SEQ_PARAMS_BYTES,
+  MAX_HISTORY,
+  NO_TOKEN,
+  type Sampler,
+  type SamplerOptions,
+  type SampleArgs,
+  type PackedSampling,
+  type SeqSlices,
+  type SamplingParams,
+  type SampleResult,
+} from './kernels/sample.ts';

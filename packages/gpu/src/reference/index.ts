@@ -7,3 +7,4 @@ export * from './elementwise.ts';
 export * from './embedding.ts';
 export * from './rope.ts';
 export * from './attention.ts';
+export * from './sampling.ts';
