@@ -15,6 +15,14 @@ fn w_u32(b: u32) -> u32 {
   return (w[i] >> 16u) | (w[i + 1u] << 16u);
 }
 
+// The four u32 at even byte offset `b` (16 bytes), from five aligned loads and no branch.
+fn w_u32x4(b: u32) -> vec4<u32> {
+  let i = b >> 2u;
+  let a = vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
+  let n = vec4<u32>(a.yzw, w[i + 4u]);
+  return select(a, (a >> vec4<u32>(16u)) | (n << vec4<u32>(16u)), (b & 2u) != 0u);
+}
+
 // The f16 at even byte offset `b`, as f32 (exact).
 fn w_f16(b: u32) -> f32 {
   return unpack2x16float(w_u16(b)).x;

@@ -1,16 +1,19 @@
 // gemv.subgroup: the gemv.wgsl contract (same bindings and params), for adapters with subgroups.
-// A workgroup owns ROWS consecutive rows of one vector; each subgroup takes rows in turn, its lanes
-// stride over the row's chunks, and subgroupAdd reduces them: no workgroup memory, no barriers, and
-// coalesced reads of each row. Correct for any subgroup size (rows are handed out by subgroup index
-// derived from the actual size).
+// A workgroup owns ROWS consecutive rows of one vector, and each subgroup takes ROWS_PER_SG of them
+// at a time: its lanes stride over the K/CHUNK chunks, each lane loads its x chunk once and dots it
+// with those rows, and subgroupAdd reduces them. No workgroup memory, no barriers, coalesced reads
+// along each row. Correct for any subgroup size (work is handed out from the actual size).
 
 enable subgroups;
 diagnostic(off, subgroup_uniformity);
 
 override WG_SIZE: u32 = 64u;
-override ROWS: u32 = 8u;
+override ROWS: u32 = 16u;
+override ROWS_PER_SG: u32 = 4u;  // ≤ MAX_ROWS
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
+
+const MAX_ROWS: u32 = 16u;
 
 struct Params {
   n: u32,
@@ -29,33 +32,47 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-var<private> x_base: u32;
-fn x4(i: u32) -> vec4<f32> { return x[x_base + i]; }
+var<private> xc: array<vec4<f32>, CHUNK_V4>;
+var<private> xc_sum: f32;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let vec = wid.y;
-  x_base = vec * (p.k / 4u);
+  let x_base = vec * (p.k / 4u);
   let sg = lid / sg_size;
   let n_sg = (WG_SIZE + sg_size - 1u) / sg_size;
   let chunks = p.k / CHUNK;
-  for (var r = sg; r < ROWS; r += n_sg) {
-    let local_row = wid.x * ROWS + r;
-    if (local_row >= p.rows) { break; }  // uniform across the subgroup
-    let rb = local_row * p.row_bytes;
-    var acc = 0.0;
+  let wg_first = wid.x * ROWS;
+  let wg_end = min(wg_first + ROWS, p.rows);
+  for (var first = wg_first + sg * ROWS_PER_SG; first < wg_end; first += n_sg * ROWS_PER_SG) {
+    let last = min(first + ROWS_PER_SG, wg_end) - 1u;
+    var acc: array<f32, MAX_ROWS>;
+    // Zeroed explicitly: SwiftShader kept the previous iteration's values in a loop-scoped array var.
+    for (var r = 0u; r < ROWS_PER_SG; r++) { acc[r] = 0.0; }
     for (var c = lane; c < chunks; c += sg_size) {
-      acc += chunk_dot(rb, c, c * CHUNK_V4);
+      var sum4 = vec4<f32>(0.0);
+      for (var i = 0u; i < CHUNK_V4; i++) {
+        let v = x[x_base + c * CHUNK_V4 + i];
+        xc[i] = v;
+        sum4 += v;
+      }
+      xc_sum = sum4.x + sum4.y + sum4.z + sum4.w;
+      for (var r = 0u; r < ROWS_PER_SG; r++) {
+        acc[r] += chunk_dot(min(first + r, last) * p.row_bytes, c);
+      }
     }
-    acc = subgroupAdd(acc);
-    if (lane == 0u) {
-      let row = p.row0 + local_row;
-      var v = acc;
-      if (HAS_BIAS) { v += bias[row]; }
-      let yi = vec * p.n + row;
-      if (ACCUMULATE) { v += y[yi]; }
-      y[yi] = v;
+    for (var r = 0u; r < ROWS_PER_SG; r++) {
+      let total = subgroupAdd(acc[r]);
+      let local_row = first + r;
+      if (lane == 0u && local_row <= last) {
+        let row = p.row0 + local_row;
+        var v = total;
+        if (HAS_BIAS) { v += bias[row]; }
+        let yi = vec * p.n + row;
+        if (ACCUMULATE) { v += y[yi]; }
+        y[yi] = v;
+      }
     }
   }
 }

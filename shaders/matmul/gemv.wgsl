@@ -1,16 +1,20 @@
 // gemv: y[b, n] (+)= sum_k W[n, k] * x[b, k] (+ bias[n])     (decode path: one token per sequence)
 //   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32 (joined with
-//      lib/bytes.wgsl, lib/weights/<dtype>.wgsl and a chunk_dot from lib/weights/*.dot.wgsl)
+//      lib/bytes.wgsl, lib/weights/<dtype>.wgsl and its chunk_dot from lib/weights/*.dot.wgsl)
 //   x: (B, K) f32, read as vec4      y: (B, N) f32      bias: (N) f32 when HAS_BIAS
-// One invocation owns one row of one vector and walks all K/CHUNK chunks itself: no workgroup
-// memory and no barriers. That suits software adapters (SwiftShader runs neighbouring invocations as
-// SIMD lanes, so 4 rows advance in lockstep, and a barrier costs a coroutine switch per lane group)
-// and any GPU without subgroups. gemv.subgroup.wgsl is the variant for adapters with subgroups.
-// Vector b = gid.y. ACCUMULATE adds into y (the residual stream), saving an add kernel.
+// One invocation owns ROWS consecutive rows of one vector (b = wid.y) and walks all K/CHUNK chunks
+// itself: each x chunk is loaded once into registers and reused for the ROWS rows, and there is no
+// workgroup memory and no barrier. That suits software adapters (SwiftShader runs neighbouring
+// invocations as SIMD lanes and pays a coroutine switch per lane group at every barrier) and GPUs
+// without subgroups; gemv.subgroup.wgsl is the variant for adapters with subgroups.
+// ACCUMULATE adds into y (the residual stream), saving an add kernel.
 
 override WG_SIZE: u32 = 64u;
+override ROWS: u32 = 4u;  // ≤ MAX_ROWS
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
+
+const MAX_ROWS: u32 = 16u;
 
 struct Params {
   n: u32,          // N: rows of the full weight (y's row length)
@@ -29,24 +33,39 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-var<private> x_base: u32;
-fn x4(i: u32) -> vec4<f32> { return x[x_base + i]; }
+var<private> xc: array<vec4<f32>, CHUNK_V4>;
+var<private> xc_sum: f32;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let local_row = wid.x * WG_SIZE + lid;
-  if (local_row >= p.rows) { return; }
+  let first = (wid.x * WG_SIZE + lid) * ROWS;
+  if (first >= p.rows) { return; }
   let vec = wid.y;
-  x_base = vec * (p.k / 4u);
-  let rb = local_row * p.row_bytes;
+  let x_base = vec * (p.k / 4u);
+  let last = min(first + ROWS, p.rows) - 1u;
   let chunks = p.k / CHUNK;
-  var acc = 0.0;
+  var acc: array<f32, MAX_ROWS>;
   for (var c = 0u; c < chunks; c++) {
-    acc += chunk_dot(rb, c, c * CHUNK_V4);
+    var sum4 = vec4<f32>(0.0);
+    for (var i = 0u; i < CHUNK_V4; i++) {
+      let v = x[x_base + c * CHUNK_V4 + i];
+      xc[i] = v;
+      sum4 += v;
+    }
+    xc_sum = sum4.x + sum4.y + sum4.z + sum4.w;
+    for (var r = 0u; r < ROWS; r++) {
+      // rows past the part repeat the last one (cheaper than a branch) and are not written
+      acc[r] += chunk_dot(min(first + r, last) * p.row_bytes, c);
+    }
   }
-  let row = p.row0 + local_row;
-  if (HAS_BIAS) { acc += bias[row]; }
-  let yi = vec * p.n + row;
-  if (ACCUMULATE) { acc += y[yi]; }
-  y[yi] = acc;
+  for (var r = 0u; r < ROWS; r++) {
+    let local_row = first + r;
+    if (local_row > last) { break; }
+    let row = p.row0 + local_row;
+    var v = acc[r];
+    if (HAS_BIAS) { v += bias[row]; }
+    let yi = vec * p.n + row;
+    if (ACCUMULATE) { v += y[yi]; }
+    y[yi] = v;
+  }
 }

@@ -13,6 +13,8 @@ import q6_K from '../../../shaders/lib/weights/q6_K.wgsl?raw';
 import genericDot from '../../../shaders/lib/weights/generic.dot.wgsl?raw';
 import q8_0Dot from '../../../shaders/lib/weights/q8_0.dot.wgsl?raw';
 import q4_0Dot from '../../../shaders/lib/weights/q4_0.dot.wgsl?raw';
+import q4_KDot from '../../../shaders/lib/weights/q4_K.dot.wgsl?raw';
+import q6_KDot from '../../../shaders/lib/weights/q6_K.dot.wgsl?raw';
 import type { Gpu } from './device.ts';
 import { LimitError, ShapeError, UnsupportedError } from './errors.ts';
 import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './reference/blocks.ts';
@@ -35,12 +37,12 @@ export function weightFormatWgsl(dtype: WeightDtype): string {
   return `${bytesLib}\n${FORMAT_WGSL[dtype]}`;
 }
 
-const DOT_WGSL: Partial<Record<WeightDtype, string>> = { q8_0: q8_0Dot, q4_0: q4_0Dot };
+const DOT_WGSL: Partial<Record<WeightDtype, string>> = { q8_0: q8_0Dot, q4_0: q4_0Dot, q4_K: q4_KDot, q6_K: q6_KDot };
 
 /**
  * The WGSL for kernels that only need dot products of weight chunks with an x vector (GEMV):
- * weightFormatWgsl plus `chunk_dot(row_byte, c, xi)`, register-only for the formats that have one.
- * The kernel must define `fn x4(i: u32) -> vec4<f32>`.
+ * weightFormatWgsl plus `chunk_dot(row_byte, c)`, register-only for the formats that have one.
+ * The kernel declares `var<private> xc: array<vec4<f32>, CHUNK_V4>` (the x chunk) and `xc_sum`.
  */
 export function weightDotWgsl(dtype: WeightDtype): string {
   return `${weightFormatWgsl(dtype)}\n${DOT_WGSL[dtype] ?? genericDot}`;

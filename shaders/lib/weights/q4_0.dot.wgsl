@@ -1,8 +1,10 @@
-// weights/q4_0.dot: chunk_dot(row_byte, c, xi) = sum_j W[row, 32c + j] * x[32c + j] for one q4_0
-// block, straight from registers (no dequantized copy). The joining kernel defines
-// `fn x4(i: u32) -> vec4<f32>` returning x[4i .. 4i+4) and passes xi = the block's first vec4 index.
+// weights/q4_0.dot: chunk_dot(row_byte, c) = sum_j W[row, 32c + j] * xc[j] for one q4_0 block, from
+// registers. The joining kernel declares `var<private> xc: array<vec4<f32>, CHUNK_V4>` (the x chunk,
+// loaded once and reused for several rows) and `var<private> xc_sum: f32` (its sum).
+// Nibbles are widened with unpack4x8unorm (q / 255, one instruction on most targets) and 255 is folded
+// into d, then sum (q - 8) x = 255 * d * sum unorm(q) x - 8 d * sum x.
 
-fn chunk_dot(row_byte: u32, c: u32, xi: u32) -> f32 {
+fn chunk_dot(row_byte: u32, c: u32) -> f32 {
   let o = row_byte + c * 18u;
   let wi = o >> 2u;
   let odd = (o & 2u) != 0u;  // block starts mid-word: d is the high half, qs are word aligned
@@ -12,13 +14,10 @@ fn chunk_dot(row_byte: u32, c: u32, xi: u32) -> f32 {
   let q1 = select((w1 >> 16u) | (w2 << 16u), w2, odd);
   let q2 = select((w2 >> 16u) | (w3 << 16u), w3, odd);
   let q3 = select((w3 >> 16u) | (w4 << 16u), w4, odd);
-  // sum (q - 8) x = sum q x - 8 sum x
-  var s = dot(lo_nibbles(q0), x4(xi)) + dot(lo_nibbles(q1), x4(xi + 1u))
-        + dot(lo_nibbles(q2), x4(xi + 2u)) + dot(lo_nibbles(q3), x4(xi + 3u))
-        + dot(hi_nibbles(q0), x4(xi + 4u)) + dot(hi_nibbles(q1), x4(xi + 5u))
-        + dot(hi_nibbles(q2), x4(xi + 6u)) + dot(hi_nibbles(q3), x4(xi + 7u));
-  var xs = vec4<f32>(0.0);
-  for (var i = 0u; i < 8u; i++) { xs += x4(xi + i); }
-  s -= 8.0 * (xs.x + xs.y + xs.z + xs.w);
-  return d * s;
+  let m = 0x0f0f0f0fu;
+  let s = dot(unpack4x8unorm(q0 & m), xc[0]) + dot(unpack4x8unorm(q1 & m), xc[1])
+        + dot(unpack4x8unorm(q2 & m), xc[2]) + dot(unpack4x8unorm(q3 & m), xc[3])
+        + dot(unpack4x8unorm((q0 >> 4u) & m), xc[4]) + dot(unpack4x8unorm((q1 >> 4u) & m), xc[5])
+        + dot(unpack4x8unorm((q2 >> 4u) & m), xc[6]) + dot(unpack4x8unorm((q3 >> 4u) & m), xc[7]);
+  return d * (255.0 * s - 8.0 * xc_sum);
 }

@@ -27,6 +27,25 @@ describe('gemv', () => {
     }
   }
 
+  for (const subgroups of [false, true]) {
+    for (const rowsPerInvocation of [1, 5, 16]) {
+      test(`rows per ${subgroups ? 'subgroup' : 'invocation'} = ${rowsPerInvocation} covers ragged row counts`, async () => {
+        const gpu = await testGpu();
+        const [n, k] = [83, 512];
+        for (const dtype of ['q4_0', 'q6_K'] as const) {
+          const bytes = randomWeights(dtype, n, k, mulberry32(rowsPerInvocation));
+          const x = randomF32(k, 9);
+          const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
+          const y = scratch(gpu, n * 4);
+          const gemv = createGemv(gpu, { dtype, subgroups, rowsPerInvocation, rowsPerWorkgroup: 24, workgroupSize: 16 });
+          await run(gpu, (pass) => gemv.encode(pass, { weight, x: upload(gpu, x), y }));
+          expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
+          weight.destroy();
+        }
+      });
+    }
+  }
+
   test('plain variant runs on a device without subgroups', async () => {
     const gpu = await testGpu({ disable: { subgroups: true } });
     const [n, k] = [70, 64];

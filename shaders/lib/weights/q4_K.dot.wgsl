@@ -1,0 +1,33 @@
+// weights/q4_K.dot: chunk_dot for one 32-element sub-block j of a q4_K super-block, from registers;
+// same contract as q4_0.dot (xc, xc_sum). x = (d*sc_j) q - (dmin*m_j), so
+// sum x·xc = (d*sc_j) * 255 * sum unorm(q)·xc - (dmin*m_j) * sum xc.
+
+fn chunk_dot(row_byte: u32, c: u32) -> f32 {
+  let o = row_byte + (c >> 3u) * 144u;
+  let j = c & 7u;
+  let wi = o >> 2u;
+  let dd = unpack2x16float(w[wi]);  // (d, dmin)
+  let s0 = w[wi + 1u]; let s1 = w[wi + 2u]; let s2 = w[wi + 3u];  // the 12 scale bytes
+  // get_scale_min_k4 on packed words: bytes j, j+4 (j < 4), or j+4, j-4, j (j >= 4)
+  let jj = (j & 3u) * 8u;
+  var sc: u32;
+  var m: u32;
+  if (j < 4u) {
+    sc = (s0 >> jj) & 63u;
+    m = (s1 >> jj) & 63u;
+  } else {
+    let b = (s2 >> jj) & 0xffu;
+    sc = (b & 0xfu) | ((((s0 >> jj) >> 6u) & 3u) << 4u);
+    m = (b >> 4u) | ((((s1 >> jj) >> 6u) & 3u) << 4u);
+  }
+  let q0 = wi + 4u + (j >> 1u) * 8u;
+  let sh = vec4<u32>((j & 1u) * 4u);
+  let msk = vec4<u32>(0x0f0f0f0fu);
+  let qa = (vec4<u32>(w[q0], w[q0 + 1u], w[q0 + 2u], w[q0 + 3u]) >> sh) & msk;
+  let qb = (vec4<u32>(w[q0 + 4u], w[q0 + 5u], w[q0 + 6u], w[q0 + 7u]) >> sh) & msk;
+  let s = dot(unpack4x8unorm(qa.x), xc[0]) + dot(unpack4x8unorm(qa.y), xc[1])
+        + dot(unpack4x8unorm(qa.z), xc[2]) + dot(unpack4x8unorm(qa.w), xc[3])
+        + dot(unpack4x8unorm(qb.x), xc[4]) + dot(unpack4x8unorm(qb.y), xc[5])
+        + dot(unpack4x8unorm(qb.z), xc[6]) + dot(unpack4x8unorm(qb.w), xc[7]);
+  return dd.x * f32(sc) * 255.0 * s - dd.y * f32(m) * xc_sum;
+}
