@@ -54,7 +54,9 @@ function vitest(project) {
   );
   if (!existsSync(file)) return { passed: 0, failed: 1, note: `vitest exited ${r.status} without a report` };
   const j = JSON.parse(readFileSync(file, 'utf8'));
-  const failed = j.numFailedTests + (j.numFailedTestSuites ?? 0);
+  // A file that fails to load reports no tests: count it as one failure so it cannot pass silently.
+  const brokenFiles = (j.testResults ?? []).filter((f) => f.status === 'failed' && !(f.assertionResults ?? []).length).length;
+  const failed = j.numFailedTests + brokenFiles;
   return {
     passed: j.numPassedTests,
     failed: failed || (r.status === 0 ? 0 : 1),

@@ -3,13 +3,36 @@
 
 import {
   WEIGHT_DTYPES,
+  createAttentionDecode,
+  createAttentionPrefill,
+  createEmbedding,
+  createGemm,
   createGemv,
   createRmsNorm,
+  createRope,
+  createSampler,
   createSwiglu,
   createWeight,
+  packSamplingBatch,
+  unpackSamples,
   type Gpu,
+  type SamplingParams,
 } from '@intab/gpu';
-import { gated, matmul, mulberry32, randomF32, randomWeights, rmsnorm, silu } from '@intab/gpu/reference';
+import {
+  embedding,
+  gated,
+  matmul,
+  mulberry32,
+  pagedAttention,
+  randn,
+  randomF32,
+  randomPagedCache,
+  randomWeights,
+  rmsnorm,
+  rope,
+  sampleReference,
+  silu,
+} from '@intab/gpu/reference';
 
 export interface CheckResult {
   name: string;
@@ -57,6 +80,110 @@ const CHECKS: Check[] = [
       return { got, want: matmul(dtype, bytes, n, k, x, 1) };
     },
   })),
+  ...(['q4_0', 'q4_K'] as const).map<Check>((dtype) => ({
+    name: `gemm ${dtype} T=7`,
+    tolerance: 1e-3,
+    async run(gpu) {
+      const [t, n, k] = [7, 45, 512];
+      const bytes = randomWeights(dtype, n, k, mulberry32(21));
+      const x = randomF32(t * k, 22);
+      const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: `check.${dtype}` });
+      const y = gpu.device.createBuffer({ label: 'y', size: t * n * 4, usage: STORAGE });
+      const got = await runAndRead(gpu, y, t * n, (pass) => createGemm(gpu, { dtype }).encode(pass, { weight, x: upload(gpu, x), y, tokens: t }));
+      weight.destroy();
+      return { got, want: matmul(dtype, bytes, n, k, x, t) };
+    },
+  })),
+  {
+    name: 'embedding q6_K',
+    tolerance: 0,
+    async run(gpu) {
+      const [v, c] = [50, 256];
+      const bytes = randomWeights('q6_K', v, c, mulberry32(31));
+      const ids = new Uint32Array([3, 49, 0, 17]);
+      const weight = createWeight(gpu, { dtype: 'q6_K', n: v, k: c, data: bytes, label: 'check.embd' });
+      const out = gpu.device.createBuffer({ label: 'out', size: ids.length * c * 4, usage: STORAGE });
+      const got = await runAndRead(gpu, out, ids.length * c, (pass) =>
+        createEmbedding(gpu, { dtype: 'q6_K' }).encode(pass, { weight, ids: upload(gpu, ids), out, tokens: ids.length }),
+      );
+      weight.destroy();
+      return { got, want: embedding('q6_K', bytes, v, c, ids) };
+    },
+  },
+  {
+    name: 'rope neox llama3',
+    tolerance: 1e-4,
+    async run(gpu) {
+      const [t, h, hkv, d] = [3, 4, 2, 64];
+      const q = randomF32(t * h * d, 41);
+      const k = randomF32(t * hkv * d, 42);
+      const positions = new Uint32Array([0, 777, 31000]);
+      const r = createRope(gpu, {
+        headDim: d,
+        theta: 500000,
+        style: 'neox',
+        scaling: { type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 },
+      });
+      const qb = upload(gpu, q);
+      const got = await runAndRead(gpu, qb, q.length, (pass) =>
+        r.encode(pass, { q: qb, k: upload(gpu, k), positions: upload(gpu, positions), tokens: t, heads: h, kvHeads: hkv }),
+      );
+      const want = Float32Array.from(rope(q, t, h, d, positions, r.invFreq, 'neox'));
+      r.destroy();
+      return { got, want };
+    },
+  },
+  ...(['decode', 'prefill'] as const).map<Check>((kind) => ({
+    name: `attention ${kind} (paged, GQA)`,
+    tolerance: 1e-4,
+    async run(gpu) {
+      const [heads, kvHeads, headDim, pageSize] = [8, 2, 64, 16];
+      const lengths = [5, 300];
+      const cache = randomPagedCache({ lengths, pageSize, kvHeads, headDim, rng: mulberry32(51), randn });
+      const seqIds = kind === 'decode' ? [0, 1] : [1, 1, 1, 0];
+      const positions = kind === 'decode' ? [4, 299] : [297, 298, 299, 4];
+      const t = seqIds.length;
+      const q = randomF32(t * heads * headDim, 52);
+      const out = gpu.device.createBuffer({ label: 'out', size: q.byteLength, usage: STORAGE });
+      const shape = { heads, kvHeads, headDim, pageSize };
+      const common = {
+        q: upload(gpu, q), out, kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v), pageTable: upload(gpu, cache.pageTable),
+        sequences: lengths.length, maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, new Uint32Array(seqIds)),
+        positions: upload(gpu, new Uint32Array(positions)), tokens: t,
+      };
+      const got = await runAndRead(gpu, out, q.length, (pass) => {
+        if (kind === 'decode') createAttentionDecode(gpu, shape, { split: 64 }).encode(pass, { ...common, maxContext: 300 });
+        else createAttentionPrefill(gpu, shape).encode(pass, common);
+      });
+      return { got, want: Float32Array.from(pagedAttention(cache, q, heads, seqIds, positions)) };
+    },
+  })),
+  {
+    name: 'sampling (greedy, top-k/top-p, penalties)',
+    tolerance: 0,
+    async run(gpu) {
+      const vocab = 5000;
+      const seqs: SamplingParams[] = [
+        { temperature: 0, u: 0 },
+        { temperature: 0.8, topK: 40, topP: 0.9, u: 0.37, repetitionPenalty: 1.3, history: [1, 2, 3, 2] },
+        { temperature: 1.1, minP: 0.05, u: 0.91, presencePenalty: 0.5, frequencyPenalty: 0.2, history: [7, 7, 9] },
+      ];
+      const logits = randomF32(seqs.length * vocab, 61, 3);
+      const sampler = createSampler(gpu, { vocab, maxBatch: seqs.length });
+      const packed = packSamplingBatch(vocab, seqs, { maxTopLogprobs: sampler.maxTopLogprobs });
+      const out = gpu.device.createBuffer({ label: 'out', size: seqs.length * sampler.outStride * 4, usage: STORAGE });
+      const words = await runAndRead(gpu, out, seqs.length * sampler.outStride, (pass) =>
+        sampler.encode(pass, {
+          logits: upload(gpu, logits), params: upload(gpu, packed.params), history: upload(gpu, packed.history),
+          bias: upload(gpu, packed.bias), mask: upload(gpu, packed.mask), out, batch: seqs.length,
+        }),
+      );
+      sampler.destroy();
+      const got = unpackSamples(new Uint32Array(words.buffer), sampler.outStride, seqs.map(() => 0));
+      const want = sampleReference(logits, vocab, seqs);
+      return { got: Float32Array.from(got, (r) => r.id), want: Float32Array.from(want, (r) => r.id) };
+    },
+  },
   {
     name: 'rmsnorm',
     tolerance: 1e-4,
