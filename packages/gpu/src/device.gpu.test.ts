@@ -109,3 +109,16 @@ describe('device', () => {
     gpu.destroy();
   });
 });
+
+test('warm() compiles asynchronously and shares the cache with get()', async () => {
+  const gpu = await requestGpu();
+  const spec = {
+    name: 'probe',
+    variant: 'f32',
+    code: '@group(0) @binding(0) var<storage, read_write> a: array<f32>;\n@compute @workgroup_size(1) fn main() { a[0] = 1.0; }',
+    bindings: ['storage'] as const,
+  };
+  const warmed = await gpu.pipelines.warm(spec);
+  expect(gpu.pipelines.get(spec)).toBe(warmed);
+  gpu.destroy();
+});

@@ -45,17 +45,8 @@ export class PipelineCache {
     const key = pipelineKey(spec);
     let hit = this.pipelines.get(key);
     if (!hit) {
-      const layout = this.layoutFor(spec.bindings);
-      const pipeline = this.device.createComputePipeline({
-        label: key,
-        layout: this.device.createPipelineLayout({ label: key, bindGroupLayouts: [layout] }),
-        compute: {
-          module: this.moduleFor(spec),
-          entryPoint: spec.entryPoint ?? 'main',
-          constants: spec.constants as Record<string, number> | undefined,
-        },
-      });
-      hit = { key, pipeline, layout };
+      const { descriptor, layout } = this.describe(key, spec);
+      hit = { key, pipeline: this.device.createComputePipeline(descriptor), layout };
       this.pipelines.set(key, hit);
     }
     return hit;
@@ -66,19 +57,26 @@ export class PipelineCache {
     const key = pipelineKey(spec);
     const hit = this.pipelines.get(key);
     if (hit) return hit;
-    const layout = this.layoutFor(spec.bindings);
-    const pipeline = await this.device.createComputePipelineAsync({
-      label: key,
-      layout: this.device.createPipelineLayout({ label: key, bindGroupLayouts: [layout] }),
-      compute: {
-        module: this.moduleFor(spec),
-        entryPoint: spec.entryPoint ?? 'main',
-        constants: spec.constants as Record<string, number> | undefined,
-      },
-    });
-    const entry = { key, pipeline, layout };
+    const { descriptor, layout } = this.describe(key, spec);
+    const entry = { key, pipeline: await this.device.createComputePipelineAsync(descriptor), layout };
     this.pipelines.set(key, entry);
     return entry;
+  }
+
+  private describe(key: string, spec: KernelSpec): { descriptor: GPUComputePipelineDescriptor; layout: GPUBindGroupLayout } {
+    const layout = this.layoutFor(spec.bindings);
+    return {
+      layout,
+      descriptor: {
+        label: key,
+        layout: this.device.createPipelineLayout({ label: key, bindGroupLayouts: [layout] }),
+        compute: {
+          module: this.moduleFor(spec),
+          entryPoint: spec.entryPoint ?? 'main',
+          constants: spec.constants as Record<string, number> | undefined,
+        },
+      },
+    };
   }
 
   clear(): void {
