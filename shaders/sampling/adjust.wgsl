@@ -3,7 +3,7 @@
 //     x = logits[b, t];  x = x > 0 ? x / rep : x * rep;  x -= presence + frequency * c
 //   bias: z[t] += bias for each (t, bias) pair (ids distinct: the packer merges duplicates; ids ≥ V ignored)
 //   mask: z[t] = -inf where the allowed bitmask has t's bit clear (neither penalty nor bias can undo it)
-//   params: batch B, vocab V        seqs: (B) SeqParams (64 bytes each, see sample.wgsl)
+//   params: batch B, vocab V        seqs: (B) SeqParams (64 bytes each, lib/sampling-params.wgsl)
 //   logits: (B, V) f32   history: (*) u32 token ids   bias: (*, 2) u32 (id, f32 bits)   mask: (*) u32
 //   z: (B, V) f32 written as u32 bits through atomics (the sampler's scratch)
 // One workgroup owns one sequence. Counts need no extra scratch: z[t] itself counts, 0x10001 per
@@ -18,12 +18,7 @@ const NEG_INF_BITS: u32 = 0xff800000u;
 
 struct Params { batch: u32, vocab: u32, _pad0: u32, _pad1: u32 }
 
-struct SeqParams {
-  temperature: f32, top_k: u32, top_p: f32, min_p: f32,
-  repetition: f32, presence: f32, frequency: f32, u: f32,
-  history_offset: u32, history_len: u32, bias_offset: u32, bias_len: u32,
-  mask_offset: u32, n_logprobs: u32, _pad0: u32, _pad1: u32,
-}
+// SeqParams: lib/sampling-params.wgsl (joined by the wrapper).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> seqs: array<SeqParams>;

@@ -27,12 +27,7 @@ const RADIX: u32 = 256u;
 
 struct Params { batch: u32, vocab: u32, _pad0: u32, _pad1: u32 }
 
-struct SeqParams {
-  temperature: f32, top_k: u32, top_p: f32, min_p: f32,
-  repetition: f32, presence: f32, frequency: f32, u: f32,
-  history_offset: u32, history_len: u32, bias_offset: u32, bias_len: u32,
-  mask_offset: u32, n_logprobs: u32, _pad0: u32, _pad1: u32,
-}
+// SeqParams: lib/sampling-params.wgsl (joined by the wrapper).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> seqs: array<SeqParams>;

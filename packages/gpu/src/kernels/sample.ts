@@ -8,6 +8,7 @@
 
 import adjustSrc from '../../../../shaders/sampling/adjust.wgsl?raw';
 import sampleSrc from '../../../../shaders/sampling/sample.wgsl?raw';
+import seqParamsSrc from '../../../../shaders/lib/sampling-params.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
@@ -279,14 +280,14 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
   const adjust = gpu.pipelines.get({
     name: 'sample-adjust',
     variant: 'f32',
-    code: adjustSrc,
+    code: `${adjustSrc}\n${seqParamsSrc}`,
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'storage'),
     constants,
   });
   const sample = gpu.pipelines.get({
     name: 'sample',
     variant: 'f32',
-    code: sampleSrc,
+    code: `${sampleSrc}\n${seqParamsSrc}`,
     bindings: withParams('read', 'read', 'storage'),
     constants: { ...constants, KMAX: kmax, NMAX: nmax },
   });
