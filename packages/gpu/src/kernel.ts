@@ -106,6 +106,20 @@ export function dispatch(
   workgroups: readonly [number, number?, number?],
 ): void {
   assertAlive(gpu);
+  const maxBinding = gpu.limits.maxStorageBufferBindingSize;
+  for (let i = 0; i < buffers.length; i++) {
+    const bytes = refBytes(buffers[i]);
+    if (bytes > maxBinding) {
+      const b = bufferOf(buffers[i]);
+      throw new LimitError(
+        `${label}: binding ${i + 1} ('${b.label || 'unlabelled'}')`,
+        'maxStorageBufferBindingSize',
+        bytes,
+        maxBinding,
+        'bind a smaller range ({ buffer, offset, size }), split the tensor (createWeight splits weights), or use a smaller batch or context.',
+      );
+    }
+  }
   const resources: (BufferRef | GPUBufferBinding)[] = params ? [gpu.uniforms.write(params.data), ...buffers] : [...buffers];
   pass.setPipeline(cached.pipeline);
   pass.setBindGroup(0, bindGroup(gpu, cached, label, resources));

@@ -107,3 +107,14 @@ describe('gemv', () => {
     ).rejects.toMatchObject({ name: 'ShapeError', argument: 'weight' });
   });
 });
+
+test('a binding over the adapter limit is a LimitError before anything is recorded', async () => {
+  const real = await testGpu();
+  // The same device, seen through a smaller limit (as on an adapter that binds only 1 KiB).
+  const gpu = { ...real, destroyed: false, limits: { ...real.limits, maxStorageBufferBindingSize: 1024 } } as typeof real;
+  const weight = createWeight(real, { dtype: 'q8_0', n: 4, k: 32, label: 'w' });
+  const x = scratch(real, 2048, 'big.x');
+  await expect(
+    run(real, (pass) => createGemv(gpu, { dtype: 'q8_0' }).encode(pass, { weight, x, y: scratch(real, 16) })),
+  ).rejects.toMatchObject({ name: 'LimitError', limit: 'maxStorageBufferBindingSize', requested: 2048, allowed: 1024 });
+});
