@@ -1,6 +1,6 @@
 // gemm: y[t, n] (+)= sum_k W[n, k] * x[t, k] (+ bias[n])     (prefill, speculative verify, batched decode)
-//   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32
-//      (joined with lib/bytes.wgsl and one lib/weights/<dtype>.wgsl, which defines CHUNK and load_chunk)
+//   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32 (joined with
+//      lib/bytes.wgsl and a load_chunk lib, lib/weights/<dtype>.gemm.wgsl or <dtype>.wgsl: CHUNK, load_chunk)
 //   x: (T, K) f32, read as vec4      y: (T, N) f32      bias: (N) f32 when HAS_BIAS
 // One workgroup owns a tile of WG_SIZE * ROWS weight rows × TOKENS tokens. It walks K in steps of K_TILE:
 // the invocations stage x[tile tokens, k step] in workgroup memory (zeros past T and K), then each
@@ -9,6 +9,7 @@
 // Invocation i owns rows first + i + WG_SIZE * r (r < ROWS); rows past the part and tokens past T are
 // computed on zeros or skipped and never written. ACCUMULATE adds into y (the residual stream).
 // Variants: any weight format × HAS_BIAS × ACCUMULATE; f32 math, no optional features needed.
+// gemm.rows.wgsl is the barrier-free sibling for software adapters (~7x faster on SwiftShader).
 // ROWS ≤ MAX_ROWS and TOKENS ≤ MAX_TOKENS (register arrays need a fixed size); K_TILE % CHUNK == 0.
 
 override WG_SIZE: u32 = 64u;

@@ -34,7 +34,7 @@ export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type Weigh
 
 // ---- kernels ----
 export { createGemv, type Gemv, type GemvArgs, type GemvOptions } from './kernels/gemv.ts';
-export { createGemm, type Gemm, type GemmArgs, type GemmOptions } from './kernels/gemm.ts';
+export { createGemm, type Gemm, type GemmArgs, type GemmOptions, type GemmVariant } from './kernels/gemm.ts';
 export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOptions } from './kernels/embedding.ts';
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
 export { createAdd, type AddArgs } from './kernels/add.ts';

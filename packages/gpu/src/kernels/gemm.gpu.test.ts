@@ -1,8 +1,9 @@
-// GEMM against the float64 CPU twin and against GEMV, for every weight format, ragged T and N,
-// T = 1 and T = 512, weights split into parts, bias + accumulate, outliers and bad inputs.
+// GEMM against the float64 CPU twin and against GEMV, for every weight format and both variants
+// (tiled, rows), ragged T, N and K, T = 1 and T = 512, weights split into parts, bias + accumulate,
+// outliers and bad inputs.
 
 import { describe, expect, test } from 'vitest';
-import { createGemm, type GemmOptions } from './gemm.ts';
+import { createGemm, type GemmOptions, type GemmVariant } from './gemm.ts';
 import { createGemv } from './gemv.ts';
 import { createWeight } from '../weights.ts';
 import { matmul } from '../reference/matmul.ts';
@@ -15,12 +16,15 @@ const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });
 /** K for a test: a few chunks, not a multiple of the default K tile (128) where the format allows. */
 const kFor = (dtype: WeightDtype) => (BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172);
 
+const VARIANTS: readonly GemmVariant[] = ['tiled', 'rows'];
+
 describe('gemm', () => {
-  for (const dtype of WEIGHT_DTYPES) {
+  for (const variant of VARIANTS) for (const dtype of WEIGHT_DTYPES) {
     const k0 = kFor(dtype);
-    // [N, K, T]: N not a multiple of the 128-row tile, T not a multiple of the 8-token tile, and T = 1.
+    // [N, K, T]: N not a multiple of the 128-row tile or the 8-row invocation, T not a multiple of 8,
+    // T = 1; f32/f16/bf16 K not a multiple of 32 (the rows variant's step).
     for (const [n, k, t] of [[37, k0, 13], [130, k0 * 2, 1]] as const) {
-      test(`${dtype} (T ${t}, N ${n}, K ${k}) matches CPU and GEMV`, async () => {
+      test(`${variant}: ${dtype} (T ${t}, N ${n}, K ${k}) matches CPU and GEMV`, async () => {
         const gpu = await testGpu();
         const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k + t));
         const x = randomF32(t * k, k + t);
@@ -29,7 +33,7 @@ describe('gemm', () => {
         const y = scratch(gpu, t * n * 4);
         const yv = scratch(gpu, t * n * 4);
         await run(gpu, (pass) => {
-          createGemm(gpu, { dtype }).encode(pass, { weight, x: xb, y, tokens: t });
+          createGemm(gpu, { dtype, variant }).encode(pass, { weight, x: xb, y, tokens: t });
           createGemv(gpu, { dtype }).encode(pass, { weight, x: xb, y: yv, batch: t });
         });
         const got = await readF32(gpu, y, t * n);
@@ -40,23 +44,25 @@ describe('gemm', () => {
     }
   }
 
-  test('T = 512 (prefill) with a ragged N', async () => {
+  for (const variant of VARIANTS) test(`${variant}: T = 512 (prefill) with a ragged N`, async () => {
     const gpu = await testGpu();
     const [n, k, t] = [45, 160, 512];
     const bytes = randomWeights('q4_0', n, k, mulberry32(11));
     const x = randomF32(t * k, 12);
     const weight = createWeight(gpu, { dtype: 'q4_0', n, k, data: bytes, label: 'w' });
     const y = scratch(gpu, t * n * 4);
-    await run(gpu, (pass) => createGemm(gpu, { dtype: 'q4_0' }).encode(pass, { weight, x: upload(gpu, x), y, tokens: t }));
+    await run(gpu, (pass) => createGemm(gpu, { dtype: 'q4_0', variant }).encode(pass, { weight, x: upload(gpu, x), y, tokens: t }));
     expectClose(await readF32(gpu, y, t * n), matmul('q4_0', bytes, n, k, x, t), tol(k));
   });
 
   // Split weights, bias and accumulate, under the default tile and under odd tile shapes that make
   // every edge ragged (rows past a part, tokens past T, a K step past K).
   const tiles: [string, Partial<GemmOptions>][] = [
-    ['default tiles', {}],
-    ['odd tiles', { workgroupSize: 24, rowsPerInvocation: 3, tokensPerWorkgroup: 5, kTile: 64 }],
-    ['one row, sixteen tokens', { workgroupSize: 32, rowsPerInvocation: 1, tokensPerWorkgroup: 16, kTile: 32 }],
+    ['tiled, default tiles', { variant: 'tiled' }],
+    ['tiled, odd tiles', { variant: 'tiled', workgroupSize: 24, rowsPerInvocation: 3, tokensPerWorkgroup: 5, kTile: 64 }],
+    ['tiled, one row, sixteen tokens', { variant: 'tiled', workgroupSize: 32, rowsPerInvocation: 1, tokensPerWorkgroup: 16, kTile: 32 }],
+    ['rows', { variant: 'rows' }],
+    ['rows, 3 invocations per workgroup', { variant: 'rows', workgroupSize: 3 }],
   ];
   for (const dtype of ['q8_0', 'q6_K'] as const) {
     for (const [what, opts] of tiles) {
@@ -84,7 +90,7 @@ describe('gemm', () => {
     }
   }
 
-  test('large outliers in x and weights stay accurate', async () => {
+  for (const variant of VARIANTS) test(`${variant}: large outliers in x and weights stay accurate`, async () => {
     const gpu = await testGpu();
     const [n, k, t] = [20, 1024, 6];
     const xs = randomF32(t * k, 3);
@@ -97,18 +103,23 @@ describe('gemm', () => {
     const bytes = quantize('f16', w, n, k);
     const weight = createWeight(gpu, { dtype: 'f16', n, k, data: bytes, label: 'w' });
     const y = scratch(gpu, t * n * 4);
-    await run(gpu, (pass) => createGemm(gpu, { dtype: 'f16' }).encode(pass, { weight, x: upload(gpu, xs), y, tokens: t }));
+    await run(gpu, (pass) => createGemm(gpu, { dtype: 'f16', variant }).encode(pass, { weight, x: upload(gpu, xs), y, tokens: t }));
     expectClose(await readF32(gpu, y, t * n), matmul('f16', bytes, n, k, xs, t), { atol: 2e-2, rtol: 1e-4 });
   });
 
   test('typed errors for a wrong dtype, short buffers, bad token counts and bad tiles', async () => {
     const gpu = await testGpu();
     expect(() => createGemm(gpu, { dtype: 'q5_1' })).toThrow(/q5_1.*not supported/);
-    expect(() => createGemm(gpu, { dtype: 'q8_0', kTile: 48 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'kTile' }));
-    expect(() => createGemm(gpu, { dtype: 'f32', tokensPerWorkgroup: 17 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
-    expect(() => createGemm(gpu, { dtype: 'f32', rowsPerInvocation: 0 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    const variant = 'tiled';
+    expect(() => createGemm(gpu, { dtype: 'q8_0', variant, kTile: 48 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'kTile' }));
+    expect(() => createGemm(gpu, { dtype: 'f32', variant, tokensPerWorkgroup: 17 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    expect(() => createGemm(gpu, { dtype: 'f32', variant, rowsPerInvocation: 0 })).toThrow(expect.objectContaining({ name: 'ShapeError' }));
+    expect(() => createGemm(gpu, { dtype: 'f32', variant: 'rows', rowsPerInvocation: 4 })).toThrow(/fixed 8 × 8 tile/);
+    expect(() => createGemm(gpu, { dtype: 'f32', variant: 'square' as GemmVariant })).toThrow(/'tiled' or 'rows'/);
+    // The default follows the adapter: barrier-free on software adapters.
+    expect(createGemm(gpu, { dtype: 'f32' }).variant).toBe(gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'tiled');
     const weight = createWeight(gpu, { dtype: 'f32', n: 4, k: 8, label: 'w' });
-    const gemm = createGemm(gpu, { dtype: 'f32' });
+    const gemm = createGemm(gpu, { dtype: 'f32', variant: 'rows' });
     // x holds one token of 8, but 3 tokens are claimed.
     await expect(
       run(gpu, (pass) => gemm.encode(pass, { weight, x: scratch(gpu, 32), y: scratch(gpu, 48), tokens: 3 })),

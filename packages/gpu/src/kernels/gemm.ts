@@ -1,8 +1,15 @@
-// Tiled GEMM on weights in their stored format, for T > 1 tokens at once (prefill, speculative verify,
-// batched decode): each weight chunk is dequantized once per tile and reused across the tile's tokens.
-// See shaders/matmul/gemm.wgsl. T = 1 works too, but createGemv is the faster decode path.
+// GEMM on weights in their stored format, for T > 1 tokens at once (prefill, speculative verify,
+// batched decode): each weight chunk is dequantized once and reused across several tokens. Two
+// variants: 'tiled' (shaders/matmul/gemm.wgsl, x shared through workgroup memory, for real GPUs) and
+// 'rows' (gemm.rows.wgsl, no barriers, for software adapters such as SwiftShader).
+// T = 1 works too, but createGemv is the faster decode path.
 
-import src from '../../../../shaders/matmul/gemm.wgsl?raw';
+import tiledSrc from '../../../../shaders/matmul/gemm.wgsl?raw';
+import rowsSrc from '../../../../shaders/matmul/gemm.rows.wgsl?raw';
+import bytesLib from '../../../../shaders/lib/bytes.wgsl?raw';
+import q4_0Gemm from '../../../../shaders/lib/weights/q4_0.gemm.wgsl?raw';
+import q8_0Gemm from '../../../../shaders/lib/weights/q8_0.gemm.wgsl?raw';
+import q4_KGemm from '../../../../shaders/lib/weights/q4_K.gemm.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
@@ -10,9 +17,22 @@ import { ShapeError } from '../errors.ts';
 import type { WeightDtype } from '../reference/blocks.ts';
 import { CHUNK_ELEMS, requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
 
+export type GemmVariant = 'tiled' | 'rows';
+
 /** Register-array caps in gemm.wgsl (MAX_ROWS, MAX_TOKENS). */
 const MAX_ROWS = 4;
 const MAX_TOKENS = 16;
+/** The fixed tile of one invocation in gemm.rows.wgsl (rows × tokens). */
+const ROWS_TILE = 8;
+const ROWS_TOKENS = 8;
+
+/** Faster load_chunk libs for the GEMM kernels (whole words, unpack4x8unorm); others use weights.ts's. */
+const GEMM_CHUNK_WGSL: Partial<Record<WeightDtype, string>> = { q4_0: q4_0Gemm, q8_0: q8_0Gemm, q4_K: q4_KGemm };
+
+function gemmWeightWgsl(dtype: WeightDtype): string {
+  const lib = GEMM_CHUNK_WGSL[dtype];
+  return lib ? `${bytesLib}\n${lib}` : weightFormatWgsl(dtype);
+}
 
 export interface GemmOptions {
   dtype: WeightDtype | string;
@@ -20,13 +40,18 @@ export interface GemmOptions {
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
+  /**
+   * 'rows' (no barriers; each invocation owns rowsPerInvocation rows × tokensPerWorkgroup tokens) or
+   * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a fallback (software) adapter, else 'tiled'.
+   */
+  variant?: GemmVariant;
   /** Invocations per workgroup (default 64). */
   workgroupSize?: number;
-  /** Weight rows each invocation owns, 1..4 (default 2); a tile has workgroupSize × this rows. */
+  /** Tiled only: weight rows each invocation owns, 1..4 (default 2). 'rows' owns a fixed 8 rows × 8 tokens. */
   rowsPerInvocation?: number;
-  /** Tokens per tile, 1..16 (default 8). */
+  /** Tiled only: tokens per tile, 1..16 (default 8). */
   tokensPerWorkgroup?: number;
-  /** Elements of K staged in workgroup memory per step (default 128; a multiple of the format's chunk). */
+  /** Tiled only: elements of K staged in workgroup memory per step (default 128; a multiple of the format's chunk). */
   kTile?: number;
 }
 
@@ -44,6 +69,7 @@ export interface GemmArgs {
 
 export interface Gemm {
   readonly dtype: WeightDtype;
+  readonly variant: GemmVariant;
   encode(pass: GPUComputePassEncoder, args: GemmArgs): void;
 }
 
@@ -57,10 +83,15 @@ export interface Gemm {
 export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
-  const name = `gemm(${dtype})`;
+  const variant: GemmVariant = options.variant ?? (gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'tiled');
+  if (variant !== 'tiled' && variant !== 'rows') {
+    throw new TypeError(`gemm: variant must be 'tiled' or 'rows', got '${String(variant)}'`);
+  }
+  const name = `gemm(${dtype}, ${variant})`;
+  const tiled = variant === 'tiled';
   const wg = options.workgroupSize ?? 64;
-  const rows = options.rowsPerInvocation ?? 2;
-  const tokens = options.tokensPerWorkgroup ?? 8;
+  const rows = tiled ? options.rowsPerInvocation ?? 2 : ROWS_TILE;
+  const tokens = tiled ? options.tokensPerWorkgroup ?? 8 : ROWS_TOKENS;
   const kTile = options.kTile ?? 128;
   const chunk = CHUNK_ELEMS[dtype];
   const bias = options.bias ?? false;
@@ -68,32 +99,36 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   if (!Number.isInteger(wg) || wg < 1 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw bad('workgroupSize', `an integer in 1..${gpu.limits.maxComputeInvocationsPerWorkgroup}`, wg);
   }
-  if (!Number.isInteger(rows) || rows < 1 || rows > MAX_ROWS) throw bad('rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, rows);
-  if (!Number.isInteger(tokens) || tokens < 1 || tokens > MAX_TOKENS) throw bad('tokensPerWorkgroup', `an integer in 1..${MAX_TOKENS}`, tokens);
-  if (!Number.isInteger(kTile) || kTile <= 0 || kTile % chunk !== 0 || kTile % 4 !== 0) {
-    throw bad('kTile', `a positive multiple of ${Math.max(chunk, 4)} for ${dtype}`, kTile);
-  }
-  const tileBytes = tokens * kTile * 4;
-  if (tileBytes > gpu.limits.maxComputeWorkgroupStorageSize) {
-    throw bad('kTile', `at most ${gpu.limits.maxComputeWorkgroupStorageSize / 4 / tokens} with ${tokens} tokens per tile (workgroup memory)`, kTile);
+  const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
+  if (tiled) {
+    if (!Number.isInteger(rows) || rows < 1 || rows > MAX_ROWS) throw bad('rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, rows);
+    if (!Number.isInteger(tokens) || tokens < 1 || tokens > MAX_TOKENS) throw bad('tokensPerWorkgroup', `an integer in 1..${MAX_TOKENS}`, tokens);
+    if (!Number.isInteger(kTile) || kTile <= 0 || kTile % chunk !== 0 || kTile % 4 !== 0) {
+      throw bad('kTile', `a positive multiple of ${Math.max(chunk, 4)} for ${dtype}`, kTile);
+    }
+    const tileBytes = tokens * kTile * 4;
+    if (tileBytes > gpu.limits.maxComputeWorkgroupStorageSize) {
+      throw bad('kTile', `at most ${gpu.limits.maxComputeWorkgroupStorageSize / 4 / tokens} with ${tokens} tokens per tile (workgroup memory)`, kTile);
+    }
+    Object.assign(constants, { ROWS: rows, TOKENS: tokens, K_TILE: kTile });
+  } else {
+    for (const opt of ['rowsPerInvocation', 'tokensPerWorkgroup', 'kTile'] as const) {
+      if (options[opt] !== undefined) {
+        throw new TypeError(`${name}: '${opt}' tunes the tiled variant; the rows variant has a fixed ${ROWS_TILE} × ${ROWS_TOKENS} tile per invocation`);
+      }
+    }
   }
   const cached = gpu.pipelines.get({
     name: 'gemm',
-    variant: dtype,
-    code: `${src}\n${weightFormatWgsl(dtype)}`,
+    variant: `${dtype}+${variant}`,
+    code: `${variant === 'rows' ? rowsSrc : tiledSrc}\n${gemmWeightWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
-    constants: {
-      WG_SIZE: wg,
-      ROWS: rows,
-      TOKENS: tokens,
-      K_TILE: kTile,
-      HAS_BIAS: bias ? 1 : 0,
-      ACCUMULATE: options.accumulate ? 1 : 0,
-    },
+    constants,
   });
   const tileRows = wg * rows;
   return {
     dtype,
+    variant,
     encode(pass, a) {
       const w = a.weight;
       if (w.dtype !== dtype) throw new ShapeError(name, 'weight', `a ${dtype} tensor`, `${w.dtype} tensor '${w.label}'`);
