@@ -33,7 +33,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-var<private> xc: array<vec4<f32>, CHUNK_V4>;
+var<private> xc: array<vec4<f32>, 8>;  // CHUNK_V4 used
 var<private> xc_sum: f32;
 
 @compute @workgroup_size(WG_SIZE)

@@ -10,7 +10,7 @@ import q8_0 from '../../../shaders/lib/weights/q8_0.wgsl?raw';
 import q4_0 from '../../../shaders/lib/weights/q4_0.wgsl?raw';
 import q4_K from '../../../shaders/lib/weights/q4_K.wgsl?raw';
 import q6_K from '../../../shaders/lib/weights/q6_K.wgsl?raw';
-import genericDot from '../../../shaders/lib/weights/generic.dot.wgsl?raw';
+import vec4Dot from '../../../shaders/lib/weights/vec4.dot.wgsl?raw';
 import q8_0Dot from '../../../shaders/lib/weights/q8_0.dot.wgsl?raw';
 import q4_0Dot from '../../../shaders/lib/weights/q4_0.dot.wgsl?raw';
 import q4_KDot from '../../../shaders/lib/weights/q4_K.dot.wgsl?raw';
@@ -37,15 +37,23 @@ export function weightFormatWgsl(dtype: WeightDtype): string {
   return `${bytesLib}\n${FORMAT_WGSL[dtype]}`;
 }
 
-const DOT_WGSL: Partial<Record<WeightDtype, string>> = { q8_0: q8_0Dot, q4_0: q4_0Dot, q4_K: q4_KDot, q6_K: q6_KDot };
+const DOT_WGSL: Record<WeightDtype, string> = {
+  f32: vec4Dot,
+  f16: vec4Dot,
+  bf16: vec4Dot,
+  q8_0: q8_0Dot,
+  q4_0: q4_0Dot,
+  q4_K: q4_KDot,
+  q6_K: q6_KDot,
+};
 
 /**
  * The WGSL for kernels that only need dot products of weight chunks with an x vector (GEMV):
- * weightFormatWgsl plus `chunk_dot(row_byte, c)`, register-only for the formats that have one.
- * The kernel declares `var<private> xc: array<vec4<f32>, CHUNK_V4>` (the x chunk) and `xc_sum`.
+ * weightFormatWgsl plus the format's `chunk_dot(row_byte, c)`. The kernel declares
+ * `var<private> xc: array<vec4<f32>, 8>` (the x chunk; CHUNK_V4 of it used) and `xc_sum`.
  */
 export function weightDotWgsl(dtype: WeightDtype): string {
-  return `${weightFormatWgsl(dtype)}\n${DOT_WGSL[dtype] ?? genericDot}`;
+  return `${weightFormatWgsl(dtype)}\n${DOT_WGSL[dtype]}`;
 }
 
 /** Throws UnsupportedError unless `dtype` is a format intab's kernels read. */

@@ -1,5 +1,5 @@
 // weights/q4_0.dot: chunk_dot(row_byte, c) = sum_j W[row, 32c + j] * xc[j] for one q4_0 block, from
-// registers. The joining kernel declares `var<private> xc: array<vec4<f32>, CHUNK_V4>` (the x chunk,
+// registers. The joining kernel declares `var<private> xc: array<vec4<f32>, 8>` (the x chunk,
 // loaded once and reused for several rows) and `var<private> xc_sum: f32` (its sum).
 // Nibbles are widened with unpack4x8unorm (q / 255, one instruction on most targets) and 255 is folded
 // into d, then sum (q - 8) x = 255 * d * sum unorm(q) x - 8 d * sum x.

@@ -29,7 +29,7 @@ describe('gemv', () => {
 
   for (const subgroups of [false, true]) {
     for (const rowsPerInvocation of [1, 5, 16]) {
-      test(`rows per ${subgroups ? 'subgroup' : 'invocation'} = ${rowsPerInvocation} covers ragged row counts`, async () => {
+      test(`rows per ${subgroups ? 'subgroup' : 'invocation'} = ${rowsPerInvocation} cover ragged row counts`, async () => {
         const gpu = await testGpu();
         const [n, k] = [83, 512];
         for (const dtype of ['q4_0', 'q6_K'] as const) {
@@ -37,7 +37,7 @@ describe('gemv', () => {
           const x = randomF32(k, 9);
           const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
           const y = scratch(gpu, n * 4);
-          const gemv = createGemv(gpu, { dtype, subgroups, rowsPerInvocation, rowsPerWorkgroup: 24, workgroupSize: 16 });
+          const gemv = createGemv(gpu, subgroups ? { dtype, subgroups, rowsPerInvocation, rowsPerWorkgroup: 24, workgroupSize: 16 } : { dtype, subgroups, rowsPerInvocation, workgroupSize: 16 });
           await run(gpu, (pass) => gemv.encode(pass, { weight, x: upload(gpu, x), y }));
           expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
           weight.destroy();

@@ -15,12 +15,15 @@ export interface GemvOptions {
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
-  /** Use the subgroup variant; by default when the device has subgroups and is not a software adapter. */
+  /** Use the subgroup variant; by default when the device has subgroups. */
   subgroups?: boolean;
   workgroupSize?: number;
-  /** Rows per workgroup in the subgroup variant (default 32). */
+  /** Subgroup variant only: rows per workgroup (default 64 on software adapters, else 32). */
   rowsPerWorkgroup?: number;
-  /** Rows each invocation (plain) or subgroup (subgroup variant) dots with one x chunk, 1..16 (default: 4 with subgroups, 12 on software adapters, else 2). */
+  /**
+   * Rows an invocation (plain) or subgroup dots with one x chunk, 1..16. Defaults: software adapters
+   * 16 (subgroups) or 12 (plain); GPUs 4 (subgroups) or 2 (plain).
+   */
   rowsPerInvocation?: number;
 }
 
@@ -49,21 +52,23 @@ export interface Gemv {
 export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
-  // Software adapters (SwiftShader) execute invocations as SIMD lanes on CPU cores: there the plain
-  // variant with many rows per invocation (x chunk reused 12 times) measured fastest; GPUs get the
-  // subgroup variant, or the plain one with few rows per invocation for parallelism.
+  // Tuned on SwiftShader (software: invocations run as SIMD lanes on CPU cores, so a lane should own
+  // many rows to reuse its x chunk) and kept conservative for GPUs (few rows per lane for parallelism).
   const software = gpu.adapterInfo.isFallbackAdapter;
-  const subgroups = options.subgroups ?? (gpu.features.subgroups && !software);
+  const subgroups = options.subgroups ?? gpu.features.subgroups;
   if (subgroups && !gpu.features.subgroups) {
     throw new UnsupportedError('gemv subgroup variant', 'this device has no subgroups feature; omit `subgroups` to use the plain variant.');
   }
+  if (!subgroups && options.rowsPerWorkgroup !== undefined) {
+    throw new TypeError('gemv: rowsPerWorkgroup tunes the subgroup variant; the plain one covers workgroupSize × rowsPerInvocation rows.');
+  }
   const wg = options.workgroupSize ?? 64;
-  const rowsPerInvocation = options.rowsPerInvocation ?? (subgroups ? 4 : software ? 12 : 2);
+  const rowsPerInvocation = options.rowsPerInvocation ?? (software ? (subgroups ? 16 : 12) : subgroups ? 4 : 2);
   if (!Number.isInteger(rowsPerInvocation) || rowsPerInvocation < 1 || rowsPerInvocation > 16) {
     throw new ShapeError('gemv', 'rowsPerInvocation', 'an integer in 1..16', String(rowsPerInvocation));
   }
-  // Rows one workgroup covers: ROWS per invocation (plain), or ROWS shared by the subgroups.
-  const rows = subgroups ? options.rowsPerWorkgroup ?? 32 : wg * rowsPerInvocation;
+  // Rows one workgroup covers.
+  const rows = subgroups ? options.rowsPerWorkgroup ?? (software ? 64 : 32) : wg * rowsPerInvocation;
   const bias = options.bias ?? false;
   const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
   if (subgroups) Object.assign(constants, { ROWS: rows, ROWS_PER_SG: rowsPerInvocation });
