@@ -22,22 +22,7 @@ const ROWS: u32 = 8u;    // rows per invocation
 const TOKENS: u32 = 8u;  // tokens per invocation (and per workgroup)
 const STEP_CHUNKS: u32 = 8u / CHUNK_V4;  // chunks per 32-element step: 1 (block formats) or 8 (f32, f16, bf16)
 
-struct Params {
-  n: u32,          // N: rows of the full weight (y's row length)
-  k: u32,          // K
-  row_bytes: u32,  // bytes of one weight row
-  row0: u32,       // first row held by this weight part
-  rows: u32,       // rows held by this weight part
-  t: u32,          // T: tokens
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
+// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper.
 
 var<private> acc: array<vec4<f32>, 16>;     // [2r + g]: row r, tokens 4g .. 4g + 3
 var<private> xbase: array<u32, 8>;          // vec4 index of x[token t, 0]

@@ -15,22 +15,7 @@ override ACCUMULATE: bool = false;
 
 const MAX_ROWS: u32 = 16u;
 
-struct Params {
-  n: u32,
-  k: u32,
-  row_bytes: u32,
-  row0: u32,
-  rows: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
+// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper.
 
 var<private> xc: array<vec4<f32>, 8>;  // CHUNK_V4 used
 var<private> xc_sum: f32;

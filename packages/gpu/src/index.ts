@@ -23,6 +23,8 @@ export {
   createWeight,
   writeRows,
   weightFormatWgsl,
+  weightDotWgsl,
+  weightGemmWgsl,
   requireWeightDtype,
   kMultiple,
   CHUNK_ELEMS,

@@ -15,6 +15,9 @@ import q8_0Dot from '../../../shaders/lib/weights/q8_0.dot.wgsl?raw';
 import q4_0Dot from '../../../shaders/lib/weights/q4_0.dot.wgsl?raw';
 import q4_KDot from '../../../shaders/lib/weights/q4_K.dot.wgsl?raw';
 import q6_KDot from '../../../shaders/lib/weights/q6_K.dot.wgsl?raw';
+import q4_0Gemm from '../../../shaders/lib/weights/q4_0.gemm.wgsl?raw';
+import q8_0Gemm from '../../../shaders/lib/weights/q8_0.gemm.wgsl?raw';
+import q4_KGemm from '../../../shaders/lib/weights/q4_K.gemm.wgsl?raw';
 import type { Gpu } from './device.ts';
 import { LimitError, ShapeError, UnsupportedError } from './errors.ts';
 import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './reference/blocks.ts';
@@ -54,6 +57,19 @@ const DOT_WGSL: Record<WeightDtype, string> = {
  */
 export function weightDotWgsl(dtype: WeightDtype): string {
   return `${weightFormatWgsl(dtype)}\n${DOT_WGSL[dtype]}`;
+}
+
+/** Throughput load_chunk libs (whole words, unpack4x8unorm) for the formats that have one. */
+const GEMM_WGSL: Partial<Record<WeightDtype, string>> = { q4_0: q4_0Gemm, q8_0: q8_0Gemm, q4_K: q4_KGemm };
+
+/**
+ * The WGSL for GEMM kernels: like weightFormatWgsl, but with a faster load_chunk where one exists.
+ * Those fold 255 into the scale after unpack4x8unorm, so they are accurate to an ulp but not bit-exact;
+ * the embedding gather, which must be bit-exact, uses weightFormatWgsl.
+ */
+export function weightGemmWgsl(dtype: WeightDtype): string {
+  const lib = GEMM_WGSL[dtype];
+  return lib ? `${bytesLib}\n${lib}` : weightFormatWgsl(dtype);
 }
 
 /** Throws UnsupportedError unless `dtype` is a format intab's kernels read. */

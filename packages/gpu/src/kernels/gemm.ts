@@ -6,16 +6,13 @@
 
 import tiledSrc from '../../../../shaders/matmul/gemm.wgsl?raw';
 import rowsSrc from '../../../../shaders/matmul/gemm.rows.wgsl?raw';
-import bytesLib from '../../../../shaders/lib/bytes.wgsl?raw';
-import q4_0Gemm from '../../../../shaders/lib/weights/q4_0.gemm.wgsl?raw';
-import q8_0Gemm from '../../../../shaders/lib/weights/q8_0.gemm.wgsl?raw';
-import q4_KGemm from '../../../../shaders/lib/weights/q4_K.gemm.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
 import type { WeightDtype } from '../reference/blocks.ts';
-import { CHUNK_ELEMS, requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
+import { CHUNK_ELEMS, requireWeightDtype, weightGemmWgsl, type WeightTensor } from '../weights.ts';
+import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
 
 export type GemmVariant = 'tiled' | 'rows';
 
@@ -26,13 +23,7 @@ const MAX_TOKENS = 16;
 const ROWS_TILE = 8;
 const ROWS_TOKENS = 8;
 
-/** Faster load_chunk libs for the GEMM kernels (whole words, unpack4x8unorm); others use weights.ts's. */
-const GEMM_CHUNK_WGSL: Partial<Record<WeightDtype, string>> = { q4_0: q4_0Gemm, q8_0: q8_0Gemm, q4_K: q4_KGemm };
 
-function gemmWeightWgsl(dtype: WeightDtype): string {
-  const lib = GEMM_CHUNK_WGSL[dtype];
-  return lib ? `${bytesLib}\n${lib}` : weightFormatWgsl(dtype);
-}
 
 export interface GemmOptions {
   dtype: WeightDtype | string;
@@ -121,7 +112,7 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   const cached = gpu.pipelines.get({
     name: 'gemm',
     variant: `${dtype}+${variant}`,
-    code: `${variant === 'rows' ? rowsSrc : tiledSrc}\n${gemmWeightWgsl(dtype)}`,
+    code: `${variant === 'rows' ? rowsSrc : tiledSrc}\n${matmulIo}\n${weightGemmWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
     constants,
   });

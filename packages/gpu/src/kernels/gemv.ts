@@ -2,6 +2,7 @@
 
 import plainSrc from '../../../../shaders/matmul/gemv.wgsl?raw';
 import subgroupSrc from '../../../../shaders/matmul/gemv.subgroup.wgsl?raw';
+import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
@@ -76,7 +77,7 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   const cached = gpu.pipelines.get({
     name: 'gemv',
     variant: `${dtype}${subgroups ? '+subgroups' : ''}`,
-    code: `${subgroups ? subgroupSrc : plainSrc}\n${weightDotWgsl(dtype)}`,
+    code: `${subgroups ? subgroupSrc : plainSrc}\n${matmulIo}\n${weightDotWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
     constants,
   });
