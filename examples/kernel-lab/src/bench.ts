@@ -4,6 +4,7 @@
 
 import {
   BLOCK,
+  kMultiple,
   createAttentionDecode,
   createGemm,
   createGemv,
@@ -64,48 +65,26 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
   });
   const topConfigs = sweep.slice(0, 3).map((s) => s.config);
 
-  // ---- GEMV at real decode shapes ----
+  // ---- GEMV at real decode shapes, GEMM (prefill / verify / batched decode) at T = 16 and 128 ----
+  const ctx: CaseContext = { gpu, report, copyGbps, topConfigs, quick };
   const dtypes = o.dtypes ?? (quick ? ['q4_0', 'q8_0'] : ['q4_0', 'q8_0', 'q4_K', 'q6_K', 'f16']);
   const models = quick ? MODELS.slice(0, 1) : MODELS;
   for (const model of models) {
     const shapes = gemvShapes(model).filter(([name]) => !quick || name !== 'lm_head');
-    for (const [name, n, k] of shapes) {
+    for (const [op, n, k] of shapes) {
       for (const dtype of dtypes) {
-        const label = `gemv ${dtype} ${model.name}.${name}`;
-        if (o.filter && !label.includes(o.filter)) continue;
-        const weight = randomWeight(gpu, dtype, n, k, label);
-        const x = buffer(gpu, randomF32(k, 1));
-        const y = gpu.device.createBuffer({ label: 'y', size: n * 4, usage: STORAGE });
-        const gemv = createGemv(gpu, { dtype });
-        const t = await timeRecording(gpu, (pass) => gemv.encode(pass, { weight, x, y }), { samples: quick ? 3 : 5 });
-        const bytes = weight.rowBytes * n + k * 4;
-        const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
-        report(caseRecord('gemv', dtype, `${n}x${k}`, model.name, name, t, bytes, 2 * n * k, copyGbps, readGbps));
-        weight.destroy();
-        x.destroy();
-        y.destroy();
+        const label = `gemv ${dtype} ${model.name}.${op}`;
+        if (!o.filter || label.includes(o.filter)) await matmulCase(ctx, label, dtype, model.name, op, n, k, 1);
       }
     }
   }
-  // ---- GEMM (prefill / verify / batched decode) at T = 16 and 128 ----
   const gemmDtypes = o.dtypes ?? (quick ? ['q4_0'] : ['q4_0', 'q8_0', 'q4_K', 'f16']);
   for (const model of models) {
-    const [name, n, k] = gemvShapes(model).find(([op]) => op === 'ffn.up')!;
+    const [op, n, k] = gemvShapes(model).find(([name]) => name === 'ffn.up')!;
     for (const t of quick ? [16] : [16, 128]) {
       for (const dtype of gemmDtypes) {
-        const label = `gemm ${dtype} ${model.name}.${name} T=${t}`;
-        if (o.filter && !label.includes(o.filter)) continue;
-        const weight = randomWeight(gpu, dtype, n, k, label);
-        const x = buffer(gpu, randomF32(t * k, 1));
-        const y = gpu.device.createBuffer({ label: 'y', size: t * n * 4, usage: STORAGE });
-        const gemm = createGemm(gpu, { dtype });
-        const timing = await timeRecording(gpu, (pass) => gemm.encode(pass, { weight, x, y, tokens: t }), { samples: quick ? 3 : 5, maxReps: 50 });
-        const bytes = weight.rowBytes * n + t * k * 4;
-        const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
-        report(caseRecord('gemm', dtype, `${t}x${n}x${k}`, model.name, name, timing, bytes, 2 * t * n * k, copyGbps, readGbps));
-        weight.destroy();
-        x.destroy();
-        y.destroy();
+        const label = `gemm ${dtype} ${model.name}.${op} T=${t}`;
+        if (!o.filter || label.includes(o.filter)) await matmulCase(ctx, label, dtype, model.name, op, n, k, t);
       }
     }
   }
@@ -115,7 +94,7 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
     for (const context of quick ? [128] : [128, 1024, 4096]) {
       const label = `attention-decode ${model.name} S=${context}`;
       if (o.filter && !label.includes(o.filter)) continue;
-      report(await benchDecodeAttention(gpu, model, context, copyGbps, topConfigs, quick));
+      await guarded(report, label, async () => report(await benchDecodeAttention(gpu, model, context, copyGbps, topConfigs, quick)));
     }
   }
 
@@ -162,6 +141,58 @@ async function benchDecodeAttention(
   for (const b of [kCache, vCache, pageTable, seqIds, positions, q, out]) b.destroy();
   attn.destroy();
   return caseRecord('attention-decode', 'f32', `S=${context} H=${heads} Hkv=${kvHeads} D=${headDim}`, model.name, 'attn', t, bytes, flops, copyGbps, readGbps);
+}
+
+interface CaseContext {
+  gpu: Gpu;
+  report: Report;
+  copyGbps: number;
+  topConfigs: ReadConfig[];
+  quick: boolean;
+}
+
+/** Runs one case; a failure becomes an error record and the benchmark goes on with the next case. */
+async function guarded(report: Report, label: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    report({ type: 'error', case: label, name: (err as Error).name, message: (err as Error).message });
+  }
+}
+
+/** GEMV (t = 1, one vector) or GEMM (t tokens) on an (n, k) weight of `dtype` filled with random blocks. */
+async function matmulCase(c: CaseContext, label: string, dtype: WeightDtype, model: string, op: string, n: number, k: number, t: number): Promise<void> {
+  const kernel = t === 1 ? 'gemv' : 'gemm';
+  const shape = t === 1 ? `${n}x${k}` : `${t}x${n}x${k}`;
+  if (k % kMultiple(dtype) !== 0) {
+    // llama.cpp stores such tensors in another type too (a K-quant needs K % 256 == 0).
+    c.report({ type: 'skip', kernel, dtype, shape, model, op, reason: `K % ${kMultiple(dtype)} != 0` });
+    return;
+  }
+  await guarded(c.report, label, async () => {
+    const { gpu } = c;
+    const weight = randomWeight(gpu, dtype, n, k, label);
+    const x = buffer(gpu, randomF32(t * k, 1));
+    const y = gpu.device.createBuffer({ label: 'y', size: t * n * 4, usage: STORAGE });
+    try {
+      let record: (pass: GPUComputePassEncoder) => void;
+      if (t === 1) {
+        const gemv = createGemv(gpu, { dtype });
+        record = (pass) => gemv.encode(pass, { weight, x, y });
+      } else {
+        const gemm = createGemm(gpu, { dtype });
+        record = (pass) => gemm.encode(pass, { weight, x, y, tokens: t });
+      }
+      const timing = await timeRecording(gpu, record, { samples: c.quick ? 3 : 5, maxReps: t === 1 ? 200 : 50 });
+      const bytes = weight.rowBytes * n + t * k * 4;
+      const readGbps = await readBandwidth(gpu, bytes, c.topConfigs, c.quick);
+      c.report(caseRecord(kernel, dtype, shape, model, op, timing, bytes, 2 * t * n * k, c.copyGbps, readGbps));
+    } finally {
+      weight.destroy();
+      x.destroy();
+      y.destroy();
+    }
+  });
 }
 
 function caseRecord(

@@ -16,7 +16,8 @@ export async function runPage(o) {
     configFile: join(ROOT, 'vite.config.ts'),
     root: ROOT,
     logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false },
+    // No watcher and no HMR: an edit under the repo must not reload the page in the middle of a run.
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null },
   });
   await server.listen();
   const base = server.resolvedUrls?.local[0];
