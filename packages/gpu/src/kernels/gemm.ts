@@ -23,8 +23,6 @@ const MAX_TOKENS = 16;
 const ROWS_TILE = 8;
 const ROWS_TOKENS = 8;
 
-
-
 export interface GemmOptions {
   dtype: WeightDtype | string;
   /** Add a per-row f32 bias (Qwen2 q/k/v). */
@@ -32,7 +30,7 @@ export interface GemmOptions {
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
   /**
-   * 'rows' (no barriers; each invocation owns rowsPerInvocation rows × tokensPerWorkgroup tokens) or
+   * 'rows' (no barriers; each invocation owns 8 rows × 8 tokens) or
    * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a fallback (software) adapter, else 'tiled'.
    */
   variant?: GemmVariant;
