@@ -54,7 +54,7 @@ export {
   type RopeStyle,
   type Llama3Scaling,
 } from './kernels/rope.ts';
-export { DEFAULT_PAGE_SIZE, MAX_HEAD_DIM, type AttentionShape, type PagedKv, type StepTokens } from './kernels/paged-kv.ts';
+export { DEFAULT_PAGE_SIZE, MAX_HEAD_DIM, type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens } from './kernels/paged-kv.ts';
 export { createKvAppend, type KvAppend, type KvAppendArgs } from './kernels/kv-append.ts';
 export {
   createAttentionDecode,

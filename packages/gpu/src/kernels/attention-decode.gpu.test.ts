@@ -3,6 +3,7 @@ import { createAttentionDecode } from './attention-decode.ts';
 import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attention.ts';
 import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 import type { Gpu } from '../device.ts';
+import type { AttentionVariant } from './paged-kv.ts';
 
 interface Case {
   lengths: number[];
@@ -12,6 +13,8 @@ interface Case {
   pageSize: number;
   split?: number;
   headsPerWorkgroup?: number;
+  /** 'rows' only (default: the largest that fits). */
+  headsPerInvocation?: number;
   /** Page-table row of each query (default: query b reads sequence b). */
   seqIds?: number[];
   seed: number;
@@ -19,7 +22,7 @@ interface Case {
   spike?: (q: Float32Array, k: Float32Array, rowOf: (seq: number, pos: number) => number) => void;
 }
 
-async function decodeCase(gpu: Gpu, c: Case) {
+async function decodeCase(gpu: Gpu, variant: AttentionVariant, c: Case) {
   const rng = mulberry32(c.seed);
   const cache = randomPagedCache({ lengths: c.lengths, pageSize: c.pageSize, kvHeads: c.kvHeads, headDim: c.headDim, rng, randn });
   const seqIds = c.seqIds ?? c.lengths.map((_, b) => b);
@@ -27,7 +30,10 @@ async function decodeCase(gpu: Gpu, c: Case) {
   const T = seqIds.length;
   const q = randomF32(T * c.heads * c.headDim, c.seed + 1);
   c.spike?.(q, cache.k, (b, pos) => cacheRow(cache, b, pos, 0));
-  const attn = createAttentionDecode(gpu, c, { split: c.split, headsPerWorkgroup: c.headsPerWorkgroup });
+  const hpw = variant === 'workgroup' ? c.headsPerWorkgroup : undefined;
+  const hpi = variant === 'rows' ? c.headsPerInvocation : undefined;
+  const attn = createAttentionDecode(gpu, c, { variant, split: c.split, headsPerWorkgroup: hpw, headsPerInvocation: hpi });
+  expect(attn.variant).toBe(variant);
   const out = scratch(gpu, q.byteLength);
   await run(gpu, (pass) =>
     attn.encode(pass, {
@@ -41,22 +47,23 @@ async function decodeCase(gpu: Gpu, c: Case) {
   return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
 }
 
-describe('attention-decode', () => {
+// Every case runs both pass-1 variants (they share the partials layout and the reduce).
+describe.each(['workgroup', 'rows'] as const)('attention-decode (%s)', (variant) => {
   test('ragged contexts 1 / 17 / 1100 on shuffled pages, GQA 8/2, D=64', async () => {
     const gpu = await testGpu();
-    const { got, want } = await decodeCase(gpu, { lengths: [1, 17, 1100], heads: 8, kvHeads: 2, headDim: 64, pageSize: 16, seed: 1 });
+    const { got, want } = await decodeCase(gpu, variant, { lengths: [1, 17, 1100], heads: 8, kvHeads: 2, headDim: 64, pageSize: 16, seed: 1 });
     expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
   });
 
   test('split of 100 keys (not a multiple of PAGE or the workgroup), D=128, G=4, page 32', async () => {
     const gpu = await testGpu();
-    const { got, want } = await decodeCase(gpu, { lengths: [333, 33, 64], heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, split: 100, seed: 2 });
+    const { got, want } = await decodeCase(gpu, variant, { lengths: [333, 33, 64], heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, split: 100, seed: 2 });
     expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
   });
 
   test('stories260K shape D=8, H=8, Hkv=4; queries mapped to page-table rows out of order', async () => {
     const gpu = await testGpu();
-    const { got, want } = await decodeCase(gpu, {
+    const { got, want } = await decodeCase(gpu, variant, {
       lengths: [5, 260, 40], heads: 8, kvHeads: 4, headDim: 8, pageSize: 16, split: 64, seqIds: [2, 0, 1, 1], seed: 3,
     });
     expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
@@ -64,18 +71,19 @@ describe('attention-decode', () => {
 
   test('D=256 with the query group split over workgroups (2 of 8 heads each), no GQA sharing D=16', async () => {
     const gpu = await testGpu();
-    const a = await decodeCase(gpu, { lengths: [70, 300], heads: 8, kvHeads: 1, headDim: 256, pageSize: 16, split: 128, headsPerWorkgroup: 2, seed: 4 });
-    expect(a.attn.headsPerWorkgroup).toBe(2);
+    const a = await decodeCase(gpu, variant, { lengths: [70, 300], heads: 8, kvHeads: 1, headDim: 256, pageSize: 16, split: 128, headsPerWorkgroup: 2, seed: 4 });
+    expect(a.attn.headsPerWorkgroup).toBe(variant === 'workgroup' ? 2 : 1);
+    expect(a.attn.headsPerInvocation).toBe(variant === 'rows' ? 2 : 1); // 2 × D = 512 floats of private state
     expectClose(a.got, a.want, { atol: 2e-5, rtol: 1e-4 });
-    const b = await decodeCase(gpu, { lengths: [129, 2], heads: 3, kvHeads: 3, headDim: 16, pageSize: 8, split: 32, seed: 5 });
+    const b = await decodeCase(gpu, variant, { lengths: [129, 2], heads: 3, kvHeads: 3, headDim: 16, pageSize: 8, split: 32, seed: 5 });
     expectClose(b.got, b.want, { atol: 2e-5, rtol: 1e-4 });
   });
 
   test('outliers: scores in the hundreds, one key dominating some heads', async () => {
     const gpu = await testGpu();
     const D = 64;
-    const { got, want } = await decodeCase(gpu, {
-      lengths: [900, 45], heads: 4, kvHeads: 2, headDim: D, pageSize: 16, split: 128, seed: 6,
+    const { got, want } = await decodeCase(gpu, variant, {
+      lengths: [900, 45], heads: 4, kvHeads: 2, headDim: D, pageSize: 16, split: 128, headsPerInvocation: 1, seed: 6,
       spike: (q, k, rowOf) => {
         for (let d = 0; d < D; d++) {
           q[d] *= 6; // head 0 of sequence 0: every score large
@@ -89,11 +97,20 @@ describe('attention-decode', () => {
 
   test('typed errors: H % Hkv, D too large or ragged, page table too small, short q', async () => {
     const gpu = await testGpu();
-    expect(() => createAttentionDecode(gpu, { heads: 6, kvHeads: 4, headDim: 64 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
-    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 512 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
-    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 30 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
-    expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { headsPerWorkgroup: 3 })).toThrow(/divisor/);
-    const attn = createAttentionDecode(gpu, { heads: 2, kvHeads: 1, headDim: 16, pageSize: 16 });
+    expect(() => createAttentionDecode(gpu, { heads: 6, kvHeads: 4, headDim: 64 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 512 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 30 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 64 }, { variant, split: 0 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'split' }));
+    expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 4, headDim: 64 }, { variant, workgroupSize: 4096 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'workgroupSize' }));
+    if (variant === 'workgroup') {
+      expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { variant, headsPerWorkgroup: 3 })).toThrow(/divisor/);
+    } else {
+      expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { variant, headsPerWorkgroup: 2 })).toThrow(/workgroup variant/);
+      expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { variant, headsPerInvocation: 3 })).toThrow(/divisor/);
+      expect(() => createAttentionDecode(gpu, { heads: 8, kvHeads: 2, headDim: 256 }, { variant, headsPerInvocation: 4 }))
+        .toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headsPerInvocation' }));
+    }
+    const attn = createAttentionDecode(gpu, { heads: 2, kvHeads: 1, headDim: 16, pageSize: 16 }, { variant });
     const buf = scratch(gpu, 4096);
     const base = {
       q: buf, out: buf, kCache: buf, vCache: buf, pageTable: buf, sequences: 2, maxPagesPerSeq: 4,
@@ -104,4 +121,13 @@ describe('attention-decode', () => {
     attn.destroy();
     attn.destroy();
   });
+});
+
+test('attention-decode picks rows on a fallback adapter, workgroup elsewhere; rejects unknown variants', async () => {
+  const gpu = await testGpu();
+  const attn = createAttentionDecode(gpu, { heads: 4, kvHeads: 2, headDim: 64 });
+  expect(attn.variant).toBe(gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'workgroup');
+  expect(attn.split).toBe(attn.variant === 'rows' ? 64 : 256);
+  attn.destroy();
+  expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 2, headDim: 64 }, { variant: 'tiled' as never })).toThrow(/variant must be/);
 });

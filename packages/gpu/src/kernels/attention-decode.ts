@@ -2,19 +2,34 @@
 // Pass 1 (shaders/attention/attention-decode.wgsl) splits each context into chunks of SPLIT keys handled
 // by separate workgroups, so a long context still fills the GPU; pass 2 (attention-decode-reduce.wgsl)
 // merges the partial softmax states. The wrapper owns the partials scratch (grown on demand).
+// Two pass-1 variants share the partials layout and the reduce: 'workgroup' (attention-decode.wgsl, a
+// workgroup per split and head block, for GPUs) and 'rows' (attention-decode.rows.wgsl, an invocation per
+// split and block of heads sharing a kv head, barrier-free, for software adapters such as SwiftShader).
 
 import src from '../../../../shaders/attention/attention-decode.wgsl?raw';
+import rowsSrc from '../../../../shaders/attention/attention-decode.rows.wgsl?raw';
+import rowLib from '../../../../shaders/lib/attention-row.wgsl?raw';
 import reduceSrc from '../../../../shaders/attention/attention-decode-reduce.wgsl?raw';
 import block from '../../../../shaders/lib/attention-block.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
-import { type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, headsPerWorkgroup } from './paged-kv.ts';
+import {
+  type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
+  type AttentionVariant, attentionVariant,
+} from './paged-kv.ts';
 import type { AttentionOptions } from './attention-prefill.ts';
 
+/**
+ * SPLIT and workgroup size per variant when not given. 'rows' from a SwiftShader sweep (H/Hkv/D 32/8/64 and
+ * 14/2/64, contexts 128..4096): small workgroups and splits keep both CPU cores busy at short contexts.
+ */
+const DEFAULT_SPLIT = { workgroup: 256, rows: 64 } as const;
+const DEFAULT_WG = { workgroup: 64, rows: 8 } as const;
+
 export interface AttentionDecodeOptions extends AttentionOptions {
-  /** SPLIT: keys per chunk (default 256). */
+  /** SPLIT: keys per chunk (default 256 for 'workgroup', 64 for 'rows'). */
   split?: number;
   label?: string;
 }
@@ -31,7 +46,11 @@ export interface AttentionDecodeArgs extends PagedKv, StepTokens {
 }
 
 export interface AttentionDecode {
+  readonly variant: AttentionVariant;
+  /** Query heads per workgroup sharing K/V reads ('workgroup'); 1 for 'rows'. */
   readonly headsPerWorkgroup: number;
+  /** Query heads per invocation sharing K/V reads ('rows'); 1 for 'workgroup'. */
+  readonly headsPerInvocation: number;
   readonly split: number;
   /** Bytes of partial state for T query tokens with contexts up to maxContext. */
   scratchBytes(tokens: number, maxContext: number): number;
@@ -42,7 +61,7 @@ export interface AttentionDecode {
 
 /**
  * @example
- * const attn = createAttentionDecode(gpu, { heads: 32, kvHeads: 8, headDim: 64 }, { split: 256 });
+ * const attn = createAttentionDecode(gpu, { heads: 32, kvHeads: 8, headDim: 64 }); // 'rows' on SwiftShader
  * attn.encode(pass, { q, out, kCache, vCache, pageTable, sequences: B, maxPagesPerSeq,
  *                     seqIds, positions, tokens: B, maxContext });
  * attn.destroy();
@@ -50,18 +69,22 @@ export interface AttentionDecode {
 export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: AttentionDecodeOptions = {}): AttentionDecode {
   const name = 'attention-decode';
   const s = checkAttentionShape(name, shape);
-  const wg = options.workgroupSize ?? 64;
-  const split = options.split ?? 256;
+  const variant = attentionVariant(gpu, name, options);
+  const rows = variant === 'rows';
+  const wg = options.workgroupSize ?? DEFAULT_WG[variant];
+  requireWorkgroupSize(gpu, name, wg);
+  const split = options.split ?? DEFAULT_SPLIT[variant];
   requireDim(name, 'split', split);
-  const hpw = headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
+  const hpw = rows ? 1 : headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
+  const hpi = rows ? headsPerInvocation(name, s, options.headsPerInvocation) : 1;
   const scale = options.scale ?? 1 / Math.sqrt(s.headDim);
   const label = options.label ?? name;
   const cached = gpu.pipelines.get({
     name: 'attention-decode',
-    variant: 'f32',
-    code: `${src}\n${block}`,
+    variant: `f32+${variant}`,
+    code: rows ? `${rowsSrc}\n${rowLib}` : `${src}\n${block}`,
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage'),
-    constants: { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
+    constants: rows ? { WG_SIZE: wg, HEAD_DIM: s.headDim, HPI: hpi } : { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
   });
   const reduce = gpu.pipelines.get({
     name: 'attention-decode-reduce',
@@ -90,7 +113,9 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
     return b;
   };
   return {
+    variant,
     headsPerWorkgroup: hpw,
+    headsPerInvocation: hpi,
     split,
     scratchBytes: (tokens, maxContext) => layout(tokens, maxContext).bytes,
     encode(pass, a) {
@@ -102,12 +127,18 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
       const { splits, mlOffset, bytes } = layout(a.tokens, a.maxContext);
       if (a.scratch) requireBytes(name, 'scratch', a.scratch, bytes);
       const part = a.scratch ?? ownScratch(bytes);
-      const rows = a.tokens * (s.heads / hpw);
-      const max = gpu.limits.maxComputeWorkgroupsPerDimension;
-      if (rows > max) throw new ShapeError(name, 'tokens', `at most ${Math.floor(max / (s.heads / hpw))} per dispatch`, String(a.tokens));
       const p1 = new Params(12).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq)
         .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(0).u32(0).u32(0);
-      dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part], [splits, rows]);
+      let grid: [number, number];
+      if (rows) {
+        grid = grid2d(gpu, Math.ceil((a.tokens * (s.heads / hpi) * splits) / wg));
+      } else {
+        const blocks = a.tokens * (s.heads / hpw);
+        const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+        if (blocks > max) throw new ShapeError(name, 'tokens', `at most ${Math.floor(max / (s.heads / hpw))} per dispatch`, String(a.tokens));
+        grid = [splits, blocks];
+      }
+      dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part], grid);
       const p2 = new Params(8).u32(a.tokens * s.heads).u32(s.heads).u32(s.headDim).u32(split).u32(splits).u32(mlOffset)
         .u32(a.maxPagesPerSeq * s.pageSize).u32(0);
       dispatch(gpu, pass, reduce, `${label}.reduce`, p2, [part, a.positions, a.out], grid2d(gpu, a.tokens * s.heads));

@@ -13,8 +13,9 @@ interface Step {
   tokens: [number, number][];
 }
 
-describe('attention-prefill', () => {
-  const cases: { name: string; heads: number; kvHeads: number; headDim: number; pageSize: number; step: Step; seed: number }[] = [
+// Every case runs both variants.
+describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant) => {
+  const cases: { name: string; heads: number; kvHeads: number; headDim: number; pageSize: number; step: Step; seed: number; headsPerInvocation?: number }[] = [
     {
       // Prefill of 20 tokens after a 1000-token cached prefix, interleaved with a fresh 5-token prompt.
       name: 'prefill after a long prefix, two sequences interleaved, GQA 8/2, D=64',
@@ -28,8 +29,8 @@ describe('attention-prefill', () => {
       },
     },
     {
-      name: 'speculative verify: 4 tokens for each of 3 sequences, D=128, G=4, page 32',
-      heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, seed: 12,
+      name: 'speculative verify: 4 tokens for each of 3 sequences, D=128, G=4 (2 heads per rows invocation), page 32',
+      heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, seed: 12, headsPerInvocation: 2,
       step: { cached: [54, 204, 11], tokens: [0, 1, 2].flatMap((b) => [3, 2, 1, 0].map((k) => [b, [54, 204, 11][b] - 1 - k] as [number, number])) },
     },
     {
@@ -47,7 +48,8 @@ describe('attention-prefill', () => {
       const positions = c.step.tokens.map(([, p]) => p);
       const T = seqIds.length;
       const q = randomF32(T * c.heads * c.headDim, c.seed + 1);
-      const attn = createAttentionPrefill(gpu, c);
+      const attn = createAttentionPrefill(gpu, c, { variant, headsPerInvocation: variant === 'rows' ? c.headsPerInvocation : undefined });
+      expect(attn.variant).toBe(variant);
       const out = scratch(gpu, q.byteLength);
       await run(gpu, (pass) =>
         attn.encode(pass, {
@@ -90,7 +92,7 @@ describe('attention-prefill', () => {
     await run(gpu, (pass) => {
       r.encode(pass, { q: bufs.q, k: bufs.k, positions: bufs.positions, tokens: T, heads: H, kvHeads: Hkv });
       createKvAppend(gpu, shape).encode(pass, paged);
-      createAttentionPrefill(gpu, shape).encode(pass, { ...paged, out });
+      createAttentionPrefill(gpu, shape, { variant }).encode(pass, { ...paged, out });
     });
     const qr = Float32Array.from(rope(q, T, H, D, positions, r.invFreq, 'neox'));
     const kr = Float32Array.from(rope(k, T, Hkv, D, positions, r.invFreq, 'neox'));
@@ -102,12 +104,22 @@ describe('attention-prefill', () => {
 
   test('typed errors: H % Hkv, too large D, short out and page table', async () => {
     const gpu = await testGpu();
-    expect(() => createAttentionPrefill(gpu, { heads: 9, kvHeads: 2, headDim: 64 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
-    expect(() => createAttentionPrefill(gpu, { heads: 2, kvHeads: 2, headDim: 260 })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
-    const attn = createAttentionPrefill(gpu, { heads: 2, kvHeads: 1, headDim: 16 });
+    expect(() => createAttentionPrefill(gpu, { heads: 9, kvHeads: 2, headDim: 64 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
+    expect(() => createAttentionPrefill(gpu, { heads: 2, kvHeads: 2, headDim: 260 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
+    if (variant === 'rows') {
+      expect(() => createAttentionPrefill(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { variant, headsPerWorkgroup: 4 })).toThrow(/workgroup variant/);
+    } else {
+      expect(() => createAttentionPrefill(gpu, { heads: 8, kvHeads: 2, headDim: 64 }, { variant, headsPerInvocation: 2 })).toThrow(/rows variant/);
+    }
+    const attn = createAttentionPrefill(gpu, { heads: 2, kvHeads: 1, headDim: 16 }, { variant });
     const buf = scratch(gpu, 4096);
     const base = { q: buf, out: buf, kCache: buf, vCache: buf, pageTable: buf, sequences: 2, maxPagesPerSeq: 4, seqIds: buf, positions: buf, tokens: 3 };
     await expect(run(gpu, (pass) => attn.encode(pass, { ...base, out: scratch(gpu, 16) }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'out' });
     await expect(run(gpu, (pass) => attn.encode(pass, { ...base, maxPagesPerSeq: 1000 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'pageTable' });
   });
+});
+
+test('attention-prefill picks rows on a fallback adapter, workgroup elsewhere', async () => {
+  const gpu = await testGpu();
+  expect(createAttentionPrefill(gpu, { heads: 4, kvHeads: 2, headDim: 64 }).variant).toBe(gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'workgroup');
 });

@@ -123,3 +123,59 @@ export function headsPerWorkgroup(gpu: Gpu, kernel: string, s: Required<Attentio
   for (let hpw = group; hpw >= 1; hpw--) if (group % hpw === 0 && bytes(hpw) <= limit) return hpw;
   throw new ShapeError(kernel, 'headDim', `small enough for one head in ${limit} bytes of workgroup storage`, String(s.headDim));
 }
+
+/**
+ * Attention kernel variants: 'workgroup' (a workgroup per token and head block, key blocks shared through
+ * workgroup memory; for GPUs) and 'rows' (an invocation per token and head, no barrier; for software
+ * adapters, where every barrier costs a coroutine switch per SIMD lane group).
+ */
+export type AttentionVariant = 'workgroup' | 'rows';
+
+/** The requested variant, or 'rows' on a fallback (software) adapter and 'workgroup' elsewhere. */
+export function attentionVariant(
+  gpu: Gpu,
+  kernel: string,
+  options: { variant?: AttentionVariant; headsPerWorkgroup?: number; headsPerInvocation?: number },
+): AttentionVariant {
+  const variant = options.variant ?? (gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'workgroup');
+  if (variant !== 'workgroup' && variant !== 'rows') {
+    throw new TypeError(`${kernel}: variant must be 'workgroup' or 'rows', got '${String(variant)}'`);
+  }
+  if (variant === 'rows' && options.headsPerWorkgroup !== undefined) {
+    throw new TypeError(`${kernel}: 'headsPerWorkgroup' tunes the workgroup variant; 'rows' takes headsPerInvocation`);
+  }
+  if (variant === 'workgroup' && options.headsPerInvocation !== undefined) {
+    throw new TypeError(`${kernel}: 'headsPerInvocation' tunes the rows variant; 'workgroup' takes headsPerWorkgroup`);
+  }
+  return variant;
+}
+
+/** Throws ShapeError unless `wg` is a workgroup size the device accepts. */
+export function requireWorkgroupSize(gpu: Gpu, kernel: string, wg: number): void {
+  const max = Math.min(gpu.limits.maxComputeInvocationsPerWorkgroup, gpu.limits.maxComputeWorkgroupSizeX);
+  if (!Number.isInteger(wg) || wg < 1 || wg > max) throw new ShapeError(kernel, 'workgroupSize', `an integer in 1..${max}`, String(wg));
+}
+
+/** Caps of lib/attention-row.wgsl's private arrays: HPI * D ≤ 512 floats, HPI ≤ 8. */
+const ROW_MAX_FLOATS = 512;
+const ROW_MAX_HEADS = 8;
+
+/**
+ * Query heads per invocation of the 'rows' variant: the largest divisor of the group size H / Hkv that
+ * fits the private arrays of lib/attention-row.wgsl, so each K/V row is loaded once for all of them.
+ */
+export function headsPerInvocation(kernel: string, s: Required<AttentionShape>, requested?: number): number {
+  const group = s.heads / s.kvHeads;
+  const fits = (hpi: number) => hpi <= ROW_MAX_HEADS && hpi * s.headDim <= ROW_MAX_FLOATS;
+  if (requested !== undefined) {
+    requireDim(kernel, 'headsPerInvocation', requested);
+    if (group % requested !== 0) throw new ShapeError(kernel, 'headsPerInvocation', `a divisor of H / Hkv = ${group}`, String(requested));
+    if (!fits(requested)) {
+      throw new ShapeError(kernel, 'headsPerInvocation', `at most ${ROW_MAX_HEADS} and at most ${ROW_MAX_FLOATS} / D = ${Math.floor(ROW_MAX_FLOATS / s.headDim)}`, String(requested));
+    }
+    return requested;
+  }
+  let best = 1;
+  for (let hpi = 1; hpi <= group; hpi++) if (group % hpi === 0 && fits(hpi)) best = hpi;
+  return best;
+}

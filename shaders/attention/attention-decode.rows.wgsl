@@ -1,0 +1,70 @@
+// attention-decode.rows (flash-decoding, pass 1 of 2, barrier-free): partial softmax attention over one
+// chunk of context, the same math, Params, bindings and partials layout as attention-decode.wgsl:
+//   split s covers keys [s * SPLIT, min((s + 1) * SPLIT, ctx)), ctx = positions[t] + 1;
+//   m[t,h,s] = max_j s_j,  l[t,h,s] = sum_j exp(s_j - m),  o[t,h,s,:] = sum_j exp(s_j - m) v_j,
+//   s_j = scale * q[t,h,:] . k_j; attention-decode-reduce.wgsl merges the splits.
+//   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
+//   seq_ids, positions: (T) u32    part: o (T, H, NS, D) f32, then from ml_offset (T, H, NS, 2) f32 (m, l)
+// One invocation owns one (token t, split s, block of HPI query heads sharing a kv head), linear id
+// ((t * NS + s) * H / HPI + block), and walks its split's keys alone (lib/attention-row.wgsl): no workgroup
+// memory, no barrier, the variant for software adapters. Head blocks are fastest, so neighbouring SIMD
+// lanes read neighbouring K/V rows. Invocations whose split starts past ctx write nothing.
+
+override WG_SIZE: u32 = 64u;
+override HEAD_DIM: u32 = 64u;
+override HPI: u32 = 1u;
+
+struct Params {
+  tokens: u32,     // T
+  heads: u32,      // H
+  kv_heads: u32,   // Hkv
+  page_size: u32,  // PAGE
+  max_pages: u32,  // page-table columns
+  split: u32,      // SPLIT: keys per chunk
+  splits: u32,     // NS: chunks per row in part (ceil(maxContext / SPLIT))
+  ml_offset: u32,  // first float of the (m, l) pairs in part
+  scale: f32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> page_table: array<u32>;
+@group(0) @binding(5) var<storage, read> seq_ids: array<u32>;
+@group(0) @binding(6) var<storage, read> positions: array<u32>;
+@group(0) @binding(7) var<storage, read_write> part: array<f32>;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let id = (wid.y * nwg.x + wid.x) * WG_SIZE + lid;
+  let blocks = p.heads / HPI;
+  let h0 = (id % blocks) * HPI;
+  let ts = id / blocks;
+  let s = ts % p.splits;
+  let t = ts / p.splits;
+  if (t >= p.tokens) { return; }
+  let ctx = min(min(positions[t] + 1u, p.max_pages * p.page_size), p.splits * p.split);
+  let key0 = s * p.split;
+  if (key0 >= ctx) { return; }
+  let key1 = min(key0 + p.split, ctx);
+  attend_row((t * p.heads + h0) * (HEAD_DIM / 4u), h0 / (p.heads / p.kv_heads), p.kv_heads, seq_ids[t] * p.max_pages,
+             p.page_size, key0, key1, p.scale);
+  for (var g = 0u; g < HPI; g++) {
+    let row = (t * p.heads + h0 + g) * p.splits + s;
+    let o = row * HEAD_DIM;
+    for (var i = 0u; i < HEAD_DIM / 4u; i++) {
+      let v = row_o[g * (HEAD_DIM / 4u) + i];
+      part[o + 4u * i] = v.x;
+      part[o + 4u * i + 1u] = v.y;
+      part[o + 4u * i + 2u] = v.z;
+      part[o + 4u * i + 3u] = v.w;
+    }
+    part[p.ml_offset + 2u * row] = row_m[g];
+    part[p.ml_offset + 2u * row + 1u] = row_l[g];
+  }
+}
