@@ -3,10 +3,17 @@
 // (SwiftShader when the machine has no GPU), through Vitest's Playwright provider.
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromiumArgs, chromiumPath } from './scripts/chromium.mjs';
 
+// ../shared (test models, schemas) beside the repository, as on developer machines and in CI.
+const SHARED = resolve(process.env.INTAB_SHARED ?? fileURLToPath(new URL('../shared', import.meta.url)));
+
 export default defineConfig({
-  server: { fs: { allow: ['.'] } },
+  server: { fs: { allow: ['.', SHARED] } },
+  // Browser tests fetch shared files through Vite at `/@fs${import.meta.env.INTAB_SHARED}/...`.
+  define: { 'import.meta.env.INTAB_SHARED': JSON.stringify(SHARED) },
   test: {
     projects: [
       {

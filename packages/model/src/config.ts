@@ -1,0 +1,390 @@
+// LlamaConfig: the one description every Llama-family model (Llama 2/3/3.2, Mistral, Qwen2/2.5, Qwen3,
+// SmolLM2, Phi-3) is run from. Family differences are fields, not subclasses, so the CPU reference, the
+// GPU forward and the loaders all read the same object. configFromHf / configFromGguf build it from a
+// Hugging Face config.json or GGUF metadata and throw typed errors naming the file and the key at fault.
+
+import type { Llama3Scaling, RopeStyle } from '@intab/gpu';
+import { ModelFormatError, UnsupportedModelError } from './errors.ts';
+
+export type { Llama3Scaling, RopeStyle };
+
+/** The architectures this config describes, as named by GGUF's general.architecture. */
+export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3';
+
+/** Feed-forward activation: 'silu' is SwiGLU (silu(gate) * up), 'gelu_tanh' is GeGLU with the tanh approximation. */
+export type Activation = 'silu' | 'gelu_tanh';
+
+export interface RopeSpec {
+  /** Base theta (HF rope_theta, GGUF rope.freq_base), e.g. 10000 or 500000. */
+  theta: number;
+  /** 'normal': adjacent pairs (2i, 2i+1), GGUF llama/mistral. 'neox': rotate-half (i, i + rot/2), HF and GGUF qwen2/qwen3/phi3. */
+  style: RopeStyle;
+  /** Rotated dimensions of each head (even, ≤ D); the rest pass through. */
+  rotaryDim: number;
+  /** Llama 3.1 frequency scaling, when the config asks for it. */
+  scaling?: Llama3Scaling;
+  /** True when the weights hold `rope_freqs.weight` (rotaryDim/2): inv_freq[i] /= f[i] (llama.cpp's form of llama3 scaling). */
+  freqFactors?: boolean;
+}
+
+export interface LlamaConfig {
+  arch: LlamaArch;
+  /** C: hidden size. */
+  hidden: number;
+  /** F: feed-forward inner size. */
+  ffn: number;
+  /** L: transformer blocks. */
+  layers: number;
+  /** H: query heads. */
+  heads: number;
+  /** Hkv: key/value heads (H % Hkv == 0; GQA when smaller). */
+  kvHeads: number;
+  /** D: head dimension; may differ from C/H (Qwen3, Mistral Nemo). */
+  headDim: number;
+  /** V: vocabulary size (rows of token_embd). */
+  vocab: number;
+  /** RMSNorm epsilon. */
+  rmsEps: number;
+  rope: RopeSpec;
+  /** No output.weight: the lm_head is token_embd.weight. */
+  tiedEmbeddings: boolean;
+  /** attn_q/k/v carry biases (Qwen2). */
+  qkvBias: boolean;
+  /** RMSNorm (weights (D)) on each q and k head before rope (Qwen3). */
+  qkNorm: boolean;
+  /** q/k/v and gate/up are stored fused (Phi-3); loaders split them into the canonical tensors. */
+  fusedProjections: boolean;
+  /** Most positions the model was trained for. */
+  maxContext: number;
+  /** Attention looks back at most this many positions (pos - j < window), or null for full causal attention. */
+  slidingWindow: number | null;
+  activation: Activation;
+  /** Beginning-of-sequence id, or null when the model has none. */
+  bosId: number | null;
+  /** Every id that ends generation (Llama 3 instruct has several). */
+  eosIds: number[];
+}
+
+/** What configFromGguf needs of a tensor: its name and its row-major shape (TensorInfo fits). */
+export interface TensorShapeLike {
+  readonly name: string;
+  readonly shape: readonly number[];
+}
+
+const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3; SmolLM2 is llama): pick a model of one of these architectures';
+
+// ---- field readers: each names the key that is missing or wrong ----
+
+type Json = Record<string, unknown>;
+
+/**
+ * GGUF stores eps, theta and scaling factors as f32 (1e-5 reads back as 9.99999975e-6). An f32 value
+ * becomes the shortest decimal that rounds to the same f32, so GGUF and config.json configs agree.
+ */
+function f32Decimal(v: number): number {
+  if (Number.isInteger(v) || !Number.isFinite(v) || Math.fround(v) !== v) return v;
+  for (let p = 1; p <= 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
+}
+
+function toNumber(v: unknown): number | undefined {
+  if (typeof v === 'number') return f32Decimal(v);
+  if (typeof v === 'bigint') return Number(v);
+  return undefined;
+}
+
+function readNum(obj: Json, key: string, file: string, opts: { int?: boolean; min?: number; def?: number } = {}): number {
+  const raw = obj[key];
+  if (raw === undefined || raw === null) {
+    if (opts.def !== undefined) return opts.def;
+    throw new ModelFormatError(file, key, 'is missing');
+  }
+  const v = toNumber(raw);
+  if (v === undefined || !Number.isFinite(v)) throw new ModelFormatError(file, key, `should be a number but is ${JSON.stringify(String(raw))}`);
+  if (opts.int && !Number.isInteger(v)) throw new ModelFormatError(file, key, `should be an integer but is ${v}`);
+  if (opts.min !== undefined && v < opts.min) throw new ModelFormatError(file, key, `should be at least ${opts.min} but is ${v}`);
+  return v;
+}
+
+function readBool(obj: Json, key: string, file: string, def: boolean): boolean {
+  const v = obj[key];
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'boolean') throw new ModelFormatError(file, key, `should be true or false but is ${JSON.stringify(v)}`);
+  return v;
+}
+
+function readIds(obj: Json, key: string, file: string): number[] {
+  const v = obj[key];
+  if (v === undefined || v === null) return [];
+  const list = Array.isArray(v) ? v : [v];
+  return list.map((x, i) => {
+    const n = toNumber(x);
+    if (n === undefined || !Number.isInteger(n) || n < 0) throw new ModelFormatError(file, Array.isArray(v) ? `${key}[${i}]` : key, `should be a token id but is ${JSON.stringify(String(x))}`);
+    return n;
+  });
+}
+
+function checkShape(c: LlamaConfig, file: string, keys: { heads: string; kvHeads: string; rotary: string }): LlamaConfig {
+  if (c.heads % c.kvHeads !== 0) throw new ModelFormatError(file, keys.kvHeads, `should divide the query head count ${c.heads} but is ${c.kvHeads}`);
+  const r = c.rope.rotaryDim;
+  if (!Number.isInteger(r) || r < 2 || r % 2 !== 0 || r > c.headDim) {
+    throw new ModelFormatError(file, keys.rotary, `should give an even rotary dimension between 2 and the head dimension ${c.headDim} but gives ${r}`);
+  }
+  if (!(c.rope.theta > 0)) throw new ModelFormatError(file, 'rope theta', `should be positive but is ${c.rope.theta}`);
+  return c;
+}
+
+function checkScaling(s: Llama3Scaling, file: string, key: string): Llama3Scaling {
+  if (!(s.factor > 0 && s.lowFreqFactor > 0 && s.highFreqFactor > s.lowFreqFactor && s.originalMaxPositionEmbeddings > 0)) {
+    throw new ModelFormatError(file, key, `needs factor > 0, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got ${JSON.stringify(s)}`);
+  }
+  return s;
+}
+
+// ---- Hugging Face config.json ----
+
+const HF_ARCH: Record<string, LlamaArch> = {
+  llama: 'llama',
+  mistral: 'mistral',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+  phi3: 'phi3',
+};
+const HF_CLASS: Record<string, LlamaArch> = {
+  LlamaForCausalLM: 'llama',
+  MistralForCausalLM: 'mistral',
+  Qwen2ForCausalLM: 'qwen2',
+  Qwen3ForCausalLM: 'qwen3',
+  Phi3ForCausalLM: 'phi3',
+};
+
+/**
+ * Builds a LlamaConfig from a Hugging Face config.json (already parsed). Rope style is 'neox': HF
+ * checkpoints store q/k rows permuted for rotate-half.
+ * @example
+ * const config = configFromHf(JSON.parse(await readFile('hf/config.json', 'utf8')), 'hf/config.json');
+ */
+export function configFromHf(configJson: unknown, file: string): LlamaConfig {
+  if (typeof configJson !== 'object' || configJson === null || Array.isArray(configJson)) {
+    throw new ModelFormatError(file, '(root)', 'should be a JSON object');
+  }
+  const j = configJson as Json;
+  let arch: LlamaArch | undefined;
+  if (typeof j.model_type === 'string') {
+    arch = HF_ARCH[j.model_type];
+    if (!arch) throw new UnsupportedModelError(file, 'model_type', j.model_type, ARCH_ADVICE);
+  } else if (Array.isArray(j.architectures) && typeof j.architectures[0] === 'string') {
+    arch = HF_CLASS[j.architectures[0]];
+    if (!arch) throw new UnsupportedModelError(file, 'architectures[0]', j.architectures[0], ARCH_ADVICE);
+  } else {
+    throw new ModelFormatError(file, 'model_type', 'is missing (and no architectures list names the model class)');
+  }
+
+  const hidden = readNum(j, 'hidden_size', file, { int: true, min: 1 });
+  const heads = readNum(j, 'num_attention_heads', file, { int: true, min: 1 });
+  const kvHeads = readNum(j, 'num_key_value_heads', file, { int: true, min: 1, def: heads });
+  let headDim: number;
+  if (j.head_dim !== undefined && j.head_dim !== null) headDim = readNum(j, 'head_dim', file, { int: true, min: 2 });
+  else {
+    if (hidden % heads !== 0) throw new ModelFormatError(file, 'num_attention_heads', `should divide hidden_size ${hidden} (or head_dim be given) but is ${heads}`);
+    headDim = hidden / heads;
+  }
+
+  const activationName = j.hidden_act ?? 'silu';
+  let activation: Activation;
+  if (activationName === 'silu' || activationName === 'swish') activation = 'silu';
+  else if (activationName === 'gelu_pytorch_tanh' || activationName === 'gelu_tanh') activation = 'gelu_tanh';
+  else throw new UnsupportedModelError(file, 'hidden_act', String(activationName), 'intab implements silu (SwiGLU) and gelu_pytorch_tanh feed-forwards');
+
+  // transformers ≥ 5 moves rope_theta / rope_type into rope_parameters; older configs use rope_theta + rope_scaling.
+  const ropeParams = (j.rope_parameters && typeof j.rope_parameters === 'object' ? j.rope_parameters : null) as Json | null;
+  const theta = ropeParams && ropeParams.rope_theta !== undefined
+    ? readNum(ropeParams, 'rope_theta', file, { min: 0 })
+    : readNum(j, 'rope_theta', file, { min: 0, def: 10000 });
+  const scalingObj = (ropeParams ?? (j.rope_scaling && typeof j.rope_scaling === 'object' ? j.rope_scaling : null)) as Json | null;
+  const scalingKey = ropeParams ? 'rope_parameters' : 'rope_scaling';
+  let scaling: Llama3Scaling | undefined;
+  if (j.rope_scaling !== undefined && j.rope_scaling !== null && typeof j.rope_scaling !== 'object') {
+    throw new ModelFormatError(file, 'rope_scaling', 'should be an object or null');
+  }
+  if (scalingObj) {
+    const type = scalingObj.rope_type ?? scalingObj.type ?? 'default';
+    if (type === 'llama3') {
+      scaling = checkScaling(
+        {
+          type: 'llama3',
+          factor: readNum(scalingObj, 'factor', file),
+          lowFreqFactor: readNum(scalingObj, 'low_freq_factor', file),
+          highFreqFactor: readNum(scalingObj, 'high_freq_factor', file),
+          originalMaxPositionEmbeddings: readNum(scalingObj, 'original_max_position_embeddings', file, { int: true }),
+        },
+        file,
+        scalingKey,
+      );
+    } else if (type !== 'default') {
+      throw new UnsupportedModelError(file, `${scalingKey}.rope_type`, String(type), 'intab implements plain rope and llama3 scaling: use a variant of the model without long-context rope scaling');
+    }
+  }
+  const partial = readNum(j, 'partial_rotary_factor', file, { min: 0, def: 1 });
+  const rotaryDim = Math.floor(headDim * partial / 2) * 2; // transformers: int(head_dim * factor), even in practice
+
+  // attention_bias also puts a bias on o_proj (llama, qwen3), mlp_bias on the feed-forward: not in the canonical tensor set.
+  if (arch !== 'qwen2' && readBool(j, 'attention_bias', file, false)) {
+    throw new UnsupportedModelError(file, 'attention_bias', 'true', 'intab implements q/k/v biases only as Qwen2 has them (no o_proj bias): use a model without attention biases');
+  }
+  if (readBool(j, 'mlp_bias', file, false)) throw new UnsupportedModelError(file, 'mlp_bias', 'true', 'intab implements bias-free feed-forwards: use a model without mlp biases');
+
+  let slidingWindow: number | null = null;
+  if (arch === 'mistral' || arch === 'phi3') {
+    if (j.sliding_window !== undefined && j.sliding_window !== null) slidingWindow = readNum(j, 'sliding_window', file, { int: true, min: 1 });
+  } else if (arch === 'qwen2' || arch === 'qwen3') {
+    if (readBool(j, 'use_sliding_window', file, false)) {
+      throw new UnsupportedModelError(file, 'use_sliding_window', 'true', 'intab does not implement per-layer sliding windows (max_window_layers): use the model with use_sliding_window false');
+    }
+  }
+
+  const config: LlamaConfig = {
+    arch,
+    hidden,
+    ffn: readNum(j, 'intermediate_size', file, { int: true, min: 1 }),
+    layers: readNum(j, 'num_hidden_layers', file, { int: true, min: 1 }),
+    heads,
+    kvHeads,
+    headDim,
+    vocab: readNum(j, 'vocab_size', file, { int: true, min: 1 }),
+    rmsEps: readNum(j, 'rms_norm_eps', file, { min: 0, def: arch === 'phi3' ? 1e-5 : 1e-6 }),
+    rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}) },
+    tiedEmbeddings: readBool(j, 'tie_word_embeddings', file, false),
+    qkvBias: arch === 'qwen2',
+    qkNorm: arch === 'qwen3',
+    fusedProjections: arch === 'phi3',
+    maxContext: readNum(j, 'max_position_embeddings', file, { int: true, min: 1 }),
+    slidingWindow,
+    activation,
+    bosId: readIds(j, 'bos_token_id', file)[0] ?? null,
+    eosIds: readIds(j, 'eos_token_id', file),
+  };
+  return checkShape(config, file, { heads: 'num_attention_heads', kvHeads: 'num_key_value_heads', rotary: 'partial_rotary_factor' });
+}
+
+// ---- GGUF metadata ----
+
+const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3' };
+/** llama.cpp's LLAMA_ROPE_TYPE_NEOX list, restricted to what intab runs; the rest use adjacent pairs. */
+const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3']);
+
+/**
+ * Builds a LlamaConfig from GGUF metadata. `tensors` (names and row-major shapes, e.g. the reader's
+ * TensorInfo list) decide what metadata does not say: tied embeddings (no output.weight), qkv biases,
+ * q/k norms, rope_freqs, and the vocabulary when the file has no tokenizer. Without them the
+ * architecture's usual layout is assumed.
+ * @example
+ * const config = configFromGguf(gguf.metadata, 'model.gguf', gguf.tensors);
+ */
+export function configFromGguf(metadata: Record<string, unknown>, file: string, tensors?: readonly TensorShapeLike[]): LlamaConfig {
+  const archName = metadata['general.architecture'];
+  if (archName === undefined) throw new ModelFormatError(file, 'general.architecture', 'is missing');
+  if (typeof archName !== 'string') throw new ModelFormatError(file, 'general.architecture', 'should be a string');
+  const arch = GGUF_ARCH[archName];
+  if (!arch) throw new UnsupportedModelError(file, 'general.architecture', archName, ARCH_ADVICE);
+  const p = `${archName}.`;
+  const m = metadata as Json;
+
+  const experts = readNum(m, `${p}expert_count`, file, { int: true, min: 0, def: 0 });
+  if (experts > 0) throw new UnsupportedModelError(file, `${p}expert_count`, String(experts), 'intab does not run mixture-of-experts models: pick a dense model');
+
+  const hidden = readNum(m, `${p}embedding_length`, file, { int: true, min: 1 });
+  const heads = readNum(m, `${p}attention.head_count`, file, { int: true, min: 1 });
+  const kvKey = `${p}attention.head_count_kv`;
+  let kvHeads = heads;
+  const kvRaw = m[kvKey];
+  if (Array.isArray(kvRaw)) {
+    const vals = kvRaw.map(toNumber);
+    if (vals.length === 0 || vals.some((v) => v !== vals[0])) throw new UnsupportedModelError(file, kvKey, JSON.stringify(kvRaw.map(String)), 'intab needs the same key/value head count in every layer');
+    kvHeads = readNum({ [kvKey]: vals[0] }, kvKey, file, { int: true, min: 1 });
+  } else kvHeads = readNum(m, kvKey, file, { int: true, min: 1, def: heads });
+  let headDim: number;
+  if (m[`${p}attention.key_length`] !== undefined) headDim = readNum(m, `${p}attention.key_length`, file, { int: true, min: 2 });
+  else {
+    if (hidden % heads !== 0) throw new ModelFormatError(file, `${p}attention.head_count`, `should divide ${p}embedding_length ${hidden} (or ${p}attention.key_length be given) but is ${heads}`);
+    headDim = hidden / heads;
+  }
+  const valueLength = readNum(m, `${p}attention.value_length`, file, { int: true, min: 1, def: headDim });
+  if (valueLength !== headDim) throw new UnsupportedModelError(file, `${p}attention.value_length`, String(valueLength), `intab needs value heads as wide as key heads (${headDim})`);
+
+  const names = tensors ? new Set(tensors.map((t) => t.name)) : undefined;
+  let vocab: number;
+  const tokens = m['tokenizer.ggml.tokens'];
+  if (Array.isArray(tokens)) vocab = tokens.length;
+  else if (m[`${p}vocab_size`] !== undefined) vocab = readNum(m, `${p}vocab_size`, file, { int: true, min: 1 });
+  else {
+    const embd = tensors?.find((t) => t.name === 'token_embd.weight');
+    if (!embd) throw new ModelFormatError(file, 'token_embd.weight', 'is needed for the vocabulary size (the file has no tokenizer.ggml.tokens): pass the tensor list to configFromGguf');
+    vocab = embd.shape[0];
+  }
+
+  let scaling: Llama3Scaling | undefined;
+  const scalingType = m[`${p}rope.scaling.type`];
+  if (scalingType !== undefined && scalingType !== 'none') {
+    if (scalingType === 'llama3') {
+      scaling = checkScaling(
+        {
+          type: 'llama3',
+          factor: readNum(m, `${p}rope.scaling.factor`, file),
+          lowFreqFactor: readNum(m, `${p}rope.scaling.low_freq_factor`, file, { def: 1 }),
+          highFreqFactor: readNum(m, `${p}rope.scaling.high_freq_factor`, file, { def: 4 }),
+          originalMaxPositionEmbeddings: readNum(m, `${p}rope.scaling.original_context_length`, file, { int: true }),
+        },
+        file,
+        `${p}rope.scaling`,
+      );
+    } else {
+      throw new UnsupportedModelError(file, `${p}rope.scaling.type`, String(scalingType), 'intab implements plain rope and llama3 scaling (rope_freqs): use a variant of the model without long-context rope scaling');
+    }
+  }
+  if (names && (names.has('rope_factors_long.weight') || names.has('rope_factors_short.weight'))) {
+    throw new UnsupportedModelError(file, 'rope_factors_long.weight', 'present', 'intab does not implement LongRoPE: use the model\'s short-context (4k) variant');
+  }
+  const freqFactors = names?.has('rope_freqs.weight') ?? false;
+  for (const bias of ['blk.0.attn_output.bias', 'blk.0.ffn_gate.bias', 'blk.0.ffn_up.bias', 'blk.0.ffn_down.bias']) {
+    if (names?.has(bias)) throw new UnsupportedModelError(file, bias, 'present', 'intab implements q/k/v biases only (as Qwen2 has them): use a model without output or feed-forward biases');
+  }
+
+  const swaKey = `${p}attention.sliding_window`;
+  const sw = m[swaKey] === undefined ? 0 : readNum(m, swaKey, file, { int: true, min: 0 });
+
+  const bos = m['tokenizer.ggml.bos_token_id'];
+  const eosIds = [...readIds(m, 'tokenizer.ggml.eos_token_id', file), ...readIds(m, 'tokenizer.ggml.eot_token_id', file)];
+
+  const config: LlamaConfig = {
+    arch,
+    hidden,
+    ffn: readNum(m, `${p}feed_forward_length`, file, { int: true, min: 1 }),
+    layers: readNum(m, `${p}block_count`, file, { int: true, min: 1 }),
+    heads,
+    kvHeads,
+    headDim,
+    vocab,
+    rmsEps: readNum(m, `${p}attention.layer_norm_rms_epsilon`, file, { min: 0 }),
+    rope: {
+      theta: readNum(m, `${p}rope.freq_base`, file, { min: 0, def: 10000 }),
+      style: GGUF_NEOX.has(arch) ? 'neox' : 'normal',
+      rotaryDim: readNum(m, `${p}rope.dimension_count`, file, { int: true, def: headDim }),
+      ...(scaling ? { scaling } : {}),
+      ...(freqFactors ? { freqFactors } : {}),
+    },
+    tiedEmbeddings: names ? !names.has('output.weight') : false,
+    qkvBias: names ? names.has('blk.0.attn_q.bias') : arch === 'qwen2',
+    qkNorm: names ? names.has('blk.0.attn_q_norm.weight') : arch === 'qwen3',
+    fusedProjections: names ? names.has('blk.0.attn_qkv.weight') : arch === 'phi3',
+    maxContext: readNum(m, `${p}context_length`, file, { int: true, min: 1 }),
+    slidingWindow: sw > 0 ? sw : null,
+    activation: 'silu',
+    bosId: bos === undefined ? null : readIds(m, 'tokenizer.ggml.bos_token_id', file)[0],
+    eosIds: [...new Set(eosIds)],
+  };
+  return checkShape(config, file, { heads: `${p}attention.head_count`, kvHeads: kvKey, rotary: `${p}rope.dimension_count` });
+}

@@ -1,0 +1,76 @@
+// Opens a model from its files into what the Runner needs: a LlamaConfig and a table of tensors under
+// canonical (GGUF-style) names, for a GGUF file (or its splits) or a Hugging Face folder. Nothing is
+// read but headers and JSON; tensor bytes are streamed later by the weight upload.
+
+import { configFromGguf, configFromHf, type LlamaConfig } from './config.ts';
+import { ModelFormatError } from './errors.ts';
+import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
+import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
+import { canonicalHfName, fusedRows } from './reference/llama.ts';
+import type { ByteSource, TensorInfo } from './types.ts';
+
+export interface ModelFiles {
+  config: LlamaConfig;
+  /** Canonical name → stored tensor. */
+  tensors: Map<string, TensorInfo>;
+  /** The parsed GGUF, when the model came from one (tokenizer metadata lives there). */
+  gguf?: GgufFile;
+  /** The parsed folder, when the model came from Hugging Face files. */
+  hf?: HfFolder;
+}
+
+/** A GGUF model from one file or its splits (`*-00001-of-0000N.gguf`, in any order). */
+export async function openGguf(sources: ByteSource | readonly ByteSource[], options: { signal?: AbortSignal } = {}): Promise<ModelFiles> {
+  const list = Array.isArray(sources) ? sources : [sources as ByteSource];
+  const gguf = list.length === 1 ? await parseGguf(list[0], options) : await parseGgufSplits(list, options);
+  const config = configFromGguf(Object.fromEntries(gguf.metadata), gguf.source.name, gguf.tensors);
+  const tensors = new Map<string, TensorInfo>();
+  for (const t of gguf.tensors) tensors.set(t.name, t);
+  if (config.fusedProjections) {
+    // Phi-3 GGUFs keep llama.cpp's fused blk.N.attn_qkv.weight and a (2F, C) blk.N.ffn_up.weight (gate rows first).
+    for (let i = 0; i < config.layers; i++) {
+      const b = `blk.${i}.`;
+      const qkv = tensors.get(`${b}attn_qkv.weight`);
+      if (qkv) splitRows(tensors, qkv, fusedRows(config, 'qkv'), [`${b}attn_q.weight`, `${b}attn_k.weight`, `${b}attn_v.weight`]);
+      const up = tensors.get(`${b}ffn_up.weight`);
+      if (up && !tensors.has(`${b}ffn_gate.weight`)) splitRows(tensors, up, fusedRows(config, 'gate_up'), [`${b}ffn_gate.weight`, `${b}ffn_up.weight`]);
+    }
+  }
+  return { config, tensors, gguf };
+}
+
+/** Replace a fused (rows, K) tensor by row ranges under canonical names (rows of a matrix are contiguous). */
+function splitRows(tensors: Map<string, TensorInfo>, t: TensorInfo, parts: number[], names: readonly string[]): void {
+  const [rows, cols] = t.shape;
+  if (t.shape.length !== 2 || parts.reduce((a, b) => a + b, 0) !== rows || t.byteLength % rows !== 0) {
+    throw new ModelFormatError(t.source.name, `tensor '${t.name}' shape`, `[${t.shape.join(', ')}] does not split into ${parts.join(' + ')} rows`);
+  }
+  const rowBytes = t.byteLength / rows;
+  tensors.delete(t.name);
+  let row = 0;
+  names.forEach((name, i) => {
+    tensors.set(name, { ...t, name, shape: [parts[i], cols], offset: t.offset + row * rowBytes, byteLength: parts[i] * rowBytes });
+    row += parts[i];
+  });
+}
+
+/**
+ * A Hugging Face folder: config.json and model.safetensors (or shards with model.safetensors.index.json).
+ * Fused projections (Phi-3's qkv_proj and gate_up_proj) become row ranges of the stored tensor.
+ */
+export async function openHfFolder(files: Map<string, ByteSource> | ((name: string) => ByteSource | undefined)): Promise<ModelFiles> {
+  const hf = await readHfFolder(files);
+  const config = configFromHf(hf.config, 'config.json');
+  const tensors = new Map<string, TensorInfo>();
+  for (const t of hf.tensors) {
+    const canonical = canonicalHfName(t.name);
+    if (canonical === null) continue; // not a weight the forward uses (e.g. rotary inv_freq buffers)
+    if (typeof canonical === 'string') {
+      tensors.set(canonical, t);
+      continue;
+    }
+    tensors.set(t.name, t);
+    splitRows(tensors, t, fusedRows(config, canonical.fused), canonical.parts);
+  }
+  return { config, tensors, hf };
+}

@@ -1,0 +1,399 @@
+// CPU reference forward pass of the Llama family, written like llama2.c's run.c: plain loops, one token
+// at a time, its own contiguous KV cache, float64 accumulation in every dot product, softmax and norm,
+// f32 storage between steps (as on the GPU). Every LlamaConfig variant (GQA, qkv bias, q/k norm, tied
+// or untied output, normal/neox/partial rope, llama3 scaling, sliding window, SwiGLU/GeGLU) runs here,
+// so the GPU forward and the engine's tests have one slow, obviously-correct twin to compare with.
+
+import { ShapeError } from '@intab/gpu';
+import type { LlamaConfig } from '../config.ts';
+import { ModelMismatchError } from '../errors.ts';
+
+/** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
+export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
+
+export interface ReferenceModel {
+  readonly config: LlamaConfig;
+  /** Positions held in the KV cache (the next startPos when continuing). */
+  readonly length: number;
+  /** Runs tokens at positions startPos.. (startPos ≤ length; smaller rewinds) and returns the last token's (V) logits. */
+  forward(tokens: readonly number[], startPos: number): Float32Array;
+  /** Same as forward, but returns the (T, V) logits of every token. */
+  logitsAll(tokens: readonly number[], startPos: number): Float32Array;
+  /** Empties the KV cache. */
+  reset(): void;
+}
+
+export interface ReferenceModelOptions {
+  /** Name for error messages (the weights' file or folder). */
+  file?: string;
+}
+
+interface LayerWeights {
+  attnNorm: Float32Array; // (C)
+  wq: Float32Array; // (H*D, C)
+  wk: Float32Array; // (Hkv*D, C)
+  wv: Float32Array; // (Hkv*D, C)
+  bq?: Float32Array; // (H*D)
+  bk?: Float32Array; // (Hkv*D)
+  bv?: Float32Array; // (Hkv*D)
+  qNorm?: Float32Array; // (D)
+  kNorm?: Float32Array; // (D)
+  wo: Float32Array; // (C, H*D)
+  ffnNorm: Float32Array; // (C)
+  wGate: Float32Array; // (F, C)
+  wUp: Float32Array; // (F, C)
+  wDown: Float32Array; // (C, F)
+}
+
+// ---- math: each op reads f32, accumulates in float64, writes f32 ----
+
+/** out (N) = W (N, K) · x (K) [+ bias (N)] */
+function matvec(out: Float32Array, w: Float32Array, x: Float32Array, n: number, k: number, bias?: Float32Array): void {
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    const row = i * k;
+    for (let j = 0; j < k; j++) s += w[row + j] * x[j];
+    out[i] = bias ? s + bias[i] : s;
+  }
+}
+
+/** out[o..o+n) = x[o..o+n) / sqrt(mean(x²) + eps) * w */
+function rmsnorm(out: Float32Array, x: Float32Array, w: Float32Array, o: number, n: number, eps: number): void {
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += x[o + i] * x[o + i];
+  const inv = 1 / Math.sqrt(ss / n + eps);
+  for (let i = 0; i < n; i++) out[o + i] = x[o + i] * inv * w[i];
+}
+
+const silu = (x: number) => x / (1 + Math.exp(-x));
+const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+
+/**
+ * (rotaryDim/2) inverse frequencies in float64: theta^(-2i/rot), then llama3 scaling (as Hugging Face's
+ * _compute_llama3_parameters) and llama.cpp's rope_freqs factors when given.
+ */
+export function referenceInvFreq(config: LlamaConfig, freqFactors?: Float32Array): Float64Array {
+  const { theta, rotaryDim: rot, scaling: s } = config.rope;
+  const half = rot / 2;
+  const inv = new Float64Array(half);
+  for (let i = 0; i < half; i++) inv[i] = 1 / theta ** ((2 * i) / rot);
+  if (s) {
+    const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+    const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+    for (let i = 0; i < half; i++) {
+      const wavelen = (2 * Math.PI) / inv[i];
+      if (wavelen < highWavelen) continue; // high frequency: kept
+      if (wavelen > lowWavelen) inv[i] /= s.factor; // low frequency: interpolated
+      else {
+        const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        inv[i] = ((1 - smooth) * inv[i]) / s.factor + smooth * inv[i];
+      }
+    }
+  }
+  if (freqFactors) for (let i = 0; i < half; i++) inv[i] /= freqFactors[i];
+  return inv;
+}
+
+/** Rotates each of `heads` rows of x (heads, D) at position pos: pairs (2i, 2i+1) 'normal' or (i, i+rot/2) 'neox'. */
+function rope(x: Float32Array, heads: number, d: number, pos: number, invFreq: Float64Array, neox: boolean): void {
+  const half = invFreq.length;
+  for (let i = 0; i < half; i++) {
+    const a = pos * invFreq[i];
+    const c = Math.cos(a);
+    const s = Math.sin(a);
+    for (let h = 0; h < heads; h++) {
+      const u = h * d + (neox ? i : 2 * i);
+      const w = neox ? u + half : u + 1;
+      const x0 = x[u];
+      const x1 = x[w];
+      x[u] = x0 * c - x1 * s;
+      x[w] = x0 * s + x1 * c;
+    }
+  }
+}
+
+// ---- the model ----
+
+/**
+ * Builds the CPU reference model. `weights` returns canonical (GGUF-named) tensors as f32, matrices
+ * (N, K) row-major (out, in); every tensor is fetched and size-checked here, once.
+ * @example
+ * const model = createReferenceModel(config, (name) => tensors.get(name)?.data);
+ * const logits = model.forward([1, 403, 261], 0); // (V) logits after the third token
+ */
+export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, options: ReferenceModelOptions = {}): ReferenceModel {
+  const file = options.file ?? 'weights';
+  const { hidden: C, ffn: F, layers: L, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = config;
+  const eps = config.rmsEps;
+
+  const get = (name: string, size: number): Float32Array => {
+    let t: Float32Array | undefined;
+    try {
+      t = weights(name);
+    } catch {
+      t = undefined;
+    }
+    if (!t) throw new ModelMismatchError(file, name, `a tensor of ${size} values`, 'missing');
+    if (t.length !== size) throw new ModelMismatchError(file, name, `${size} values`, `${t.length} values`);
+    return t;
+  };
+
+  const tokenEmbd = get('token_embd.weight', V * C); // (V, C)
+  const outputNorm = get('output_norm.weight', C); // (C)
+  const output = config.tiedEmbeddings ? tokenEmbd : get('output.weight', V * C); // (V, C)
+  const freqFactors = config.rope.freqFactors ? get('rope_freqs.weight', config.rope.rotaryDim / 2) : undefined;
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    layers.push({
+      attnNorm: get(`${b}attn_norm.weight`, C),
+      wq: get(`${b}attn_q.weight`, H * D * C),
+      wk: get(`${b}attn_k.weight`, Hkv * D * C),
+      wv: get(`${b}attn_v.weight`, Hkv * D * C),
+      ...(config.qkvBias ? { bq: get(`${b}attn_q.bias`, H * D), bk: get(`${b}attn_k.bias`, Hkv * D), bv: get(`${b}attn_v.bias`, Hkv * D) } : {}),
+      ...(config.qkNorm ? { qNorm: get(`${b}attn_q_norm.weight`, D), kNorm: get(`${b}attn_k_norm.weight`, D) } : {}),
+      wo: get(`${b}attn_output.weight`, C * H * D),
+      ffnNorm: get(`${b}ffn_norm.weight`, C),
+      wGate: get(`${b}ffn_gate.weight`, F * C),
+      wUp: get(`${b}ffn_up.weight`, F * C),
+      wDown: get(`${b}ffn_down.weight`, C * F),
+    });
+  }
+
+  const invFreq = referenceInvFreq(config, freqFactors); // (rotaryDim/2)
+  const neox = config.rope.style === 'neox';
+  const act = config.activation === 'silu' ? silu : geluTanh;
+  const scale = 1 / Math.sqrt(D);
+  const group = H / Hkv;
+  const window = config.slidingWindow ?? Infinity;
+
+  // RunState: scratch of one token, and the KV cache grown by doubling up to maxContext.
+  const x = new Float32Array(C); // residual stream
+  const xb = new Float32Array(C); // normed input of a sublayer
+  const q = new Float32Array(H * D);
+  const k = new Float32Array(Hkv * D);
+  const v = new Float32Array(Hkv * D);
+  const att = new Float32Array(H * D); // attention output, heads concatenated
+  const proj = new Float32Array(C);
+  const gate = new Float32Array(F);
+  const up = new Float32Array(F);
+  let capacity = 0;
+  let kCache: Float32Array[] = []; // L × (capacity, Hkv, D)
+  let vCache: Float32Array[] = []; // L × (capacity, Hkv, D)
+  let length = 0;
+  const row = Hkv * D;
+
+  const ensure = (n: number) => {
+    if (n <= capacity) return;
+    const cap = Math.min(config.maxContext, Math.max(n, capacity * 2, 16));
+    kCache = kCache.length ? kCache.map((c) => grow(c, cap * row)) : Array.from({ length: L }, () => new Float32Array(cap * row));
+    vCache = vCache.length ? vCache.map((c) => grow(c, cap * row)) : Array.from({ length: L }, () => new Float32Array(cap * row));
+    capacity = cap;
+  };
+
+  /** Runs one token at `pos`; leaves the final hidden state in x. */
+  const step = (token: number, pos: number) => {
+    x.set(tokenEmbd.subarray(token * C, (token + 1) * C)); // x = embed[token]
+    const scores = new Float64Array(pos + 1);
+    for (let l = 0; l < L; l++) {
+      const w = layers[l];
+      // ---- attention ----
+      rmsnorm(xb, x, w.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
+      matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
+      matvec(k, w.wk, xb, Hkv * D, C, w.bk); // k = Wk xb (+ bk)
+      matvec(v, w.wv, xb, Hkv * D, C, w.bv); // v = Wv xb (+ bv)
+      if (w.qNorm && w.kNorm) {
+        for (let h = 0; h < H; h++) rmsnorm(q, q, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
+        for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
+      }
+      rope(q, H, D, pos, invFreq, neox);
+      rope(k, Hkv, D, pos, invFreq, neox);
+      kCache[l].set(k, pos * row);
+      vCache[l].set(v, pos * row);
+      const first = Math.max(0, pos - window + 1); // sliding window: pos - j < window
+      for (let h = 0; h < H; h++) {
+        const qo = h * D;
+        const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
+        let max = -Infinity;
+        for (let j = first; j <= pos; j++) {
+          let s = 0;
+          const ko = j * row + kvo;
+          for (let i = 0; i < D; i++) s += q[qo + i] * kCache[l][ko + i];
+          scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
+          if (scores[j] > max) max = scores[j];
+        }
+        let sum = 0;
+        for (let j = first; j <= pos; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
+        for (let i = 0; i < D; i++) {
+          let o = 0;
+          for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][j * row + kvo + i];
+          att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
+        }
+      }
+      matvec(proj, w.wo, att, C, H * D); // x += Wo att
+      for (let i = 0; i < C; i++) x[i] += proj[i];
+      // ---- feed-forward ----
+      rmsnorm(xb, x, w.ffnNorm, 0, C, eps); // xb = rmsnorm(x) * ffn_norm
+      matvec(gate, w.wGate, xb, F, C); // g = Wg xb
+      matvec(up, w.wUp, xb, F, C); // u = Wu xb
+      for (let i = 0; i < F; i++) gate[i] = act(gate[i]) * up[i]; // h = act(g) * u
+      matvec(proj, w.wDown, gate, C, F); // x += Wd h
+      for (let i = 0; i < C; i++) x[i] += proj[i];
+    }
+  };
+
+  const check = (tokens: readonly number[], startPos: number) => {
+    if (!Number.isInteger(startPos) || startPos < 0 || startPos > length) {
+      throw new ShapeError('reference-llama', 'startPos', `an integer in [0, ${length}] (the cached length; smaller rewinds)`, String(startPos));
+    }
+    if (tokens.length === 0) throw new ShapeError('reference-llama', 'tokens', 'at least one token', 'empty');
+    if (startPos + tokens.length > config.maxContext) {
+      throw new ShapeError('reference-llama', 'tokens', `at most ${config.maxContext - startPos} tokens from position ${startPos} (maxContext ${config.maxContext})`, `${tokens.length} tokens`);
+    }
+    tokens.forEach((t, i) => {
+      if (!Number.isInteger(t) || t < 0 || t >= V) throw new ShapeError('reference-llama', `tokens[${i}]`, `an id in [0, ${V})`, String(t));
+    });
+  };
+
+  const logitsOf = (out: Float32Array, offset: number) => {
+    rmsnorm(xb, x, outputNorm, 0, C, eps); // xf = rmsnorm(x) * output_norm
+    matvec(out.subarray(offset, offset + V), output, xb, V, C); // logits = Wout xf
+  };
+
+  const run = (tokens: readonly number[], startPos: number, all: boolean): Float32Array => {
+    check(tokens, startPos);
+    ensure(startPos + tokens.length);
+    const out = new Float32Array((all ? tokens.length : 1) * V);
+    for (let t = 0; t < tokens.length; t++) {
+      step(tokens[t], startPos + t);
+      length = startPos + t + 1;
+      if (all) logitsOf(out, t * V);
+    }
+    if (!all) logitsOf(out, 0);
+    return out;
+  };
+
+  return {
+    config,
+    get length() {
+      return length;
+    },
+    forward: (tokens, startPos) => run(tokens, startPos, false),
+    logitsAll: (tokens, startPos) => run(tokens, startPos, true),
+    reset() {
+      length = 0;
+    },
+  };
+}
+
+function grow(a: Float32Array, size: number): Float32Array {
+  const b = new Float32Array(size);
+  b.set(a);
+  return b;
+}
+
+/** Index of the largest value (the first one on ties). */
+export function argmax(x: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/**
+ * Greedy (temperature 0) continuation: resets the model, runs the prompt, then feeds back the argmax
+ * `n` times. Returns the `n` generated ids (it does not stop at EOS).
+ * @example
+ * greedy(model, [1, 403, 261], 16); // → 16 ids
+ */
+export function greedy(model: ReferenceModel, prompt: readonly number[], n: number): number[] {
+  model.reset();
+  const ids: number[] = [];
+  let logits = model.forward(prompt, 0);
+  for (let i = 0; i < n; i++) {
+    const id = argmax(logits);
+    ids.push(id);
+    if (i + 1 < n) logits = model.forward([id], prompt.length + i);
+  }
+  return ids;
+}
+
+// ---- Hugging Face names → canonical names ----
+
+/** A fused HF tensor (Phi-3's qkv_proj / gate_up_proj) that loaders split by rows into `parts`. */
+export interface FusedTensor {
+  readonly fused: 'qkv' | 'gate_up';
+  readonly layer: number;
+  /** Canonical names of the row blocks, in storage order: [attn_q, attn_k, attn_v] or [ffn_gate, ffn_up]. */
+  readonly parts: readonly string[];
+}
+
+const HF_LAYER: Record<string, string | FusedTensor['fused']> = {
+  'input_layernorm.weight': 'attn_norm.weight',
+  'post_attention_layernorm.weight': 'ffn_norm.weight',
+  'self_attn.q_proj.weight': 'attn_q.weight',
+  'self_attn.k_proj.weight': 'attn_k.weight',
+  'self_attn.v_proj.weight': 'attn_v.weight',
+  'self_attn.q_proj.bias': 'attn_q.bias',
+  'self_attn.k_proj.bias': 'attn_k.bias',
+  'self_attn.v_proj.bias': 'attn_v.bias',
+  'self_attn.o_proj.weight': 'attn_output.weight',
+  'self_attn.q_norm.weight': 'attn_q_norm.weight',
+  'self_attn.k_norm.weight': 'attn_k_norm.weight',
+  'mlp.gate_proj.weight': 'ffn_gate.weight',
+  'mlp.up_proj.weight': 'ffn_up.weight',
+  'mlp.down_proj.weight': 'ffn_down.weight',
+  'self_attn.qkv_proj.weight': 'qkv',
+  'mlp.gate_up_proj.weight': 'gate_up',
+};
+const HF_GLOBAL: Record<string, string> = {
+  'model.embed_tokens.weight': 'token_embd.weight',
+  'model.norm.weight': 'output_norm.weight',
+  'lm_head.weight': 'output.weight',
+};
+
+/**
+ * Maps a Hugging Face tensor name to its canonical (GGUF) name, a FusedTensor marker for Phi-3's fused
+ * projections, or null for tensors the forward does not use (rotary_emb.inv_freq, unknown names).
+ * @example
+ * canonicalHfName('model.layers.3.self_attn.k_proj.weight'); // 'blk.3.attn_k.weight'
+ * canonicalHfName('model.layers.0.mlp.gate_up_proj.weight'); // { fused: 'gate_up', layer: 0, parts: ['blk.0.ffn_gate.weight', 'blk.0.ffn_up.weight'] }
+ */
+export function canonicalHfName(hfName: string): string | FusedTensor | null {
+  const global = HF_GLOBAL[hfName];
+  if (global) return global;
+  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hfName);
+  if (!m) return null;
+  const layer = Number(m[1]);
+  const mapped = HF_LAYER[m[2]];
+  if (mapped === undefined) return null;
+  const b = `blk.${layer}.`;
+  if (mapped === 'qkv') return { fused: 'qkv', layer, parts: [`${b}attn_q.weight`, `${b}attn_k.weight`, `${b}attn_v.weight`] };
+  if (mapped === 'gate_up') return { fused: 'gate_up', layer, parts: [`${b}ffn_gate.weight`, `${b}ffn_up.weight`] };
+  return b + mapped;
+}
+
+/** Rows of each part of a fused tensor: qkv → [H·D, Hkv·D, Hkv·D], gate_up → [F, F]. */
+export function fusedRows(config: LlamaConfig, fused: FusedTensor['fused']): number[] {
+  const { heads: H, kvHeads: Hkv, headDim: D, ffn: F } = config;
+  return fused === 'qkv' ? [H * D, Hkv * D, Hkv * D] : [F, F];
+}
+
+/**
+ * Splits a fused (rows, K) row-major tensor into its canonical parts.
+ * @example
+ * for (const [name, data] of splitFused(config, marker, fusedData, 'model.safetensors')) tensors.set(name, data);
+ */
+export function splitFused(config: LlamaConfig, marker: FusedTensor, data: Float32Array, file = 'weights'): [string, Float32Array][] {
+  const rows = fusedRows(config, marker.fused);
+  const total = rows.reduce((a, b) => a + b, 0);
+  const k = data.length / total;
+  const hfName = marker.fused === 'qkv' ? `model.layers.${marker.layer}.self_attn.qkv_proj.weight` : `model.layers.${marker.layer}.mlp.gate_up_proj.weight`;
+  if (!Number.isInteger(k) || k !== config.hidden) throw new ModelMismatchError(file, hfName, `${total} × ${config.hidden} values`, `${data.length} values`);
+  const out: [string, Float32Array][] = [];
+  let r = 0;
+  rows.forEach((n, i) => {
+    out.push([marker.parts[i], data.slice(r * k, (r + n) * k)]);
+    r += n;
+  });
+  return out;
+}

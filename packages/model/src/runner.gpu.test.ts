@@ -1,0 +1,85 @@
+// The whole model on the GPU against golden ids: stories260K (real trained weights, GQA) from its GGUF
+// file (llama.cpp layout, 'normal' rope) and from its Hugging Face folder (permuted q/k, 'neox' rope) must
+// reproduce golden.json's greedy continuations exactly, one sequence at a time and all batched together.
+import { describe, expect, test } from 'vitest';
+import { requestGpu, type Gpu } from '@intab/gpu';
+import { Runner } from './runner.ts';
+import { openGguf, openHfFolder, type ModelFiles } from './load.ts';
+import { bytesSource } from './source.ts';
+
+const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
+
+interface Golden {
+  cases: { prompt: number[]; greedy: number[] }[];
+}
+
+async function fetchBytes(name: string): Promise<Uint8Array> {
+  const res = await fetch(BASE + name);
+  if (!res.ok) throw new Error(`${BASE + name}: HTTP ${res.status} (is ../shared beside the repository?)`);
+  return new Uint8Array(await res.arrayBuffer());
+}
+
+async function open(layout: 'gguf' | 'hf'): Promise<ModelFiles> {
+  if (layout === 'gguf') return openGguf(bytesSource('stories260K.gguf', await fetchBytes('stories260K.gguf')));
+  return openHfFolder(
+    new Map([
+      ['config.json', bytesSource('config.json', await fetchBytes('hf/config.json'))],
+      ['model.safetensors', bytesSource('model.safetensors', await fetchBytes('hf/model.safetensors'))],
+    ]),
+  );
+}
+
+let gpu: Gpu;
+async function device(): Promise<Gpu> {
+  return (gpu ??= await requestGpu());
+}
+
+describe('stories260K greedy ids equal golden.json', () => {
+  for (const layout of ['gguf', 'hf'] as const) {
+    test(`${layout}: one sequence at a time`, async () => {
+      const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
+      const model = await open(layout);
+      expect(model.config.rope.style).toBe(layout === 'gguf' ? 'normal' : 'neox');
+      const runner = await Runner.load(await device(), model.config, model.tensors, { kvBudgetBytes: 4 << 20 });
+      try {
+        for (const [i, c] of golden.cases.entries()) {
+          runner.alloc(i);
+          const ids: number[] = [];
+          let next = (await runner.step([{ seq: i, tokens: c.prompt }]))[0].id;
+          ids.push(next);
+          while (ids.length < c.greedy.length) {
+            next = (await runner.step([{ seq: i, tokens: [next] }]))[0].id;
+            ids.push(next);
+          }
+          runner.free(i);
+          expect(ids, `case ${i} (prompt ${c.prompt.join(',')})`).toEqual(c.greedy);
+        }
+      } finally {
+        runner.destroy();
+      }
+    });
+
+    test(`${layout}: every case in one batch (mixed prefill, then batched decode)`, async () => {
+      const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
+      const model = await open(layout);
+      const runner = await Runner.load(await device(), model.config, model.tensors, { kvBudgetBytes: 4 << 20 });
+      try {
+        const outs = golden.cases.map(() => [] as number[]);
+        golden.cases.forEach((_, i) => runner.alloc(i));
+        let entries = golden.cases.map((c, i) => ({ seq: i, tokens: c.prompt }));
+        while (entries.length) {
+          const results = await runner.step(entries);
+          entries = entries
+            .map((e, j) => {
+              outs[e.seq].push(results[j].id);
+              return { seq: e.seq, tokens: [results[j].id] };
+            })
+            .filter((e) => outs[e.seq].length < golden.cases[e.seq].greedy.length);
+        }
+        golden.cases.forEach((c, i) => expect(outs[i], `case ${i}`).toEqual(c.greedy));
+      } finally {
+        runner.destroy();
+      }
+    });
+  }
+});

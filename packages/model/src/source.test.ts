@@ -1,0 +1,182 @@
+// ByteSources: memory, Blob, Node path, and URL against real local HTTP servers (node:http on 127.0.0.1):
+// one that honours Range, one that ignores it, one that answers 404. A GGUF is parsed over HTTP to show
+// that only ranges travel.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IntabModelError, ModelFormatError, UnsupportedModelError } from './errors.ts';
+import { parseGguf } from './formats/gguf.ts';
+import { blobSource, bytesSource, pathSource, urlSource } from './source.ts';
+import type { ByteSource } from './types.ts';
+
+const SHARED = process.env.INTAB_SHARED ? `${process.env.INTAB_SHARED.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../../shared/', import.meta.url));
+const GGUF_PATH = `${SHARED}models/stories260K/stories260K.gguf`;
+
+const data = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7 + 3) & 0xff);
+
+async function expectPastEnd(src: ByteSource, offset: number, length: number): Promise<void> {
+  const e = await src.read(offset, length).then(() => undefined, (x: unknown) => x);
+  expect(e).toBeInstanceOf(ModelFormatError);
+  expect((e as ModelFormatError).file).toBe(src.name);
+  expect((e as Error).message).toContain('past the end');
+}
+
+async function checkSource(src: ByteSource): Promise<void> {
+  expect(src.size).toBe(1000);
+  expect([...(await src.read(0, 4))]).toEqual([...data.subarray(0, 4)]);
+  expect([...(await src.read(990, 10))]).toEqual([...data.subarray(990)]);
+  expect((await src.read(500, 0)).length).toBe(0);
+  expect([...(await src.read(123, 300))]).toEqual([...data.subarray(123, 423)]);
+  await expectPastEnd(src, 995, 6);
+  await expectPastEnd(src, 1001, 0);
+  await expect(src.read(-1, 2)).rejects.toBeInstanceOf(ModelFormatError);
+  await expect(src.read(0.5, 2)).rejects.toBeInstanceOf(ModelFormatError);
+}
+
+describe('bytesSource / blobSource / pathSource', () => {
+  it('bytesSource reads ranges and rejects reads past the end', async () => {
+    await checkSource(bytesSource('mem.bin', data));
+    await checkSource(bytesSource('mem.bin', data.slice().buffer));
+  });
+
+  it('blobSource reads slices of a Blob/File', async () => {
+    await checkSource(blobSource(new Blob([data]), 'blob.bin'));
+    const file = new File([data], 'picked.gguf');
+    expect(blobSource(file).name).toBe('picked.gguf');
+    await checkSource(blobSource(file));
+  });
+
+  it('pathSource reads a file on disk', async () => {
+    const src = await pathSource(GGUF_PATH);
+    const whole = await readFile(GGUF_PATH);
+    expect(src.size).toBe(whole.length);
+    expect(new TextDecoder().decode(await src.read(0, 4))).toBe('GGUF');
+    expect(Buffer.from(await src.read(whole.length - 100, 100)).equals(whole.subarray(whole.length - 100))).toBe(true);
+    await expectPastEnd(src, whole.length - 1, 2);
+    await expect(pathSource(`${SHARED}no-such-model.gguf`)).rejects.toBeInstanceOf(IntabModelError);
+  });
+
+  it('reads stop on an aborted signal', async () => {
+    const ac = new AbortController();
+    ac.abort(new Error('stopped'));
+    await expect(bytesSource('m', data).read(0, 1, ac.signal)).rejects.toThrow('stopped');
+    await expect(blobSource(new Blob([data])).read(0, 1, ac.signal)).rejects.toThrow('stopped');
+  });
+});
+
+// ---- HTTP ----
+
+interface Served {
+  server: Server;
+  base: string;
+  requests: { url: string; range: string | undefined }[];
+}
+
+/** A static server for `files`; `mode` picks how it treats Range headers. */
+async function serve(files: Record<string, Uint8Array>, mode: 'range' | 'ignore-range'): Promise<Served> {
+  const requests: Served['requests'] = [];
+  const server = createServer((req, res) => {
+    requests.push({ url: req.url ?? '', range: req.headers.range });
+    const body = files[(req.url ?? '').slice(1)];
+    if (!body) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    const m = /^bytes=(\d+)-(\d+)?$/.exec(req.headers.range ?? '');
+    if (mode === 'ignore-range' || !m) {
+      res.writeHead(200, { 'content-length': body.length }).end(body);
+      return;
+    }
+    const start = Number(m[1]);
+    const end = Math.min(m[2] === undefined ? body.length - 1 : Number(m[2]), body.length - 1);
+    if (start >= body.length) {
+      res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
+      return;
+    }
+    res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
+    res.end(body.subarray(start, end + 1));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, base: `http://127.0.0.1:${port}/`, requests };
+}
+
+describe('urlSource', () => {
+  let ranged: Served;
+  let ignoring: Served;
+  let gguf: Uint8Array;
+
+  beforeAll(async () => {
+    gguf = new Uint8Array(await readFile(GGUF_PATH));
+    const files = { 'data.bin': data, 'model.gguf': gguf, 'empty.bin': new Uint8Array(0) };
+    ranged = await serve(files, 'range');
+    ignoring = await serve(files, 'ignore-range');
+  });
+  afterAll(async () => {
+    await Promise.all([ranged, ignoring].map((s) => new Promise((r) => s.server.close(r))));
+  });
+
+  it('reads ranges from a server that honours Range', async () => {
+    const src = await urlSource(`${ranged.base}data.bin`);
+    expect(src.name).toBe(`${ranged.base}data.bin`);
+    await checkSource(src);
+    const ranges = ranged.requests.filter((r) => r.url === '/data.bin').map((r) => r.range);
+    expect(ranges).toContain('bytes=0-0');
+    expect(ranges).toContain('bytes=123-422');
+    expect(ranges.every((r) => r !== undefined)).toBe(true);
+  });
+
+  it('parses a GGUF over HTTP reading only ranges', async () => {
+    ranged.requests.length = 0;
+    const g = await parseGguf(await urlSource(`${ranged.base}model.gguf`));
+    expect(g.metadata.get('general.architecture')).toBe('llama');
+    const emb = g.tensors.find((t) => t.name === 'token_embd.weight')!;
+    const bytes = await emb.source.read(emb.offset, emb.byteLength);
+    expect(Buffer.from(bytes).equals(Buffer.from(gguf.subarray(emb.offset, emb.offset + emb.byteLength)))).toBe(true);
+    expect(ranged.requests.every((r) => r.range !== undefined)).toBe(true);
+  });
+
+  it('an empty file has size 0', async () => {
+    const src = await urlSource(`${ranged.base}empty.bin`);
+    expect(src.size).toBe(0);
+  });
+
+  it('a server that ignores Range is an error that says so', async () => {
+    const e = await urlSource(`${ignoring.base}data.bin`).then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(UnsupportedModelError);
+    expect((e as UnsupportedModelError).field).toBe('HTTP Range');
+    expect((e as Error).message).toMatch(/Range/);
+    expect((e as Error).message).toContain('200');
+  });
+
+  it('a server that stops honouring Range mid-way is caught on the read', async () => {
+    // Size learned from the ranged server, reads sent to the ignoring one (same file, same size).
+    const real = await urlSource(`${ranged.base}data.bin`);
+    let calls = 0;
+    const src = await urlSource(`${ranged.base}data.bin`, {
+      fetch: (input, init) => fetch(calls++ === 0 ? input : String(input).replace(ranged.base, ignoring.base), init),
+    });
+    expect(src.size).toBe(real.size);
+    await expect(src.read(10, 20)).rejects.toBeInstanceOf(UnsupportedModelError);
+  });
+
+  it('HTTP errors and network failures are typed', async () => {
+    const e = await urlSource(`${ranged.base}missing.gguf`).then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(IntabModelError);
+    expect((e as Error).message).toContain('404');
+    const closed = await serve({}, 'range');
+    const deadUrl = `${closed.base}x`;
+    await new Promise((r) => closed.server.close(r));
+    await expect(urlSource(deadUrl)).rejects.toBeInstanceOf(IntabModelError);
+  });
+
+  it('aborts', async () => {
+    const ac = new AbortController();
+    const src = await urlSource(`${ranged.base}data.bin`, { signal: ac.signal });
+    ac.abort(new Error('user stopped'));
+    await expect(src.read(0, 10)).rejects.toThrow('user stopped');
+  });
+});

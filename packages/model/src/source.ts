@@ -1,0 +1,234 @@
+// ByteSource implementations: random access to one model file held in memory, in a Blob/File, behind a URL
+// (HTTP Range requests) or, in Node, at a path. Format readers pull only the ranges they need through these,
+// so a multi-GB model is never held whole in JS memory. Every read is bounds-checked against the size and a
+// read past the end is a ModelFormatError naming the file.
+
+import { IntabModelError, ModelFormatError, UnsupportedModelError } from './errors.ts';
+import type { ByteSource } from './types.ts';
+
+// ---- shared checks ----
+
+function checkRange(name: string, size: number, offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
+    throw new ModelFormatError(name, `read(${offset}, ${length})`, 'the byte range is not a pair of non-negative integers');
+  }
+  if (offset + length > size) {
+    throw new ModelFormatError(
+      name,
+      `bytes ${offset}..${offset + length}`,
+      `the read runs past the end of the file (${size} bytes); the file is truncated or an offset in it is wrong`,
+    );
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason ?? new DOMException('The operation was aborted.', 'AbortError');
+}
+
+function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return AbortSignal.any([a, b]);
+}
+
+// ---- memory ----
+
+/**
+ * A ByteSource over bytes already in memory. Reads return views, not copies.
+ * @example
+ * const src = bytesSource('model.gguf', new Uint8Array(await file.arrayBuffer()));
+ */
+export function bytesSource(name: string, data: Uint8Array | ArrayBuffer): ByteSource {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  return {
+    name,
+    size: bytes.byteLength,
+    async read(offset, length, signal) {
+      throwIfAborted(signal);
+      checkRange(name, bytes.byteLength, offset, length);
+      return bytes.subarray(offset, offset + length);
+    },
+  };
+}
+
+// ---- Blob / File ----
+
+/**
+ * A ByteSource over a Blob or File (e.g. from `<input type=file>`); reads slice the blob, so only the requested
+ * range is loaded.
+ * @example
+ * const src = blobSource(input.files[0]);
+ */
+export function blobSource(blob: Blob, name?: string): ByteSource {
+  const label = name ?? ((blob as Partial<File>).name || 'blob');
+  return {
+    name: label,
+    size: blob.size,
+    async read(offset, length, signal) {
+      throwIfAborted(signal);
+      checkRange(label, blob.size, offset, length);
+      const buf = await blob.slice(offset, offset + length).arrayBuffer();
+      throwIfAborted(signal);
+      if (buf.byteLength !== length) {
+        throw new ModelFormatError(label, `bytes ${offset}..${offset + length}`, `the blob returned ${buf.byteLength} bytes; it changed while being read`);
+      }
+      return new Uint8Array(buf);
+    },
+  };
+}
+
+// ---- URL (HTTP Range) ----
+
+export interface UrlSourceOptions {
+  /** The fetch to use (default: globalThis.fetch); lets callers add headers or credentials. */
+  fetch?: typeof fetch;
+  /** Aborts the size probe and every later read. */
+  signal?: AbortSignal;
+}
+
+/** Parses `Content-Range: bytes a-b/total` (total may be '*'). */
+function parseContentRange(h: string | null): { start: number; end: number; total: number | undefined } | { unsatisfied: number } | undefined {
+  if (!h) return undefined;
+  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(h);
+  if (m) return { start: Number(m[1]), end: Number(m[2]), total: m[3] === '*' ? undefined : Number(m[3]) };
+  const u = /^\s*bytes\s+\*\/(\d+)\s*$/i.exec(h);
+  if (u) return { unsatisfied: Number(u[1]) };
+  return undefined;
+}
+
+function rangeIgnored(url: string, status: number): UnsupportedModelError {
+  return new UnsupportedModelError(
+    url,
+    'HTTP Range',
+    `ignored (status ${status} instead of 206 Partial Content)`,
+    'intab reads model files in ranges and will not download a whole model into memory; serve the file from a host that honours Range requests (most static hosts, the Hugging Face hub and `npx serve` do), or load it as a File instead',
+  );
+}
+
+async function doFetch(fetchFn: typeof fetch, url: string, range: string, signal: AbortSignal | undefined): Promise<Response> {
+  try {
+    return await fetchFn(url, { headers: { Range: range }, signal });
+  } catch (e) {
+    if (signal?.aborted) throw signal.reason ?? e;
+    throw new IntabModelError(`${url}: the request for ${range} failed (${(e as Error)?.message ?? e}): check the URL and the network, and that the server allows cross-origin requests (CORS) with a Range header.`, { cause: e });
+  }
+}
+
+function httpError(url: string, range: string, res: Response): IntabModelError {
+  return new IntabModelError(`${url}: HTTP ${res.status} ${res.statusText} for ${range}: check that the URL points at the model file and is reachable.`);
+}
+
+/**
+ * A ByteSource over a URL, read with HTTP Range requests. The size comes from a first ranged GET
+ * (`bytes=0-0`, whose Content-Range carries the total). A server that answers a range with the whole file
+ * (status 200) is an UnsupportedModelError saying so, never a silent full download.
+ * @example
+ * const src = await urlSource('https://huggingface.co/x/y/resolve/main/model.gguf');
+ */
+export async function urlSource(url: string | URL, options: UrlSourceOptions = {}): Promise<ByteSource> {
+  const href = String(url);
+  const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const base = options.signal;
+  throwIfAborted(base);
+
+  // Probe: the first byte; its Content-Range says how big the file is.
+  const probe = await doFetch(fetchFn, href, 'bytes=0-0', base);
+  let size: number;
+  if (probe.status === 206) {
+    const cr = parseContentRange(probe.headers.get('content-range'));
+    await probe.body?.cancel().catch(() => {});
+    if (!cr || 'unsatisfied' in cr || cr.total === undefined || cr.start !== 0) {
+      throw new IntabModelError(`${href}: the server answered a range request without a usable Content-Range header (got ${JSON.stringify(probe.headers.get('content-range'))}); intab needs the total size: serve the file from a host that sends "Content-Range: bytes 0-0/<size>" (and exposes it through CORS: Access-Control-Expose-Headers: Content-Range).`);
+    }
+    size = cr.total;
+  } else if (probe.status === 416) {
+    // Range not satisfiable for bytes=0-0: an empty file, if the server says so.
+    const cr = parseContentRange(probe.headers.get('content-range'));
+    await probe.body?.cancel().catch(() => {});
+    if (cr && 'unsatisfied' in cr && cr.unsatisfied === 0) size = 0;
+    else throw httpError(href, 'bytes=0-0', probe);
+  } else if (probe.status === 200) {
+    await probe.body?.cancel().catch(() => {});
+    throw rangeIgnored(href, probe.status);
+  } else {
+    await probe.body?.cancel().catch(() => {});
+    throw httpError(href, 'bytes=0-0', probe);
+  }
+
+  return {
+    name: href,
+    size,
+    async read(offset, length, signal) {
+      const sig = anySignal(base, signal);
+      throwIfAborted(sig);
+      checkRange(href, size, offset, length);
+      if (length === 0) return new Uint8Array(0);
+      const range = `bytes=${offset}-${offset + length - 1}`;
+      const res = await doFetch(fetchFn, href, range, sig);
+      if (res.status === 200) {
+        await res.body?.cancel().catch(() => {});
+        throw rangeIgnored(href, 200);
+      }
+      if (res.status !== 206) {
+        await res.body?.cancel().catch(() => {});
+        throw httpError(href, range, res);
+      }
+      const cr = parseContentRange(res.headers.get('content-range'));
+      if (!cr || 'unsatisfied' in cr || cr.start !== offset || cr.end !== offset + length - 1 || (cr.total !== undefined && cr.total !== size)) {
+        await res.body?.cancel().catch(() => {});
+        throw new IntabModelError(`${href}: asked for ${range} of ${size} bytes, the server answered Content-Range ${JSON.stringify(res.headers.get('content-range'))}; the file changed on the server or the server mishandles ranges: reload the model.`);
+      }
+      const buf = new Uint8Array(await res.arrayBuffer());
+      throwIfAborted(sig);
+      if (buf.byteLength !== length) {
+        throw new ModelFormatError(href, range, `the server sent ${buf.byteLength} bytes instead of ${length}; the download was cut short or the body is encoded: retry`);
+      }
+      return buf;
+    },
+  };
+}
+
+// ---- Node path ----
+
+/**
+ * A ByteSource over a file on disk (Node only). `node:fs/promises` is imported on first use, so this module
+ * still bundles for browsers. Each read opens, reads and closes the file: nothing stays open.
+ * @example
+ * const src = await pathSource('/models/stories260K.gguf');
+ */
+export async function pathSource(path: string): Promise<ByteSource> {
+  const specifier = 'node:fs/promises';
+  const fs = (await import(/* @vite-ignore */ specifier)) as typeof import('node:fs/promises');
+  let size: number;
+  try {
+    const st = await fs.stat(path);
+    if (!st.isFile()) throw new Error('not a regular file');
+    size = st.size;
+  } catch (e) {
+    throw new IntabModelError(`${path}: cannot open the model file (${(e as Error).message}): check the path.`, { cause: e });
+  }
+  return {
+    name: path,
+    size,
+    async read(offset, length, signal) {
+      throwIfAborted(signal);
+      checkRange(path, size, offset, length);
+      const out = new Uint8Array(length);
+      const fh = await fs.open(path, 'r');
+      try {
+        let done = 0;
+        while (done < length) {
+          const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+          if (bytesRead === 0) {
+            throw new ModelFormatError(path, `bytes ${offset}..${offset + length}`, `the file ended after ${offset + done} bytes; it shrank while being read`);
+          }
+          done += bytesRead;
+        }
+      } finally {
+        await fh.close();
+      }
+      throwIfAborted(signal);
+      return out;
+    },
+  };
+}
