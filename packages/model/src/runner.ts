@@ -14,6 +14,8 @@ export interface RunnerOptions {
   /** Most sequences in one step (default 16). */
   maxBatch?: number;
   pageSize?: number;
+  /** Quantize f32/f16/bf16 matrices on load, so a Hugging Face checkpoint runs in 8 or 4 bits. */
+  quantize?: 'q8_0' | 'q4_0';
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
 }
@@ -24,6 +26,11 @@ export interface StepEntry {
   tokens: readonly number[];
   /** Sampling of the token after the last one; temperature 0 is greedy. */
   sampling?: SamplingParams;
+}
+
+/** The sampled next token of one entry, and its last token's logits when asked. */
+export interface StepResult extends SampleResult {
+  logits?: Float32Array;
 }
 
 export class Runner {
@@ -50,7 +57,7 @@ export class Runner {
 
   /** Upload the weights named in `tensors` (canonical names) and size the KV-cache. */
   static async load(gpu: Gpu, config: LlamaConfig, tensors: TensorTable, o: RunnerOptions = {}): Promise<Runner> {
-    const weights = await loadLlamaWeights(gpu, config, tensors, { signal: o.signal, onProgress: o.onProgress });
+    const weights = await loadLlamaWeights(gpu, config, tensors, { signal: o.signal, onProgress: o.onProgress, quantize: o.quantize });
     try {
       const kv = new PagedKvCache(
         gpu,
@@ -76,8 +83,12 @@ export class Runner {
     this.kv.rewind(seq, n);
   }
 
-  /** Run one step for every entry; resolves with the sampled next token of each, in entry order. */
-  async step(entries: readonly StepEntry[]): Promise<SampleResult[]> {
+  /**
+   * Run one step for every entry; resolves with the sampled next token of each, in entry order. With
+   * `logits: true` each result also carries the (V) logits of the entry's last token (a larger readback:
+   * for tests and tools, not for generation).
+   */
+  async step(entries: readonly StepEntry[], options: { logits?: boolean } = {}): Promise<StepResult[]> {
     if (this.destroyed) throw new IntabModelError('This Runner was destroyed: load the model again.');
     if (entries.length === 0) return [];
     if (entries.length > this.maxBatch) {
@@ -100,10 +111,17 @@ export class Runner {
     });
     pass.end();
     const ticket = this.gpu.readback.encodeCopy(encoder, this.samplesOut, 0, entries.length * this.sampler.outStride * 4);
+    const V = this.config.vocab;
+    const logitsTicket = options.logits ? this.gpu.readback.encodeCopy(encoder, logits, 0, entries.length * V * 4) : undefined;
     this.gpu.device.queue.submit([encoder.finish()]);
     this.gpu.uniforms.reset();
     const words = new Uint32Array(await ticket.read());
-    return unpackSamples(words, this.sampler.outStride, seqs.map((s) => s.topLogprobs ?? 0));
+    const results: StepResult[] = unpackSamples(words, this.sampler.outStride, seqs.map((s) => s.topLogprobs ?? 0));
+    if (logitsTicket) {
+      const all = new Float32Array(await logitsTicket.read());
+      results.forEach((r, b) => (r.logits = all.slice(b * V, (b + 1) * V)));
+    }
+    return results;
   }
 
   destroy(): void {

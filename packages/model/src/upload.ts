@@ -2,8 +2,8 @@
 // memory: matrices stay in their stored format (split by rows to fit storage bindings), 1-D tensors
 // (norms, biases) become f32. Progress is reported in bytes; an AbortSignal stops between chunks.
 
-import { createWeight, isWeightDtype, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
-import { dequantizeRow } from '@intab/gpu/reference';
+import { createWeight, isWeightDtype, rowBytes, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
+import { dequantize, dequantizeRow, quantize } from '@intab/gpu/reference';
 import { ModelMismatchError, UnsupportedModelError } from './errors.ts';
 import type { TensorInfo } from './types.ts';
 
@@ -11,6 +11,8 @@ import type { TensorInfo } from './types.ts';
 const CHUNK_BYTES = 8 << 20;
 
 export interface UploadOptions {
+  /** Quantize f32/f16/bf16 matrices on load (rows of K % 32 == 0); already-quantized tensors stay as stored. */
+  quantize?: 'q8_0' | 'q4_0';
   signal?: AbortSignal;
   /** Called with the bytes of this tensor uploaded so far, after each chunk. */
   onBytes?: (bytes: number) => void;
@@ -27,23 +29,28 @@ function requireReadable(info: TensorInfo): asserts info is TensorInfo & { dtype
   }
 }
 
-/** An (N, K) matrix in its stored format. */
+/** An (N, K) matrix in its stored format, or quantized to o.quantize on the way (f32/f16/bf16 sources). */
 export async function uploadMatrix(gpu: Gpu, info: TensorInfo, label: string, o: UploadOptions = {}): Promise<WeightTensor> {
   requireReadable(info);
   if (info.shape.length !== 2) {
     throw new ModelMismatchError(info.source.name, `tensor '${info.name}' shape`, 'a matrix (2 dimensions)', `[${info.shape.join(', ')}]`);
   }
   const [n, k] = info.shape;
-  const weight = createWeight(gpu, { dtype: info.dtype, n, k, label });
+  const stored = info.dtype;
+  const convert = o.quantize !== undefined && (stored === 'f32' || stored === 'f16' || stored === 'bf16') && k % 32 === 0;
+  const target: WeightDtype = convert ? o.quantize! : stored;
+  const weight = createWeight(gpu, { dtype: target, n, k, label });
+  const srcRowBytes = rowBytes(stored, k);
   try {
-    let rows = Math.max(2, Math.floor(CHUNK_BYTES / weight.rowBytes));
+    let rows = Math.max(2, Math.floor(CHUNK_BYTES / srcRowBytes));
     rows -= rows % 2; // even row counts keep every write 4-byte aligned (rows of 18/34/210 bytes)
     for (let r = 0; r < n; r += rows) {
       o.signal?.throwIfAborted();
       const count = Math.min(rows, n - r);
-      const bytes = await info.source.read(info.offset + r * weight.rowBytes, count * weight.rowBytes, o.signal);
+      let bytes = await info.source.read(info.offset + r * srcRowBytes, count * srcRowBytes, o.signal);
+      if (convert) bytes = quantize(o.quantize!, dequantize(stored, bytes, count, k), count, k);
       writeRows(gpu, weight, r, bytes);
-      o.onBytes?.((r + count) * weight.rowBytes);
+      o.onBytes?.((r + count) * srcRowBytes);
     }
   } catch (err) {
     weight.destroy();

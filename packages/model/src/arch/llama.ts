@@ -69,7 +69,7 @@ export async function loadLlamaWeights(
   gpu: Gpu,
   c: LlamaConfig,
   tensors: TensorTable,
-  options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void } = {},
+  options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void; quantize?: 'q8_0' | 'q4_0' } = {},
 ): Promise<LlamaWeights> {
   const { hidden: C, ffn: F, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = c;
   const expect: [string, number[]][] = [['token_embd.weight', [V, C]], ['output_norm.weight', [C]]];
@@ -111,6 +111,7 @@ export async function loadLlamaWeights(
     const base = loaded;
     return {
       signal: options.signal,
+      quantize: options.quantize,
       onBytes: (b) => options.onProgress?.({ loaded: base + b, total }),
     };
   };

@@ -1,0 +1,15 @@
+// @intab/model: model files (GGUF, safetensors, Hugging Face folders), the Llama-family config and GPU
+// forward, the paged KV-cache and the Runner. The CPU reference lives in '@intab/model/reference'.
+
+export * from './errors.ts';
+export type { ByteSource, TensorInfo, GgufValue } from './types.ts';
+export { bytesSource, blobSource, urlSource, pathSource, type UrlSourceOptions } from './source.ts';
+export { parseGguf, parseGgufSplits, parseGgufSplitName, ggufMetadata, ggufMetadataOptional, type GgufFile, type GgufTensorInfo } from './formats/gguf.ts';
+export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.ts';
+export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
+export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
+export { openGguf, openHfFolder, type ModelFiles } from './load.ts';
+export { PagedKvCache, KvCacheFullError, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
+export { loadLlamaWeights, LlamaForward, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
+export { Runner, type RunnerOptions, type StepEntry, type StepResult } from './runner.ts';
+export { uploadMatrix, uploadVector, readVector, type UploadOptions } from './upload.ts';
