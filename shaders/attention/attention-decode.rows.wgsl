@@ -1,6 +1,7 @@
 // attention-decode.rows (flash-decoding, pass 1 of 2, barrier-free): partial softmax attention over one
 // chunk of context, the same math, Params, bindings and partials layout as attention-decode.wgsl:
-//   split s covers keys [s * SPLIT, min((s + 1) * SPLIT, ctx)), ctx = positions[t] + 1;
+//   split s covers keys [max(s * SPLIT, lo), min((s + 1) * SPLIT, ctx)), ctx = positions[t] + 1,
+//   lo = ctx - WINDOW when WINDOW > 0 and ctx > WINDOW, else 0 (sliding window, WINDOW = p.window);
 //   m[t,h,s] = max_j s_j,  l[t,h,s] = sum_j exp(s_j - m),  o[t,h,s,:] = sum_j exp(s_j - m) v_j,
 //   s_j = scale * q[t,h,:] . k_j; attention-decode-reduce.wgsl merges the splits.
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
@@ -8,7 +9,7 @@
 // One invocation owns one (token t, split s, block of HPI query heads sharing a kv head), linear id
 // ((t * NS + s) * H / HPI + block), and walks its split's keys alone (lib/attention-row.wgsl): no workgroup
 // memory, no barrier, the variant for software adapters. Head blocks are fastest, so neighbouring SIMD
-// lanes read neighbouring K/V rows. Invocations whose split starts past ctx write nothing.
+// lanes read neighbouring K/V rows. Invocations whose split holds no key of [lo, ctx) write nothing.
 
 override WG_SIZE: u32 = 64u;
 override HEAD_DIM: u32 = 64u;
@@ -24,7 +25,7 @@ struct Params {
   splits: u32,     // NS: chunks per row in part (ceil(maxContext / SPLIT))
   ml_offset: u32,  // first float of the (m, l) pairs in part
   scale: f32,
-  _pad0: u32,
+  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
   _pad1: u32,
   _pad2: u32,
 }
@@ -49,9 +50,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = ts / p.splits;
   if (t >= p.tokens) { return; }
   let ctx = min(min(positions[t] + 1u, p.max_pages * p.page_size), p.splits * p.split);
-  let key0 = s * p.split;
+  let lo = select(0u, ctx - p.window, p.window > 0u && ctx > p.window);
+  let key0 = max(s * p.split, lo);
   if (key0 >= ctx) { return; }
-  let key1 = min(key0 + p.split, ctx);
+  let key1 = min((s + 1u) * p.split, ctx);
   attend_row((t * p.heads + h0) * (HEAD_DIM / 4u), h0 / (p.heads / p.kv_heads), p.kv_heads, seq_ids[t] * p.max_pages,
              p.page_size, key0, key1, p.scale);
   for (var g = 0u; g < HPI; g++) {

@@ -1,13 +1,16 @@
 // attention-decode (flash-decoding, pass 1 of 2): partial softmax attention over one chunk of context.
 //   for query row t (one token of sequence seq_ids[t] at position positions[t]) and query head h:
-//   split s covers keys [s * SPLIT, min((s + 1) * SPLIT, ctx)), ctx = positions[t] + 1;
+//   split s covers keys [max(s * SPLIT, lo), min((s + 1) * SPLIT, ctx)), ctx = positions[t] + 1,
+//   lo = ctx - WINDOW when WINDOW > 0 and ctx > WINDOW, else 0 (sliding window: keys j with pos - j >= WINDOW
+//   are skipped; WINDOW = p.window, 0 = no limit);
 //   m[t,h,s] = max_j s_j,  l[t,h,s] = sum_j exp(s_j - m),  o[t,h,s,:] = sum_j exp(s_j - m) v_j,
 //   s_j = scale * q[t,h,:] . k_j; attention-decode-reduce.wgsl merges the splits.
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    part: o (T, H, NS, D) f32, then from ml_offset (T, H, NS, 2) f32 (m, l)
 // One workgroup owns (split s = wid.x, token t and a block of HPW query heads sharing one kv head = wid.y);
 // invocations score one key each and then stride over the (HPW, D) outputs (lib/attention-block.wgsl).
-// Workgroups whose split starts past ctx write nothing; the reduce reads only ceil(ctx / SPLIT) splits.
+// Workgroups whose split holds no key of [lo, ctx) write nothing; the reduce reads only splits
+// lo / SPLIT .. ceil(ctx / SPLIT) - 1.
 
 override WG_SIZE: u32 = 64u;
 override HEAD_DIM: u32 = 64u;
@@ -26,7 +29,7 @@ struct Params {
   splits: u32,     // NS: chunks per row in part (ceil(maxContext / SPLIT))
   ml_offset: u32,  // first float of the (m, l) pairs in part
   scale: f32,
-  _pad0: u32,
+  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
   _pad1: u32,
   _pad2: u32,
 }
@@ -47,9 +50,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let h0 = (wid.y % blocks) * HPW;
   if (t >= p.tokens) { return; }
   let ctx = min(min(positions[t] + 1u, p.max_pages * p.page_size), p.splits * p.split);
-  let key0 = wid.x * p.split;
+  let lo = select(0u, ctx - p.window, p.window > 0u && ctx > p.window);
+  let key0 = max(wid.x * p.split, lo);
   if (key0 >= ctx) { return; }  // uniform per workgroup
-  let key1 = min(key0 + p.split, ctx);
+  let key1 = min((wid.x + 1u) * p.split, ctx);
   let kvh = h0 / (p.heads / p.kv_heads);
   attend(lid, (t * p.heads + h0) * HEAD_DIM, kvh, p.kv_heads, seq_ids[t] * p.max_pages, p.page_size,
          key0, key1, p.scale);

@@ -1,11 +1,12 @@
 // attention-prefill.rows (barrier-free): causal attention of T query tokens over the paged cache, the same
 // math, Params and bindings as attention-prefill.wgsl, one pass of online softmax:
-//   out[t,h,:] = sum_{j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
-//   keys j of sequence seq_ids[t]; the step's own K/V must already be appended (kv-append).
+//   out[t,h,:] = sum_{lo<=j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
+//   lo = pos + 1 - window when window > 0 and pos + 1 > window, else 0 (sliding window), keys j of
+//   sequence seq_ids[t]; the step's own K/V must already be appended (kv-append).
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    out: (T, H, D) f32
 // One invocation owns one (token t, block of HPI query heads sharing a kv head), linear id
-// t * H / HPI + block, and walks keys 0..pos alone (lib/attention-row.wgsl): no workgroup memory, no
+// t * H / HPI + block, and walks keys lo..pos alone (lib/attention-row.wgsl): no workgroup memory, no
 // barrier, the variant for software adapters.
 
 override WG_SIZE: u32 = 64u;
@@ -19,7 +20,7 @@ struct Params {
   page_size: u32,  // PAGE
   max_pages: u32,  // page-table columns
   scale: f32,
-  _pad0: u32,
+  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
   _pad1: u32,
 }
 
@@ -42,7 +43,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (t >= p.tokens) { return; }
   let ctx = min(positions[t] + 1u, p.max_pages * p.page_size);
   let q4 = (t * p.heads + h0) * (HEAD_DIM / 4u);
-  attend_row(q4, h0 / (p.heads / p.kv_heads), p.kv_heads, seq_ids[t] * p.max_pages, p.page_size, 0u, ctx, p.scale);
+  let lo = select(0u, ctx - p.window, p.window > 0u && ctx > p.window);
+  attend_row(q4, h0 / (p.heads / p.kv_heads), p.kv_heads, seq_ids[t] * p.max_pages, p.page_size, lo, ctx, p.scale);
   for (var g = 0u; g < HPI; g++) {
     let inv = 1.0 / row_l[g];
     for (var i = g * (HEAD_DIM / 4u); i < (g + 1u) * (HEAD_DIM / 4u); i++) { out[q4 + i] = row_o[i] * inv; }

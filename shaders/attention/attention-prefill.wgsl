@@ -1,7 +1,9 @@
 // attention-prefill: causal attention of T query tokens (prefill after a cached prefix, or speculative
 // verify) over the paged cache, one pass of online softmax:
-//   out[t,h,:] = sum_{j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
-//   keys j of sequence seq_ids[t]; the step's own K/V must already be appended (kv-append).
+//   out[t,h,:] = sum_{lo<=j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
+//   lo = pos + 1 - window when window > 0 and pos + 1 > window, else 0 (sliding window: keys with
+//   pos - j >= window are skipped), keys j of sequence seq_ids[t]; the step's own K/V must already be
+//   appended (kv-append).
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    out: (T, H, D) f32
 // One workgroup owns one token and a block of HPW query heads that share one kv head (linear id
@@ -22,7 +24,7 @@ struct Params {
   page_size: u32,  // PAGE
   max_pages: u32,  // page-table columns
   scale: f32,
-  _pad0: u32,
+  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
   _pad1: u32,
 }
 
@@ -46,7 +48,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let ctx = min(positions[t] + 1u, p.max_pages * p.page_size);
   let kvh = h0 / (p.heads / p.kv_heads);
   let q_base = (t * p.heads + h0) * HEAD_DIM;
-  attend(lid, q_base, kvh, p.kv_heads, seq_ids[t] * p.max_pages, p.page_size, 0u, ctx, p.scale);
+  let lo = select(0u, ctx - p.window, p.window > 0u && ctx > p.window);
+  attend(lid, q_base, kvh, p.kv_heads, seq_ids[t] * p.max_pages, p.page_size, lo, ctx, p.scale);
   for (var e = lid; e < QS; e += WG_SIZE) {
     out[q_base + e] = att_o[e] / att_l[e / HEAD_DIM];
   }

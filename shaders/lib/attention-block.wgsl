@@ -2,8 +2,9 @@
 // attend() runs one-pass online softmax for HPW query heads of one token (all reading kv head kvh)
 // over keys [key0, key1) of one sequence in the paged cache (layout: packages/gpu/src/kernels/paged-kv.ts):
 //   m = max_j s_j,  l = sum_j exp(s_j - m),  o = sum_j exp(s_j - m) v_j,  s_j = scale * q . k_j
-// and leaves (o, m, l) per head in att_o / att_m / att_l. Keys go in blocks of WG_SIZE: one invocation
-// scores one key for every head, then invocations stride over the (HPW, D) outputs to add P.V.
+// and leaves (o, m, l) per head in att_o / att_m / att_l. Callers narrow [key0, key1) to a split and to
+// the sliding window (key0 >= pos + 1 - window); key0 < key1 is required. Keys go in blocks of WG_SIZE:
+// one invocation scores one key for every head, then invocations stride over the (HPW, D) outputs to add P.V.
 // The joining kernel declares: overrides WG_SIZE, HEAD_DIM (D, multiple of 4), HPW (heads per
 // workgroup), QS = HPW * HEAD_DIM, QS4 = QS / 4, SS = HPW * WG_SIZE; bindings q: array<vec4<f32>>
 // (T, H, D), k_cache: array<vec4<f32>>, v_cache: array<f32>, page_table: array<u32>.

@@ -3,9 +3,11 @@
 // one invocation, over keys [key0, key1) of one sequence in the paged cache (layout:
 // packages/gpu/src/kernels/paged-kv.ts):
 //   m = max_j s_j,  l = sum_j exp(s_j - m),  o = sum_j exp(s_j - m) v_j,  s_j = scale * q . k_j
-// and leaves (o, m, l) per head in row_o / row_m / row_l. Keys go 4 at a time: each K and V vec4 is loaded
-// once and used for all HPI heads (a software adapter pays per lane for every storage load), the 4 scores
-// of a head form one vec4, o is rescaled only when their max raises m (rare after the first keys).
+// and leaves (o, m, l) per head in row_o / row_m / row_l. Callers narrow [key0, key1) to a split and to
+// the sliding window (key0 >= pos + 1 - window); key0 < key1 is required. Keys go 4 at a time: each K
+// and V vec4 is loaded once and used for all HPI heads (a software adapter pays per lane for every
+// storage load), the 4 scores of a head form one vec4, o is rescaled only when their max raises m (rare
+// after the first keys).
 // Keys past key1 in the last group repeat the last key's row and get probability 0.
 // The joining kernel declares: overrides HEAD_DIM (D, multiple of 4) and HPI (heads per invocation),
 // HPI * D ≤ 512, HPI ≤ 8; bindings q, k_cache, v_cache: array<vec4<f32>>, page_table: array<u32>.

@@ -6,18 +6,23 @@ import { createServer } from 'vite';
 import { chromium } from 'playwright';
 import { ROOT } from '../../../scripts/ensure-install.mjs';
 import { chromiumArgs, chromiumPath } from '../../../scripts/chromium.mjs';
+import { modelFilesMiddleware } from './model-files.mjs';
 
 /**
- * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean }} o
+ * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, job?: unknown }} o
  * @returns {Promise<void>} resolves when the page sets window.__intabDone
  */
 export async function runPage(o) {
+  const modelDir = o.modelDir;
   const server = await createServer({
     configFile: join(ROOT, 'vite.config.ts'),
     root: ROOT,
     logLevel: 'error',
     // No watcher and no HMR: an edit under the repo must not reload the page in the middle of a run.
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null },
+    plugins: modelDir
+      ? [{ name: 'intab-model-files', configureServer: (s) => void s.middlewares.use(modelFilesMiddleware(modelDir)) }]
+      : [],
   });
   await server.listen();
   const base = server.resolvedUrls?.local[0];
@@ -30,6 +35,7 @@ export async function runPage(o) {
     });
     page.on('pageerror', (e) => process.stderr.write(`[page] ${e.message}\n`));
     await page.exposeFunction('__intabReport', o.onRecord);
+    if (o.job !== undefined) await page.addInitScript((job) => void Object.assign(window, { __intabJob: job }), o.job);
     await page.goto(new URL(o.path, base).href);
     await page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 });
   } finally {

@@ -1,8 +1,15 @@
 // @ts-check
 // Command dispatch and argument parsing for the intab CLI.
 import { benchKernels } from './bench.mjs';
+import { generate } from './generate.mjs';
 
 const USAGE = `usage:
+  intab generate --model <gguf file | HF folder | URL> --prompt-ids 1,2,3 [--max-tokens N]
+                 [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos] [--json]
+      Runs the model in headless Chromium on WebGPU: one JSON line per token ({"id"}), then a line with
+      "done": true, ids, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s and the adapter.
+  intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--json]
+      Prefill and decode tok/s and the weight bytes read per token.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -28,7 +35,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos']);
 
 /** @param {string[]} argv */
 export async function main(argv) {
@@ -39,6 +46,8 @@ export async function main(argv) {
   }
   const [cmd, sub] = positional;
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
+  if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
+  if (cmd === 'generate') return generate(flags, 'generate');
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);
   return 2;
 }

@@ -6,7 +6,7 @@ import { createSampler, packSamplingBatch, unpackSamples, type Gpu, type Sampler
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { KvCacheFullError, PagedKvCache } from './kv-cache.ts';
-import { LlamaForward, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
+import { GEMV_MAX_ROWS, LlamaForward, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
   /** Bytes for the KV-cache of all layers (default 64 MiB). */
@@ -68,6 +68,23 @@ export class Runner {
     } catch (err) {
       weights.destroy();
       throw err;
+    }
+  }
+
+  /**
+   * Compile every pipeline a step can use (the prefill and the decode paths) by running two throwaway
+   * steps on a scratch sequence, so the first real request's time to first token excludes shader
+   * compilation (seconds on software adapters). Leaves the cache as it was.
+   */
+  async warmup(): Promise<void> {
+    const seq = -1;
+    const token = this.config.bosId ?? 0;
+    this.kv.alloc(seq);
+    try {
+      await this.step([{ seq, tokens: Array(GEMV_MAX_ROWS + 1).fill(token) }]);
+      await this.step([{ seq, tokens: [token] }]);
+    } finally {
+      this.kv.free(seq);
     }
   }
 

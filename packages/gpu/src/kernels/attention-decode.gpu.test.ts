@@ -17,6 +17,8 @@ interface Case {
   headsPerInvocation?: number;
   /** Page-table row of each query (default: query b reads sequence b). */
   seqIds?: number[];
+  /** Sliding window (0 or absent: full causal). */
+  window?: number;
   seed: number;
   /** Mutates q and the cache to make outliers. */
   spike?: (q: Float32Array, k: Float32Array, rowOf: (seq: number, pos: number) => number) => void;
@@ -39,12 +41,12 @@ async function decodeCase(gpu: Gpu, variant: AttentionVariant, c: Case) {
     attn.encode(pass, {
       q: upload(gpu, q), out, kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v), pageTable: upload(gpu, cache.pageTable),
       sequences: c.lengths.length, maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, new Uint32Array(seqIds)),
-      positions: upload(gpu, new Uint32Array(positions)), tokens: T, maxContext: Math.max(...positions) + 1,
+      positions: upload(gpu, new Uint32Array(positions)), tokens: T, maxContext: Math.max(...positions) + 1, window: c.window,
     }),
   );
   const got = await readF32(gpu, out, q.length);
   attn.destroy();
-  return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
+  return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions, undefined, c.window ?? 0), full: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
 }
 
 // Every case runs both pass-1 variants (they share the partials layout and the reduce).
@@ -93,6 +95,22 @@ describe.each(['workgroup', 'rows'] as const)('attention-decode (%s)', (variant)
       },
     });
     expectClose(got, want, { atol: 1e-4, rtol: 1e-3 });
+  });
+
+  // Windows inside one split, across split boundaries, on a split boundary, wider than some contexts, and
+  // 1 (a query sees only its own key); contexts are ragged so some rows start mid-split.
+  test('sliding window: keys with pos - j >= window are skipped (windows 1, 37, 64, 200; split 64)', async () => {
+    const gpu = await testGpu();
+    for (const [i, window] of [37, 64, 200, 1].entries()) {
+      const r = await decodeCase(gpu, variant, { lengths: [1, 17, 300, 129, 65], heads: 8, kvHeads: 2, headDim: 16, pageSize: 16, split: 64, window, seed: 40 + i });
+      expectClose(r.got, r.want, { atol: 2e-5, rtol: 1e-4, label: `window ${window}` });
+      // The window matters: full attention differs on the long rows (the test is not vacuous).
+      let diff = 0;
+      for (let e = 2 * 8 * 16; e < 3 * 8 * 16; e++) diff = Math.max(diff, Math.abs(r.full[e] - r.want[e]));
+      expect(diff, `window ${window}`).toBeGreaterThan(1e-3);
+    }
+    await expect(decodeCase(gpu, variant, { lengths: [3], heads: 2, kvHeads: 1, headDim: 16, pageSize: 16, window: -1, seed: 1 }))
+      .rejects.toMatchObject({ name: 'ShapeError', argument: 'window' });
   });
 
   test('typed errors: H % Hkv, D too large or ragged, page table too small, short q', async () => {

@@ -16,7 +16,7 @@ import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
 import {
-  type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
+  type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, checkWindow, headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
   type AttentionVariant, attentionVariant,
 } from './paged-kv.ts';
 import type { AttentionOptions } from './attention-prefill.ts';
@@ -41,6 +41,8 @@ export interface AttentionDecodeArgs extends PagedKv, StepTokens {
   out: BufferRef;
   /** Upper bound on positions[t] + 1 over the step (host-known); keys past it are ignored. */
   maxContext: number;
+  /** Sliding window: a query at position p attends to keys j with p - j < window; 0 (default) = all of 0..p. */
+  window?: number;
   /** Partials buffer of at least scratchBytes(T, maxContext) bytes; the wrapper's own when omitted. */
   scratch?: BufferRef;
 }
@@ -63,7 +65,7 @@ export interface AttentionDecode {
  * @example
  * const attn = createAttentionDecode(gpu, { heads: 32, kvHeads: 8, headDim: 64 }); // 'rows' on SwiftShader
  * attn.encode(pass, { q, out, kCache, vCache, pageTable, sequences: B, maxPagesPerSeq,
- *                     seqIds, positions, tokens: B, maxContext });
+ *                     seqIds, positions, tokens: B, maxContext, window: 4096 }); // window: Mistral-style
  * attn.destroy();
  */
 export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: AttentionDecodeOptions = {}): AttentionDecode {
@@ -124,11 +126,12 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
       checkContext(name, s, a, a.maxContext);
       requireBytes(name, 'q', a.q, a.tokens * rowBytes);
       requireBytes(name, 'out', a.out, a.tokens * rowBytes);
+      const window = checkWindow(name, a.window);
       const { splits, mlOffset, bytes } = layout(a.tokens, a.maxContext);
       if (a.scratch) requireBytes(name, 'scratch', a.scratch, bytes);
       const part = a.scratch ?? ownScratch(bytes);
       const p1 = new Params(12).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq)
-        .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(0).u32(0).u32(0);
+        .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(window).u32(0).u32(0);
       let grid: [number, number];
       if (rows) {
         grid = grid2d(gpu, Math.ceil((a.tokens * (s.heads / hpi) * splits) / wg));
@@ -140,7 +143,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
       }
       dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part], grid);
       const p2 = new Params(8).u32(a.tokens * s.heads).u32(s.heads).u32(s.headDim).u32(split).u32(splits).u32(mlOffset)
-        .u32(a.maxPagesPerSeq * s.pageSize).u32(0);
+        .u32(a.maxPagesPerSeq * s.pageSize).u32(window);
       dispatch(gpu, pass, reduce, `${label}.reduce`, p2, [part, a.positions, a.out], grid2d(gpu, a.tokens * s.heads));
     },
     destroy() {

@@ -15,7 +15,7 @@ interface Step {
 
 // Every case runs both variants.
 describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant) => {
-  const cases: { name: string; heads: number; kvHeads: number; headDim: number; pageSize: number; step: Step; seed: number; headsPerInvocation?: number }[] = [
+  const cases: { name: string; heads: number; kvHeads: number; headDim: number; pageSize: number; step: Step; seed: number; headsPerInvocation?: number; window?: number }[] = [
     {
       // Prefill of 20 tokens after a 1000-token cached prefix, interleaved with a fresh 5-token prompt.
       name: 'prefill after a long prefix, two sequences interleaved, GQA 8/2, D=64',
@@ -38,6 +38,28 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
       heads: 8, kvHeads: 4, headDim: 8, pageSize: 16, seed: 13,
       step: { cached: [37], tokens: Array.from({ length: 37 }, (_, i) => [0, i] as [number, number]) },
     },
+    {
+      // Mistral-style: each query sees the last 5 keys only; queries before position 4 see all of theirs.
+      name: 'sliding window 5: a 30-token prompt and 8 tokens after a 90-token prefix, D=20, H=4 Hkv=1',
+      heads: 4, kvHeads: 1, headDim: 20, pageSize: 16, seed: 14, window: 5,
+      step: {
+        cached: [30, 98],
+        tokens: [
+          ...Array.from({ length: 30 }, (_, i) => [0, i] as [number, number]),
+          ...Array.from({ length: 8 }, (_, i) => [1, 90 + i] as [number, number]),
+        ],
+      },
+    },
+    {
+      name: 'sliding window 1 (each query sees only its own key), GQA 8/2, D=64',
+      heads: 8, kvHeads: 2, headDim: 64, pageSize: 16, seed: 15, window: 1,
+      step: { cached: [12, 150], tokens: [[0, 3], [0, 11], [1, 0], [1, 69], [1, 149]] },
+    },
+    {
+      name: 'sliding window 70 (wider than a 64-key block), GQA 8/2, D=64',
+      heads: 8, kvHeads: 2, headDim: 64, pageSize: 16, seed: 16, window: 70,
+      step: { cached: [12, 150], tokens: [[0, 3], [0, 11], [1, 0], [1, 69], [1, 70], [1, 149]] },
+    },
   ];
   for (const c of cases) {
     test(c.name, async () => {
@@ -55,10 +77,16 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
         attn.encode(pass, {
           q: upload(gpu, q), out, kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v), pageTable: upload(gpu, cache.pageTable),
           sequences: c.step.cached.length, maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, new Uint32Array(seqIds)),
-          positions: upload(gpu, new Uint32Array(positions)), tokens: T,
+          positions: upload(gpu, new Uint32Array(positions)), tokens: T, window: c.window,
         }),
       );
-      expectClose(await readF32(gpu, out, q.length), pagedAttention(cache, q, c.heads, seqIds, positions), { atol: 2e-5, rtol: 1e-4 });
+      const want = pagedAttention(cache, q, c.heads, seqIds, positions, undefined, c.window ?? 0);
+      expectClose(await readF32(gpu, out, q.length), want, { atol: 2e-5, rtol: 1e-4 });
+      if (c.window) {
+        // The window matters for these cases (full causal attention gives other values).
+        const full = pagedAttention(cache, q, c.heads, seqIds, positions);
+        expect(full.reduce((m, x, i) => Math.max(m, Math.abs(x - want[i])), 0)).toBeGreaterThan(1e-3);
+      }
     });
   }
 
@@ -102,7 +130,7 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
     r.destroy();
   });
 
-  test('typed errors: H % Hkv, too large D, short out and page table', async () => {
+  test('typed errors: H % Hkv, too large D, short out and page table, fractional window', async () => {
     const gpu = await testGpu();
     expect(() => createAttentionPrefill(gpu, { heads: 9, kvHeads: 2, headDim: 64 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'heads' }));
     expect(() => createAttentionPrefill(gpu, { heads: 2, kvHeads: 2, headDim: 260 }, { variant })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'headDim' }));
@@ -116,6 +144,7 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
     const base = { q: buf, out: buf, kCache: buf, vCache: buf, pageTable: buf, sequences: 2, maxPagesPerSeq: 4, seqIds: buf, positions: buf, tokens: 3 };
     await expect(run(gpu, (pass) => attn.encode(pass, { ...base, out: scratch(gpu, 16) }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'out' });
     await expect(run(gpu, (pass) => attn.encode(pass, { ...base, maxPagesPerSeq: 1000 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'pageTable' });
+    await expect(run(gpu, (pass) => attn.encode(pass, { ...base, window: 2.5 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'window' });
   });
 });
 

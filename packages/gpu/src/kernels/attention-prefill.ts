@@ -13,7 +13,7 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBytes, withParams } from '../kernel.ts';
 import {
-  type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens, attentionVariant, checkAttentionShape, checkPaged,
+  type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens, attentionVariant, checkAttentionShape, checkPaged, checkWindow,
   headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
 } from './paged-kv.ts';
 
@@ -43,6 +43,8 @@ export interface AttentionPrefillArgs extends PagedKv, StepTokens {
   q: BufferRef;
   /** (T, H, D) f32. */
   out: BufferRef;
+  /** Sliding window: a query at position p attends to keys j with p - j < window; 0 (default) = all of 0..p. */
+  window?: number;
 }
 
 export interface AttentionPrefill {
@@ -86,7 +88,8 @@ export function createAttentionPrefill(gpu: Gpu, shape: AttentionShape, options:
       checkPaged(gpu, name, s, a, a);
       requireBytes(name, 'q', a.q, a.tokens * rowBytes);
       requireBytes(name, 'out', a.out, a.tokens * rowBytes);
-      const params = new Params(8).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq).f32(scale).u32(0).u32(0);
+      const window = checkWindow(name, a.window);
+      const params = new Params(8).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq).f32(scale).u32(window).u32(0);
       const workgroups = rows ? Math.ceil((a.tokens * (s.heads / hpi)) / wg) : a.tokens * (s.heads / hpw);
       dispatch(gpu, pass, cached, name, params, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, a.out],
         grid2d(gpu, workgroups));

@@ -9,7 +9,8 @@
 //   by nobody else. Entries past a sequence's length are never read.
 // A step's tokens carry (T) u32 metadata: seqIds[t] (row of the page table) and positions[t] (absolute
 //   position). Token t's K/V row is stored at page pageTable[seqIds[t], positions[t] / PAGE], slot
-//   positions[t] % PAGE. A query at position p attends to positions 0..p of its own sequence.
+//   positions[t] % PAGE. A query at position p attends to positions 0..p of its own sequence, or with a
+//   sliding window W > 0 (Mistral) to positions j with p - j < W only.
 // Query head h reads kv head h / (H / Hkv) (grouped-query attention; H % Hkv == 0).
 
 import type { Gpu } from '../device.ts';
@@ -88,6 +89,15 @@ export function checkPaged(gpu: Gpu, kernel: string, s: Required<AttentionShape>
   requireBytes(kernel, 'seqIds', tok.seqIds, tok.tokens * 4);
   requireBytes(kernel, 'positions', tok.positions, tok.tokens * 4);
   return pages;
+}
+
+/** The sliding window of an encode call: 0 (no limit) when absent; otherwise a non-negative u32 integer. */
+export function checkWindow(kernel: string, window: number | undefined): number {
+  if (window === undefined) return 0;
+  if (!Number.isInteger(window) || window < 0 || window > 0xffffffff) {
+    throw new ShapeError(kernel, 'window', 'a non-negative integer (keys with position - key >= window are skipped; 0 = no window)', String(window));
+  }
+  return window;
 }
 
 /** Throws unless the page table can address `context` positions per sequence. */

@@ -37,7 +37,8 @@ export function kvAppend(
 }
 
 /**
- * Causal attention of T query tokens (T, H, D) over their sequences' cached positions 0..pos;
+ * Causal attention of T query tokens (T, H, D) over their sequences' cached positions 0..pos, or with a
+ * sliding `window` > 0 over positions j with pos - j < window only (0 = no window);
  * query head h reads kv head h / (H / Hkv). Returns (T, H, D) float64.
  */
 export function pagedAttention(
@@ -47,6 +48,7 @@ export function pagedAttention(
   seqIds: ArrayLike<number>,
   positions: ArrayLike<number>,
   scale = 1 / Math.sqrt(c.headDim),
+  window = 0,
 ): Float64Array {
   const D = c.headDim;
   const group = heads / c.kvHeads;
@@ -54,12 +56,13 @@ export function pagedAttention(
   const out = new Float64Array(T * heads * D);
   for (let t = 0; t < T; t++) {
     const n = positions[t] + 1;
+    const first = window > 0 ? Math.max(0, n - window) : 0; // keys pos - j >= window are skipped
     const scores = new Float64Array(n);
     for (let h = 0; h < heads; h++) {
       const kvh = Math.floor(h / group);
       const qb = (t * heads + h) * D;
       let m = -Infinity;
-      for (let j = 0; j < n; j++) {
+      for (let j = first; j < n; j++) {
         const kb = cacheRow(c, seqIds[t], j, kvh);
         let s = 0;
         for (let d = 0; d < D; d++) s += q[qb + d] * c.k[kb + d];
@@ -68,7 +71,7 @@ export function pagedAttention(
       }
       let l = 0;
       const ob = (t * heads + h) * D;
-      for (let j = 0; j < n; j++) {
+      for (let j = first; j < n; j++) {
         const p = Math.exp(scores[j] - m);
         l += p;
         const vb = cacheRow(c, seqIds[t], j, kvh);

@@ -271,6 +271,7 @@ export class LlamaForward {
     const ff = this.buffer('ff', T * F * 4);
     const decodeOnly = B === T; // every sequence contributes one token
     const paged = { pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: rows, positions, tokens: T };
+    const window = c.slidingWindow ?? 0;
 
     let pass = encoder.beginComputePass({ label: `step T=${T}` });
     // x = embed[ids]
@@ -292,8 +293,9 @@ export class LlamaForward {
       this.rope.encode(pass, { q: qr, k: kr, positions, tokens: T, heads: H, kvHeads: Hkv });
       const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l] };
       this.kvAppend.encode(pass, { k: kr, v, ...cache, ...paged });
-      if (decodeOnly) this.decode.encode(pass, { q: qr, out: att, ...cache, ...paged, maxContext: plan.maxContext });
-      else this.prefill.encode(pass, { q: qr, out: att, ...cache, ...paged });
+      // keys j with pos - j >= slidingWindow are skipped (Mistral); window 0 = full causal
+      if (decodeOnly) this.decode.encode(pass, { q: qr, out: att, ...cache, ...paged, maxContext: plan.maxContext, window });
+      else this.prefill.encode(pass, { q: qr, out: att, ...cache, ...paged, window });
       // h += Wo att
       this.matmul(pass, L.o, att, h, T, undefined, true);
       // mlp: xn = rmsnorm(h); h += Wdown act(Wgate xn, Wup xn)
@@ -357,4 +359,4 @@ export class LlamaForward {
 }
 
 /** Up to this many rows a step runs GEMVs (each weight read once per row, no tiling). */
-const GEMV_MAX_ROWS = 4;
+export const GEMV_MAX_ROWS = 4;

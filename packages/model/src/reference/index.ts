@@ -24,3 +24,4 @@ export {
   type TensorShapeLike,
 } from '../config.ts';
 export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type LiteGguf } from './safetensors-lite.ts';
+export * from './fixtures.ts';

@@ -1,7 +1,8 @@
 // The CPU reference forward against real trained weights: stories260K from its GGUF (normal rope,
 // unpermuted q/k) and its HF folder (neox rope, permuted q/k) must both reproduce golden.json's greedy
 // ids exactly. Random-weight fixtures from scripts/make-fixtures.mjs cover every config variant: finite
-// logits, one-shot vs token-by-token vs rewind agreement (KV cache and positions), and rope-style equivalence.
+// logits, one-shot vs token-by-token vs rewind agreement (KV cache and positions), and rope-style equivalence;
+// the in-memory builders of fixtures.ts must write the CLI's bytes, and their GGUF layout the same model.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { configFromGguf, configFromHf, type LlamaConfig } from '../config.ts';
 import { ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import { argmax, canonicalHfName, createReferenceModel, greedy, referenceInvFreq, splitFused, type ReferenceModel } from './llama.ts';
 import { readGgufLite, readSafetensors, writeSafetensors } from './safetensors-lite.ts';
+import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights } from './fixtures.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');
@@ -270,6 +272,78 @@ describe('generated fixtures (scripts/make-fixtures.mjs)', () => {
     } finally {
       rmSync(again, { recursive: true, force: true });
     }
+  });
+});
+
+describe('fixtures.ts (in-memory builders)', () => {
+  let dir = '';
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'intab-fixtures-'));
+    execFileSync(process.execPath, [join(REPO, 'scripts/make-fixtures.mjs'), dir, '--seed', '7'], { stdio: 'pipe' });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const rng = mulberry32(5);
+  const prompt = Array.from({ length: 11 }, () => Math.floor(rng() * 128));
+
+  test('fixtureFiles writes the CLI\'s bytes (config.json and model.safetensors) for every variant', () => {
+    expect(FIXTURE_VARIANTS).toEqual(['llama', 'llama3', 'gelu', 'qwen2', 'qwen3', 'mistral', 'phi3']);
+    for (const name of FIXTURE_VARIANTS) {
+      const { configJson, safetensorsBytes } = fixtureFiles(name, 7);
+      expect(configJson, name).toBe(readFileSync(join(dir, name, 'config.json'), 'utf8'));
+      expect(Buffer.from(safetensorsBytes).equals(readFileSync(join(dir, name, 'model.safetensors'))), name).toBe(true);
+    }
+    // Another seed, other weights.
+    expect(Buffer.from(fixtureFiles('llama', 8).safetensorsBytes).equals(Buffer.from(fixtureFiles('llama', 7).safetensorsBytes))).toBe(false);
+  });
+
+  test('fixtureWeights gives the loaded HF folder\'s config and canonical tensors', () => {
+    for (const name of FIXTURE_VARIANTS) {
+      const mem = fixtureWeights(name, 7);
+      const disk = loadHf(join(dir, name));
+      expect(mem.config, name).toEqual({ ...disk.config });
+      expect([...mem.tensors.keys()].sort(), name).toEqual([...disk.tensors.keys()].sort());
+      for (const [n, t] of disk.tensors) expect(mem.tensors.get(n), `${name} ${n}`).toEqual(t);
+    }
+  });
+
+  // The GGUF layout of a variant is the same model: configs agree and the CPU reference gives the same
+  // logits from llama.cpp's rows (permuted q/k under 'normal' rope, fused Phi-3 tensors) as from HF's.
+  for (const name of FIXTURE_VARIANTS.filter((n) => n !== 'gelu')) {
+    test(`fixtureGguf(${name}): same config and logits as the HF layout`, () => {
+      const hf = fixtureWeights(name, 7);
+      const gguf = readGgufLite(fixtureGguf(name, 7), `${name}.gguf`);
+      const config = configFromGguf(gguf.metadata, `${name}.gguf`, gguf.tensorInfos);
+      const normal = name === 'llama' || name === 'llama3' || name === 'mistral';
+      expect(config).toMatchObject({
+        ...hf.config,
+        rmsEps: expect.closeTo(hf.config.rmsEps, 12),
+        rope: { ...hf.config.rope, style: normal ? 'normal' : 'neox' },
+        eosIds: hf.config.eosIds.slice(0, 1),
+      });
+      const tensors = new Map([...gguf.tensors].map(([n, t]) => [n, t.data]));
+      if (config.fusedProjections) {
+        for (let l = 0; l < config.layers; l++) {
+          const b = `blk.${l}.`;
+          const qkv = { fused: 'qkv' as const, layer: l, parts: [`${b}attn_q.weight`, `${b}attn_k.weight`, `${b}attn_v.weight`] };
+          const gateUp = { fused: 'gate_up' as const, layer: l, parts: [`${b}ffn_gate.weight`, `${b}ffn_up.weight`] };
+          for (const [n, d] of [...splitFused(config, qkv, tensors.get(`${b}attn_qkv.weight`)!), ...splitFused(config, gateUp, tensors.get(`${b}ffn_up.weight`)!)]) tensors.set(n, d);
+        }
+      }
+      const a = createReferenceModel(config, (n) => tensors.get(n)).logitsAll(prompt, 0);
+      const b = createReferenceModel(hf.config, (n) => hf.tensors.get(n)).logitsAll(prompt, 0);
+      expect(maxAbsDiff(a, b)).toBeLessThan(1e-4);
+      if (normal) {
+        // Without the permutation, the same file would be a different model (the permutation is needed).
+        const unpermuted = createReferenceModel({ ...config, rope: { ...config.rope, style: 'normal' } }, (n) => hf.tensors.get(n));
+        expect(maxAbsDiff(unpermuted.logitsAll(prompt, 0), b)).toBeGreaterThan(1e-3);
+      }
+    });
+  }
+
+  test('fixtureGguf rejects GeGLU (no GGUF spelling) and fixtureConfig unknown names', () => {
+    expect(() => fixtureGguf('gelu')).toThrow(UnsupportedModelError);
+    expect(() => fixtureGguf('gelu')).toThrow(/gelu\.gguf: hidden_act/);
+    expect(() => fixtureFiles('gpt2' as never)).toThrow(/unknown fixture variant 'gpt2'/);
   });
 });
 

@@ -1,0 +1,72 @@
+// @ts-check
+// Serves a model's local files to the headless page, same origin as the page, with HTTP Range support
+// (the page reads weights with range requests, as it would from a model hub). A model is a .gguf file
+// (plus its -0000N-of-0000M splits), or a Hugging Face folder.
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+
+export const MODEL_PREFIX = '/__intab_model/';
+
+/**
+ * Describe the model at `spec` (a path or URL) for the page: its kind and file URLs.
+ * @param {string} spec
+ * @returns {{ kind: 'gguf' | 'hf', dir?: string, files: string[], urls: string[] }}
+ */
+export function resolveModel(spec) {
+  if (/^https?:\/\//.test(spec)) {
+    return spec.endsWith('.gguf')
+      ? { kind: 'gguf', files: [spec], urls: [spec] }
+      : { kind: 'hf', files: ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json'], urls: [spec.replace(/\/?$/, '/')] };
+  }
+  const path = resolve(spec);
+  if (!existsSync(path)) throw new Error(`--model ${spec}: no such file or folder`);
+  if (statSync(path).isDirectory()) {
+    const files = readdirSync(path).filter((f) => /\.(json|safetensors)$/.test(f));
+    if (!files.includes('config.json')) throw new Error(`--model ${spec}: a Hugging Face folder needs config.json`);
+    return { kind: 'hf', dir: path, files, urls: files.map((f) => MODEL_PREFIX + encodeURIComponent(f)) };
+  }
+  if (!path.endsWith('.gguf')) throw new Error(`--model ${spec}: expected a .gguf file, a Hugging Face folder or a URL`);
+  const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(basename(path));
+  const files = m
+    ? Array.from({ length: Number(m[3]) }, (_, i) => `${m[1]}-${String(i + 1).padStart(5, '0')}-of-${m[3]}.gguf`)
+    : [basename(path)];
+  return { kind: 'gguf', dir: dirname(path), files, urls: files.map((f) => MODEL_PREFIX + encodeURIComponent(f)) };
+}
+
+/**
+ * A Connect middleware serving files of `dir` under MODEL_PREFIX with Range support.
+ * @param {string} dir
+ */
+export function modelFilesMiddleware(dir) {
+  /** @type {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => void} */
+  return (req, res, next) => {
+    if (!req.url?.startsWith(MODEL_PREFIX)) return next();
+    const name = decodeURIComponent(req.url.slice(MODEL_PREFIX.length).split('?')[0]);
+    const path = join(dir, name);
+    if (name.includes('/') || name.includes('\\') || !existsSync(path) || !statSync(path).isFile()) {
+      res.statusCode = 404;
+      return res.end('not found');
+    }
+    const size = statSync(path).size;
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('Content-Type', 'application/octet-stream');
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (!range) {
+      res.setHeader('Content-Length', size);
+      if (req.method === 'HEAD') return res.end();
+      return createReadStream(path).pipe(res);
+    }
+    const start = Number(range[1]);
+    const end = Math.min(range[2] ? Number(range[2]) : size - 1, size - 1);
+    if (start >= size || end < start) {
+      res.statusCode = 416;
+      res.setHeader('Content-Range', `bytes */${size}`);
+      return res.end();
+    }
+    res.statusCode = 206;
+    res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+    res.setHeader('Content-Length', end - start + 1);
+    if (req.method === 'HEAD') return res.end();
+    createReadStream(path, { start, end }).pipe(res);
+  };
+}

@@ -1,0 +1,176 @@
+// The seeded random-weight Llama-family generator, in plain JavaScript with no Node imports, so that one
+// copy serves both scripts/make-fixtures.mjs (Node 20 cannot import .ts) and fixtures.ts (browser GPU tests
+// and Node tests build the same models in memory). Every config path (qkv bias, q/k norm, fused Phi-3
+// projections, untied output, llama3 rope scaling, head_dim != hidden/heads, partial rotary, sliding
+// window, GeGLU) has a tiny model here. Types: fixture-generator.d.mts. Same seed, same bytes.
+
+/** Each variant: HF config.json fields beyond the shared base. Shapes stay tiny so the CPU reference is fast. */
+export const VARIANTS = {
+  // Llama 2 style: tied embeddings, GQA, full rotary.
+  llama: { model_type: 'llama', architectures: ['LlamaForCausalLM'], tie_word_embeddings: true },
+  // Llama 3.1 style: llama3 rope scaling (all three frequency bands hit with D=16), untied lm_head.
+  llama3: {
+    model_type: 'llama',
+    architectures: ['LlamaForCausalLM'],
+    rope_theta: 500000,
+    rope_scaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 },
+    bos_token_id: 1,
+    eos_token_id: [2, 3],
+  },
+  // GeGLU feed-forward (gelu_pytorch_tanh), tied.
+  gelu: { model_type: 'llama', architectures: ['LlamaForCausalLM'], hidden_act: 'gelu_pytorch_tanh', tie_word_embeddings: true },
+  // Qwen2: qkv bias, untied.
+  qwen2: { model_type: 'qwen2', architectures: ['Qwen2ForCausalLM'], rope_theta: 1000000, use_sliding_window: false },
+  // Qwen3: q/k RMSNorm, head_dim (24) != hidden/heads (16), tied.
+  qwen3: { model_type: 'qwen3', architectures: ['Qwen3ForCausalLM'], head_dim: 24, tie_word_embeddings: true, attention_bias: false },
+  // Mistral: multi-query (1 kv head), head_dim 20 != 16, sliding window 4.
+  mistral: { model_type: 'mistral', architectures: ['MistralForCausalLM'], num_key_value_heads: 1, head_dim: 20, sliding_window: 4 },
+  // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (half of each head), untied.
+  phi3: { model_type: 'phi3', architectures: ['Phi3ForCausalLM'], partial_rotary_factor: 0.5, sliding_window: null },
+};
+
+/** config.json fields every variant shares (a variant overrides some). */
+export const BASE_CONFIG = {
+  hidden_size: 64,
+  intermediate_size: 96,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 128,
+  max_position_embeddings: 256,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+  tie_word_embeddings: false,
+  hidden_act: 'silu',
+  bos_token_id: 1,
+  eos_token_id: 2,
+  torch_dtype: 'float32',
+};
+
+/** The safetensors `__metadata__` every fixture carries. */
+export const FIXTURE_METADATA = { format: 'pt', generator: 'intab scripts/make-fixtures.mjs' };
+
+/** The full config.json object of a variant. */
+export function fixtureConfig(name) {
+  if (!Object.hasOwn(VARIANTS, name)) throw new RangeError(`unknown fixture variant '${name}'; known: ${Object.keys(VARIANTS).join(', ')}`);
+  return { ...BASE_CONFIG, ...VARIANTS[name] };
+}
+
+/** The weight seed of a variant for a run seed: each variant gets its own stream (seed + 1000 * index). */
+export function variantSeed(name, seed) {
+  return seed + 1000 * Object.keys(VARIANTS).indexOf(name);
+}
+
+// mulberry32 + Box–Muller, as @intab/gpu/reference's random.ts, so fixtures are reproducible from a seed.
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+function randn(rng) {
+  const u = Math.max(rng(), 1e-12);
+  const v = rng();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/** HF tensors of one variant, in generation order: name → { shape, data }. */
+export function makeTensors(config, seed) {
+  const rng = mulberry32(seed);
+  const C = config.hidden_size;
+  const F = config.intermediate_size;
+  const H = config.num_attention_heads;
+  const Hkv = config.num_key_value_heads;
+  const D = config.head_dim ?? C / H;
+  const V = config.vocab_size;
+  const tensors = new Map();
+  const normal = (shape, std, mean = 0) => {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) data[i] = mean + std * randn(rng);
+    return { shape, data };
+  };
+  const matrix = (n, k) => normal([n, k], 1 / Math.sqrt(k));
+  const norm = (n) => normal([n], 0.1, 1);
+  const concatRows = (...parts) => {
+    const data = new Float32Array(parts.reduce((a, p) => a + p.data.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      data.set(p.data, o);
+      o += p.data.length;
+    }
+    return { shape: [parts.reduce((a, p) => a + p.shape[0], 0), parts[0].shape[1]], data };
+  };
+  const phi3 = config.model_type === 'phi3';
+  const bias = config.model_type === 'qwen2' || config.attention_bias === true;
+
+  tensors.set('model.embed_tokens.weight', normal([V, C], 1));
+  for (let l = 0; l < config.num_hidden_layers; l++) {
+    const b = `model.layers.${l}.`;
+    tensors.set(`${b}input_layernorm.weight`, norm(C));
+    const q = matrix(H * D, C);
+    const k = matrix(Hkv * D, C);
+    const v = matrix(Hkv * D, C);
+    if (phi3) tensors.set(`${b}self_attn.qkv_proj.weight`, concatRows(q, k, v));
+    else {
+      tensors.set(`${b}self_attn.q_proj.weight`, q);
+      tensors.set(`${b}self_attn.k_proj.weight`, k);
+      tensors.set(`${b}self_attn.v_proj.weight`, v);
+    }
+    if (bias) {
+      tensors.set(`${b}self_attn.q_proj.bias`, normal([H * D], 0.2));
+      tensors.set(`${b}self_attn.k_proj.bias`, normal([Hkv * D], 0.2));
+      tensors.set(`${b}self_attn.v_proj.bias`, normal([Hkv * D], 0.2));
+    }
+    if (config.model_type === 'qwen3') {
+      tensors.set(`${b}self_attn.q_norm.weight`, norm(D));
+      tensors.set(`${b}self_attn.k_norm.weight`, norm(D));
+    }
+    tensors.set(`${b}self_attn.o_proj.weight`, matrix(C, H * D));
+    tensors.set(`${b}post_attention_layernorm.weight`, norm(C));
+    const gate = matrix(F, C);
+    const up = matrix(F, C);
+    if (phi3) tensors.set(`${b}mlp.gate_up_proj.weight`, concatRows(gate, up));
+    else {
+      tensors.set(`${b}mlp.gate_proj.weight`, gate);
+      tensors.set(`${b}mlp.up_proj.weight`, up);
+    }
+    tensors.set(`${b}mlp.down_proj.weight`, matrix(C, F));
+  }
+  tensors.set('model.norm.weight', norm(C));
+  if (!config.tie_word_embeddings) tensors.set('lm_head.weight', matrix(V, C));
+  return tensors;
+}
+
+/**
+ * safetensors bytes for the CLI: u64 header length, JSON header (FIXTURE_METADATA, then tensors by sorted
+ * name, padded with spaces to 8 bytes), F32 little-endian data. fixtures.ts writes the same bytes with
+ * formats/safetensors.ts (a Node test checks that the two agree byte for byte).
+ */
+export function encodeSafetensors(tensors) {
+  const names = [...tensors.keys()].sort();
+  const header = { __metadata__: FIXTURE_METADATA };
+  let offset = 0;
+  for (const name of names) {
+    const t = tensors.get(name);
+    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.length * 4] };
+    offset += t.data.length * 4;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + json.length) % 8)) % 8);
+  const head = new TextEncoder().encode(json);
+  const out = new Uint8Array(8 + head.length + offset);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(head.length), true);
+  out.set(head, 8);
+  let p = 8 + head.length;
+  for (const name of names) {
+    const { data } = tensors.get(name);
+    for (let i = 0; i < data.length; i++) view.setFloat32(p + 4 * i, data[i], true);
+    p += data.length * 4;
+  }
+  return out;
+}
