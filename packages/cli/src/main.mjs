@@ -2,6 +2,7 @@
 // Command dispatch and argument parsing for the intab CLI.
 import { benchKernels } from './bench.mjs';
 import { generate } from './generate.mjs';
+import { makeModel } from './make-model.mjs';
 
 const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> --prompt-ids 1,2,3 [--max-tokens N]
@@ -10,6 +11,8 @@ const USAGE = `usage:
       "done": true, ids, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s and the adapter.
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--json]
       Prefill and decode tok/s and the weight bytes read per token.
+  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b --dtype q4_0|q8_0|f16|... --out FILE [--seed S]
+      Writes a random-weight GGUF with that model's shapes (no tokenizer), for bench decode.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -48,6 +51,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
   if (cmd === 'generate') return generate(flags, 'generate');
+  if (cmd === 'make-model') return makeModel(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);
   return 2;
 }

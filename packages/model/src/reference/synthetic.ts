@@ -1,0 +1,86 @@
+// Random-weight models with the real shapes of the models intab targets, written as GGUF, for decode
+// benchmarks of sizes no real file is available for here. Weights are valid random blocks of the asked
+// dtype (seeded: same seed, same bytes); norms are near 1 so activations stay in range.
+
+import { BLOCK, rowBytes, type WeightDtype } from '@intab/gpu';
+import { mulberry32, randomWeights } from '@intab/gpu/reference';
+import { writeGguf, type GgufWriteTensor } from '../formats/gguf-writer.ts';
+
+export interface SyntheticShape {
+  hidden: number;
+  ffn: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  vocab: number;
+  ropeTheta: number;
+  context: number;
+}
+
+/** Shapes from each model's config.json. */
+export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
+  'smollm2-135m': { hidden: 576, ffn: 1536, layers: 30, heads: 9, kvHeads: 3, headDim: 64, vocab: 49152, ropeTheta: 100000, context: 8192 },
+  'smollm2-360m': { hidden: 960, ffn: 2560, layers: 32, heads: 15, kvHeads: 5, headDim: 64, vocab: 49152, ropeTheta: 100000, context: 8192 },
+  'llama-3.2-1b': { hidden: 2048, ffn: 8192, layers: 16, heads: 32, kvHeads: 8, headDim: 64, vocab: 128256, ropeTheta: 500000, context: 131072 },
+};
+
+/**
+ * A GGUF (llama architecture, tied embeddings, no tokenizer) of `shape` with every matrix in `dtype`.
+ * @example
+ * const bytes = syntheticGguf(SYNTHETIC_SHAPES['smollm2-135m'], 'q4_0', 1);
+ */
+export function syntheticGguf(s: SyntheticShape, dtype: WeightDtype, seed: number): Uint8Array {
+  const rng = mulberry32(seed);
+  const mult = BLOCK[dtype].elems;
+  for (const k of [s.hidden, s.ffn, s.heads * s.headDim]) {
+    if (k % mult !== 0) throw new RangeError(`${dtype} needs K % ${mult} == 0; this shape has K = ${k}`);
+  }
+  // A few distinct random row blocks per matrix shape, repeated: generating ~100 MB of random blocks one
+  // byte at a time would dominate; repetition does not change what a benchmark measures.
+  const matrix = (name: string, n: number, k: number): GgufWriteTensor => {
+    const rb = rowBytes(dtype, k);
+    const pattern = randomWeights(dtype, Math.min(n, 64), k, rng);
+    const data = new Uint8Array(n * rb);
+    for (let r = 0; r < n; r += 64) data.set(pattern.subarray(0, Math.min(64, n - r) * rb), r * rb);
+    return { name, type: dtype, shape: [n, k], data };
+  };
+  const norm = (name: string, n: number): GgufWriteTensor => {
+    const v = new Float32Array(n).map(() => 1 + (rng() - 0.5) * 0.1);
+    return { name, type: 'f32', shape: [n], data: new Uint8Array(v.buffer) };
+  };
+  const tensors: GgufWriteTensor[] = [matrix('token_embd.weight', s.vocab, s.hidden), norm('output_norm.weight', s.hidden)];
+  for (let i = 0; i < s.layers; i++) {
+    const b = `blk.${i}.`;
+    tensors.push(
+      norm(`${b}attn_norm.weight`, s.hidden),
+      matrix(`${b}attn_q.weight`, s.heads * s.headDim, s.hidden),
+      matrix(`${b}attn_k.weight`, s.kvHeads * s.headDim, s.hidden),
+      matrix(`${b}attn_v.weight`, s.kvHeads * s.headDim, s.hidden),
+      matrix(`${b}attn_output.weight`, s.hidden, s.heads * s.headDim),
+      norm(`${b}ffn_norm.weight`, s.hidden),
+      matrix(`${b}ffn_gate.weight`, s.ffn, s.hidden),
+      matrix(`${b}ffn_up.weight`, s.ffn, s.hidden),
+      matrix(`${b}ffn_down.weight`, s.hidden, s.ffn),
+    );
+  }
+  return writeGguf({
+    metadata: {
+      'general.architecture': 'llama',
+      'general.name': `synthetic ${dtype} seed ${seed}`,
+      'llama.context_length': s.context,
+      'llama.embedding_length': s.hidden,
+      'llama.feed_forward_length': s.ffn,
+      'llama.block_count': s.layers,
+      'llama.attention.head_count': s.heads,
+      'llama.attention.head_count_kv': s.kvHeads,
+      'llama.attention.key_length': s.headDim,
+      'llama.attention.value_length': s.headDim,
+      'llama.attention.layer_norm_rms_epsilon': 1e-5,
+      'llama.rope.freq_base': s.ropeTheta,
+      'llama.rope.dimension_count': s.headDim,
+      'llama.vocab_size': s.vocab,
+    },
+    tensors,
+  });
+}
