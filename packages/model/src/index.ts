@@ -13,3 +13,4 @@ export { PagedKvCache, KvCacheFullError, type KvCacheShape, type KvCacheOptions 
 export { loadLlamaWeights, LlamaForward, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions, type StepEntry, type StepResult } from './runner.ts';
 export { uploadMatrix, uploadVector, readVector, type UploadOptions } from './upload.ts';
+export * from './tokenizer/index.ts';

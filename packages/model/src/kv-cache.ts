@@ -1,6 +1,8 @@
 // The paged KV-cache: per layer one K and one V buffer of (pages, PAGE, Hkv, D) f32 (layout:
 // @intab/gpu kernels/paged-kv.ts), a pool of page ids, and a page list per sequence. Sequences grow a
-// page at a time, shrink on rewind, and share nothing, so batching sequences of any lengths never copies.
+// page at a time and shrink on rewind, so batching sequences of any lengths never copies. fork() shares
+// pages between sequences (reference counts); a shared page is copied only when a sequence is about to
+// write into it (copy-on-write), which happens only to a partly filled last page.
 
 import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu } from '@intab/gpu';
 import { IntabModelError } from './errors.ts';
@@ -38,6 +40,11 @@ export class PagedKvCache {
   readonly k: GPUBuffer[] = [];
   readonly v: GPUBuffer[] = [];
   private readonly freePages: number[] = [];
+  /** Sequences holding each page. */
+  private readonly refs: Uint32Array;
+  /** Page copies (from → to) that must run before the next step writes: see recordCopies(). */
+  private pendingCopies: [number, number][] = [];
+  private staging?: GPUBuffer;
   private readonly seqPages = new Map<number, number[]>();
   private readonly seqLength = new Map<number, number>();
   private destroyed = false;
@@ -65,11 +72,12 @@ export class PagedKvCache {
     const label = options.label ?? 'kv';
     for (let l = 0; l < shape.layers; l++) {
       const make = (kind: string) =>
-        gpu.device.createBuffer({ label: `L${l}.${label}.${kind}`, size: this.pages * pageBytes, usage: GPUBufferUsage.STORAGE });
+        gpu.device.createBuffer({ label: `L${l}.${label}.${kind}`, size: this.pages * pageBytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
       this.k.push(make('k'));
       this.v.push(make('v'));
     }
     for (let p = this.pages - 1; p >= 0; p--) this.freePages.push(p);
+    this.refs = new Uint32Array(this.pages);
   }
 
   /** Bytes on the GPU. */
@@ -97,39 +105,96 @@ export class PagedKvCache {
     this.seqLength.set(seq, 0);
   }
 
-  /** Pages the sequence would need to hold `length` tokens, beyond those it has. */
+  /**
+   * Pages the sequence would take from the pool to hold `length` tokens: new pages, plus a private copy
+   * of its last page when that page is shared and partly filled (it will be written).
+   */
   pagesNeeded(seq: number, length: number): number {
-    const have = this.seqPages.get(seq)?.length ?? 0;
-    return Math.max(0, Math.ceil(length / this.pageSize) - have);
+    const pages = this.seqPages.get(seq) ?? [];
+    const have = this.seqLength.get(seq) ?? 0;
+    const fresh = Math.max(0, Math.ceil(length / this.pageSize) - pages.length);
+    const copy = length > have && have % this.pageSize !== 0 && this.refs[pages[pages.length - 1]] > 1 ? 1 : 0;
+    return fresh + copy;
   }
 
-  /** Make room for `extra` more tokens (all-or-nothing); returns the positions they get. */
+  /** Make room for `extra` more tokens (all-or-nothing); returns the position of the first. */
   grow(seq: number, extra: number): number {
     const pages = this.pagesOf(seq);
     const start = this.seqLength.get(seq)!;
     const need = this.pagesNeeded(seq, start + extra);
     if (need > this.freePages.length) throw new KvCacheFullError(need, this.freePages.length, this.pages);
-    for (let i = 0; i < need; i++) pages.push(this.freePages.pop()!);
+    if (extra > 0 && start % this.pageSize !== 0) {
+      const last = pages[pages.length - 1];
+      if (this.refs[last] > 1) {
+        // copy-on-write: this sequence is about to append into a page another sequence still reads
+        const own = this.take();
+        this.pendingCopies.push([last, own]);
+        this.refs[last]--;
+        pages[pages.length - 1] = own;
+      }
+    }
+    const fresh = Math.ceil((start + extra) / this.pageSize) - pages.length;
+    for (let i = 0; i < fresh; i++) pages.push(this.take());
     this.seqLength.set(seq, start + extra);
     return start;
   }
 
-  /** Drop the last `n` tokens (rejected speculative drafts); frees pages that become empty. */
+  /** Drop the last `n` tokens (rejected speculative drafts); releases pages that become empty. */
   rewind(seq: number, n: number): void {
     const pages = this.pagesOf(seq);
     const length = Math.max(0, this.seqLength.get(seq)! - n);
     this.seqLength.set(seq, length);
     const keep = Math.ceil(length / this.pageSize);
-    while (pages.length > keep) this.freePages.push(pages.pop()!);
+    while (pages.length > keep) this.release(pages.pop()!);
+  }
+
+  /**
+   * A new sequence `dst` holding the same tokens as `src` (prefix caching, parallel samples): the pages are
+   * shared, not copied, until one of the two appends into a shared partly filled page.
+   */
+  fork(src: number, dst: number): void {
+    const pages = this.pagesOf(src);
+    if (this.seqPages.has(dst)) throw new IntabModelError(`KV-cache: sequence ${dst} already exists; free it first.`);
+    for (const p of pages) this.refs[p]++;
+    this.seqPages.set(dst, [...pages]);
+    this.seqLength.set(dst, this.seqLength.get(src)!);
   }
 
   /** Release a sequence and its pages. Idempotent. */
   free(seq: number): void {
     const pages = this.seqPages.get(seq);
     if (!pages) return;
-    for (const p of pages) this.freePages.push(p);
+    for (const p of pages) this.release(p);
     this.seqPages.delete(seq);
     this.seqLength.delete(seq);
+  }
+
+  /** Record the pending copy-on-write page copies (every layer's K and V) into `encoder`, before the step. */
+  recordCopies(encoder: GPUCommandEncoder): void {
+    const copies = this.pendingCopies;
+    if (!copies.length) return;
+    this.pendingCopies = [];
+    const bytes = this.pageSize * this.shape.kvHeads * this.shape.headDim * 4;
+    // WebGPU copies never have the same buffer at both ends: go through a staging buffer.
+    if (!this.staging || this.staging.size < copies.length * bytes) {
+      this.staging?.destroy();
+      this.staging = this.gpu.device.createBuffer({ label: 'kv.cow', size: copies.length * bytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    }
+    const staging = this.staging;
+    for (const buffer of [...this.k, ...this.v]) {
+      copies.forEach(([from], i) => encoder.copyBufferToBuffer(buffer, from * bytes, staging, i * bytes, bytes));
+      copies.forEach(([, to], i) => encoder.copyBufferToBuffer(staging, i * bytes, buffer, to * bytes, bytes));
+    }
+  }
+
+  private take(): number {
+    const p = this.freePages.pop()!;
+    this.refs[p] = 1;
+    return p;
+  }
+
+  private release(p: number): void {
+    if (--this.refs[p] === 0) this.freePages.push(p);
   }
 
   /** The page table rows of `seqs`, (B, maxPages) u32, padded with page 0 (never read past a length). */
@@ -148,6 +213,7 @@ export class PagedKvCache {
     if (this.destroyed) return;
     this.destroyed = true;
     for (const b of [...this.k, ...this.v]) b.destroy();
+    this.staging?.destroy();
   }
 
   private pagesOf(seq: number): number[] {

@@ -83,3 +83,61 @@ describe('stories260K greedy ids equal golden.json', () => {
     });
   }
 });
+
+describe('KV-cache fork (copy-on-write pages)', () => {
+  test('forked sequences continue like independent ones, and pages return to the pool', async () => {
+    const model = await open('gguf');
+    const runner = await Runner.load(await device(), model.config, model.tensors, { kvBudgetBytes: 1 << 20, pageSize: 4 });
+    try {
+      const freeAtStart = runner.kv.freePageCount;
+      const prompt = [1, 403, 261, 310, 263, 400]; // 6 tokens: the last page (of 4) is half full
+      const logitsOf = async (seq: number, tokens: number[]) => (await runner.step([{ seq, tokens }], { logits: true }))[0];
+      // Reference: two independent sequences that share nothing.
+      runner.alloc(10);
+      runner.alloc(11);
+      const a0 = await logitsOf(10, prompt);
+      await logitsOf(11, prompt);
+      const refA = await logitsOf(10, [a0.id]);
+      const refB = await logitsOf(11, [300]);
+      // Fork after the prompt: both continue from shared pages, each with a different token.
+      runner.alloc(0);
+      const first = await logitsOf(0, prompt);
+      expect(first.id).toBe(a0.id);
+      const pagesBefore = runner.kv.freePageCount;
+      runner.fork(0, 1);
+      expect(runner.kv.freePageCount).toBe(pagesBefore); // sharing costs no page
+      const [forkA, forkB] = await runner.step(
+        [
+          { seq: 0, tokens: [a0.id] },
+          { seq: 1, tokens: [300] },
+        ],
+        { logits: true },
+      );
+      // One copy-on-write page was taken for the second writer of the shared half-full page.
+      expect(runner.kv.freePageCount).toBe(pagesBefore - 1);
+      const close = (a: Float32Array, b: Float32Array) => a.every((v, i) => Math.abs(v - b[i]) <= 1e-4 * (1 + Math.abs(b[i])));
+      expect(close(forkA.logits!, refA.logits!)).toBe(true);
+      expect(close(forkB.logits!, refB.logits!)).toBe(true);
+      expect(close(forkA.logits!, forkB.logits!)).toBe(false);
+      // Rewinding into the shared region and freeing everything returns every page to the pool.
+      runner.rewind(1, 2);
+      expect(runner.kv.length(1)).toBe(5);
+      for (const s of [0, 1, 10, 11]) runner.free(s);
+      expect(runner.kv.freePageCount).toBe(freeAtStart);
+    } finally {
+      runner.destroy();
+    }
+  });
+});
+
+test('a step whose GPU work fails validation throws instead of returning garbage ids', async () => {
+  const model = await open('gguf');
+  const runner = await Runner.load(await device(), model.config, model.tensors, { kvBudgetBytes: 1 << 20 });
+  try {
+    runner.alloc(0);
+    runner.kv.k[2].destroy(); // the step's submit now references a destroyed buffer
+    await expect(runner.step([{ seq: 0, tokens: [1, 403] }])).rejects.toMatchObject({ name: 'GpuValidationError' });
+  } finally {
+    runner.destroy();
+  }
+});

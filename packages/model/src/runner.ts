@@ -2,7 +2,7 @@
 // the sampler, and runs steps: a batch of sequences, each with its new tokens, recorded into ONE command
 // encoder with ONE submit, sampled on the GPU; only the sampled ids (and logprobs when asked) come back.
 
-import { createSampler, packSamplingBatch, unpackSamples, type Gpu, type Sampler, type SampleResult, type SamplingParams } from '@intab/gpu';
+import { GpuValidationError, createSampler, packSamplingBatch, unpackSamples, type Gpu, type Sampler, type SampleResult, type SamplingParams } from '@intab/gpu';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { KvCacheFullError, PagedKvCache } from './kv-cache.ts';
@@ -38,6 +38,8 @@ export class Runner {
   private readonly forward: LlamaForward;
   private samplesOut: GPUBuffer;
   private destroyed = false;
+  private gpuError?: GPUError;
+  private readonly onGpuError: (e: Event) => void;
 
   private constructor(
     private readonly gpu: Gpu,
@@ -48,6 +50,9 @@ export class Runner {
   ) {
     this.forward = new LlamaForward(gpu, config, weights, kv);
     this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch, label: 'sampler' });
+    // A validation error means a step computed garbage: remember it and fail that step loudly.
+    this.onGpuError = (e: Event) => (this.gpuError ??= (e as GPUUncapturedErrorEvent).error);
+    gpu.device.addEventListener('uncapturederror', this.onGpuError);
     this.samplesOut = gpu.device.createBuffer({
       label: 'sampler.out',
       size: maxBatch * this.sampler.outStride * 4,
@@ -100,6 +105,11 @@ export class Runner {
     this.kv.rewind(seq, n);
   }
 
+  /** A new sequence sharing `src`'s cached tokens (copy-on-write pages). */
+  fork(src: number, dst: number): void {
+    this.kv.fork(src, dst);
+  }
+
   /**
    * Run one step for every entry; resolves with the sampled next token of each, in entry order. With
    * `logits: true` each result also carries the (V) logits of the entry's last token (a larger readback:
@@ -113,6 +123,7 @@ export class Runner {
     }
     const plan = this.plan(entries);
     const encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
+    this.kv.recordCopies(encoder);
     const logits = this.forward.encode(encoder, plan);
     const seqs = entries.map((e) => e.sampling ?? { temperature: 0, u: 0 });
     const packed = packSamplingBatch(this.config.vocab, seqs, { maxTopLogprobs: this.sampler.maxTopLogprobs });
@@ -133,6 +144,11 @@ export class Runner {
     this.gpu.device.queue.submit([encoder.finish()]);
     this.gpu.uniforms.reset();
     const words = new Uint32Array(await ticket.read());
+    if (this.gpuError) {
+      const err = this.gpuError;
+      this.gpuError = undefined;
+      throw new GpuValidationError(err instanceof GPUOutOfMemoryError ? 'out-of-memory' : 'validation', 'Runner.step', err.message);
+    }
     const results: StepResult[] = unpackSamples(words, this.sampler.outStride, seqs.map((s) => s.topLogprobs ?? 0));
     if (logitsTicket) {
       const all = new Float32Array(await logitsTicket.read());
@@ -144,6 +160,7 @@ export class Runner {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.gpu.device.removeEventListener('uncapturederror', this.onGpuError);
     this.forward.destroy();
     this.sampler.destroy();
     this.samplesOut.destroy();
