@@ -4,7 +4,7 @@
 
 import { requestGpu, type SamplingParams } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
-import { Runner, openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType } from '@intab/model';
+import { Runner, createDetokenizer, encodeChat, openGguf, openHfFolder, openTokenizer, renderChat, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType } from '@intab/model';
 
 export interface Job {
   mode: 'generate' | 'bench';
@@ -13,6 +13,10 @@ export interface Job {
   files: string[];
   urls: string[];
   promptIds?: number[];
+  /** Plain text, encoded with the model's tokenizer (BOS as the tokenizer adds it). */
+  prompt?: string;
+  /** One user message, through the model's chat template with the generation prompt. */
+  chat?: string;
   maxTokens: number;
   temperature: number;
   topK?: number;
@@ -80,12 +84,19 @@ async function main(): Promise<void> {
   const loadMs = performance.now() - t0;
   const c = model.config;
   const rng = mulberry32(job.seed);
-  const prompt =
-    job.promptIds ??
-    (job.mode === 'bench'
-      ? Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))))
-      : undefined);
-  if (!prompt?.length) throw new Error('this model has no tokenizer support yet: pass --prompt-ids');
+  const tokenizer = openTokenizer(model);
+  if ((job.prompt !== undefined || job.chat !== undefined) && !tokenizer) {
+    throw new Error('this model ships no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): pass --prompt-ids');
+  }
+  let prompt = job.promptIds;
+  if (job.prompt !== undefined) prompt = tokenizer!.encode(job.prompt, { addSpecialTokens: true });
+  if (job.chat !== undefined) prompt = encodeChat(tokenizer!, renderChat(tokenizer!, [{ role: 'user', content: job.chat }], { addGenerationPrompt: true }));
+  if (job.mode === 'bench' && !prompt) {
+    prompt = Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
+  }
+  if (!prompt?.length) throw new Error('the prompt is empty: pass --prompt-ids, --prompt or --chat');
+  const detok = tokenizer ? createDetokenizer(tokenizer) : undefined;
+  const eos = new Set([...c.eosIds, ...(tokenizer?.stopIds ?? [])]);
   const sampling = (): SamplingParams => ({
     temperature: job.temperature,
     topK: job.topK,
@@ -97,14 +108,14 @@ async function main(): Promise<void> {
   const tStart = performance.now();
   let next = (await runner.step([{ seq: 0, tokens: prompt, sampling: sampling() }]))[0].id;
   const ttft = performance.now() - tStart;
-  const eos = new Set(c.eosIds);
+  const token = (id: number) => report(detok ? { type: 'token', id, text: detok.push(id) } : { type: 'token', id });
   ids.push(next);
-  report({ type: 'token', id: next });
+  token(next);
   const tDecode = performance.now();
   while (ids.length < job.maxTokens && (job.ignoreEos || job.mode === 'bench' || !eos.has(next))) {
     next = (await runner.step([{ seq: 0, tokens: [next], sampling: sampling() }]))[0].id;
     ids.push(next);
-    report({ type: 'token', id: next });
+    token(next);
   }
   const decodeMs = performance.now() - tDecode;
   const decoded = ids.length - 1;
@@ -113,6 +124,7 @@ async function main(): Promise<void> {
     type: 'done',
     done: true,
     ids,
+    ...(tokenizer ? { text: tokenizer.decode(ids, { skipSpecialTokens: true }) } : {}),
     prompt_tokens: prompt.length,
     generated_tokens: ids.length,
     ttft_ms: round(ttft),

@@ -22,8 +22,8 @@ export async function generate(flags, mode) {
   if (typeof flags['prompt-ids'] === 'string') {
     promptIds = flags['prompt-ids'].split(',').map((s) => Number(s.trim()));
     if (!promptIds.length || promptIds.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--prompt-ids needs comma-separated token ids, e.g. 1,403,261');
-  } else if (mode === 'generate' && (flags.prompt !== undefined || flags.chat !== undefined)) {
-    throw new Error('--prompt and --chat need a tokenizer, which this build cannot load yet: pass --prompt-ids');
+  } else if (typeof flags.prompt === 'string' || typeof flags.chat === 'string') {
+    // encoded in the page with the model's own tokenizer
   } else if (mode === 'generate') {
     throw new Error('one of --prompt-ids, --prompt or --chat is required');
   }
@@ -35,6 +35,8 @@ export async function generate(flags, mode) {
     files: model.files,
     urls: model.urls,
     promptIds,
+    prompt: typeof flags.prompt === 'string' ? flags.prompt : undefined,
+    chat: typeof flags.chat === 'string' ? flags.chat : undefined,
     maxTokens: num('max-tokens', mode === 'bench' ? 64 : 128),
     temperature: num('temperature', mode === 'bench' ? 0 : 0.8),
     topK: num('top-k', undefined),
@@ -58,12 +60,16 @@ export async function generate(flags, mode) {
         return;
       }
       if (mode === 'bench' && r.type === 'token') return;
-      if (r.type === 'progress' && (mode === 'bench' || !flags.json)) return;
+      if (r.type === 'progress') {
+        // stdout holds only token lines and the final line; loading progress goes to stderr
+        process.stderr.write(`loading ${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
+        return;
+      }
       if (flags.json) {
         const { type, ...rest } = r;
         process.stdout.write(`${JSON.stringify(mode === 'bench' && type === 'done' ? { bench: 'decode', ...rest } : rest)}\n`);
       } else if (r.type === 'token') {
-        process.stdout.write(`${r.id} `);
+        process.stdout.write(r.text ?? `${r.id} `);
       } else if (r.type === 'done') {
         process.stdout.write(`\n${JSON.stringify(r)}\n`);
       }

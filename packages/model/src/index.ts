@@ -8,7 +8,7 @@ export { parseGguf, parseGgufSplits, parseGgufSplitName, ggufMetadata, ggufMetad
 export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.ts';
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
-export { openGguf, openHfFolder, type ModelFiles } from './load.ts';
+export { openGguf, openHfFolder, openTokenizer, type ModelFiles } from './load.ts';
 export { PagedKvCache, KvCacheFullError, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
 export { loadLlamaWeights, LlamaForward, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions, type StepEntry, type StepResult } from './runner.ts';

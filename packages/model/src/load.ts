@@ -8,6 +8,8 @@ import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 import { canonicalHfName, fusedRows } from './reference/llama.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
+import { loadTokenizer, type Tokenizer } from './tokenizer/tokenizer.ts';
+import { tokenizerFromGguf } from './tokenizer/gguf-tokenizer.ts';
 
 export interface ModelFiles {
   config: LlamaConfig;
@@ -73,4 +75,24 @@ export async function openHfFolder(files: Map<string, ByteSource> | ((name: stri
     splitRows(tensors, t, fusedRows(config, canonical.fused), canonical.parts);
   }
   return { config, tensors, hf };
+}
+
+/**
+ * The model's tokenizer: tokenizer.json (+ tokenizer_config.json) of a Hugging Face folder, or the
+ * vocabulary embedded in a GGUF; undefined when the files carry none (drive such a model with ids).
+ */
+export function openTokenizer(model: ModelFiles): Tokenizer | undefined {
+  if (model.gguf) {
+    if (!model.gguf.metadata.has('tokenizer.ggml.model')) return undefined;
+    return tokenizerFromGguf(model.gguf.metadata, model.gguf.source.name);
+  }
+  if (model.hf?.tokenizerJson) {
+    return loadTokenizer({
+      tokenizerJson: model.hf.tokenizerJson,
+      tokenizerConfig: model.hf.tokenizerConfig,
+      generationConfig: model.hf.generationConfig,
+      file: 'tokenizer.json',
+    });
+  }
+  return undefined;
 }

@@ -4,7 +4,7 @@
 // typed errors for templates that do not parse or refuse the conversation.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ModelFormatError } from '../errors.ts';
+import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import { applyChatTemplate, ChatTemplateError, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
 import { tokenizerFromGguf } from './gguf-tokenizer.ts';
 import { realTokenizerConfig, realTokenizerFiles } from './test-corpus.ts';
@@ -193,7 +193,8 @@ describe('template sources', () => {
 
   it('a tokenizer without a template says so, typed', () => {
     const tok = tokenizerFromGguf({ 'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.tokens': ['<unk>', 'a'], 'tokenizer.ggml.scores': [0, 0] }, 'bare.gguf');
-    const e = thrown(() => renderChat(tok, [{ role: 'user', content: 'a' }])) as ModelFormatError;
-    expect([e.name, e.file, e.field]).toEqual(['ModelFormatError', 'bare.gguf', 'chat_template']);
+    const e = thrown(() => renderChat(tok, [{ role: 'user', content: 'a' }])) as UnsupportedModelError;
+    expect([e.name, e.file, e.field]).toEqual(['UnsupportedModelError', 'bare.gguf', 'chat_template']);
+    expect(e.message).toMatch(/plain text/);
   });
 });

@@ -5,7 +5,7 @@
 // Mistral), some tokenizers add it (add_bos_token), and doing both would put two BOS tokens in front of the prompt.
 
 import { Template } from '@huggingface/jinja';
-import { IntabModelError, ModelFormatError } from '../errors.ts';
+import { IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 /** A template string, or transformers' named list (`[{ name: 'default', template }, { name: 'tool_use', ... }]`). */
@@ -131,7 +131,7 @@ export function applyChatTemplate(template: ChatTemplateSource, messages: readon
  */
 export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
   if (tokenizer.chatTemplate === undefined) {
-    throw new ModelFormatError(tokenizer.file, 'chat_template', 'the model ships no chat template; give a prompt as plain text or pass a template');
+    throw new UnsupportedModelError(tokenizer.file, 'chat_template', 'absent', 'this model ships no chat template (a base model?): give the prompt as plain text, or pass a template.');
   }
   const token = (id: number | undefined) => (id === undefined ? undefined : tokenizer.idToToken(id));
   return applyChatTemplate(tokenizer.chatTemplate, messages, {
