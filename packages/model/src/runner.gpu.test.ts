@@ -141,3 +141,37 @@ test('a step whose GPU work fails validation throws instead of returning garbage
     runner.destroy();
   }
 });
+
+describe('loading', () => {
+  test('progress reaches the total; an abort stops the upload with the AbortSignal reason', async () => {
+    const model = await open('gguf');
+    const events: { loaded: number; total: number }[] = [];
+    const runner = await Runner.load(await device(), model.config, model.tensors, { kvBudgetBytes: 1 << 20, onProgress: (p) => events.push(p) });
+    runner.destroy();
+    expect(events.length).toBeGreaterThan(10);
+    expect(events.at(-1)!.loaded).toBe(events.at(-1)!.total);
+    expect(events.every((e, i) => i === 0 || e.loaded >= events[i - 1].loaded)).toBe(true);
+
+    const controller = new AbortController();
+    let seen = 0;
+    const load = Runner.load(await device(), model.config, model.tensors, {
+      signal: controller.signal,
+      onProgress: () => {
+        if (++seen === 3) controller.abort(new DOMException('user cancelled', 'AbortError'));
+      },
+    });
+    await expect(load).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  test('a tensor whose shape disagrees with the config is a typed error before anything is uploaded', async () => {
+    const model = await open('hf');
+    const wrong = { ...model.config, ffn: model.config.ffn + 4 };
+    await expect(Runner.load(await device(), wrong, model.tensors)).rejects.toMatchObject({
+      name: 'ModelMismatchError',
+      field: "tensor 'blk.0.ffn_gate.weight' shape",
+    });
+    const missing = new Map(model.tensors);
+    missing.delete('blk.3.attn_v.weight');
+    await expect(Runner.load(await device(), model.config, missing)).rejects.toMatchObject({ name: 'ModelMismatchError', field: "tensor 'blk.3.attn_v.weight'" });
+  });
+});
