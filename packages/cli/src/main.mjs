@@ -5,9 +5,9 @@ import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 
 const USAGE = `usage:
-  intab generate --model <gguf file | HF folder | URL> --prompt-ids 1,2,3 [--max-tokens N]
+  intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
                  [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos] [--json]
-      Runs the model in headless Chromium on WebGPU: one JSON line per token ({"id"}), then a line with
+      Runs the model in headless Chromium on WebGPU: one JSON line per token ({"id", "text"}), then a line with
       "done": true, ids, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s and the adapter.
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--json]
       Prefill and decode tok/s and the weight bytes read per token.

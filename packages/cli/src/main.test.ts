@@ -24,7 +24,8 @@ describe('intab CLI arguments', () => {
       console.log = log;
       console.error = err;
     }
-    expect(out.join('\n')).toMatch(/usage:\n\s+intab bench kernels/);
+    expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
+    for (const cmd of ['intab bench decode', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
     expect(out.join('\n')).toMatch(/unknown command 'frobnicate'/);
   });
 });
