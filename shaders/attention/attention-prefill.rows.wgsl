@@ -13,16 +13,7 @@ override WG_SIZE: u32 = 64u;
 override HEAD_DIM: u32 = 64u;
 override HPI: u32 = 1u;
 
-struct Params {
-  tokens: u32,     // T
-  heads: u32,      // H
-  kv_heads: u32,   // Hkv
-  page_size: u32,  // PAGE
-  max_pages: u32,  // page-table columns
-  scale: f32,
-  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
-  _pad1: u32,
-}
+// struct Params: lib/attention-params.wgsl, joined by the wrapper.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;

@@ -17,16 +17,7 @@ override QS: u32 = HPW * HEAD_DIM;
 override QS4: u32 = QS / 4u;
 override SS: u32 = HPW * WG_SIZE;
 
-struct Params {
-  tokens: u32,     // T
-  heads: u32,      // H
-  kv_heads: u32,   // Hkv
-  page_size: u32,  // PAGE
-  max_pages: u32,  // page-table columns
-  scale: f32,
-  window: u32,     // sliding window (keys pos - j < window), 0 = full causal
-  _pad1: u32,
-}
+// struct Params: lib/attention-params.wgsl, joined by the wrapper.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;

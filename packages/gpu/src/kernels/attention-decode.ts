@@ -9,6 +9,7 @@
 import src from '../../../../shaders/attention/attention-decode.wgsl?raw';
 import rowsSrc from '../../../../shaders/attention/attention-decode.rows.wgsl?raw';
 import rowLib from '../../../../shaders/lib/attention-row.wgsl?raw';
+import paramsLib from '../../../../shaders/lib/attention-params.wgsl?raw';
 import reduceSrc from '../../../../shaders/attention/attention-decode-reduce.wgsl?raw';
 import block from '../../../../shaders/lib/attention-block.wgsl?raw';
 import type { Gpu } from '../device.ts';
@@ -84,7 +85,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
   const cached = gpu.pipelines.get({
     name: 'attention-decode',
     variant: `f32+${variant}`,
-    code: rows ? `${rowsSrc}\n${rowLib}` : `${src}\n${block}`,
+    code: rows ? `${rowsSrc}\n${rowLib}\n${paramsLib}` : `${src}\n${block}\n${paramsLib}`,
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage'),
     constants: rows ? { WG_SIZE: wg, HEAD_DIM: s.headDim, HPI: hpi } : { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
   });
@@ -131,7 +132,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
       if (a.scratch) requireBytes(name, 'scratch', a.scratch, bytes);
       const part = a.scratch ?? ownScratch(bytes);
       const p1 = new Params(12).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq)
-        .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(window).u32(0).u32(0);
+        .u32(split).u32(splits).u32(mlOffset).f32(scale).u32(window).u32(0).u32(0); // layout: lib/attention-params.wgsl
       let grid: [number, number];
       if (rows) {
         grid = grid2d(gpu, Math.ceil((a.tokens * (s.heads / hpi) * splits) / wg));

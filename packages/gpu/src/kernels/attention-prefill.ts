@@ -9,6 +9,7 @@ import src from '../../../../shaders/attention/attention-prefill.wgsl?raw';
 import block from '../../../../shaders/lib/attention-block.wgsl?raw';
 import rowsSrc from '../../../../shaders/attention/attention-prefill.rows.wgsl?raw';
 import rowLib from '../../../../shaders/lib/attention-row.wgsl?raw';
+import paramsLib from '../../../../shaders/lib/attention-params.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBytes, withParams } from '../kernel.ts';
@@ -75,7 +76,7 @@ export function createAttentionPrefill(gpu: Gpu, shape: AttentionShape, options:
   const cached = gpu.pipelines.get({
     name: 'attention-prefill',
     variant: `f32+${variant}`,
-    code: rows ? `${rowsSrc}\n${rowLib}` : `${src}\n${block}`,
+    code: rows ? `${rowsSrc}\n${rowLib}\n${paramsLib}` : `${src}\n${block}\n${paramsLib}`,
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage'),
     constants: rows ? { WG_SIZE: wg, HEAD_DIM: s.headDim, HPI: hpi } : { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
   });
@@ -89,7 +90,8 @@ export function createAttentionPrefill(gpu: Gpu, shape: AttentionShape, options:
       requireBytes(name, 'q', a.q, a.tokens * rowBytes);
       requireBytes(name, 'out', a.out, a.tokens * rowBytes);
       const window = checkWindow(name, a.window);
-      const params = new Params(8).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq).f32(scale).u32(window).u32(0);
+      const params = new Params(12).u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(s.pageSize).u32(a.maxPagesPerSeq)
+        .u32(0).u32(0).u32(0).f32(scale).u32(window).u32(0).u32(0); // layout: lib/attention-params.wgsl
       const workgroups = rows ? Math.ceil((a.tokens * (s.heads / hpi)) / wg) : a.tokens * (s.heads / hpw);
       dispatch(gpu, pass, cached, name, params, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, a.out],
         grid2d(gpu, workgroups));
