@@ -197,7 +197,6 @@ export interface StepPlan {
   maxContext: number;
 }
 
-const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
 /** Records forward steps of a loaded model into a caller's encoder; owns its scratch buffers. */
 export class LlamaForward {
@@ -352,7 +351,8 @@ export class LlamaForward {
     // WebGPU frees it only once that work completes.
     have?.destroy();
     const size = Math.max(256, 2 ** Math.ceil(Math.log2(bytes)));
-    const b = this.gpu.device.createBuffer({ label: `step.${name}`, size, usage: STORAGE });
+    // (GPUBufferUsage is read here, not at module load, so the module imports where WebGPU is absent.)
+    const b = this.gpu.device.createBuffer({ label: `step.${name}`, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     this.scratch.set(name, b);
     return b;
   }

@@ -1,0 +1,468 @@
+// The Engine: everything above the runner, behind the EngineApi contract. One loop runs steps; each step
+// holds every runnable sequence (continuous batching, planned by the Scheduler). Requests join at the next
+// step and leave the moment they finish or are aborted, their pages freed before their stream ends. Output
+// is pull-based: each sequence queues its step outputs and sits out of steps while its queue is full. The
+// same class runs in the worker (worker.ts exposes it through Comlink) and in-thread (tests, no-worker pages).
+
+import { requestGpu, type Gpu } from '@intab/gpu';
+import {
+  ChatTemplateError,
+  IntabModelError,
+  KvCacheFullError,
+  ModelFormatError,
+  ModelMismatchError,
+  Runner,
+  UnsupportedModelError,
+  blobSource,
+  encodeChat,
+  openGguf,
+  openHfFolder,
+  openTokenizer,
+  renderChat,
+  urlSource,
+  type ByteSource,
+  type ModelFiles,
+  type Tokenizer,
+} from '@intab/model';
+import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
+import {
+  EngineClosedError,
+  EngineStateError,
+  InvalidRequestError,
+  ModelSourceError,
+  RequestTooLargeError,
+  TokenizerRequiredError,
+  UnknownStreamError,
+  registerErrorClass,
+} from './errors.ts';
+import { Scheduler, type PlannedEntry } from './scheduler.ts';
+import { Sequence, resolveOptions } from './sequence.ts';
+import type { StepRunner } from './step-runner.ts';
+
+export interface EngineOptions extends LoadOptions {
+  /** Clock for the metrics, in ms [performance.now]. */
+  now?: () => number;
+  /** Seeds the requests that give no seed of their own [a random seed per engine]. */
+  seed?: number;
+}
+
+export interface EngineInit {
+  runner?: StepRunner;
+  tokenizer?: Tokenizer;
+  options?: EngineOptions;
+  /** Model facts for modelInfo (load() fills them in). */
+  info?: ModelInfo;
+}
+
+/** Figures of the engine as a whole (tests, dashboards). */
+export interface EngineStats {
+  /** Streams not yet delivered to the end. */
+  streams: number;
+  waiting: number;
+  running: number;
+  paused: number;
+  freePages: number;
+  totalPages: number;
+}
+
+interface Waiter {
+  resolve(c: Chunk): void;
+  reject(e: unknown): void;
+}
+
+interface Stream {
+  seq: Sequence;
+  waiters: Waiter[];
+  /** Resolved once the sequence's pages are freed (finish, abort, failure). */
+  released: Promise<void>;
+  release(): void;
+  detach?: () => void;
+}
+
+// The model's errors cross the worker as themselves (errors.ts cannot import @intab/model: see there).
+for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError })) {
+  registerErrorClass(name, cls);
+}
+
+const DEFAULTS = { maxBatch: 8, maxTokensPerStep: 256, maxQueuedChunks: 8, kvBudgetBytes: 128 << 20 };
+
+/**
+ * The worker-side engine.
+ * @example
+ * const engine = new Engine({ runner, tokenizer });               // in-thread, over a loaded runner
+ * const id = await engine.start({ prompt: 'Once upon a time', maxTokens: 32 }, signal);
+ * for (let c = await engine.next(id); ; c = await engine.next(id)) { out += c.text; if (c.finishReason) break; }
+ */
+export class Engine implements EngineApi {
+  private runner?: StepRunner;
+  private tokenizer?: Tokenizer;
+  private info?: ModelInfo;
+  private gpu?: Gpu;
+  private scheduler?: Scheduler;
+  private options: EngineOptions;
+  private readonly now: () => number;
+  private readonly seeds: () => number;
+  private readonly streams = new Map<number, Stream>();
+  /** Sequences in the step being run. */
+  private inFlight = new Set<Sequence>();
+  private loop?: Promise<void>;
+  private nextId = 0;
+  private closed = false;
+  private loading = false;
+
+  constructor(init: EngineInit = {}) {
+    this.options = init.options ?? {};
+    this.now = this.options.now ?? (() => performance.now());
+    let seed = this.options.seed ?? crypto.getRandomValues(new Uint32Array(1))[0];
+    // Default seeds of successive requests: a simple deterministic sequence from the engine's seed.
+    this.seeds = () => (seed = (Math.imul(seed ^ (seed >>> 16), 0x45d9f3b) + 0x9e3779b9) >>> 0);
+    if (init.runner) this.attach(init.runner, init.tokenizer, init.info);
+  }
+
+  /**
+   * Opens a model (GGUF or Hugging Face files, by URL or as blobs), uploads it to the GPU, compiles every
+   * pipeline (warmup) and returns a ready engine.
+   * @example
+   * const engine = await Engine.load({ kind: 'url', url: 'https://host/model.gguf' }, { kvBudgetBytes: 64 << 20 }, (p) => bar(p));
+   */
+  static async load(source: ModelSource, options: EngineOptions = {}, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<Engine> {
+    const engine = new Engine({ options });
+    await engine.load(source, options, onProgress, signal);
+    return engine;
+  }
+
+  /** EngineApi.load: see Engine.load. The signal (an addition to the contract) stops the download and upload. */
+  async load(source: ModelSource, options: LoadOptions = {}, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<ModelInfo> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    if (this.runner || this.loading) throw new EngineStateError('This engine already holds a model (or is loading one): destroy() it and create a new engine to load another.');
+    this.loading = true;
+    try {
+      this.options = { ...this.options, ...options };
+      const model = await openModel(source, signal);
+      const tokenizer = openTokenizer(model);
+      const gpu = await requestGpu();
+      let runner: Runner;
+      try {
+        runner = await Runner.load(gpu, model.config, model.tensors, {
+          kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
+          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+          quantize: options.quantize,
+          onProgress,
+          signal,
+        });
+        await runner.warmup();
+      } catch (err) {
+        gpu.destroy();
+        throw err;
+      }
+      if (this.closed) {
+        runner.destroy();
+        gpu.destroy();
+        throw new EngineClosedError('destroyed');
+      }
+      this.gpu = gpu;
+      const c = model.config;
+      const info: ModelInfo = {
+        arch: c.arch,
+        layers: c.layers,
+        hidden: c.hidden,
+        vocab: c.vocab,
+        contextLength: c.maxContext,
+        hasTokenizer: tokenizer !== undefined,
+        hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+        weightBytes: runner.weights.bytes,
+        kvPages: runner.kv.pages,
+        adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
+      };
+      this.attach(runner, tokenizer, info);
+      return info;
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  /** What load() returned (or what the constructor was told). */
+  get modelInfo(): ModelInfo | undefined {
+    return this.info;
+  }
+
+  /** Registers a request; its stream id is what next() and cancel() take. Validation errors throw here. */
+  async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
+    const { runner, scheduler } = this.ready();
+    const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
+    const prompt = this.encode(request);
+    if (prompt.length === 0) throw new InvalidRequestError('prompt', request.prompt, 'text that encodes to at least one token');
+    // The most tokens one sequence can ever hold: the context, or every page of the KV-cache.
+    const kvLimit = runner.kv.pages * runner.kv.pageSize;
+    const limit = Math.min(runner.config.maxContext, kvLimit);
+    const limitedBy = kvLimit < runner.config.maxContext ? 'kv-cache' : 'context';
+    if (prompt.length + options.maxTokens > limit) {
+      // A default maxTokens shrinks to what is left; one the caller asked for must fit as asked.
+      if (options.maxTokensGiven || prompt.length >= limit) throw new RequestTooLargeError(prompt.length, options.maxTokensGiven ? options.maxTokens : 1, limit, limitedBy);
+      options.maxTokens = limit - prompt.length;
+    }
+    const id = this.nextId++;
+    const seq = new Sequence({
+      id,
+      prompt,
+      options,
+      defaultSeed: this.seeds(),
+      eosIds: [...new Set([...runner.config.eosIds, ...(this.tokenizer?.stopIds ?? [])])],
+      tokenizer: this.tokenizer,
+      maxQueued: Math.max(1, this.options.maxQueuedChunks ?? DEFAULTS.maxQueuedChunks),
+      startedAt: this.now(),
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const stream: Stream = { seq, waiters: [], released, release };
+    this.streams.set(id, stream);
+    if (signal?.aborted) {
+      this.abort(stream);
+      return id;
+    }
+    if (signal) {
+      const onAbort = () => this.abort(stream);
+      signal.addEventListener('abort', onAbort, { once: true });
+      stream.detach = () => signal.removeEventListener('abort', onAbort);
+    }
+    scheduler.add(seq);
+    this.wake();
+    return id;
+  }
+
+  /** Everything the stream produced since the last pull (waits when nothing is ready). */
+  async next(id: number): Promise<Chunk> {
+    const stream = this.streams.get(id);
+    if (!stream) throw new UnknownStreamError(id);
+    if (stream.seq.ready && stream.waiters.length === 0) return this.deliver(stream);
+    return new Promise<Chunk>((resolve, reject) => {
+      stream.waiters.push({ resolve, reject });
+      this.notify(stream);
+    });
+  }
+
+  /** Ends a stream early (what `break` out of for-await does); resolves once its pages are freed. */
+  async cancel(id: number): Promise<void> {
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    if (!stream.seq.finished) this.abort(stream);
+    await stream.released;
+    this.streams.delete(id);
+    for (const w of stream.waiters.splice(0)) w.reject(new UnknownStreamError(id));
+  }
+
+  /** Aborts every stream, waits for the step in flight, then frees the runner and the GPU. Idempotent. */
+  async destroy(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const stream of this.streams.values()) if (!stream.seq.finished) this.abort(stream);
+    await this.loop;
+    await Promise.all([...this.streams.values()].map((s) => s.released));
+    this.runner?.destroy();
+    this.gpu?.destroy();
+    this.runner = undefined;
+    this.gpu = undefined;
+  }
+
+  stats(): EngineStats {
+    const s = this.scheduler;
+    return {
+      streams: this.streams.size,
+      waiting: s?.waiting.length ?? 0,
+      running: s?.running.length ?? 0,
+      paused: s?.running.filter((q) => q.paused).length ?? 0,
+      freePages: this.runner?.kv.freePageCount ?? 0,
+      totalPages: this.runner?.kv.pages ?? 0,
+    };
+  }
+
+  // ---- internals ----
+
+  private attach(runner: StepRunner, tokenizer: Tokenizer | undefined, info: ModelInfo | undefined): void {
+    this.runner = runner;
+    this.tokenizer = tokenizer;
+    this.info = info;
+    this.scheduler = new Scheduler(runner, {
+      maxBatch: Math.max(1, Math.min(this.options.maxBatch ?? DEFAULTS.maxBatch, runner.maxBatch)),
+      maxTokensPerStep: Math.max(1, this.options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep),
+    });
+  }
+
+  private ready(): { runner: StepRunner; scheduler: Scheduler } {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    if (!this.runner || !this.scheduler) throw new EngineClosedError('not-loaded');
+    return { runner: this.runner, scheduler: this.scheduler };
+  }
+
+  private encode(r: GenerateRequest): number[] {
+    if (r.promptIds) return [...r.promptIds];
+    const tok = this.tokenizer;
+    if (!tok) throw new TokenizerRequiredError('tokenizer');
+    if (r.messages) {
+      if (tok.chatTemplate === undefined) throw new TokenizerRequiredError('chat-template');
+      // Extra message fields (name, tool_calls...) reach the template as they are.
+      const messages = r.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m }));
+      return encodeChat(tok, renderChat(tok, messages, { addGenerationPrompt: true }));
+    }
+    return tok.encode(r.prompt!, { addSpecialTokens: true });
+  }
+
+  /** Starts the step loop unless it runs. */
+  private wake(): void {
+    if (this.loop || !this.scheduler || this.closed) return;
+    this.loop = this.run().finally(() => {
+      this.loop = undefined;
+      // Work may have arrived between the last plan and now.
+      if (!this.closed && this.scheduler && this.scheduler.plannable) this.wake();
+    });
+  }
+
+  private async run(): Promise<void> {
+    const runner = this.runner!;
+    const scheduler = this.scheduler!;
+    for (;;) {
+      const plan = scheduler.plan();
+      if (plan.length === 0) return;
+      const entries = plan.map((p) => ({ seq: p.seq.id, tokens: p.tokens, ...(p.samples ? { sampling: p.seq.sampling() } : {}) }));
+      const started = this.now();
+      for (const p of plan) p.seq.scheduled(started);
+      this.inFlight = new Set(plan.map((p) => p.seq));
+      let results;
+      try {
+        results = await runner.step(entries);
+      } catch (err) {
+        this.inFlight.clear();
+        for (const p of plan) this.fail(p.seq, err);
+        continue;
+      }
+      this.inFlight.clear();
+      this.apply(plan, results);
+    }
+  }
+
+  private apply(plan: PlannedEntry[], results: Awaited<ReturnType<StepRunner['step']>>): void {
+    const t = this.now();
+    plan.forEach((p, i) => {
+      const seq = p.seq;
+      const stream = this.streams.get(seq.id);
+      if (seq.abortRequested || !stream) {
+        if (stream) this.abort(stream);
+        return;
+      }
+      seq.advanced(p.tokens.length);
+      if (p.samples) seq.accept(results[i], t);
+      if (seq.finished) this.retire(stream);
+      this.notify(stream);
+    });
+  }
+
+  /** Takes a finished sequence out of the batch and frees its pages. */
+  private retire(stream: Stream): void {
+    const seq = stream.seq;
+    const admitted = this.scheduler?.remove(seq);
+    if (admitted || this.runner?.kv.has(seq.id)) this.runner?.free(seq.id);
+    stream.detach?.();
+    stream.release();
+    this.wake(); // freed pages may admit a waiting request
+  }
+
+  /** Abort: now if the sequence is not in the step in flight, else right after that step. */
+  private abort(stream: Stream): void {
+    const seq = stream.seq;
+    if (seq.finished) return;
+    seq.abortRequested = true;
+    if (this.inFlight.has(seq)) return; // apply() comes back here once the step is over
+    seq.finish('abort', this.now());
+    this.retire(stream);
+    this.notify(stream);
+  }
+
+  private fail(seq: Sequence, err: unknown): void {
+    const stream = this.streams.get(seq.id);
+    seq.error = err;
+    seq.finish('error', this.now());
+    if (!stream) return;
+    this.retire(stream);
+    this.notify(stream);
+  }
+
+  /** Hands ready output to a waiting next(). */
+  private notify(stream: Stream): void {
+    if (stream.waiters.length === 0 || !stream.seq.ready) return;
+    const w = stream.waiters.shift()!;
+    try {
+      w.resolve(this.deliver(stream));
+    } catch (err) {
+      w.reject(err);
+    }
+  }
+
+  private deliver(stream: Stream): Chunk {
+    const seq = stream.seq;
+    if (seq.error !== undefined) {
+      this.streams.delete(seq.id);
+      throw seq.error;
+    }
+    const wasPaused = seq.paused;
+    const chunk = seq.take(this.now());
+    if (chunk.finishReason) this.streams.delete(seq.id);
+    else if (wasPaused) this.wake(); // the sequence rejoins the batch
+    return chunk;
+  }
+}
+
+// ---- opening a model ----
+
+const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
+const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
+const isGguf = (name: string) => /\.gguf$/i.test(baseName(name.split(/[?#]/)[0]));
+
+/** The model files behind a ModelSource: GGUF (one file or splits) or a Hugging Face folder. */
+export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
+  switch (source.kind) {
+    case 'url': {
+      if (!source.url.endsWith('/')) return openGguf(await urlSource(source.url, { signal }), { signal });
+      // A folder URL: fetch what exists of the usual Hugging Face files.
+      const found = new Map<string, ByteSource>();
+      await Promise.all(
+        HF_FILES.map(async (name) => {
+          try {
+            found.set(name, await urlSource(new URL(name, source.url).href, { signal }));
+          } catch (err) {
+            if (name === 'config.json' || signal?.aborted) throw err;
+          }
+        }),
+      );
+      return openHfUrls(found, (name) => new URL(name, source.url).href, signal);
+    }
+    case 'hf-urls': {
+      const names = Object.keys(source.files);
+      const ggufs = names.filter(isGguf);
+      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => urlSource(source.files[n], { signal }))), { signal });
+      const found = new Map<string, ByteSource>();
+      await Promise.all(names.map(async (n) => found.set(baseName(n), await urlSource(source.files[n], { signal }))));
+      return openHfUrls(found, undefined, signal);
+    }
+    case 'files': {
+      const ggufs = source.files.filter((f) => isGguf(f.name));
+      if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
+      if (!source.files.some((f) => baseName(f.name) === 'config.json')) {
+        throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file or a Hugging Face model folder');
+      }
+      return openHfFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])));
+    }
+    default:
+      throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");
+  }
+}
+
+/** A Hugging Face folder over URLs; shards named by model.safetensors.index.json are fetched as needed. */
+async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string) => string) | undefined, signal?: AbortSignal): Promise<ModelFiles> {
+  const index = found.get('model.safetensors.index.json');
+  if (index && urlOf) {
+    const json = JSON.parse(new TextDecoder().decode(await index.read(0, index.size, signal))) as { weight_map?: Record<string, string> };
+    const shards = [...new Set(Object.values(json.weight_map ?? {}))].filter((s) => !found.has(s));
+    await Promise.all(shards.map(async (s) => found.set(s, await urlSource(urlOf(s), { signal }))));
+  }
+  return openHfFolder(found);
+}

@@ -1,0 +1,251 @@
+// Typed errors of the engine, and the two helpers that carry any intab error across the worker boundary.
+// Structured cloning keeps only an Error's message (and, in some browsers, its name), so the Comlink transfer
+// handler sends serializeError(err) and the main thread rebuilds it with deserializeError: same class (so
+// `instanceof` works), same name, message, fields and cause. Each message says what the caller should do.
+
+import {
+  DeviceLostError,
+  GpuValidationError,
+  IntabGpuError,
+  LimitError,
+  ShapeError,
+  UnsupportedError,
+  WebGpuUnavailableError,
+} from '@intab/gpu';
+// Deliberately no import of @intab/model here: this file is also the main thread's, and the model package
+// reads WebGPU globals when it loads. engine.ts registers the model's error classes on the worker side.
+
+/** Base class of every error thrown by @intab/engine. */
+export class IntabEngineError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'IntabEngineError';
+  }
+}
+
+/** A request option is out of range, of the wrong type, or contradicts another one. */
+export class InvalidRequestError extends IntabEngineError {
+  /** The request field at fault, e.g. 'maxTokens' or 'logitBias[70000]'. */
+  readonly field: string;
+  /** What was given, as text. */
+  readonly value: string;
+  /** What is accepted. */
+  readonly expected: string;
+  constructor(field: string, value: unknown, expected: string) {
+    const shown = describeValue(value);
+    super(`Invalid request: '${field}' should be ${expected} but is ${shown}. Fix the request and try again.`);
+    this.name = 'InvalidRequestError';
+    this.field = field;
+    this.value = shown;
+    this.expected = expected;
+  }
+}
+
+/** A request that can never run on this engine: its prompt plus maxTokens exceeds the context or the KV-cache. */
+export class RequestTooLargeError extends IntabEngineError {
+  readonly promptTokens: number;
+  readonly maxTokens: number;
+  /** The most tokens (prompt + generated) one sequence can hold. */
+  readonly limit: number;
+  /** What sets the limit: the model's context length or the KV-cache pages. */
+  readonly limitedBy: 'context' | 'kv-cache';
+  constructor(promptTokens: number, maxTokens: number, limit: number, limitedBy: 'context' | 'kv-cache') {
+    const what = limitedBy === 'context' ? "the model's context length" : 'the KV-cache (all its pages)';
+    const fix =
+      limitedBy === 'context'
+        ? 'shorten the prompt or lower maxTokens'
+        : 'shorten the prompt, lower maxTokens, or load the model with a larger kvBudgetBytes';
+    super(`The request needs ${promptTokens} prompt + ${maxTokens} new tokens = ${promptTokens + maxTokens}, but ${what} holds at most ${limit}: ${fix}.`);
+    this.name = 'RequestTooLargeError';
+    this.promptTokens = promptTokens;
+    this.maxTokens = maxTokens;
+    this.limit = limit;
+    this.limitedBy = limitedBy;
+  }
+}
+
+/** The engine was destroyed (or never loaded a model) and cannot run requests. */
+export class EngineClosedError extends IntabEngineError {
+  readonly reason: 'destroyed' | 'not-loaded';
+  constructor(reason: 'destroyed' | 'not-loaded') {
+    super(
+      reason === 'destroyed'
+        ? 'This engine was destroyed: create a new engine to run more requests.'
+        : 'No model is loaded in this engine: call load(source, options) first and wait for it.',
+    );
+    this.name = 'EngineClosedError';
+    this.reason = reason;
+  }
+}
+
+/** load() was called on an engine that already holds a model. */
+export class EngineStateError extends IntabEngineError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineStateError';
+  }
+}
+
+/** next()/cancel() named a stream the engine does not know (never started, or already over). */
+export class UnknownStreamError extends IntabEngineError {
+  readonly stream: number;
+  constructor(stream: number) {
+    super(`Stream ${stream} does not exist or is already over (its last chunk was delivered): start a new request.`);
+    this.name = 'UnknownStreamError';
+    this.stream = stream;
+  }
+}
+
+/** A text prompt or chat messages were given to a model without a tokenizer (or without a chat template). */
+export class TokenizerRequiredError extends IntabEngineError {
+  readonly needs: 'tokenizer' | 'chat-template';
+  constructor(needs: 'tokenizer' | 'chat-template') {
+    super(
+      needs === 'tokenizer'
+        ? 'This model has no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): send promptIds instead of prompt or messages.'
+        : 'This model ships no chat template (a base model?): send the prompt as plain text instead of messages.',
+    );
+    this.name = 'TokenizerRequiredError';
+    this.needs = needs;
+  }
+}
+
+/** A model source the engine cannot open (no weights file among the files, an unknown kind). */
+export class ModelSourceError extends IntabEngineError {
+  readonly source: string;
+  constructor(source: string, problem: string) {
+    super(`Cannot open the model from ${source}: ${problem}.`);
+    this.name = 'ModelSourceError';
+    this.source = source;
+  }
+}
+
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
+  try {
+    const s = JSON.stringify(v);
+    return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+  } catch {
+    return typeof v;
+  }
+}
+
+// ---- crossing the worker ----
+
+/** An error as plain data (structured-clone safe). */
+export interface SerializedError {
+  readonly __intabError: 1;
+  readonly name: string;
+  readonly message: string;
+  readonly stack?: string;
+  /** The class's own fields (plain data only). */
+  readonly fields: Record<string, unknown>;
+  readonly cause?: SerializedError | { value: unknown };
+}
+
+// Constructors are never called on the way back (their signatures differ): the prototype is enough.
+type AnyErrorClass = abstract new (...args: never[]) => Error;
+const registry = new Map<string, AnyErrorClass>();
+
+/** Make deserializeError rebuild errors named `name` as instances of `cls` (the built-in set is registered). */
+export function registerErrorClass(name: string, cls: AnyErrorClass): void {
+  registry.set(name, cls);
+}
+
+for (const [name, cls] of Object.entries({
+  IntabEngineError,
+  InvalidRequestError,
+  RequestTooLargeError,
+  EngineClosedError,
+  EngineStateError,
+  UnknownStreamError,
+  TokenizerRequiredError,
+  ModelSourceError,
+  IntabGpuError,
+  WebGpuUnavailableError,
+  DeviceLostError,
+  ShapeError,
+  UnsupportedError,
+  LimitError,
+  GpuValidationError,
+  TypeError,
+  RangeError,
+  SyntaxError,
+  Error,
+} satisfies Record<string, AnyErrorClass>)) {
+  registerErrorClass(name, cls);
+}
+
+const isPlain = (v: unknown, depth = 0): boolean => {
+  if (v === null || v === undefined) return true;
+  const t = typeof v;
+  if (t === 'string' || t === 'number' || t === 'boolean' || t === 'bigint') return true;
+  if (t !== 'object' || depth > 4) return false;
+  if (Array.isArray(v)) return v.every((x) => isPlain(x, depth + 1));
+  const proto = Object.getPrototypeOf(v);
+  return (proto === Object.prototype || proto === null) && Object.values(v as object).every((x) => isPlain(x, depth + 1));
+};
+
+/**
+ * Turns any thrown value into plain data that survives postMessage with its name, message, fields and cause.
+ * @example
+ * port.postMessage({ error: serializeError(err) }); // in the worker
+ * throw deserializeError(data.error);                // on the main thread: same class, same fields
+ */
+export function serializeError(err: unknown, depth = 0): SerializedError {
+  if (!(err instanceof Error) && !(typeof err === 'object' && err !== null && 'name' in err && 'message' in err)) {
+    return { __intabError: 1, name: 'Error', message: String(err), fields: {} };
+  }
+  const e = err as Error & Record<string, unknown>;
+  const fields: Record<string, unknown> = {};
+  for (const key of Object.keys(e)) {
+    if (key === 'name' || key === 'message' || key === 'stack' || key === 'cause') continue;
+    if (isPlain(e[key])) fields[key] = e[key];
+  }
+  let cause: SerializedError['cause'];
+  if (e.cause !== undefined && depth < 4) {
+    cause = e.cause instanceof Error || (typeof e.cause === 'object' && e.cause !== null && 'message' in e.cause)
+      ? serializeError(e.cause, depth + 1)
+      : isPlain(e.cause) ? { value: e.cause } : { value: String(e.cause) };
+  }
+  return {
+    __intabError: 1,
+    name: String(e.name ?? 'Error'),
+    message: String(e.message ?? ''),
+    ...(typeof e.stack === 'string' ? { stack: e.stack } : {}),
+    fields,
+    ...(cause ? { cause } : {}),
+  };
+}
+
+/** Whether `v` is what serializeError returns. */
+export function isSerializedError(v: unknown): v is SerializedError {
+  return typeof v === 'object' && v !== null && (v as { __intabError?: unknown }).__intabError === 1;
+}
+
+/**
+ * Rebuilds an error from serializeError's data: an instance of the registered class of that name (else a
+ * plain Error carrying that name; registerErrorClass adds classes), with the same name, message, fields and cause. AbortError becomes a DOMException.
+ * @example
+ * const err = deserializeError(serializeError(new RequestTooLargeError(500, 100, 512, 'context')));
+ * err instanceof RequestTooLargeError; // true, err.limit === 512
+ */
+export function deserializeError(data: SerializedError): Error {
+  let err: Error;
+  if (data.name === 'AbortError' && typeof DOMException !== 'undefined') {
+    err = new DOMException(data.message, 'AbortError');
+  } else {
+    const cls = registry.get(data.name) ?? Error;
+    err = Object.create(cls.prototype) as Error;
+    Object.defineProperty(err, 'message', { value: data.message, writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(err, 'name', { value: data.name, writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(err, 'stack', { value: data.stack ?? `${data.name}: ${data.message}`, writable: true, configurable: true, enumerable: false });
+    Object.assign(err, data.fields);
+  }
+  if (data.cause) {
+    const cause = isSerializedError(data.cause) ? deserializeError(data.cause) : (data.cause as { value: unknown }).value;
+    Object.defineProperty(err, 'cause', { value: cause, writable: true, configurable: true, enumerable: false });
+  }
+  return err;
+}

@@ -1,0 +1,26 @@
+// @intab/engine: the worker-side engine (continuous batching, sampling policy, stops, backpressure,
+// cancellation) behind the EngineApi contract, its typed errors and their serialization across the worker,
+// and a CPU reference runner for tests. worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink.
+
+export * from './contract.ts';
+export type { StepRunner, RunnerEntry } from './step-runner.ts';
+export { Engine, openModel, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
+export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
+export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
+export { StopMatcher, type StopPush } from './stop.ts';
+export { ReferenceRunner, ReferencePagePool, type ReferenceRunnerOptions, type StepLogEntry } from './reference-runner.ts';
+export {
+  IntabEngineError,
+  InvalidRequestError,
+  RequestTooLargeError,
+  EngineClosedError,
+  EngineStateError,
+  UnknownStreamError,
+  TokenizerRequiredError,
+  ModelSourceError,
+  serializeError,
+  deserializeError,
+  isSerializedError,
+  registerErrorClass,
+  type SerializedError,
+} from './errors.ts';

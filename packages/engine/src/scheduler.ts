@@ -1,0 +1,148 @@
+// Iteration-level scheduling (continuous batching): before every step the scheduler decides which sequences
+// run and with how many tokens, so requests join and leave between any two steps. Policy, in order:
+//   1. decoding sequences, one token each (round-robin when there are more than fit);
+//   2. admission of waiting requests, strictly FIFO, while a batch slot, a token and KV pages are left;
+//   3. prefill chunks for the remaining token budget, shared evenly (water-filling) among prefilling sequences.
+// KV pages are reserved at admission for the whole request (prompt + maxTokens), so a running sequence can
+// never hit a full cache mid-stream: a request that does not fit now waits; one that never can is refused
+// earlier (Engine.start). Paused sequences (backpressure) keep their pages and their reservation.
+
+import type { StepRunner } from './step-runner.ts';
+import type { Sequence } from './sequence.ts';
+
+export interface SchedulerLimits {
+  /** Most sequences in one step. */
+  maxBatch: number;
+  /** Most tokens in one step (decode tokens + prefill chunks). */
+  maxTokensPerStep: number;
+}
+
+/** One sequence's part of the next step. */
+export interface PlannedEntry {
+  seq: Sequence;
+  tokens: number[];
+  /** The step's sampled token is this sequence's next token (decode, or the prompt's last chunk). */
+  samples: boolean;
+}
+
+export class Scheduler {
+  /** Requests not yet admitted (no KV allocation), first come first served. */
+  readonly waiting: Sequence[] = [];
+  /** Admitted sequences (allocated in the runner), in admission order. */
+  readonly running: Sequence[] = [];
+  private cursor = 0;
+
+  constructor(
+    private readonly runner: Pick<StepRunner, 'kv' | 'alloc'>,
+    readonly limits: SchedulerLimits,
+  ) {}
+
+  add(seq: Sequence): void {
+    this.waiting.push(seq);
+  }
+
+  /** Forget a sequence (finished or aborted); the caller frees its pages. Returns whether it was admitted. */
+  remove(seq: Sequence): boolean {
+    const w = this.waiting.indexOf(seq);
+    if (w >= 0) this.waiting.splice(w, 1);
+    const r = this.running.indexOf(seq);
+    if (r >= 0) this.running.splice(r, 1);
+    return r >= 0;
+  }
+
+  /** Pages the admitted sequences may still take to reach their reserved length. */
+  reservedPages(): number {
+    let n = 0;
+    for (const s of this.running) n += this.runner.kv.pagesNeeded(s.id, s.reserveLength);
+    return n;
+  }
+
+  /** Whether `seq` (not admitted) fits beside every admitted sequence's reservation right now. */
+  fits(seq: Sequence): boolean {
+    const kv = this.runner.kv;
+    const need = Math.ceil(seq.reserveLength / kv.pageSize);
+    return need <= kv.freePageCount - this.reservedPages();
+  }
+
+  /** Whether plan() would return a non-empty step right now. */
+  get plannable(): boolean {
+    if (this.running.some((s) => !s.finished && !s.paused && !s.abortRequested)) return true;
+    const head = this.waiting[0];
+    return head !== undefined && (head.abortRequested || head.finished || this.fits(head));
+  }
+
+  /** The next step: admits waiting requests as room allows (allocating them in the runner). */
+  plan(): PlannedEntry[] {
+    const { maxBatch, maxTokensPerStep } = this.limits;
+    const entries: PlannedEntry[] = [];
+    let budget = maxTokensPerStep;
+    const n = this.running.length;
+    const start = n ? this.cursor % n : 0;
+    this.cursor = start + 1;
+    const order = [...this.running.slice(start), ...this.running.slice(0, start)].filter((s) => !s.finished && !s.paused && !s.abortRequested);
+
+    // 1. decode: one token each
+    for (const s of order) {
+      if (s.prefillLeft > 0) continue;
+      if (entries.length >= maxBatch || budget < 1) break;
+      entries.push({ seq: s, tokens: s.nextTokens(1), samples: true });
+      budget--;
+    }
+
+    // 2. admission, FIFO: the head waits for room and nobody overtakes it
+    const prefilling = order.filter((s) => s.prefillLeft > 0);
+    while (this.waiting.length > 0) {
+      const head = this.waiting[0];
+      if (head.abortRequested || head.finished) {
+        this.waiting.shift();
+        continue;
+      }
+      if (entries.length + prefilling.length >= maxBatch || budget <= prefilling.length || !this.fits(head)) break;
+      this.waiting.shift();
+      this.runner.alloc(head.id);
+      head.state = 'running';
+      this.running.push(head);
+      prefilling.push(head);
+    }
+
+    // 3. prefill chunks: the budget shared evenly, short prompts giving their surplus to long ones
+    const chunkers = prefilling.slice(0, Math.max(0, maxBatch - entries.length));
+    const share = waterFill(
+      chunkers.map((s) => s.prefillLeft),
+      budget,
+    );
+    chunkers.forEach((s, i) => {
+      if (share[i] === 0) return;
+      const tokens = s.nextTokens(share[i]);
+      entries.push({ seq: s, tokens, samples: tokens.length === s.prefillLeft });
+    });
+    return entries;
+  }
+}
+
+/**
+ * Splits `budget` among demands as evenly as possible: each gets min(demand, level), the level chosen so the
+ * total fits; leftovers of the integer split go to the earliest entries. With budget < count, the first
+ * `budget` entries get one each (callers rotate the order between steps for fairness).
+ * @example
+ * waterFill([2, 100, 100], 12); // [2, 5, 5]
+ */
+export function waterFill(demands: readonly number[], budget: number): number[] {
+  const out = demands.map(() => 0);
+  let left = budget;
+  let open = demands.map((_, i) => i).filter((i) => demands[i] > 0);
+  while (left > 0 && open.length > 0) {
+    const level = Math.floor(left / open.length);
+    if (level === 0) {
+      for (const i of open.slice(0, left)) out[i]++;
+      break;
+    }
+    for (const i of open) {
+      const take = Math.min(level, demands[i] - out[i]);
+      out[i] += take;
+      left -= take;
+    }
+    open = open.filter((i) => out[i] < demands[i]);
+  }
+  return out;
+}

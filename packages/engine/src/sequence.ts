@@ -1,0 +1,345 @@
+// One request inside the engine: its validated options, its prompt and generated ids, its own seeded RNG
+// (so the same seed gives the same ids alone or batched), the streaming detokenizer and stop matcher that
+// turn ids into text, and the bounded queue of step outputs the consumer pulls (backpressure). It knows
+// nothing of other requests or of the runner: the scheduler decides when it runs, the engine feeds it results.
+
+import { MAX_HISTORY, NO_TOKEN, type SampleResult, type SamplingParams } from '@intab/gpu';
+import { mulberry32 } from '@intab/gpu/reference';
+import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
+import type { Chunk, FinishReason, GenerateRequest, RequestMetrics, TokenLogprob } from './contract.ts';
+import { InvalidRequestError } from './errors.ts';
+import { StopMatcher } from './stop.ts';
+
+/** Defaults of GenerationOptions (contract.ts). */
+export const DEFAULT_MAX_TOKENS = 256;
+/** The sampler returns at most this many alternatives per token. */
+export const MAX_TOP_LOGPROBS = 20;
+
+/** A request's options, checked and with defaults filled in. */
+export interface ResolvedOptions {
+  maxTokens: number;
+  /** Whether maxTokens was given (a default is clamped to the context; a given one must fit). */
+  maxTokensGiven: boolean;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  logitBias?: Record<number, number>;
+  seed?: number;
+  stop: string[];
+  stopTokenIds: number[];
+  ignoreEos: boolean;
+  logprobs: boolean;
+  topLogprobs: number;
+}
+
+const num = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
+
+/**
+ * Checks every option of a request against the model (vocabulary size, whether a tokenizer exists) and fills
+ * in the defaults. Throws InvalidRequestError naming the first bad field.
+ */
+export function resolveOptions(r: GenerateRequest, vocab: number, hasTokenizer: boolean): ResolvedOptions {
+  const bad = (field: string, value: unknown, expected: string): never => {
+    throw new InvalidRequestError(field, value, expected);
+  };
+  if (typeof r !== 'object' || r === null) bad('request', r, 'an object with prompt, promptIds or messages');
+  const given = [r.prompt !== undefined, r.promptIds !== undefined, r.messages !== undefined].filter(Boolean).length;
+  if (given !== 1) bad('prompt', `${given} of prompt/promptIds/messages`, 'exactly one of prompt, promptIds or messages');
+  if (r.prompt !== undefined && typeof r.prompt !== 'string') bad('prompt', r.prompt, 'a string');
+  if (r.promptIds !== undefined) {
+    if (!Array.isArray(r.promptIds) || r.promptIds.length === 0) bad('promptIds', r.promptIds, 'a non-empty array of token ids');
+    r.promptIds.forEach((id, i) => {
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`promptIds[${i}]`, id, `a token id in [0, ${vocab})`);
+    });
+  }
+  if (r.messages !== undefined) {
+    if (!Array.isArray(r.messages) || r.messages.length === 0) bad('messages', r.messages, 'a non-empty array of { role, content }');
+    r.messages.forEach((m, i) => {
+      if (typeof m?.role !== 'string' || typeof m?.content !== 'string') bad(`messages[${i}]`, m, '{ role: string, content: string }');
+    });
+  }
+  const maxTokensGiven = r.maxTokens !== undefined;
+  const maxTokens = r.maxTokens ?? DEFAULT_MAX_TOKENS;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) bad('maxTokens', r.maxTokens, 'an integer ≥ 1');
+  const temperature = r.temperature ?? 1;
+  if (!num(temperature) || !Number.isFinite(temperature) || temperature < 0) bad('temperature', r.temperature, 'a finite number ≥ 0 (0 = greedy)');
+  const topK = r.topK ?? 0;
+  if (!Number.isInteger(topK) || topK < 0) bad('topK', r.topK, 'an integer ≥ 0 (0 = off)');
+  const topP = r.topP ?? 1;
+  if (!num(topP) || topP <= 0 || topP > 1) bad('topP', r.topP, 'a number in (0, 1] (1 = off)');
+  const minP = r.minP ?? 0;
+  if (!num(minP) || minP < 0 || minP > 1) bad('minP', r.minP, 'a number in [0, 1] (0 = off)');
+  const repetitionPenalty = r.repetitionPenalty ?? 1;
+  if (!num(repetitionPenalty) || !Number.isFinite(repetitionPenalty) || repetitionPenalty <= 0) bad('repetitionPenalty', r.repetitionPenalty, 'a finite number > 0 (1 = off)');
+  const presencePenalty = r.presencePenalty ?? 0;
+  if (!num(presencePenalty) || !Number.isFinite(presencePenalty)) bad('presencePenalty', r.presencePenalty, 'a finite number (0 = off)');
+  const frequencyPenalty = r.frequencyPenalty ?? 0;
+  if (!num(frequencyPenalty) || !Number.isFinite(frequencyPenalty)) bad('frequencyPenalty', r.frequencyPenalty, 'a finite number (0 = off)');
+  let logitBias: Record<number, number> | undefined;
+  if (r.logitBias !== undefined) {
+    if (typeof r.logitBias !== 'object' || r.logitBias === null) bad('logitBias', r.logitBias, 'an object { tokenId: bias }');
+    logitBias = {};
+    for (const [k, v] of Object.entries(r.logitBias)) {
+      const id = Number(k);
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`logitBias[${k}]`, k, `a token id in [0, ${vocab})`);
+      if (!num(v) || !(Number.isFinite(v) || v === -Infinity)) bad(`logitBias[${k}]`, v, 'a finite bias, or -Infinity to ban the token');
+      logitBias[id] = v;
+    }
+  }
+  if (r.seed !== undefined && (!Number.isInteger(r.seed) || !Number.isSafeInteger(r.seed))) bad('seed', r.seed, 'an integer');
+  const stop = r.stop ?? [];
+  if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) bad('stop', r.stop, 'an array of non-empty strings');
+  if (stop.length > 0 && !hasTokenizer) bad('stop', r.stop, 'absent: this model has no tokenizer to produce text (use stopTokenIds)');
+  const stopTokenIds = r.stopTokenIds ?? [];
+  if (!Array.isArray(stopTokenIds)) bad('stopTokenIds', r.stopTokenIds, 'an array of token ids');
+  stopTokenIds.forEach((id, i) => {
+    if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`stopTokenIds[${i}]`, id, `a token id in [0, ${vocab})`);
+  });
+  if (r.ignoreEos !== undefined && typeof r.ignoreEos !== 'boolean') bad('ignoreEos', r.ignoreEos, 'a boolean');
+  if (r.logprobs !== undefined && typeof r.logprobs !== 'boolean') bad('logprobs', r.logprobs, 'a boolean');
+  const topLogprobs = r.topLogprobs ?? 0;
+  const maxTop = Math.min(MAX_TOP_LOGPROBS, vocab);
+  if (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > maxTop) bad('topLogprobs', r.topLogprobs, `an integer in [0, ${maxTop}]`);
+  if (topLogprobs > 0 && !r.logprobs) bad('topLogprobs', r.topLogprobs, '0 unless logprobs is true (set logprobs: true to get alternatives)');
+  return {
+    maxTokens,
+    maxTokensGiven,
+    temperature,
+    topK,
+    topP,
+    minP,
+    repetitionPenalty,
+    presencePenalty,
+    frequencyPenalty,
+    logitBias,
+    seed: r.seed,
+    stop: [...stop],
+    stopTokenIds: [...stopTokenIds],
+    ignoreEos: r.ignoreEos ?? false,
+    logprobs: r.logprobs ?? false,
+    topLogprobs,
+  };
+}
+
+/** What one step added to a sequence's output queue. */
+interface Output {
+  text: string;
+  ids: number[];
+  logprobs?: TokenLogprob[];
+}
+
+export interface SequenceInit {
+  id: number;
+  prompt: number[];
+  options: ResolvedOptions;
+  /** Seed used when the request gives none (from the engine's own seeded source). */
+  defaultSeed: number;
+  /** The model's end-of-generation ids (EOS, end-of-turn). */
+  eosIds: readonly number[];
+  tokenizer?: Tokenizer;
+  /** Step outputs a sequence may have queued before it is paused. */
+  maxQueued: number;
+  /** When generate() was called (the engine's clock). */
+  startedAt: number;
+}
+
+export type SequenceState = 'waiting' | 'running' | 'finished';
+
+export class Sequence {
+  readonly id: number;
+  readonly prompt: readonly number[];
+  readonly options: ResolvedOptions;
+  state: SequenceState = 'waiting';
+  /** Prompt tokens already in the KV-cache. */
+  prefilled = 0;
+  readonly generated: number[] = [];
+  finishReason: FinishReason | null = null;
+  /** Set when a step failed: next() rejects with it. */
+  error?: unknown;
+  /** Abort asked for (signal or cancel); the engine frees the pages and ends the stream. */
+  abortRequested = false;
+
+  private readonly rng: () => number;
+  private readonly stopIds: Set<number>;
+  private readonly detok?: Detokenizer;
+  private readonly stopper: StopMatcher;
+  private readonly tokenizer?: Tokenizer;
+  private readonly maxQueued: number;
+  private readonly penalties: boolean;
+  private queue: Output[] = [];
+  private metrics?: RequestMetrics;
+  // metric timestamps (engine clock, ms)
+  private readonly startedAt: number;
+  private firstStepAt?: number;
+  private firstTokenAt?: number;
+  private lastTokenAt?: number;
+  private pausedSince?: number;
+  private pausedTotal = 0;
+
+  constructor(init: SequenceInit) {
+    this.id = init.id;
+    this.prompt = init.prompt;
+    this.options = init.options;
+    this.tokenizer = init.tokenizer;
+    this.maxQueued = init.maxQueued;
+    this.startedAt = init.startedAt;
+    this.rng = mulberry32(init.options.seed ?? init.defaultSeed);
+    this.stopIds = new Set([...(init.options.ignoreEos ? [] : init.eosIds), ...init.options.stopTokenIds]);
+    this.detok = init.tokenizer ? createDetokenizer(init.tokenizer, { skipSpecialTokens: true }) : undefined;
+    this.stopper = new StopMatcher(init.options.stop);
+    const o = init.options;
+    this.penalties = o.repetitionPenalty !== 1 || o.presencePenalty !== 0 || o.frequencyPenalty !== 0;
+  }
+
+  get finished(): boolean {
+    return this.state === 'finished';
+  }
+
+  /** Prompt tokens not yet in the KV-cache. */
+  get prefillLeft(): number {
+    return this.prompt.length - this.prefilled;
+  }
+
+  /** Backpressure: the consumer has not pulled maxQueued step outputs; the sequence sits out of steps. */
+  get paused(): boolean {
+    return !this.finished && this.queue.length >= this.maxQueued;
+  }
+
+  /** Tokens the sequence may hold in the KV-cache at most (what admission reserves pages for). */
+  get reserveLength(): number {
+    return this.prompt.length + this.options.maxTokens;
+  }
+
+  /** The tokens of this sequence's next step: a prompt chunk of at most `budget` tokens, or the last sampled id. */
+  nextTokens(budget: number): number[] {
+    if (this.prefillLeft > 0) return this.prompt.slice(this.prefilled, this.prefilled + Math.min(budget, this.prefillLeft));
+    return [this.generated[this.generated.length - 1]];
+  }
+
+  /** Sampling of the token that follows this step (draws this sequence's next uniform number). */
+  sampling(): SamplingParams {
+    const o = this.options;
+    const p: SamplingParams = { temperature: o.temperature, u: this.rng() };
+    if (o.topK) p.topK = o.topK;
+    if (o.topP !== 1) p.topP = o.topP;
+    if (o.minP) p.minP = o.minP;
+    if (this.penalties) {
+      p.repetitionPenalty = o.repetitionPenalty;
+      p.presencePenalty = o.presencePenalty;
+      p.frequencyPenalty = o.frequencyPenalty;
+      const all = this.prompt.length + this.generated.length;
+      const from = Math.max(0, all - MAX_HISTORY);
+      p.history = [...this.prompt, ...this.generated].slice(from);
+    }
+    if (o.logitBias) p.logitBias = o.logitBias;
+    if (o.logprobs) p.topLogprobs = o.topLogprobs;
+    return p;
+  }
+
+  /** The step that included this sequence started (queue time ends at the first). */
+  scheduled(now: number): void {
+    this.firstStepAt ??= now;
+  }
+
+  /** `tokens` of this sequence went into the KV-cache in a finished step. */
+  advanced(tokens: number): void {
+    if (this.prefillLeft > 0) this.prefilled += tokens;
+  }
+
+  /** A sampled token: stop checks, text, queue. May finish the sequence. */
+  accept(result: SampleResult, now: number): void {
+    if (this.finished) return;
+    if (result.id === NO_TOKEN) {
+      // logitBias / masks banned every token: nothing can be sampled.
+      this.finish('error', now);
+      return;
+    }
+    this.firstTokenAt ??= now;
+    this.lastTokenAt = now;
+    const id = result.id;
+    this.generated.push(id);
+    const out: Output = { text: '', ids: [id] };
+    if (this.options.logprobs) out.logprobs = [this.logprobOf(result)];
+    let reason: FinishReason | null = null;
+    if (this.stopIds.has(id)) {
+      reason = 'stop'; // the stop id is reported, its text is not
+    } else if (this.detok) {
+      const r = this.stopper.push(this.detok.push(id));
+      out.text = r.text;
+      if (r.stopped) reason = 'stop';
+    }
+    if (!reason && this.generated.length >= this.options.maxTokens) reason = 'length';
+    this.queue.push(out);
+    if (reason) this.finish(reason, now);
+    else if (this.paused) this.pausedSince ??= now;
+  }
+
+  /** Ends the sequence: flushes held-back text (unless a stop string matched) and fixes the metrics. */
+  finish(reason: FinishReason, now: number): void {
+    if (this.finished) return;
+    this.state = 'finished';
+    this.finishReason = reason;
+    if (this.detok) {
+      const tail = this.stopper.push(this.detok.flush());
+      const text = tail.text + (tail.stopped ? '' : this.stopper.flush());
+      if (tail.stopped && reason !== 'abort' && reason !== 'error') this.finishReason = 'stop';
+      if (text) this.queue.push({ text, ids: [] });
+    }
+    if (this.pausedSince !== undefined) {
+      this.pausedTotal += now - this.pausedSince;
+      this.pausedSince = undefined;
+    }
+    const firstStep = this.firstStepAt ?? now;
+    const firstToken = this.firstTokenAt;
+    const prefillMs = firstToken !== undefined ? firstToken - firstStep : 0;
+    const decoded = this.generated.length - 1;
+    const decodeMs = firstToken !== undefined && this.lastTokenAt !== undefined ? this.lastTokenAt - firstToken : 0;
+    this.metrics = {
+      queueMs: firstStep - this.startedAt,
+      ttftMs: firstToken !== undefined ? firstToken - this.startedAt : now - this.startedAt,
+      promptTokens: this.prompt.length,
+      completionTokens: this.generated.length,
+      prefillTokensPerSecond: firstToken !== undefined && prefillMs > 0 ? (this.prompt.length / prefillMs) * 1000 : 0,
+      decodeTokensPerSecond: decoded > 0 && decodeMs > 0 ? (decoded / decodeMs) * 1000 : 0,
+      pausedMs: this.pausedTotal,
+    };
+  }
+
+  /** Whether next() has something to return right now. */
+  get ready(): boolean {
+    return this.queue.length > 0 || this.finished;
+  }
+
+  /** Everything queued, coalesced into one chunk; the last one carries finishReason and metrics. */
+  take(now: number): Chunk {
+    const chunk: Chunk = { text: '', ids: [], finishReason: null };
+    const logprobs: TokenLogprob[] = [];
+    for (const o of this.queue) {
+      chunk.text += o.text;
+      chunk.ids.push(...o.ids);
+      if (o.logprobs) logprobs.push(...o.logprobs);
+    }
+    if (this.options.logprobs) chunk.logprobs = logprobs;
+    this.queue = [];
+    if (this.pausedSince !== undefined) {
+      this.pausedTotal += now - this.pausedSince;
+      this.pausedSince = undefined;
+    }
+    if (this.finished) {
+      chunk.finishReason = this.finishReason;
+      chunk.metrics = this.metrics;
+    }
+    return chunk;
+  }
+
+  private logprobOf(r: SampleResult): TokenLogprob {
+    const text = (id: number) => (this.tokenizer && id !== NO_TOKEN ? this.tokenizer.decode([id]) : '');
+    const lp: TokenLogprob = { id: r.id, text: text(r.id), logprob: r.logprob };
+    if (this.options.topLogprobs > 0) lp.top = r.top.map((t) => ({ id: t.id, text: text(t.id), logprob: t.logprob }));
+    return lp;
+  }
+}
