@@ -14,6 +14,9 @@ export default defineConfig({
   server: { fs: { allow: ['.', SHARED] } },
   // Browser tests fetch shared files through Vite at `/@fs${import.meta.env.INTAB_SHARED}/...`.
   define: { 'import.meta.env.INTAB_SHARED': JSON.stringify(SHARED) },
+  // Pre-bundled up front (root devDependencies so Vite resolves them): discovered late, Vite reloads
+  // the page mid-test.
+  optimizeDeps: { include: ['comlink', '@huggingface/jinja', '@huggingface/tokenizers'] },
   test: {
     projects: [
       {

@@ -1,0 +1,209 @@
+// The public package in real Chromium with WebGPU and the real module Worker: createEngine over stories260K
+// (served by Vite, loaded by URL in the worker, progress reported), greedy ids equal golden.json (both cases
+// at once, batched), abort through the signal ends with 'abort', `break` cancels, typed errors cross the
+// worker with name and fields, OpenAI chat shapes (stories260K's HF folder as Files plus a tiny ChatML
+// tokenizer), the in-thread engine (worker: false), and destroy().
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  EngineClosedError,
+  IntabModelError,
+  InvalidRequestError,
+  RequestTooLargeError,
+  TokenizerRequiredError,
+  createEngine,
+  type Chunk,
+  type IntabEngine,
+  type LoadProgress,
+} from './index.ts';
+import { tinyChatTokenizerFiles } from './test-tokenizer.ts';
+
+const BASE = new URL(`/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`, location.href).href;
+
+interface Golden {
+  cases: { prompt: number[]; greedy: number[] }[];
+}
+
+let golden: Golden;
+let engine: IntabEngine;
+const progress: LoadProgress[] = [];
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+const ids = (chunks: Chunk[]) => chunks.flatMap((c) => c.ids);
+const greedy = (i: number) => ({ promptIds: golden.cases[i].prompt, maxTokens: golden.cases[i].greedy.length, temperature: 0, ignoreEos: true });
+
+beforeAll(async () => {
+  const res = await fetch(BASE + 'golden.json');
+  if (!res.ok) throw new Error(`${BASE}golden.json: HTTP ${res.status} (is ../shared beside the repository?)`);
+  golden = await res.json();
+  engine = await createEngine({ model: BASE + 'stories260K.gguf', kvBudgetBytes: 4 << 20, maxBatch: 4, onProgress: (p) => progress.push(p) });
+});
+
+afterAll(async () => {
+  await engine?.destroy();
+});
+
+describe('createEngine with the worker', () => {
+  test('loads in a Worker and reports progress', () => {
+    expect(engine.inWorker).toBe(true);
+    expect(engine.model).toBe('stories260K.gguf');
+    expect(engine.info).toMatchObject({ arch: 'llama', layers: 5, hidden: 64, vocab: 512, hasTokenizer: false, hasChatTemplate: false });
+    expect(progress.length).toBeGreaterThan(0);
+    const last = progress[progress.length - 1];
+    expect(last.total).toBeGreaterThan(0);
+    expect(last.loaded).toBe(last.total);
+  });
+
+  test('greedy ids equal golden.json, both cases running at once', async () => {
+    const [a, b] = await Promise.all([collect(engine.generate(greedy(0))), collect(engine.generate(greedy(1)))]);
+    expect(ids(a)).toEqual(golden.cases[0].greedy);
+    expect(ids(b)).toEqual(golden.cases[1].greedy);
+    for (const chunks of [a, b]) {
+      const last = chunks[chunks.length - 1];
+      expect(last.finishReason).toBe('length');
+      expect(chunks.slice(0, -1).every((c) => c.finishReason === null)).toBe(true);
+      expect(last.metrics?.completionTokens).toBe(ids(chunks).length);
+    }
+    expect(a[a.length - 1].metrics?.promptTokens).toBe(golden.cases[0].prompt.length);
+  });
+
+  test("aborting the signal ends the stream with 'abort'; the next request is correct", async () => {
+    const controller = new AbortController();
+    const chunks: Chunk[] = [];
+    for await (const c of engine.generate(greedy(0), { signal: controller.signal })) {
+      chunks.push(c);
+      if (chunks.length === 2) controller.abort();
+    }
+    expect(chunks[chunks.length - 1].finishReason).toBe('abort');
+    expect(ids(chunks).length).toBeLessThan(golden.cases[0].greedy.length);
+    // What was produced before the abort is the golden prefix.
+    expect(ids(chunks)).toEqual(golden.cases[0].greedy.slice(0, ids(chunks).length));
+    expect(ids(await collect(engine.generate(greedy(1))))).toEqual(golden.cases[1].greedy);
+  });
+
+  test('break cancels the request; the next request is correct', async () => {
+    let n = 0;
+    for await (const c of engine.generate(greedy(0))) {
+      expect(c.finishReason).toBeNull();
+      if (++n === 1) break;
+    }
+    expect(ids(await collect(engine.generate(greedy(0))))).toEqual(golden.cases[0].greedy);
+  });
+
+  test('errors cross the worker with their class, name and fields', async () => {
+    const tooLarge = await collect(engine.generate({ promptIds: [1, 2, 3], maxTokens: 100_000 })).catch((e) => e);
+    expect(tooLarge).toBeInstanceOf(RequestTooLargeError);
+    expect(tooLarge).toMatchObject({ name: 'RequestTooLargeError', promptTokens: 3, maxTokens: 100_000, limit: 512, limitedBy: 'context' });
+    expect(tooLarge.message).toContain('shorten the prompt or lower maxTokens');
+
+    const noTokenizer = await collect(engine.generate({ prompt: 'Once upon a time' })).catch((e) => e);
+    expect(noTokenizer).toBeInstanceOf(TokenizerRequiredError);
+    expect(noTokenizer).toMatchObject({ name: 'TokenizerRequiredError', needs: 'tokenizer' });
+
+    const invalid = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], n: 2 }).catch((e) => e);
+    expect(invalid).toBeInstanceOf(InvalidRequestError);
+    expect(invalid).toMatchObject({ name: 'InvalidRequestError', field: 'n' });
+  });
+
+  test('a load failure in the worker rejects createEngine with the typed error', async () => {
+    const err = await createEngine({ model: BASE + 'no-such-model.gguf' }).catch((e) => e);
+    expect(err).toBeInstanceOf(IntabModelError);
+    expect(err.name).toBe('IntabModelError');
+    expect(err.message).toContain('no-such-model.gguf: HTTP 404');
+  });
+
+  test('an aborted createEngine rejects with the reason', async () => {
+    const reason = new Error('page closed');
+    await expect(createEngine({ model: BASE + 'stories260K.gguf' }, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    // Mid-load: aborted from the first progress report, while the worker uploads weights.
+    const controller = new AbortController();
+    let reports = 0;
+    const pending = createEngine({ model: BASE + 'stories260K.gguf', onProgress: () => (reports++, controller.abort(reason)) }, { signal: controller.signal });
+    await expect(pending).rejects.toBe(reason);
+    expect(reports).toBeGreaterThan(0);
+  });
+});
+
+describe('chat completions in the worker (HF folder as Files, ChatML tokenizer)', () => {
+  let chat: IntabEngine;
+  const messages = [
+    { role: 'system', content: 'You tell stories.' },
+    { role: 'user', content: 'Once upon a time' },
+  ];
+
+  beforeAll(async () => {
+    const tok = tinyChatTokenizerFiles();
+    const fetchFile = async (path: string, name: string) => new File([await (await fetch(BASE + path)).arrayBuffer()], name);
+    const files = [
+      await fetchFile('hf/config.json', 'config.json'),
+      await fetchFile('hf/model.safetensors', 'model.safetensors'),
+      new File([JSON.stringify(tok.tokenizerJson)], 'tokenizer.json'),
+      new File([JSON.stringify(tok.tokenizerConfig)], 'tokenizer_config.json'),
+    ];
+    chat = await createEngine({ model: files, kvBudgetBytes: 4 << 20, name: 'stories-chat' });
+  });
+
+  afterAll(async () => {
+    await chat?.destroy();
+  });
+
+  test('streamed chunks have OpenAI shapes and match generate()', async () => {
+    expect(chat.info).toMatchObject({ hasTokenizer: true, hasChatTemplate: true });
+    const ref = await collect(chat.generate({ messages, maxTokens: 12, temperature: 0, logprobs: true, topLogprobs: 2 }));
+    const stream = await chat.chat.completions.create({
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = await collect(stream);
+    const content = chunks.slice(0, -2);
+    const [finish, usage] = chunks.slice(-2);
+    for (const c of chunks) {
+      expect([c.object, c.model, c.id, c.created]).toEqual(['chat.completion.chunk', 'stories-chat', chunks[0].id, chunks[0].created]);
+    }
+    expect(content[0].choices[0].delta.role).toBe('assistant');
+    expect(content.slice(1).every((c) => !('role' in c.choices[0].delta))).toBe(true);
+    expect(content.map((c) => c.choices[0].delta.content).join('')).toBe(ref.map((c) => c.text).join(''));
+    const lp = content.flatMap((c) => c.choices[0].logprobs!.content!);
+    expect(lp.map((t) => t.token)).toEqual(ref.flatMap((c) => c.logprobs!.map((t) => t.text)));
+    expect(lp.length).toBe(ref.flatMap((c) => c.ids).length);
+    expect(lp.every((t) => t.top_logprobs.length === 2 && t.logprob <= 0 && Array.isArray(t.bytes))).toBe(true);
+    expect(finish.choices).toEqual([{ index: 0, delta: {}, logprobs: null, finish_reason: ref[ref.length - 1].finishReason }]);
+    expect(usage.choices).toEqual([]);
+    const m = ref[ref.length - 1].metrics!;
+    expect(usage.usage).toEqual({ prompt_tokens: m.promptTokens, completion_tokens: m.completionTokens, total_tokens: m.promptTokens + m.completionTokens });
+  });
+
+  test('non-streaming: one chat.completion', async () => {
+    const ref = await collect(chat.generate({ messages, maxTokens: 8, temperature: 0 }));
+    const res = await chat.chat.completions.create({ messages, max_tokens: 8, temperature: 0 });
+    expect(res.object).toBe('chat.completion');
+    expect(res.choices).toEqual([
+      { index: 0, message: { role: 'assistant', content: ref.map((c) => c.text).join(''), refusal: null }, logprobs: null, finish_reason: ref[ref.length - 1].finishReason },
+    ]);
+    expect(res.usage.completion_tokens).toBe(ref.flatMap((c) => c.ids).length);
+  });
+});
+
+describe('in-thread engine (worker: false)', () => {
+  test('same golden ids; destroy() closes it', async () => {
+    const local = await createEngine({ model: BASE + 'stories260K.gguf', kvBudgetBytes: 4 << 20, worker: false });
+    try {
+      expect(local.inWorker).toBe(false);
+      expect(ids(await collect(local.generate(greedy(1))))).toEqual(golden.cases[1].greedy);
+    } finally {
+      await local.destroy();
+    }
+    const err = await collect(local.generate(greedy(0))).catch((e) => e);
+    expect(err).toBeInstanceOf(EngineClosedError);
+    expect(err.reason).toBe('destroyed');
+  });
+});

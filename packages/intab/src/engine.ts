@@ -1,0 +1,340 @@
+// createEngine() and the IntabEngine a web app holds: it spawns the module worker (or runs the same
+// EngineApi on this thread), loads the model, and turns the pull-based EngineApi (start / next / cancel)
+// into `for await` streams whose `break` cancels and whose AbortSignal ends them with finishReason 'abort',
+// plus the OpenAI-compatible `chat.completions.create`. A worker that dies or an engine that is destroyed
+// rejects every pending call instead of leaving it hanging.
+
+import * as Comlink from 'comlink';
+import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo } from '@intab/engine/contract';
+import { EngineClosedError, registerErrorClass } from '@intab/engine/errors';
+import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model';
+import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
+import { WorkerError } from './errors.ts';
+import { resolveModelSource, type ModelInput } from './model-source.ts';
+import {
+  completionId,
+  toChatCompletion,
+  toChatCompletionChunks,
+  toGenerateRequest,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatCompletionCreateParams,
+  type ChatCompletionCreateParamsNonStreaming,
+  type ChatCompletionCreateParamsStreaming,
+} from './openai.ts';
+
+export interface CreateEngineOptions extends LoadOptions {
+  /** A GGUF URL, a Hugging Face id (`org/name`, with `file` for a GGUF in it), a GGUF File, or a folder's Files. */
+  model: ModelInput;
+  /** With a Hugging Face id: the GGUF file in the repository (else its safetensors checkpoint is loaded). */
+  file?: string;
+  /** With a Hugging Face id: branch, tag or commit [main]. */
+  revision?: string;
+  /** The name chat completions report as `model` [derived from `model`]. */
+  name?: string;
+  /** Run the engine in a dedicated module Worker [true]; false runs it on this thread (tests, workers of your own). */
+  worker?: boolean;
+  /** Called as weights load (bytes so far, of total). */
+  onProgress?: (p: LoadProgress) => void;
+}
+
+/** Options of one request; the signal is always last. */
+export interface RequestOptions {
+  /** Aborting it stops the request between two steps: the stream ends with finishReason 'abort'. */
+  signal?: AbortSignal;
+}
+
+/** The OpenAI-style `chat.completions` namespace. */
+export interface ChatCompletions {
+  /**
+   * OpenAI's `chat.completions.create`: with `stream: true` an async iterable of `chat.completion.chunk`
+   * objects, else one `chat.completion`. The request starts before the promise resolves, so invalid
+   * requests reject it.
+   * @example
+   * const stream = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Hi!' }], stream: true });
+   * for await (const chunk of stream) out.textContent += chunk.choices[0]?.delta.content ?? '';
+   */
+  create(body: ChatCompletionCreateParamsStreaming, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(body: ChatCompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<ChatCompletion>;
+  create(body: ChatCompletionCreateParams, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk> | ChatCompletion>;
+}
+
+/** A loaded model, ready for requests. Many requests may run at once: they share each GPU step. */
+export interface IntabEngine {
+  /** What was loaded. */
+  readonly info: ModelInfo;
+  /** The name chat completions report as `model`. */
+  readonly model: string;
+  /** Whether the engine runs in a Worker. */
+  readonly inWorker: boolean;
+  /**
+   * Streams a completion as the worker produces it; each chunk holds everything since the previous pull.
+   * The request starts on the first pull. `break` cancels it; aborting the signal ends it with
+   * finishReason 'abort'.
+   * @example
+   * for await (const chunk of engine.generate({ prompt: 'Once upon a time', maxTokens: 64 }, { signal })) {
+   *   out.textContent += chunk.text;
+   *   if (chunk.finishReason) console.log(chunk.finishReason, chunk.metrics?.decodeTokensPerSecond);
+   * }
+   */
+  generate(request: GenerateRequest, options?: RequestOptions): AsyncIterable<Chunk>;
+  readonly chat: { readonly completions: ChatCompletions };
+  /**
+   * Frees every GPU resource and ends the worker; pending and later calls reject with EngineClosedError.
+   * Idempotent.
+   * @example
+   * await engine.destroy();
+   */
+  destroy(): Promise<void>;
+}
+
+// ---- pending calls that must not outlive the engine ----
+
+/** Every call into the engine goes through here, so a dead worker or a destroy() settles it. */
+class CallGuard {
+  private error?: unknown;
+  private readonly pending = new Set<(e: unknown) => void>();
+
+  get closed(): boolean {
+    return this.error !== undefined;
+  }
+
+  call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.error !== undefined) return Promise.reject(this.error);
+    return new Promise<T>((resolve, reject) => {
+      this.pending.add(reject);
+      const settle = () => this.pending.delete(reject);
+      let p: Promise<T>;
+      try {
+        p = fn();
+      } catch (err) {
+        settle();
+        return reject(err);
+      }
+      p.then(resolve, reject).finally(settle);
+    });
+  }
+
+  close(error: unknown): void {
+    if (this.error !== undefined) return;
+    this.error = error;
+    for (const reject of this.pending) reject(error);
+    this.pending.clear();
+  }
+}
+
+// ---- the backends: a Worker, or this thread ----
+
+interface Backend {
+  api: EngineApi;
+  guard: CallGuard;
+  inWorker: boolean;
+  /** Ends the backend at once (a worker is terminated; an in-thread engine is destroyed when it can be). */
+  kill(): void;
+}
+
+function workerBackend(): Backend {
+  registerTransferHandlers();
+  // Errors are rebuilt on this side: the model's classes must be known here too (the engine's and the GPU
+  // package's are registered by errors.ts itself).
+  for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError })) {
+    registerErrorClass(name, cls);
+  }
+  // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the worker (and its imports).
+  const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'intab' });
+  const guard = new CallGuard();
+  worker.addEventListener('error', (ev: ErrorEvent) => {
+    ev.preventDefault?.();
+    guard.close(new WorkerError(ev.message || 'the worker script failed to load or threw at the top level'));
+    worker.terminate();
+  });
+  worker.addEventListener('messageerror', () => guard.close(new WorkerError('a message from the worker could not be deserialized')));
+  const api = Comlink.wrap<EngineApi>(worker) as unknown as EngineApi;
+  return { api, guard, inWorker: true, kill: () => worker.terminate() };
+}
+
+async function inThreadBackend(): Promise<Backend> {
+  // Imported on demand, so an app that uses the worker does not carry the engine in its main bundle.
+  const { Engine } = await import('@intab/engine');
+  const api: EngineApi = new Engine();
+  return { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy().catch(() => {}) };
+}
+
+function modelName(o: CreateEngineOptions): string {
+  if (o.name) return o.name;
+  const m = o.model;
+  const last = (s: string) => s.split(/[?#]/)[0].split('/').filter(Boolean).pop() ?? s;
+  if (typeof m === 'string') return o.file ? `${m}/${o.file}` : /^[a-z]+:|^[./]/i.test(m) ? last(m) : m;
+  if (m instanceof URL) return last(m.pathname);
+  if (typeof File !== 'undefined' && m instanceof File) return m.name;
+  if ('id' in m && typeof m.id === 'string') return m.file ? `${m.id}/${m.file}` : m.id;
+  if ('kind' in m) return m.kind === 'url' ? last(m.url) : m.kind === 'files' ? (m.files[0]?.name ?? 'local') : 'hf-folder';
+  const first = Array.from(m as ArrayLike<File>)[0];
+  return first?.webkitRelativePath?.split('/')[0] || first?.name || 'local';
+}
+
+function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
+  const out: LoadOptions = {};
+  if (o.quantize !== undefined) out.quantize = o.quantize;
+  if (o.kvBudgetBytes !== undefined) out.kvBudgetBytes = o.kvBudgetBytes;
+  if (o.maxBatch !== undefined) out.maxBatch = o.maxBatch;
+  if (o.maxTokensPerStep !== undefined) out.maxTokensPerStep = o.maxTokensPerStep;
+  if (o.maxQueuedChunks !== undefined) out.maxQueuedChunks = o.maxQueuedChunks;
+  return out;
+}
+
+// ---- the engine ----
+
+class Engine implements IntabEngine {
+  readonly chat: { readonly completions: ChatCompletions };
+  private destroying?: Promise<void>;
+
+  constructor(
+    private readonly backend: Backend,
+    readonly info: ModelInfo,
+    readonly model: string,
+  ) {
+    const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
+    this.chat = { completions: { create: create as ChatCompletions['create'] } };
+  }
+
+  get inWorker(): boolean {
+    return this.backend.inWorker;
+  }
+
+  generate(request: GenerateRequest, options: RequestOptions = {}): AsyncIterable<Chunk> {
+    const open = () => this.open(request, options.signal);
+    return {
+      [Symbol.asyncIterator]: () =>
+        (async function* () {
+          yield* await open();
+        })(),
+    };
+  }
+
+  destroy(): Promise<void> {
+    return (this.destroying ??= (async () => {
+      const { api, guard, kill } = this.backend;
+      try {
+        if (!guard.closed) await guard.call(() => api.destroy());
+      } catch {
+        // A dead worker has nothing left to free; terminating it below releases its GPU device.
+      } finally {
+        guard.close(new EngineClosedError('destroyed'));
+        if (this.backend.inWorker) kill();
+      }
+    })());
+  }
+
+  /** Starts a stream now (so an invalid request rejects here) and returns its chunks. */
+  private async open(request: GenerateRequest, signal?: AbortSignal): Promise<AsyncGenerator<Chunk, void, undefined>> {
+    const { api, guard } = this.backend;
+    // A signal of our own per request: it is released when the stream ends, so the caller's long-lived
+    // signal does not keep one port per finished request open.
+    const local = new AbortController();
+    const forward = () => local.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener('abort', forward, { once: true });
+    const cleanup = () => {
+      signal?.removeEventListener('abort', forward);
+      releaseSignal(local.signal);
+    };
+    let id: number;
+    try {
+      id = await guard.call(() => api.start(request, local.signal));
+    } catch (err) {
+      cleanup();
+      throw err;
+    }
+    return pull(api, guard, id, cleanup);
+  }
+
+  private async createChatCompletion(body: ChatCompletionCreateParams, options: RequestOptions = {}): Promise<AsyncIterable<ChatCompletionChunk> | ChatCompletion> {
+    const request = toGenerateRequest(body);
+    const meta = { id: completionId(), created: Math.floor(Date.now() / 1000), model: body.model ?? this.model };
+    const chunks = await this.open(request, options.signal);
+    const logprobs = body.logprobs === true;
+    if (body.stream) return toChatCompletionChunks(chunks, meta, { includeUsage: body.stream_options?.include_usage === true, logprobs });
+    return toChatCompletion(chunks, meta, { logprobs, signal: options.signal });
+  }
+}
+
+/** Pulls one started stream; leaving early (break, throw, error) cancels it in the engine. */
+async function* pull(api: EngineApi, guard: CallGuard, id: number, cleanup: () => void): AsyncGenerator<Chunk, void, undefined> {
+  let over = false;
+  try {
+    while (!over) {
+      const chunk = await guard.call(() => api.next(id));
+      over = chunk.finishReason !== null;
+      yield chunk;
+    }
+  } finally {
+    try {
+      // cancel() resolves once the sequence's pages are freed; a stream that already failed may be unknown.
+      if (!over) await guard.call(() => api.cancel(id)).catch(() => {});
+    } finally {
+      cleanup();
+    }
+  }
+}
+
+/**
+ * An IntabEngine over an EngineApi that is already loaded: an Engine built in this thread (tests), or a
+ * `Comlink.wrap` of a worker of your own (call registerTransferHandlers() first). Not part of the package's
+ * public entry; createEngine() is.
+ * @example
+ * const engine = wrapEngineApi(new Engine({ runner, tokenizer, info }), info, { name: 'fixture' });
+ */
+export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?: string; inWorker?: boolean; kill?: () => void } = {}): IntabEngine {
+  const backend: Backend = { api, guard: new CallGuard(), inWorker: options.inWorker ?? false, kill: options.kill ?? (() => {}) };
+  return new Engine(backend, info, options.name ?? info.arch);
+}
+
+/**
+ * Loads a model and returns an engine for it. By default the engine lives in a module Worker (bundlers
+ * resolve it from this package; nothing to copy), so the page never blocks. Aborting the signal stops the
+ * load and frees what was loaded.
+ * @example
+ * import { createEngine } from 'intab';
+ * const engine = await createEngine({
+ *   model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+ *   onProgress: ({ loaded, total }) => (bar.value = loaded / total),
+ * });
+ * const reply = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Hello!' }] });
+ * console.log(reply.choices[0].message.content);
+ */
+export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
+  signal?.throwIfAborted();
+  const source = await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal });
+  signal?.throwIfAborted();
+  const backend = options.worker === false ? await inThreadBackend() : workerBackend();
+  const { api, guard } = backend;
+  const onAbort = () => {
+    guard.close(signal?.reason);
+    backend.kill();
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const report = options.onProgress;
+    const progress = report && (backend.inWorker ? Comlink.proxy((p: LoadProgress) => report(p)) : report);
+    // Engine.load takes the signal as a fourth argument (an addition to EngineApi): an in-thread load stops
+    // at once; a worker's is terminated below anyway.
+    // (A method call, not .call(): on a Comlink proxy `.call` would be a remote property.)
+    const withSignal = api as unknown as { load(...args: [...Parameters<EngineApi['load']>, AbortSignal?]): Promise<ModelInfo> };
+    const load = backend.inWorker ? api.load(source, pickLoadOptions(options), progress) : withSignal.load(source, pickLoadOptions(options), progress, signal);
+    if (!backend.inWorker) {
+      // An in-thread load cannot be interrupted: when it settles after an abort, free what it loaded.
+      load.then(() => signal?.aborted && backend.kill(), () => {});
+    }
+    const info = await guard.call(() => load);
+    return new Engine(backend, info, modelName(options));
+  } catch (err) {
+    if (!signal?.aborted) {
+      guard.close(err);
+      backend.kill();
+    }
+    throw signal?.aborted ? signal.reason : err;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,63 @@
+// intab: run language models in a browser tab on WebGPU. createEngine() loads a model into a Web Worker;
+// engine.generate() streams chunks with `for await` (AbortSignal and `break` cancel); the OpenAI-compatible
+// engine.chat.completions.create() and the SSE helpers let code written for OpenAI's API run unchanged.
+
+export {
+  createEngine,
+  type CreateEngineOptions,
+  type IntabEngine,
+  type RequestOptions,
+  type ChatCompletions,
+} from './engine.ts';
+export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
+export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
+export {
+  toGenerateRequest,
+  toChatCompletionChunks,
+  toChatCompletion,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatCompletionCreateParams,
+  type ChatCompletionCreateParamsBase,
+  type ChatCompletionCreateParamsStreaming,
+  type ChatCompletionCreateParamsNonStreaming,
+  type ChatCompletionMessageParam,
+  type ChatCompletionContentPartText,
+  type ChatCompletionTokenLogprob,
+  type ChatCompletionTopLogprob,
+  type ChoiceLogprobs,
+  type CompletionUsage,
+  type ChatFinishReason,
+  type CompletionMeta,
+} from './openai.ts';
+export { WorkerError, SseFormatError } from './errors.ts';
+
+// The contract with the worker: request, chunk and model types.
+export type {
+  ChatMessage,
+  GenerationOptions,
+  GenerateRequest,
+  FinishReason,
+  TokenLogprob,
+  RequestMetrics,
+  Chunk,
+  ModelSource,
+  LoadOptions,
+  ModelInfo,
+  LoadProgress,
+  EngineApi,
+} from '@intab/engine/contract';
+
+// Errors raised in the worker arrive as these classes, with their fields (instanceof works).
+export {
+  IntabEngineError,
+  InvalidRequestError,
+  RequestTooLargeError,
+  EngineClosedError,
+  EngineStateError,
+  UnknownStreamError,
+  TokenizerRequiredError,
+  ModelSourceError,
+} from '@intab/engine/errors';
+export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model';
+export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';

@@ -1,0 +1,97 @@
+// Model inputs to ModelSource: URLs, hub ids (GGUF file and folder, listed through a stubbed hub API so only
+// existing files are fetched), Files and folders, and the typed errors with their advice.
+import { describe, expect, test } from 'vitest';
+import { ModelSourceError } from '@intab/engine/errors';
+import { isHfId, resolveModelSource } from './model-source.ts';
+
+function hub(siblings: string[], status = 200): { fetch: typeof fetch; asked: string[] } {
+  const asked: string[] = [];
+  const fn = (async (url: string | URL | Request) => {
+    asked.push(String(url));
+    return new Response(JSON.stringify({ siblings: siblings.map((rfilename) => ({ rfilename })) }), { status });
+  }) as typeof fetch;
+  return { fetch: fn, asked };
+}
+
+describe('resolveModelSource', () => {
+  test('absolute URLs stay as they are', async () => {
+    expect(await resolveModelSource('https://example.com/m/model.gguf')).toEqual({ kind: 'url', url: 'https://example.com/m/model.gguf' });
+    expect(await resolveModelSource(new URL('https://example.com/a b.gguf'))).toEqual({ kind: 'url', url: 'https://example.com/a%20b.gguf' });
+  });
+
+  test('hub id with a GGUF file: its resolve URL, no listing', async () => {
+    const h = hub([]);
+    const src = await resolveModelSource('Qwen/Qwen2.5-0.5B-Instruct-GGUF', { file: 'qwen2.5-0.5b-instruct-q4_0.gguf', fetch: h.fetch });
+    expect(src).toEqual({ kind: 'url', url: 'https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_0.gguf' });
+    expect(h.asked).toEqual([]);
+    const rev = await resolveModelSource('org/name', { file: 'sub dir/x.gguf', revision: 'v1.0', hubUrl: 'https://mirror.example/' });
+    expect(rev).toEqual({ kind: 'url', url: 'https://mirror.example/org/name/resolve/v1.0/sub%20dir/x.gguf' });
+  });
+
+  test('{ id, file, revision } is the same as the options', async () => {
+    expect(await resolveModelSource({ id: 'org/name', file: 'm.gguf', revision: 'dev' })).toEqual({ kind: 'url', url: 'https://huggingface.co/org/name/resolve/dev/m.gguf' });
+    await expect(resolveModelSource({ id: 'not an id' })).rejects.toBeInstanceOf(ModelSourceError);
+  });
+
+  test('hub folder: the standard files that exist, and the weights (single file or shards)', async () => {
+    const h = hub(['config.json', 'tokenizer.json', 'model.safetensors', 'README.md', 'onnx/model.onnx']);
+    const src = await resolveModelSource('HuggingFaceTB/SmolLM2-135M-Instruct', { fetch: h.fetch });
+    const base = 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/';
+    expect(h.asked).toEqual(['https://huggingface.co/api/models/HuggingFaceTB/SmolLM2-135M-Instruct/revision/main']);
+    expect(src).toEqual({
+      kind: 'hf-urls',
+      files: { 'config.json': base + 'config.json', 'tokenizer.json': base + 'tokenizer.json', 'model.safetensors': base + 'model.safetensors' },
+    });
+
+    const sharded = hub(['config.json', 'generation_config.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']);
+    const s = await resolveModelSource('org/big', { fetch: sharded.fetch });
+    expect(s.kind).toBe('hf-urls');
+    expect(Object.keys((s as { files: Record<string, string> }).files).sort()).toEqual(
+      ['config.json', 'generation_config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer_config.json'],
+    );
+  });
+
+  test('a GGUF-only repository without `file` says which files to pick', async () => {
+    const err = await resolveModelSource('org/gguf-repo', { fetch: hub(['a-q4_0.gguf', 'a-q8_0.gguf', 'README.md']).fetch }).catch((e) => e);
+    expect(err).toBeInstanceOf(ModelSourceError);
+    expect(err.source).toBe('org/gguf-repo');
+    expect(err.message).toContain('pass one of them as `file` (a-q4_0.gguf, a-q8_0.gguf)');
+  });
+
+  test('a missing repository is a ModelSourceError naming the status', async () => {
+    const err = await resolveModelSource('org/nope', { fetch: hub([], 404).fetch }).catch((e) => e);
+    expect(err).toBeInstanceOf(ModelSourceError);
+    expect(err.message).toContain('HTTP 404');
+    expect(err.message).toContain('check the id and revision');
+  });
+
+  test('a File is a one-file source; a folder keeps each file\'s own name', async () => {
+    const gguf = new File([new Uint8Array([1, 2, 3])], 'model.gguf');
+    expect(await resolveModelSource(gguf)).toEqual({ kind: 'files', files: [{ name: 'model.gguf', blob: gguf }] });
+    const cfg = new File(['{}'], 'config.json');
+    const st = new File([new Uint8Array(8)], 'model.safetensors');
+    expect(await resolveModelSource([cfg, st])).toEqual({ kind: 'files', files: [{ name: 'config.json', blob: cfg }, { name: 'model.safetensors', blob: st }] });
+  });
+
+  test('a ModelSource passes through', async () => {
+    const src = { kind: 'hf-urls' as const, files: { 'config.json': 'https://x/config.json' } };
+    expect(await resolveModelSource(src)).toBe(src);
+  });
+
+  test('empty inputs and relative URLs without a page are ModelSourceErrors', async () => {
+    await expect(resolveModelSource('')).rejects.toBeInstanceOf(ModelSourceError);
+    await expect(resolveModelSource([])).rejects.toBeInstanceOf(ModelSourceError);
+    // In Node there is no page to resolve './x.gguf' against.
+    await expect(resolveModelSource('./x.gguf')).rejects.toThrow(/absolute URL/);
+  });
+
+  test('isHfId tells ids from paths', () => {
+    expect(isHfId('HuggingFaceTB/SmolLM2-135M-Instruct')).toBe(true);
+    expect(isHfId('Qwen/Qwen2.5-0.5B-Instruct')).toBe(true);
+    expect(isHfId('models/x.gguf')).toBe(false);
+    expect(isHfId('/models/x')).toBe(false);
+    expect(isHfId('./a/b')).toBe(false);
+    expect(isHfId('a/b/c')).toBe(false);
+    expect(isHfId('https://x.org/a')).toBe(false);
+  });
+});

@@ -1,0 +1,153 @@
+// Turns what a web developer has in hand (a URL, a Hugging Face id, a File from an <input>, a dropped
+// folder) into the contract's ModelSource, on the main thread: relative URLs are resolved against the page
+// (the worker's base URL differs), and a hub id is resolved to the hub's file URLs, listing the repository
+// once so that only files that exist are asked for.
+
+import type { ModelSource } from '@intab/engine/contract';
+import { ModelSourceError } from '@intab/engine/errors';
+
+/** A model as createEngine accepts it. */
+export type ModelInput =
+  /** A URL of a GGUF file (absolute, or relative to the page), or a Hugging Face id `org/name`. */
+  | string
+  | URL
+  /** A GGUF file. */
+  | File
+  /** A Hugging Face folder's files (config.json, model.safetensors, tokenizer.json, ...), e.g. from a directory picker. */
+  | FileList
+  | readonly File[]
+  /** A Hugging Face id with its GGUF file and revision (the same as the options `file` and `revision`). */
+  | HfModelRef
+  /** Already resolved. */
+  | ModelSource;
+
+export interface HfModelRef {
+  /** `org/name` on the hub. */
+  id: string;
+  /** The GGUF file in the repository (else its safetensors checkpoint). */
+  file?: string;
+  /** Branch, tag or commit [main]. */
+  revision?: string;
+}
+
+export interface ResolveModelOptions {
+  /** With a Hugging Face id: the GGUF file in the repository to load (else the safetensors checkpoint). */
+  file?: string;
+  /** With a Hugging Face id: branch, tag or commit [main]. */
+  revision?: string;
+  /** The hub [https://huggingface.co]; a mirror serving the same paths works too. */
+  hubUrl?: string;
+  /** Used to list a hub repository [globalThis.fetch]. */
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+}
+
+/** The files of a Hugging Face folder that the loader reads, when present (weights are added apart). */
+export const HF_FOLDER_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+
+const HF_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9_]$/;
+
+/**
+ * Whether a string is a Hugging Face id rather than a URL: `org/name`, two plain segments, not a file name.
+ * @example
+ * isHfId('HuggingFaceTB/SmolLM2-135M-Instruct'); // true
+ * isHfId('models/tiny.gguf');                    // false: a relative URL (write './models/...' to be clear)
+ */
+export function isHfId(s: string): boolean {
+  return HF_ID.test(s) && !/\.(gguf|safetensors|json|bin)$/i.test(s) && !s.includes('..');
+}
+
+function isModelSource(x: unknown): x is ModelSource {
+  return typeof x === 'object' && x !== null && 'kind' in x && typeof (x as { kind: unknown }).kind === 'string';
+}
+
+function isHfRef(x: unknown): x is HfModelRef {
+  return typeof x === 'object' && x !== null && typeof (x as { id?: unknown }).id === 'string' && !('length' in x);
+}
+
+function baseUrl(): string | undefined {
+  const loc = (globalThis as { location?: { href: string } }).location;
+  return loc?.href;
+}
+
+function encodePath(p: string): string {
+  return p.split('/').map(encodeURIComponent).join('/');
+}
+
+/**
+ * Resolves a model input to the ModelSource the worker loads.
+ * @example
+ * await resolveModelSource('https://example.com/model.gguf');   // { kind: 'url', url }
+ * await resolveModelSource('Qwen/Qwen2.5-0.5B-Instruct-GGUF', { file: 'qwen2.5-0.5b-instruct-q4_0.gguf' });
+ * await resolveModelSource(input.files);                        // { kind: 'files', files: [...] }
+ */
+export async function resolveModelSource(model: ModelInput, options: ResolveModelOptions = {}): Promise<ModelSource> {
+  if (model instanceof URL) return { kind: 'url', url: model.href };
+  if (typeof model === 'string') {
+    const s = model.trim();
+    if (!s) throw new ModelSourceError("''", "the model is an empty string: pass a GGUF URL, a Hugging Face id (org/name), a File or a folder's files");
+    if (isHfId(s)) return resolveHf(s, options);
+    let url: URL;
+    try {
+      url = new URL(s, baseUrl());
+    } catch {
+      throw new ModelSourceError(`'${s}'`, "it is neither a URL nor a Hugging Face id (org/name): pass an absolute URL, or a path relative to the page starting with './' or '/'");
+    }
+    if (options.file) url = new URL(encodePath(options.file), url.href.endsWith('/') ? url : new URL(url.href + '/'));
+    return { kind: 'url', url: url.href };
+  }
+  if (typeof File !== 'undefined' && model instanceof File) return { kind: 'files', files: [{ name: model.name, blob: model }] };
+  if (isModelSource(model)) return model;
+  if (isHfRef(model)) {
+    if (!isHfId(model.id)) throw new ModelSourceError(`'${model.id}'`, 'it is not a Hugging Face id: write it as org/name');
+    return resolveHf(model.id, { ...options, file: model.file ?? options.file, revision: model.revision ?? options.revision });
+  }
+  const list = Array.from(model as ArrayLike<File>);
+  if (list.length === 0) throw new ModelSourceError('an empty list of files', 'there is nothing to load: pick a GGUF file, or a Hugging Face folder (config.json, *.safetensors, tokenizer.json)');
+  for (const f of list) {
+    if (typeof Blob === 'undefined' || !(f instanceof Blob)) throw new ModelSourceError('a list of files', `it holds a ${typeof f}, not a File: pass File objects (from an <input type=file> or a drop)`);
+  }
+  // The file's own name, not its folder path: the loader matches names like 'config.json'.
+  return { kind: 'files', files: list.map((f) => ({ name: f.name, blob: f })) };
+}
+
+interface HubSibling {
+  rfilename: string;
+}
+
+async function resolveHf(id: string, o: ResolveModelOptions): Promise<ModelSource> {
+  const hub = (o.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
+  const revision = o.revision ?? 'main';
+  const fileUrl = (name: string) => `${hub}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(name)}`;
+  if (o.file) return { kind: 'url', url: fileUrl(o.file) };
+
+  // A folder: list the repository once, so that only files that exist are fetched by the worker.
+  const fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis);
+  const api = `${hub}/api/models/${id}/revision/${encodeURIComponent(revision)}`;
+  let res: Response;
+  try {
+    res = await fetchFn(api, { signal: o.signal });
+  } catch (e) {
+    if (o.signal?.aborted) throw o.signal.reason;
+    throw new ModelSourceError(id, `listing the repository (${api}) failed (${(e as Error)?.message ?? e}): check the network, or pass the files' URLs as { kind: 'hf-urls', files }`);
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => {});
+    const hint = res.status === 401 || res.status === 404 ? 'check the id and revision (gated and private repositories cannot be loaded without credentials)' : 'try again later';
+    throw new ModelSourceError(id, `the hub answered HTTP ${res.status} for ${api}: ${hint}`);
+  }
+  const info = (await res.json()) as { siblings?: HubSibling[] };
+  const names = new Set((info.siblings ?? []).map((s) => s.rfilename));
+  const files: Record<string, string> = {};
+  for (const f of HF_FOLDER_FILES) if (names.has(f)) files[f] = fileUrl(f);
+  const weights = [...names].filter((n) => !n.includes('/') && (n === 'model.safetensors' || n === 'model.safetensors.index.json' || /^model-\d+-of-\d+\.safetensors$/.test(n)));
+  if (!files['config.json'] || weights.length === 0) {
+    const ggufs = [...names].filter((n) => n.toLowerCase().endsWith('.gguf'));
+    if (ggufs.length) {
+      throw new ModelSourceError(id, `the repository holds GGUF files, not a safetensors checkpoint: pass one of them as \`file\` (${ggufs.slice(0, 8).join(', ')}${ggufs.length > 8 ? ', ...' : ''})`);
+    }
+    throw new ModelSourceError(id, `the repository has no config.json and model*.safetensors (files: ${[...names].slice(0, 12).join(', ') || 'none'}); intab loads GGUF files and Hugging Face safetensors folders`);
+  }
+  for (const w of weights) files[w] = fileUrl(w);
+  return { kind: 'hf-urls', files };
+}

@@ -1,0 +1,300 @@
+// The OpenAI-compatible API over a real in-thread Engine (CPU reference runner, tiny ChatML tokenizer): every
+// field of the streamed chat.completion.chunk objects and of the non-streamed chat.completion is checked
+// against the same request run through engine.generate (seeded, so both runs give the same tokens), plus
+// request mapping, typed errors, abort and break (pages back in the pool).
+import { beforeEach, describe, expect, test } from 'vitest';
+
+import type { Chunk, GenerateRequest } from '@intab/engine/contract';
+import { InvalidRequestError } from '@intab/engine/errors';
+import type { Engine, ReferenceRunner } from '@intab/engine';
+import { wrapEngineApi, type IntabEngine } from './engine.ts';
+import { toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
+import { decodeSSE, encodeSSE } from './sse.ts';
+import { referenceEngine } from './test-fixture.ts';
+
+const messages = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: 'Say something!' },
+];
+/** Seeded sampling: the same tokens on every run. The fixture model loves '\n' (id 95): bias it away for varied text. */
+const sampling = { temperature: 1, seed: 7 };
+const chatSampling = { ...sampling, logit_bias: { '95': -100 } };
+
+let engine: IntabEngine;
+let inner: Engine;
+let runner: ReferenceRunner;
+beforeEach(() => {
+  const r = referenceEngine();
+  inner = r.engine;
+  runner = r.runner;
+  engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
+});
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+/** The same request through engine.generate: the reference for every field. */
+async function reference(extra: Partial<GenerateRequest>): Promise<{ text: string; ids: number[]; chunks: Chunk[]; last: Chunk }> {
+  const chunks = await collect(engine.generate({ messages, ...sampling, logitBias: { 95: -100 }, ...extra }));
+  return { text: chunks.map((c) => c.text).join(''), ids: chunks.flatMap((c) => c.ids), chunks, last: chunks[chunks.length - 1] };
+}
+
+const utf8 = (s: string) => Array.from(new TextEncoder().encode(s));
+
+describe('toGenerateRequest', () => {
+  test('maps every OpenAI field to the engine request', () => {
+    expect(
+      toGenerateRequest({
+        model: 'x',
+        messages: [
+          { role: 'developer', content: 'be brief' },
+          { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+          { role: 'assistant', content: null },
+        ],
+        max_tokens: 5,
+        max_completion_tokens: 9,
+        temperature: 0.5,
+        top_p: 0.9,
+        top_k: 40,
+        min_p: 0.05,
+        frequency_penalty: 0.1,
+        presence_penalty: 0.2,
+        repetition_penalty: 1.1,
+        logit_bias: { '17': -100, '3': 2.5 },
+        seed: 42,
+        stop: '\n\n',
+        logprobs: true,
+        top_logprobs: 3,
+        n: 1,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    ).toEqual({
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'ab' },
+        { role: 'assistant', content: '' },
+      ],
+      maxTokens: 9,
+      temperature: 0.5,
+      topP: 0.9,
+      topK: 40,
+      minP: 0.05,
+      frequencyPenalty: 0.1,
+      presencePenalty: 0.2,
+      repetitionPenalty: 1.1,
+      logitBias: { 17: -100, 3: 2.5 },
+      seed: 42,
+      stop: ['\n\n'],
+      logprobs: true,
+      topLogprobs: 3,
+    });
+    expect(toGenerateRequest({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, temperature: null, stop: ['a', 'b'] })).toEqual({
+      messages: [{ role: 'user', content: 'hi' }],
+      maxTokens: 4,
+      stop: ['a', 'b'],
+    });
+  });
+
+  test('typed errors name the field', () => {
+    const err = (p: unknown) => {
+      try {
+        toGenerateRequest(p as never);
+      } catch (e) {
+        return e as InvalidRequestError;
+      }
+      throw new Error('no error');
+    };
+    const n = err({ messages, n: 2 });
+    expect(n).toBeInstanceOf(InvalidRequestError);
+    expect([n.name, n.field, n.value]).toEqual(['InvalidRequestError', 'n', '2']);
+    expect(n.message).toContain('send n requests');
+    expect(err({ messages, top_logprobs: 2 }).field).toBe('top_logprobs');
+    expect(err({ messages, logit_bias: { abc: 1 } }).field).toBe('logit_bias["abc"]');
+    expect(err({ messages: [] }).field).toBe('messages');
+    expect(err({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }).field).toBe('messages[0].content[0]');
+    expect(err({ messages, temperature: 'hot' }).field).toBe('temperature');
+    expect(err({ messages, stop: [1] }).field).toBe('stop');
+  });
+});
+
+describe('chat.completions.create, streaming', () => {
+  test('chunks field by field, with logprobs and the usage chunk', async () => {
+    const ref = await reference({ maxTokens: 10, logprobs: true, topLogprobs: 2 });
+    expect(ref.last.finishReason).toBe('length');
+    const before = Math.floor(Date.now() / 1000);
+    const stream = await engine.chat.completions.create({
+      messages,
+      ...chatSampling,
+      max_tokens: 10,
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = await collect(stream);
+    const after = Math.floor(Date.now() / 1000);
+
+    const first = chunks[0];
+    expect(first.id).toMatch(/^chatcmpl-[A-Za-z0-9]{24}$/);
+    expect(first.created).toBeGreaterThanOrEqual(before);
+    expect(first.created).toBeLessThanOrEqual(after);
+    for (const c of chunks) {
+      expect(Object.keys(c).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'usage']);
+      expect([c.id, c.object, c.created, c.model]).toEqual([first.id, 'chat.completion.chunk', first.created, 'tiny-llama']);
+    }
+    const content = chunks.slice(0, -2);
+    const [finish, usage] = chunks.slice(-2);
+    // Content chunks: one per engine chunk, role on the first only.
+    expect(content.length).toBe(ref.chunks.length);
+    content.forEach((c, i) => {
+      expect(c.usage).toBeNull();
+      expect(c.choices.length).toBe(1);
+      const choice = c.choices[0];
+      expect(Object.keys(choice).sort()).toEqual(['delta', 'finish_reason', 'index', 'logprobs']);
+      expect(choice.index).toBe(0);
+      expect(choice.finish_reason).toBeNull();
+      expect(choice.delta).toEqual(i === 0 ? { role: 'assistant', content: ref.chunks[0].text, refusal: null } : { content: ref.chunks[i].text });
+      expect(choice.logprobs).toEqual({
+        content: ref.chunks[i].logprobs!.map((t) => ({
+          token: t.text,
+          logprob: t.logprob,
+          bytes: utf8(t.text),
+          top_logprobs: t.top!.map((a) => ({ token: a.text, logprob: a.logprob, bytes: utf8(a.text) })),
+        })),
+        refusal: null,
+      });
+      expect(choice.logprobs!.content!.every((t) => t.top_logprobs.length === 2)).toBe(true);
+    });
+    expect(content.map((c) => c.choices[0].delta.content).join('')).toBe(ref.text);
+    // The last choice chunk: empty delta, the finish reason.
+    expect(finish.choices).toEqual([{ index: 0, delta: {}, logprobs: null, finish_reason: 'length' }]);
+    expect(finish.usage).toBeNull();
+    // Usage: its own chunk, no choices.
+    expect(usage.choices).toEqual([]);
+    expect(usage.usage).toEqual({
+      prompt_tokens: ref.last.metrics!.promptTokens,
+      completion_tokens: 10,
+      total_tokens: ref.last.metrics!.promptTokens + 10,
+    });
+    expect(ref.last.metrics!.promptTokens).toBeGreaterThan(10);
+  });
+
+  test('without include_usage there is no usage field; without logprobs, logprobs is null', async () => {
+    const ref = await reference({ maxTokens: 4 });
+    const chunks = await collect(await engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 4, stream: true }));
+    for (const c of chunks) expect('usage' in c).toBe(false);
+    expect(chunks.length).toBe(ref.chunks.length + 1);
+    expect(chunks.slice(0, -1).every((c) => c.choices[0].logprobs === null)).toBe(true);
+    expect(chunks.at(-1)!.choices[0].finish_reason).toBe('length');
+  });
+
+  test("a stop string ends with finish_reason 'stop' and is never emitted", async () => {
+    const ref = await reference({ maxTokens: 24 });
+    // A stop string spanning tokens (the fixture model repeats itself, so it may match at the very start).
+    const stop = ref.text.slice(2, 5);
+    expect(stop.length).toBe(3);
+    const cut = ref.text.indexOf(stop);
+    const chunks = await collect(await engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 24, stop, stream: true }));
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(ref.text.slice(0, cut));
+    expect(chunks.at(-1)!.choices[0].finish_reason).toBe('stop');
+  });
+
+  test('aborting the signal ends the stream without a finish_reason chunk and frees the pages', async () => {
+    const controller = new AbortController();
+    const stream = await engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 150, stream: true }, { signal: controller.signal });
+    const seen: ChatCompletionChunk[] = [];
+    for await (const c of stream) {
+      seen.push(c);
+      if (seen.length === 3) controller.abort();
+    }
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.length).toBeLessThan(10);
+    expect(seen.every((c) => c.choices[0].finish_reason === null)).toBe(true);
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, freePages: runner.kv.pages });
+  });
+
+  test('an invalid request rejects create() with a typed error', async () => {
+    await expect(engine.chat.completions.create({ messages, n: 3, stream: true })).rejects.toMatchObject({ name: 'InvalidRequestError', field: 'n' });
+    await expect(engine.chat.completions.create({ messages, temperature: -1 })).rejects.toBeInstanceOf(InvalidRequestError);
+  });
+
+  test('the stream round-trips through encodeSSE and decodeSSE unchanged', async () => {
+    const chunks = await collect(await engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 6, stream: true, stream_options: { include_usage: true } }));
+    async function* replay() {
+      yield* chunks;
+    }
+    expect(await collect(decodeSSE<ChatCompletionChunk>(encodeSSE(replay())))).toEqual(chunks);
+  });
+});
+
+describe('chat.completions.create, non-streaming', () => {
+  test('one chat.completion, field by field', async () => {
+    const ref = await reference({ maxTokens: 7, logprobs: true });
+    const res: ChatCompletion = await engine.chat.completions.create({ model: 'my-name', messages, ...chatSampling, max_completion_tokens: 7, logprobs: true });
+    expect(Object.keys(res).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'usage']);
+    expect(res.id).toMatch(/^chatcmpl-/);
+    expect(res.object).toBe('chat.completion');
+    expect(Number.isInteger(res.created)).toBe(true);
+    expect(res.model).toBe('my-name');
+    expect(res.choices).toEqual([
+      {
+        index: 0,
+        message: { role: 'assistant', content: ref.text, refusal: null },
+        logprobs: {
+          content: ref.chunks.flatMap((c) => c.logprobs!).map((t) => ({ token: t.text, logprob: t.logprob, bytes: utf8(t.text), top_logprobs: [] })),
+          refusal: null,
+        },
+        finish_reason: 'length',
+      },
+    ]);
+    const p = ref.last.metrics!.promptTokens;
+    expect(res.usage).toEqual({ prompt_tokens: p, completion_tokens: 7, total_tokens: p + 7 });
+  });
+
+  test('an aborted non-streaming request rejects with the signal reason', async () => {
+    const controller = new AbortController();
+    const reason = new Error('user left');
+    const pending = engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 150 }, { signal: controller.signal });
+    setTimeout(() => controller.abort(reason), 0);
+    await expect(pending).rejects.toBe(reason);
+    expect(inner.stats()).toMatchObject({ streams: 0, freePages: runner.kv.pages });
+  });
+});
+
+describe('generate', () => {
+  test('break out of for-await cancels the request and frees its pages', async () => {
+    let n = 0;
+    for await (const c of engine.generate({ messages, ...sampling, maxTokens: 150 })) {
+      expect(c.finishReason).toBeNull();
+      if (++n === 2) break;
+    }
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, waiting: 0, freePages: runner.kv.pages });
+    // The next request on the same engine runs normally.
+    const again = await collect(engine.generate({ messages, ...sampling, maxTokens: 5 }));
+    expect(again.at(-1)!.finishReason).toBe('length');
+    expect(again.flatMap((c) => c.ids).length).toBe(5);
+  });
+
+  test("an already-aborted signal ends at once with 'abort'", async () => {
+    const chunks = await collect(engine.generate({ messages, maxTokens: 5 }, { signal: AbortSignal.abort() }));
+    expect(chunks.length).toBe(1);
+    expect(chunks[0]).toMatchObject({ finishReason: 'abort', ids: [], text: '' });
+  });
+
+  test('the same seeded request gives the same ids', async () => {
+    const a = await reference({ maxTokens: 12 });
+    const b = await reference({ maxTokens: 12 });
+    expect(a.ids).toEqual(b.ids);
+    expect(a.ids.length).toBe(12);
+  });
+
+  test('after destroy(), calls reject with EngineClosedError', async () => {
+    await engine.destroy();
+    await engine.destroy(); // idempotent
+    await expect(collect(engine.generate({ messages }))).rejects.toMatchObject({ name: 'EngineClosedError', reason: 'destroyed' });
+  });
+});

@@ -1,0 +1,319 @@
+// The OpenAI chat completions API over the engine: request fields (snake_case, OpenAI semantics) become a
+// GenerateRequest, and the engine's coalesced chunks become `chat.completion.chunk` objects (streaming) or
+// one `chat.completion` — the exact shapes of OpenAI's API, so code written for the openai SDK or an
+// OpenAI-compatible server runs unchanged against a model in the tab.
+
+import type { Chunk, FinishReason, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
+import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
+
+// ---- request ----
+
+/** A message part of OpenAI's array content form; only text parts can be run. */
+export interface ChatCompletionContentPartText {
+  type: 'text';
+  text: string;
+}
+
+export interface ChatCompletionMessageParam {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | (string & {});
+  content: string | ChatCompletionContentPartText[] | null;
+  name?: string;
+}
+
+/** The fields of OpenAI's `POST /v1/chat/completions` that a local model can honour. */
+export interface ChatCompletionCreateParamsBase {
+  /** Echoed in the response (defaults to the engine's model name); the engine runs its loaded model. */
+  model?: string;
+  messages: ChatCompletionMessageParam[];
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean } | null;
+  /** Deprecated by OpenAI in favour of max_completion_tokens; both work (max_completion_tokens wins). */
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  /** Not in OpenAI's API (common in compatible servers). */
+  top_k?: number | null;
+  /** Not in OpenAI's API (common in compatible servers). */
+  min_p?: number | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  /** Not in OpenAI's API (llama.cpp / vLLM semantics). */
+  repetition_penalty?: number | null;
+  /** Token id (as a string key, as in JSON) → bias added to its logit. */
+  logit_bias?: Record<string, number> | null;
+  seed?: number | null;
+  stop?: string | string[] | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  /** Only 1: one choice per request (send several requests to get more). */
+  n?: number | null;
+}
+
+export interface ChatCompletionCreateParamsStreaming extends ChatCompletionCreateParamsBase {
+  stream: true;
+}
+
+export interface ChatCompletionCreateParamsNonStreaming extends ChatCompletionCreateParamsBase {
+  stream?: false | null;
+}
+
+export type ChatCompletionCreateParams = ChatCompletionCreateParamsStreaming | ChatCompletionCreateParamsNonStreaming;
+
+// ---- response ----
+
+export interface ChatCompletionTopLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+}
+
+export interface ChatCompletionTokenLogprob extends ChatCompletionTopLogprob {
+  top_logprobs: ChatCompletionTopLogprob[];
+}
+
+export interface ChoiceLogprobs {
+  content: ChatCompletionTokenLogprob[] | null;
+  refusal: ChatCompletionTokenLogprob[] | null;
+}
+
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** OpenAI's finish reasons that a local model produces. */
+export type ChatFinishReason = 'stop' | 'length';
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string | null; refusal?: string | null };
+    logprobs: ChoiceLogprobs | null;
+    finish_reason: ChatFinishReason | null;
+  }[];
+  /** With stream_options.include_usage: null on every chunk but the last, which has `choices: []`. */
+  usage?: CompletionUsage | null;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; refusal: string | null };
+    logprobs: ChoiceLogprobs | null;
+    finish_reason: ChatFinishReason;
+  }[];
+  usage: CompletionUsage;
+}
+
+// ---- mapping ----
+
+function num(field: string, v: number | null | undefined, expected: string): number | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new InvalidRequestError(field, v, expected);
+  return v;
+}
+
+function text(m: ChatCompletionMessageParam, i: number): string {
+  if (typeof m.content === 'string') return m.content;
+  if (m.content === null || m.content === undefined) return '';
+  if (!Array.isArray(m.content)) throw new InvalidRequestError(`messages[${i}].content`, m.content, 'a string or an array of { type: "text", text } parts');
+  return m.content
+    .map((p, j) => {
+      if (p?.type !== 'text' || typeof p.text !== 'string') {
+        throw new InvalidRequestError(`messages[${i}].content[${j}]`, p, 'a { type: "text", text } part (this model reads text only)');
+      }
+      return p.text;
+    })
+    .join('');
+}
+
+/**
+ * The GenerateRequest of an OpenAI chat completion request; options the engine has no notion of are
+ * InvalidRequestErrors naming the field. Range checks of the sampling values are the engine's.
+ * @example
+ * toGenerateRequest({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 16, stop: '\n' });
+ * // { messages: [...], maxTokens: 16, stop: ['\n'] }
+ */
+export function toGenerateRequest(p: ChatCompletionCreateParams): GenerateRequest {
+  if (typeof p !== 'object' || p === null) throw new InvalidRequestError('request', p, 'an object with messages');
+  if (p.n !== null && p.n !== undefined && p.n !== 1) {
+    throw new InvalidRequestError('n', p.n, '1 (intab returns one choice per request: send n requests, with different seeds, to get n choices)');
+  }
+  if (!Array.isArray(p.messages) || p.messages.length === 0) throw new InvalidRequestError('messages', p.messages, 'a non-empty array of { role, content }');
+  const r: GenerateRequest = {
+    messages: p.messages.map((m, i) => {
+      if (typeof m !== 'object' || m === null || typeof m.role !== 'string') throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content }');
+      // OpenAI's 'developer' role is the system prompt of newer models; chat templates know 'system'.
+      return { role: m.role === 'developer' ? 'system' : m.role, content: text(m, i) };
+    }),
+  };
+  const maxTokens = num('max_completion_tokens', p.max_completion_tokens, 'a positive integer') ?? num('max_tokens', p.max_tokens, 'a positive integer');
+  if (maxTokens !== undefined) r.maxTokens = maxTokens;
+  const set = <K extends keyof GenerateRequest>(key: K, field: keyof ChatCompletionCreateParamsBase, expected: string) => {
+    const v = num(field, p[field] as number | null | undefined, expected);
+    if (v !== undefined) (r as Record<string, unknown>)[key] = v;
+  };
+  set('temperature', 'temperature', 'a number from 0 to 2');
+  set('topP', 'top_p', 'a number in (0, 1]');
+  set('topK', 'top_k', 'a non-negative integer');
+  set('minP', 'min_p', 'a number in [0, 1]');
+  set('frequencyPenalty', 'frequency_penalty', 'a number from -2 to 2');
+  set('presencePenalty', 'presence_penalty', 'a number from -2 to 2');
+  set('repetitionPenalty', 'repetition_penalty', 'a positive number');
+  set('seed', 'seed', 'an integer');
+  if (p.logit_bias !== null && p.logit_bias !== undefined) {
+    if (typeof p.logit_bias !== 'object') throw new InvalidRequestError('logit_bias', p.logit_bias, 'an object { "<token id>": bias }');
+    const bias: Record<number, number> = {};
+    for (const [k, v] of Object.entries(p.logit_bias)) {
+      if (!/^\d+$/.test(k)) throw new InvalidRequestError(`logit_bias["${k}"]`, k, 'a key that is a token id (a non-negative integer)');
+      bias[Number(k)] = num(`logit_bias["${k}"]`, v, 'a number from -100 to 100') as number;
+    }
+    r.logitBias = bias;
+  }
+  if (p.stop !== null && p.stop !== undefined) {
+    const stop = typeof p.stop === 'string' ? [p.stop] : p.stop;
+    if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string')) throw new InvalidRequestError('stop', p.stop, 'a string or an array of strings');
+    r.stop = stop;
+  }
+  const topLogprobs = num('top_logprobs', p.top_logprobs, 'an integer from 0 to 20');
+  if (topLogprobs !== undefined && topLogprobs > 0 && p.logprobs !== true) {
+    throw new InvalidRequestError('top_logprobs', topLogprobs, 'set only together with logprobs: true');
+  }
+  if (p.logprobs === true) {
+    r.logprobs = true;
+    if (topLogprobs !== undefined) r.topLogprobs = topLogprobs;
+  }
+  return r;
+}
+
+const utf8 = new TextEncoder();
+
+function bytesOf(s: string): number[] {
+  return Array.from(utf8.encode(s));
+}
+
+/** OpenAI's logprobs `content` entries for the engine's per-token logprobs. */
+export function toOpenAiLogprobs(lp: readonly TokenLogprob[]): ChatCompletionTokenLogprob[] {
+  return lp.map((t) => ({
+    token: t.text,
+    logprob: t.logprob,
+    bytes: bytesOf(t.text),
+    top_logprobs: (t.top ?? []).map((a) => ({ token: a.text, logprob: a.logprob, bytes: bytesOf(a.text) })),
+  }));
+}
+
+/** What identifies one completion in all of its chunks. */
+export interface CompletionMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/** A fresh completion id (`chatcmpl-` + 24 random characters, as OpenAI's). */
+export function completionId(): string {
+  const bytes = new Uint8Array(18);
+  crypto.getRandomValues(bytes);
+  let b64 = '';
+  for (const b of bytes) b64 += String.fromCharCode(b);
+  return `chatcmpl-${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
+}
+
+function finish(reason: FinishReason): ChatFinishReason | undefined {
+  if (reason === 'stop' || reason === 'length') return reason;
+  if (reason === 'error') throw new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
+  return undefined; // 'abort': the stream just ends, as a dropped connection does
+}
+
+/**
+ * OpenAI `chat.completion.chunk` objects from the engine's chunks: role on the first, one chunk per
+ * engine chunk with text (or logprobs), then an empty delta with finish_reason ('stop' | 'length'), then
+ * the usage chunk (`choices: []`) when includeUsage. An aborted stream simply ends.
+ * @example
+ * for await (const c of toChatCompletionChunks(engine.generate(request), meta, { includeUsage: true }))
+ *   process(c.choices[0]?.delta.content);
+ */
+export async function* toChatCompletionChunks(
+  chunks: AsyncIterable<Chunk>,
+  meta: CompletionMeta,
+  options: { includeUsage?: boolean; logprobs?: boolean } = {},
+): AsyncGenerator<ChatCompletionChunk, void, undefined> {
+  const usage = options.includeUsage ? { usage: null } : {};
+  const base = (choices: ChatCompletionChunk['choices']): ChatCompletionChunk => ({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices, ...usage });
+  let first = true;
+  let completionTokens = 0;
+  for await (const c of chunks) {
+    completionTokens += c.ids.length;
+    const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
+    if (first || c.text !== '' || hasLogprobs) {
+      const delta: ChatCompletionChunk['choices'][number]['delta'] = first ? { role: 'assistant', content: c.text, refusal: null } : { content: c.text };
+      first = false;
+      const logprobs = options.logprobs === true ? { content: toOpenAiLogprobs(c.logprobs ?? []), refusal: null } : null;
+      yield base([{ index: 0, delta, logprobs, finish_reason: null }]);
+    }
+    if (c.finishReason === null) continue;
+    const reason = finish(c.finishReason);
+    if (reason === undefined) return;
+    yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
+    if (options.includeUsage) {
+      const promptTokens = c.metrics?.promptTokens ?? 0;
+      const completion = c.metrics?.completionTokens ?? completionTokens;
+      yield { ...base([]), usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion } };
+    }
+    return;
+  }
+}
+
+/**
+ * One OpenAI `chat.completion` from a whole stream of engine chunks. An aborted stream rejects with the
+ * signal's reason (as fetch does), since there is no complete answer to return.
+ * @example
+ * const completion = await toChatCompletion(engine.generate(request), meta, {});
+ * completion.choices[0].message.content;
+ */
+export async function toChatCompletion(
+  chunks: AsyncIterable<Chunk>,
+  meta: CompletionMeta,
+  options: { logprobs?: boolean; signal?: AbortSignal } = {},
+): Promise<ChatCompletion> {
+  let content = '';
+  const logprobs: ChatCompletionTokenLogprob[] = [];
+  let completionTokens = 0;
+  for await (const c of chunks) {
+    content += c.text;
+    completionTokens += c.ids.length;
+    if (options.logprobs && c.logprobs) logprobs.push(...toOpenAiLogprobs(c.logprobs));
+    if (c.finishReason === null) continue;
+    const reason = finish(c.finishReason);
+    if (reason === undefined) {
+      throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
+    }
+    const promptTokens = c.metrics?.promptTokens ?? 0;
+    const completion = c.metrics?.completionTokens ?? completionTokens;
+    return {
+      id: meta.id,
+      object: 'chat.completion',
+      created: meta.created,
+      model: meta.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content, refusal: null },
+          logprobs: options.logprobs ? { content: logprobs, refusal: null } : null,
+          finish_reason: reason,
+        },
+      ],
+      usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+    };
+  }
+  throw new IntabEngineError('The engine ended the stream without a last chunk: the request failed; retry it or reload the model.');
+}
