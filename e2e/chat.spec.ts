@@ -1,0 +1,49 @@
+// The demo chat page as a visitor uses it, offline: a local GGUF picked with the file input (every
+// request off localhost is blocked), a streamed answer that grows, the stop button, and a next turn.
+import { expect, test } from '@playwright/test';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MODEL = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K', 'stories260K-vocab-ud.gguf');
+
+test('chat page: local model offline, streaming, stop, next message', async ({ page }) => {
+  const offsite: string[] = [];
+  await page.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.protocol === 'blob:' || url.protocol === 'data:') return route.continue();
+    offsite.push(url.href);
+    return route.abort();
+  });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('/examples/chat/');
+  await page.locator('#max-tokens').fill('400');
+  await page.locator('#local-files').setInputFiles(MODEL);
+  await expect(page.locator('#model-status')).toContainText('llama, 5 layers', { timeout: 120_000 });
+  await expect(page.locator('#input')).toBeEnabled();
+
+  // Streaming: the answer grows over several observations, then stop halts it.
+  await page.locator('#input').fill('Tell me a story');
+  await page.locator('#send').click();
+  const answer = page.locator('.msg.assistant .body').last();
+  await expect(answer).not.toBeEmpty({ timeout: 60_000 });
+  const first = (await answer.textContent())!.length;
+  await expect.poll(async () => (await answer.textContent())!.length, { timeout: 60_000 }).toBeGreaterThan(first);
+  await page.locator('#stop').click();
+  await expect(page.locator('#stop')).toBeHidden();
+  await expect(page.locator('.msg.assistant .stats').last()).toContainText('stopped');
+  const stoppedAt = (await answer.textContent())!.length;
+  await page.waitForTimeout(500);
+  expect((await answer.textContent())!.length).toBe(stoppedAt);
+
+  // The next turn works and carries TTFT / tok/s.
+  await page.locator('#input').fill('And then?');
+  await page.locator('#max-tokens').fill('12');
+  await page.locator('#send').click();
+  await expect(page.locator('.msg.assistant')).toHaveCount(2);
+  await expect(page.locator('.msg.assistant .stats').last()).toContainText('TTFT', { timeout: 60_000 });
+  await page.screenshot({ path: 'test-results/chat.png', fullPage: true });
+  expect(errors).toEqual([]);
+  expect(offsite).toEqual([]);
+});
