@@ -8,7 +8,7 @@ export { Engine, openModel, type EngineOptions, type EngineInit, type EngineStat
 export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';
-export { ReferenceRunner, ReferencePagePool, type ReferenceRunnerOptions, type StepLogEntry } from './reference-runner.ts';
+export { ReferenceRunner, type ReferenceRunnerOptions, type StepLogEntry } from './reference-runner.ts';
 export {
   IntabEngineError,
   InvalidRequestError,

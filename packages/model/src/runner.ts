@@ -5,7 +5,8 @@
 import { GpuValidationError, createSampler, packSamplingBatch, unpackSamples, type Gpu, type Sampler, type SampleResult, type SamplingParams } from '@intab/gpu';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
-import { KvCacheFullError, PagedKvCache } from './kv-cache.ts';
+import { PagedKvCache } from './kv-cache.ts';
+import { checkStep } from './page-pool.ts';
 import { GEMV_MAX_ROWS, LlamaForward, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
@@ -118,9 +119,7 @@ export class Runner {
   async step(entries: readonly StepEntry[], options: { logits?: boolean } = {}): Promise<StepResult[]> {
     if (this.destroyed) throw new IntabModelError('This Runner was destroyed: load the model again.');
     if (entries.length === 0) return [];
-    if (entries.length > this.maxBatch) {
-      throw new IntabModelError(`A step holds at most ${this.maxBatch} sequences (maxBatch); got ${entries.length}: split the batch.`);
-    }
+    checkStep(this.kv, entries, this.config.vocab, this.maxBatch);
     const plan = this.plan(entries);
     const encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
     this.kv.recordCopies(encoder);
@@ -169,21 +168,8 @@ export class Runner {
     this.weights.destroy();
   }
 
-  /** Grow each sequence in the cache and lay its tokens out for the step. All-or-nothing on KV space. */
+  /** Grow each sequence in the cache and lay its tokens out for the step (checkStep ran first). */
   private plan(entries: readonly StepEntry[]): StepPlan {
-    // Everything is checked before anything grows, so a failing step leaves every sequence as it was.
-    for (const e of entries) {
-      if (!this.kv.has(e.seq)) throw new IntabModelError(`step: sequence ${e.seq} was not allocated: call alloc(${e.seq}) first.`);
-      if (e.tokens.length === 0) throw new IntabModelError(`step: sequence ${e.seq} has no tokens.`);
-      for (const id of e.tokens) {
-        if (!Number.isInteger(id) || id < 0 || id >= this.config.vocab) {
-          throw new IntabModelError(`step: token id ${id} of sequence ${e.seq} is outside the vocabulary (0..${this.config.vocab - 1}).`);
-        }
-      }
-    }
-    if (new Set(entries.map((e) => e.seq)).size !== entries.length) throw new IntabModelError('step: a sequence appears twice in one step.');
-    const need = entries.reduce((n, e) => n + this.kv.pagesNeeded(e.seq, this.kv.length(e.seq) + e.tokens.length), 0);
-    if (need > this.kv.freePageCount) throw new KvCacheFullError(need, this.kv.freePageCount, this.kv.pages);
     const T = entries.reduce((n, e) => n + e.tokens.length, 0);
     const ids = new Uint32Array(T);
     const rows = new Uint32Array(T);

@@ -1,0 +1,176 @@
+// Page accounting of the paged KV-cache, without the GPU: a pool of page ids, a page list and a length
+// per sequence, and reference counts so fork() can share pages. A sequence about to append into a shared,
+// partly filled page gets a private copy first (copy-on-write); the pool records those copies for whoever
+// owns the memory (PagedKvCache on the GPU; the CPU reference runner keeps none).
+
+import { IntabModelError } from './errors.ts';
+
+/** No page is free for a sequence that needs one: wait for others to finish, or shorten the context. */
+export class KvCacheFullError extends IntabModelError {
+  readonly needed: number;
+  readonly free: number;
+  constructor(needed: number, free: number, total: number) {
+    super(`The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
+    this.name = 'KvCacheFullError';
+    this.needed = needed;
+    this.free = free;
+  }
+}
+
+export class PagePool {
+  private readonly freePages: number[] = [];
+  /** Sequences holding each page. */
+  private readonly refs: Uint32Array;
+  private readonly seqPages = new Map<number, number[]>();
+  private readonly seqLength = new Map<number, number>();
+  /** Page copies (from → to) owed before the next write: see takeCopies(). */
+  private copies: [number, number][] = [];
+
+  constructor(
+    readonly pages: number,
+    readonly pageSize: number,
+  ) {
+    this.refs = new Uint32Array(pages);
+    for (let p = pages - 1; p >= 0; p--) this.freePages.push(p);
+  }
+
+  get freePageCount(): number {
+    return this.freePages.length;
+  }
+
+  /** Sequences allocated. */
+  get sequences(): number {
+    return this.seqPages.size;
+  }
+
+  /** Tokens cached for a sequence (0 for an unknown one). */
+  length(seq: number): number {
+    return this.seqLength.get(seq) ?? 0;
+  }
+
+  has(seq: number): boolean {
+    return this.seqPages.has(seq);
+  }
+
+  /** Start an empty sequence. */
+  alloc(seq: number): void {
+    if (this.seqPages.has(seq)) throw new IntabModelError(`KV-cache: sequence ${seq} already exists; free it first.`);
+    this.seqPages.set(seq, []);
+    this.seqLength.set(seq, 0);
+  }
+
+  /**
+   * Pages the sequence would take from the pool to hold `length` tokens: new pages, plus a private copy
+   * of its last page when that page is shared and partly filled (it will be written).
+   */
+  pagesNeeded(seq: number, length: number): number {
+    const pages = this.seqPages.get(seq) ?? [];
+    const have = this.seqLength.get(seq) ?? 0;
+    const fresh = Math.max(0, Math.ceil(length / this.pageSize) - pages.length);
+    const copy = length > have && have % this.pageSize !== 0 && this.refs[pages[pages.length - 1]] > 1 ? 1 : 0;
+    return fresh + copy;
+  }
+
+  /** Make room for `extra` more tokens (all-or-nothing); returns the position of the first. */
+  grow(seq: number, extra: number): number {
+    const pages = this.mutablePages(seq);
+    const start = this.seqLength.get(seq)!;
+    const need = this.pagesNeeded(seq, start + extra);
+    if (need > this.freePages.length) throw new KvCacheFullError(need, this.freePages.length, this.pages);
+    if (extra > 0 && start % this.pageSize !== 0) {
+      const last = pages[pages.length - 1];
+      if (this.refs[last] > 1) {
+        // copy-on-write: this sequence is about to append into a page another sequence still reads
+        const own = this.take();
+        this.copies.push([last, own]);
+        this.refs[last]--;
+        pages[pages.length - 1] = own;
+      }
+    }
+    const fresh = Math.ceil((start + extra) / this.pageSize) - pages.length;
+    for (let i = 0; i < fresh; i++) pages.push(this.take());
+    this.seqLength.set(seq, start + extra);
+    return start;
+  }
+
+  /** Drop the last `n` tokens (rejected speculative drafts); releases pages that become empty. */
+  rewind(seq: number, n: number): void {
+    const pages = this.mutablePages(seq);
+    const length = Math.max(0, this.seqLength.get(seq)! - n);
+    this.seqLength.set(seq, length);
+    const keep = Math.ceil(length / this.pageSize);
+    while (pages.length > keep) this.release(pages.pop()!);
+  }
+
+  /**
+   * A new sequence `dst` holding the same tokens as `src` (prefix caching, parallel samples): the pages are
+   * shared, not copied, until one of the two appends into a shared partly filled page.
+   */
+  fork(src: number, dst: number): void {
+    const pages = this.pagesOf(src);
+    if (this.seqPages.has(dst)) throw new IntabModelError(`KV-cache: sequence ${dst} already exists; free it first.`);
+    for (const p of pages) this.refs[p]++;
+    this.seqPages.set(dst, [...pages]);
+    this.seqLength.set(dst, this.seqLength.get(src)!);
+  }
+
+  /** Release a sequence and its pages. Idempotent. */
+  free(seq: number): void {
+    const pages = this.seqPages.get(seq);
+    if (!pages) return;
+    for (const p of pages) this.release(p);
+    this.seqPages.delete(seq);
+    this.seqLength.delete(seq);
+  }
+
+  /** The page ids of a sequence, in position order. */
+  pagesOf(seq: number): readonly number[] {
+    return this.mutablePages(seq);
+  }
+
+  /** The copy-on-write copies (from page → to page) owed since the last call; the caller performs them. */
+  takeCopies(): [number, number][] {
+    const out = this.copies;
+    this.copies = [];
+    return out;
+  }
+
+  private mutablePages(seq: number): number[] {
+    const pages = this.seqPages.get(seq);
+    if (!pages) throw new IntabModelError(`KV-cache: sequence ${seq} was not allocated: call alloc(${seq}) first.`);
+    return pages;
+  }
+
+  private take(): number {
+    const p = this.freePages.pop()!;
+    this.refs[p] = 1;
+    return p;
+  }
+
+  private release(p: number): void {
+    if (--this.refs[p] === 0) this.freePages.push(p);
+  }
+}
+
+/**
+ * Everything that can make a step invalid, checked before anything grows, so a refused step leaves every
+ * sequence as it was: batch size, unknown or repeated sequences, empty or out-of-vocabulary tokens, and
+ * KV pages (KvCacheFullError). The GPU Runner and the CPU reference runner share it.
+ */
+export function checkStep(pool: PagePool, entries: readonly { seq: number; tokens: readonly number[] }[], vocab: number, maxBatch: number): void {
+  if (entries.length > maxBatch) {
+    throw new IntabModelError(`A step holds at most ${maxBatch} sequences (maxBatch); got ${entries.length}: split the batch.`);
+  }
+  for (const e of entries) {
+    if (!pool.has(e.seq)) throw new IntabModelError(`step: sequence ${e.seq} was not allocated: call alloc(${e.seq}) first.`);
+    if (e.tokens.length === 0) throw new IntabModelError(`step: sequence ${e.seq} has no tokens.`);
+    for (const id of e.tokens) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) {
+        throw new IntabModelError(`step: token id ${id} of sequence ${e.seq} is outside the vocabulary (0..${vocab - 1}).`);
+      }
+    }
+  }
+  if (new Set(entries.map((e) => e.seq)).size !== entries.length) throw new IntabModelError('step: a sequence appears twice in one step.');
+  const need = entries.reduce((n, e) => n + pool.pagesNeeded(e.seq, pool.length(e.seq) + e.tokens.length), 0);
+  if (need > pool.freePageCount) throw new KvCacheFullError(need, pool.freePageCount, pool.pages);
+}
