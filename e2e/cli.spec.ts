@@ -47,3 +47,64 @@ test('intab generate fails with a typed, actionable message on a missing prompt'
     stderr: expect.stringMatching(/--prompt-ids, --prompt or --chat/),
   });
 });
+
+test('intab generate --concurrency 3: three streams through one engine, each with the single-stream greedy ids', async () => {
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
+  const model = join(MODEL, 'stories260K.gguf');
+  const args = ['--model', model, '--prompt-ids', golden.prompt.join(','), '--max-tokens', '24', '--temperature', '0'];
+  const single = (await intab('generate', ...args)).at(-1)!;
+  expect(single.ids).toEqual(golden.greedy.slice(0, 24));
+
+  const lines = await intab('generate', ...args, '--concurrency', '3');
+  const tokens = lines.filter((l) => l.id !== undefined);
+  const done = lines.filter((l) => l.done === true);
+  const summary = lines.at(-1)!;
+  expect(done.map((l) => l.stream)).toEqual([0, 1, 2]);
+  for (const [i, d] of done.entries()) {
+    expect(d.ids).toEqual(single.ids);
+    expect(d.finish_reason).toBe('length');
+    // every token line names its stream, and each stream's lines spell its ids in order
+    expect(tokens.filter((t) => t.stream === i).map((t) => t.id)).toEqual(single.ids);
+    for (const k of ['ttft_ms', 'prefill_tok_s', 'decode_tok_s']) expect(d[k]).toBeGreaterThan(0);
+  }
+  expect(tokens).toHaveLength(3 * 24);
+  expect(summary).toMatchObject({ summary: true, streams: 3, identical_ids: true, generated_tokens: 72, finish_reasons: ['length', 'length', 'length'] });
+  expect(summary.aggregate_decode_tok_s).toBeGreaterThan(0);
+});
+
+test('intab generate --abort-after-tokens: each stream ends with finish_reason abort at the tokens it had', async () => {
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
+  const lines = await intab(
+    'generate', '--model', join(MODEL, 'stories260K.gguf'), '--prompt-ids', golden.prompt.join(','),
+    '--max-tokens', '64', '--temperature', '0', '--ignore-eos', '--concurrency', '2', '--abort-after-tokens', '4',
+  );
+  const done = lines.filter((l) => l.done === true);
+  expect(done).toHaveLength(2);
+  for (const d of done) {
+    expect(d.finish_reason).toBe('abort');
+    expect(d.abort_after_tokens).toBe(4);
+    // aborted once 4 tokens had arrived: the stream ends with those (a coalesced pull may bring a few more), no token after
+    const ids = d.ids as number[];
+    expect(ids.length).toBe(d.aborted_at_tokens);
+    expect(ids.length).toBeGreaterThanOrEqual(4);
+    expect(ids.length).toBeLessThan(64);
+    expect(ids).toEqual(golden.greedy.slice(0, ids.length));
+    expect(d.abort_latency_ms).toBeGreaterThanOrEqual(0);
+  }
+  expect(lines.at(-1)).toMatchObject({ summary: true, finish_reasons: ['abort', 'abort'] });
+
+  // a single stream (no --concurrency) aborts the same way, its lines untagged
+  const one = await intab('generate', '--model', join(MODEL, 'stories260K.gguf'), '--prompt-ids', golden.prompt.join(','), '--max-tokens', '64', '--temperature', '0', '--abort-after-tokens', '3');
+  const last = one.at(-1)!;
+  expect(last).toMatchObject({ done: true, finish_reason: 'abort', abort_after_tokens: 3 });
+  expect(last.stream).toBeUndefined();
+});
+
+test('intab bench decode --batch: one line per batch size with aggregate and per-stream decode speeds', async () => {
+  const lines = await intab('bench', 'decode', '--model', join(MODEL, 'stories260K.gguf'), '--batch', '1,2', '--prompt-tokens', '8', '--max-tokens', '6');
+  expect(lines.map((l) => [l.bench, l.batch, l.prompt_tokens, l.max_tokens, l.generated_tokens])).toEqual([
+    ['decode', 1, 8, 6, 6],
+    ['decode', 2, 8, 6, 12],
+  ]);
+  for (const l of lines) for (const k of ['aggregate_decode_tok_s', 'per_stream_decode_tok_s', 'ttft_ms']) expect(l[k]).toBeGreaterThan(0);
+});

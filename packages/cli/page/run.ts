@@ -1,10 +1,13 @@
 // The page `intab generate` and `intab bench decode` drive in headless Chromium: it loads the model the
-// CLI serves (range requests, like a model hub), runs it on WebGPU with the Runner, and reports every
-// token and the final figures through window.__intabReport. The job comes from window.__intabJob.
+// CLI serves (range requests, like a model hub), runs it on WebGPU through the Engine (@intab/engine, in
+// this thread: the product path with its scheduler, continuous batching, sampling and cancellation), and
+// reports every token and the final figures through window.__intabReport. The job comes from
+// window.__intabJob. Several streams (--concurrency, --batch) share one engine, so they share its steps.
 
-import { requestGpu, type SamplingParams } from '@intab/gpu';
+import { requestGpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
-import { Runner, createDetokenizer, encodeChat, openGguf, openHfFolder, openTokenizer, renderChat, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType } from '@intab/model';
+import { Engine, type Chunk, type GenerateRequest, type ModelInfo, type RequestMetrics } from '@intab/engine';
+import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
 
 export interface Job {
   mode: 'generate' | 'bench';
@@ -26,6 +29,12 @@ export interface Job {
   ignoreEos?: boolean;
   /** bench: prompt length and decode steps. */
   promptTokens?: number;
+  /** generate: copies of the request run at once through the one engine; set, every record names its stream. */
+  concurrency?: number;
+  /** Abort each stream (its AbortSignal) once it has delivered this many tokens. */
+  abortAfterTokens?: number;
+  /** bench: batch sizes, each measured with that many concurrent streams. */
+  batch?: number[];
 }
 
 declare global {
@@ -63,16 +72,101 @@ function bytesPerToken(runner: RunnerType): number {
   return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
 }
 
+/** What one stream delivered, timed on the consumer's side. */
+interface StreamResult {
+  stream: number;
+  ids: number[];
+  finishReason: Chunk['finishReason'];
+  metrics?: RequestMetrics;
+  /** performance.now() of start(), the first token's arrival and the last chunk's arrival. */
+  startedAt: number;
+  firstTokenAt?: number;
+  endedAt: number;
+  /** Arrival time and token count of every chunk that brought tokens. */
+  arrivals: { at: number; tokens: number }[];
+  /** With abortAfterTokens: tokens delivered when the signal was aborted, and abort → iterator end. */
+  abortedAtTokens?: number;
+  abortLatencyMs?: number;
+}
+
+/**
+ * Runs one request through the engine as a consumer would: pull chunks until one carries a finishReason.
+ * `onTokens` sees every delivered id as it arrives; with `abortAfterTokens` the stream's AbortSignal fires
+ * once that many tokens arrived, and the time until the iterator ends is measured.
+ */
+async function consume(engine: Engine, stream: number, request: GenerateRequest, abortAfterTokens: number | undefined, onTokens?: (ids: number[]) => void): Promise<StreamResult> {
+  const controller = new AbortController();
+  const startedAt = performance.now();
+  const id = await engine.start(request, controller.signal);
+  const ids: number[] = [];
+  let firstTokenAt: number | undefined;
+  let abortAt: number | undefined;
+  let abortedAtTokens: number | undefined;
+  const arrivals: { at: number; tokens: number }[] = [];
+  for (;;) {
+    const chunk = await engine.next(id);
+    const now = performance.now();
+    if (chunk.ids.length) {
+      firstTokenAt ??= now;
+      arrivals.push({ at: now, tokens: chunk.ids.length });
+      ids.push(...chunk.ids);
+      onTokens?.(chunk.ids);
+    }
+    if (chunk.finishReason) {
+      return {
+        stream,
+        ids,
+        finishReason: chunk.finishReason,
+        metrics: chunk.metrics,
+        startedAt,
+        firstTokenAt,
+        endedAt: now,
+        arrivals,
+        ...(abortAt !== undefined ? { abortedAtTokens, abortLatencyMs: round(now - abortAt) } : {}),
+      };
+    }
+    if (abortAfterTokens !== undefined && abortAt === undefined && ids.length >= abortAfterTokens) {
+      abortedAtTokens = ids.length;
+      abortAt = performance.now();
+      controller.abort();
+    }
+  }
+}
+
+/** The request of the job (sampling and stopping options shared by every stream). */
+function requestOf(job: Job, tokenizer: Tokenizer | undefined, benchPrompt: () => number[]): GenerateRequest {
+  if ((job.prompt !== undefined || job.chat !== undefined) && !tokenizer) {
+    throw new Error('this model ships no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): pass --prompt-ids');
+  }
+  const options = {
+    maxTokens: job.maxTokens,
+    temperature: job.temperature,
+    ...(job.topK !== undefined ? { topK: job.topK } : {}),
+    ...(job.topP !== undefined ? { topP: job.topP } : {}),
+    seed: job.seed,
+    // bench decodes exactly maxTokens, as the kernels do not care what the ids mean
+    ignoreEos: job.mode === 'bench' || Boolean(job.ignoreEos),
+  };
+  if (job.promptIds) return { ...options, promptIds: job.promptIds };
+  if (job.prompt !== undefined) return { ...options, prompt: job.prompt };
+  if (job.chat !== undefined) return { ...options, messages: [{ role: 'user', content: job.chat }] };
+  if (job.mode === 'bench') return { ...options, promptIds: benchPrompt() };
+  throw new Error('the prompt is empty: pass --prompt-ids, --prompt or --chat');
+}
+
 async function main(): Promise<void> {
   const job = window.__intabJob;
   if (!job) throw new Error('no job: this page is driven by the intab CLI');
   const gpu = await requestGpu();
   const t0 = performance.now();
   const model = await openModel(job);
+  const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
   let lastProgress = 0;
+  const kvBudgetBytes = 256 << 20;
   const runner = await Runner.load(gpu, model.config, model.tensors, {
     quantize: job.quantize,
-    kvBudgetBytes: 256 << 20,
+    kvBudgetBytes,
+    maxBatch: Math.max(16, widest),
     onProgress: (p) => {
       if (p.loaded === p.total || p.loaded - lastProgress > p.total / 10) {
         lastProgress = p.loaded;
@@ -83,61 +177,163 @@ async function main(): Promise<void> {
   await runner.warmup();
   const loadMs = performance.now() - t0;
   const c = model.config;
-  const rng = mulberry32(job.seed);
   const tokenizer = openTokenizer(model);
-  if ((job.prompt !== undefined || job.chat !== undefined) && !tokenizer) {
-    throw new Error('this model ships no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): pass --prompt-ids');
-  }
-  let prompt = job.promptIds;
-  if (job.prompt !== undefined) prompt = tokenizer!.encode(job.prompt, { addSpecialTokens: true });
-  if (job.chat !== undefined) prompt = encodeChat(tokenizer!, renderChat(tokenizer!, [{ role: 'user', content: job.chat }], { addGenerationPrompt: true }));
-  if (job.mode === 'bench' && !prompt) {
-    prompt = Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
-  }
-  if (!prompt?.length) throw new Error('the prompt is empty: pass --prompt-ids, --prompt or --chat');
-  const detok = tokenizer ? createDetokenizer(tokenizer) : undefined;
-  const eos = new Set([...c.eosIds, ...(tokenizer?.stopIds ?? [])]);
-  const sampling = (): SamplingParams => ({
-    temperature: job.temperature,
-    topK: job.topK,
-    topP: job.topP,
-    u: rng(),
-  });
-  runner.alloc(0);
-  const ids: number[] = [];
-  const tStart = performance.now();
-  let next = (await runner.step([{ seq: 0, tokens: prompt, sampling: sampling() }]))[0].id;
-  const ttft = performance.now() - tStart;
-  const token = (id: number) => report(detok ? { type: 'token', id, text: detok.push(id) } : { type: 'token', id });
-  ids.push(next);
-  token(next);
-  const tDecode = performance.now();
-  while (ids.length < job.maxTokens && (job.ignoreEos || job.mode === 'bench' || !eos.has(next))) {
-    next = (await runner.step([{ seq: 0, tokens: [next], sampling: sampling() }]))[0].id;
-    ids.push(next);
-    token(next);
-  }
-  const decodeMs = performance.now() - tDecode;
-  const decoded = ids.length - 1;
+  const adapter = [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' ');
+  const info: ModelInfo = {
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    contextLength: c.maxContext,
+    hasTokenizer: tokenizer !== undefined,
+    hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+    weightBytes: runner.weights.bytes,
+    kvPages: runner.kv.pages,
+    adapter,
+  };
+  // The engine owns the runner from here (engine.destroy() frees it); the GPU device stays ours.
+  const engine = new Engine({ runner, tokenizer, info, options: { maxBatch: Math.max(8, widest), kvBudgetBytes, seed: job.seed } });
+  const rng = mulberry32(job.seed);
+  const benchPrompt = () =>
+    Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
   const perToken = bytesPerToken(runner);
+  const modelFacts = { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, dtype: runner.weights.layers[0]?.q.dtype, quantize: job.quantize ?? null };
+  try {
+    if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, { perToken, modelFacts, adapter, loadMs });
+    else await generate(engine, job, requestOf(job, tokenizer, benchPrompt), tokenizer, { perToken, modelFacts, adapter, loadMs });
+  } finally {
+    await engine.destroy();
+    gpu.destroy();
+  }
+}
+
+interface Facts {
+  perToken: number;
+  modelFacts: Record<string, unknown>;
+  adapter: string;
+  loadMs: number;
+}
+
+/** `intab generate` (and the single-stream `intab bench decode`): N copies of the request at once. */
+async function generate(engine: Engine, job: Job, request: GenerateRequest, tokenizer: Tokenizer | undefined, facts: Facts): Promise<void> {
+  const tagged = job.concurrency !== undefined;
+  const n = job.concurrency ?? 1;
+  const tStart = performance.now();
+  const results = await Promise.all(
+    Array.from({ length: n }, (_, stream) => {
+      const detok = tokenizer ? createDetokenizer(tokenizer) : undefined;
+      const tag = tagged ? { stream } : {};
+      return consume(engine, stream, request, job.abortAfterTokens, (ids) => {
+        for (const id of ids) report(detok ? { type: 'token', ...tag, id, text: detok.push(id) } : { type: 'token', ...tag, id });
+      });
+    }),
+  );
+  const wallMs = performance.now() - tStart;
+  for (const r of results) {
+    const m = r.metrics;
+    const decoded = r.ids.length - 1;
+    const decodeTokS = m && m.decodeTokensPerSecond > 0 ? m.decodeTokensPerSecond : null;
+    report({
+      type: 'done',
+      done: true,
+      ...(tagged ? { stream: r.stream } : {}),
+      ids: r.ids,
+      ...(tokenizer ? { text: tokenizer.decode(r.ids, { skipSpecialTokens: true }) } : {}),
+      finish_reason: r.finishReason,
+      prompt_tokens: m?.promptTokens ?? null,
+      generated_tokens: r.ids.length,
+      queue_ms: m ? round(m.queueMs) : null,
+      ttft_ms: m ? round(m.ttftMs) : null,
+      prefill_tok_s: m ? round(m.prefillTokensPerSecond) : null,
+      decode_tok_s: decodeTokS !== null ? round(decodeTokS) : null,
+      ...(r.abortLatencyMs !== undefined ? { abort_after_tokens: job.abortAfterTokens, aborted_at_tokens: r.abortedAtTokens, abort_latency_ms: r.abortLatencyMs } : {}),
+      weight_bytes_per_token: facts.perToken,
+      decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,
+      load_ms: round(facts.loadMs),
+      model: facts.modelFacts,
+      adapter: facts.adapter,
+    });
+  }
+  if (!tagged) return;
+  const latencies = results.flatMap((r) => (r.abortLatencyMs !== undefined ? [r.abortLatencyMs] : []));
   report({
-    type: 'done',
-    done: true,
-    ids,
-    ...(tokenizer ? { text: tokenizer.decode(ids, { skipSpecialTokens: true }) } : {}),
-    prompt_tokens: prompt.length,
-    generated_tokens: ids.length,
-    ttft_ms: round(ttft),
-    prefill_tok_s: round((prompt.length / ttft) * 1000),
-    decode_tok_s: decoded > 0 ? round((decoded / decodeMs) * 1000) : null,
-    weight_bytes_per_token: perToken,
-    decode_gbps: decoded > 0 ? round((perToken * decoded) / decodeMs / 1e6) : null,
-    load_ms: round(loadMs),
-    model: { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, dtype: runner.weights.layers[0]?.q.dtype, quantize: job.quantize ?? null },
-    adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
+    type: 'summary',
+    summary: true,
+    streams: n,
+    finish_reasons: results.map((r) => r.finishReason),
+    identical_ids: results.every((r) => r.ids.length === results[0].ids.length && r.ids.every((id, i) => id === results[0].ids[i])),
+    generated_tokens: results.reduce((s, r) => s + r.ids.length, 0),
+    wall_ms: round(wallMs),
+    aggregate_tok_s: round((results.reduce((s, r) => s + r.ids.length, 0) / wallMs) * 1000),
+    ...aggregateDecode(results),
+    ttft_ms_mean: round(mean(results.map((r) => r.metrics?.ttftMs ?? 0))),
+    ttft_ms_max: round(Math.max(...results.map((r) => r.metrics?.ttftMs ?? 0))),
+    ...(latencies.length ? { abort_latency_ms_mean: round(mean(latencies)), abort_latency_ms_max: round(Math.max(...latencies)) } : {}),
+    adapter: facts.adapter,
   });
-  runner.destroy();
-  gpu.destroy();
+}
+
+/**
+ * Decode throughput of streams run together. `aggregate_decode_tok_s` is the steady state: tokens that
+ * arrived while every stream was decoding (after the last stream's first token, up to the first stream's
+ * end) over that window, i.e. the speed of a step that holds all of them. Streams join at the step after
+ * their start(), so the first one may run a step ahead; `aggregate_decode_tok_s_overall` counts every token
+ * after each stream's first, over the time from the earliest first token to the last stream's end.
+ */
+function aggregateDecode(results: StreamResult[]): Record<string, number | null> {
+  const none = { aggregate_decode_tok_s: null, aggregate_decode_tok_s_overall: null, decode_window_ms: null };
+  if (results.some((r) => r.firstTokenAt === undefined)) return none;
+  const decoded = results.reduce((s, r) => s + Math.max(0, r.ids.length - 1), 0);
+  if (decoded === 0) return none;
+  const firsts = results.map((r) => r.firstTokenAt!);
+  const overallMs = Math.max(...results.map((r) => r.endedAt)) - Math.min(...firsts);
+  const from = Math.max(...firsts);
+  const to = Math.min(...results.map((r) => r.endedAt));
+  const steady = results.reduce((s, r) => s + r.arrivals.filter((a) => a.at > from && a.at <= to).reduce((n, a) => n + a.tokens, 0), 0);
+  return {
+    aggregate_decode_tok_s: to > from && steady > 0 ? round((steady / (to - from)) * 1000) : null,
+    aggregate_decode_tok_s_overall: overallMs > 0 ? round((decoded / overallMs) * 1000) : null,
+    decode_window_ms: to > from ? round(to - from) : null,
+  };
+}
+
+/** `intab bench decode --batch 1,2,4`: per batch size, that many streams at once (same prompt length and max tokens). */
+async function benchBatches(engine: Engine, job: Job, benchPrompt: () => number[], facts: Facts): Promise<void> {
+  const base: GenerateRequest = { maxTokens: job.maxTokens, temperature: job.temperature, seed: job.seed, ignoreEos: true };
+  for (const b of job.batch!) {
+    const prompts = Array.from({ length: b }, () => benchPrompt());
+    // One short unmeasured round at this batch size first: first-use allocations stay out of the figures.
+    await Promise.all(prompts.map((p, i) => consume(engine, i, { ...base, maxTokens: 2, promptIds: p }, undefined)));
+    const tStart = performance.now();
+    const results = await Promise.all(prompts.map((p, i) => consume(engine, i, { ...base, promptIds: p }, undefined)));
+    const wallMs = performance.now() - tStart;
+    const perStream = results.map((r) => r.metrics?.decodeTokensPerSecond ?? 0);
+    const ttft = results.map((r) => r.metrics?.ttftMs ?? 0);
+    const agg = aggregateDecode(results);
+    report({
+      type: 'bench',
+      bench: 'decode',
+      batch: b,
+      prompt_tokens: prompts[0].length,
+      max_tokens: job.maxTokens,
+      generated_tokens: results.reduce((s, r) => s + r.ids.length, 0),
+      ...agg,
+      per_stream_decode_tok_s: round(mean(perStream)),
+      per_stream_decode_tok_s_min: round(Math.min(...perStream)),
+      ttft_ms: round(mean(ttft)),
+      ttft_ms_max: round(Math.max(...ttft)),
+      prefill_tok_s: round(mean(results.map((r) => r.metrics?.prefillTokensPerSecond ?? 0))),
+      wall_ms: round(wallMs),
+      weight_bytes_per_token: facts.perToken,
+      load_ms: round(facts.loadMs),
+      model: facts.modelFacts,
+      adapter: facts.adapter,
+    });
+  }
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0;
 }
 
 function round(x: number): number {

@@ -33,11 +33,18 @@ export async function runPage(o) {
     page.on('console', (m) => {
       if (m.type() === 'error') process.stderr.write(`[page] ${m.text()}\n`);
     });
-    page.on('pageerror', (e) => process.stderr.write(`[page] ${e.message}\n`));
+    // An uncaught error in the page (a module that fails to load, say) ends the run at once instead of
+    // leaving the CLI waiting for window.__intabDone until its timeout.
+    let failPage = (/** @type {Error} */ _e) => {};
+    const pageFailed = new Promise((_, reject) => (failPage = reject));
+    page.on('pageerror', (e) => {
+      process.stderr.write(`[page] ${e.message}\n`);
+      failPage(new Error(`the page failed: ${e.message}`));
+    });
     await page.exposeFunction('__intabReport', o.onRecord);
     if (o.job !== undefined) await page.addInitScript((job) => void Object.assign(window, { __intabJob: job }), o.job);
     await page.goto(new URL(o.path, base).href);
-    await page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 });
+    await Promise.race([page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 }), pageFailed]);
   } finally {
     await browser.close();
     await server.close();

@@ -1,21 +1,27 @@
 // @ts-check
 // `intab generate` and `intab bench decode`: serve the model's files to the headless page
-// (packages/cli/page/run.html), run it there on WebGPU, print its records.
+// (packages/cli/page/run.html), run it there on WebGPU through the Engine, print its records.
+// jobFromFlags turns the flags into the page's job (validated here, before any browser starts).
 import { runPage } from './browser.mjs';
 import { resolveModel } from './model-files.mjs';
 
 /**
+ * The job the page runs (packages/cli/page/run.ts, `Job`), from the command's flags.
  * @param {Record<string, string | boolean>} flags
  * @param {'generate' | 'bench'} mode
+ * @param {{ kind: 'gguf' | 'hf', files: string[], urls: string[] }} model
  */
-export async function generate(flags, mode) {
-  if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required');
-  const model = resolveModel(flags.model);
+export function jobFromFlags(flags, mode, model) {
   const num = (/** @type {string} */ name, /** @type {number | undefined} */ dflt) => {
     const v = flags[name];
     if (v === undefined) return dflt;
     const n = Number(v);
     if (typeof v !== 'string' || !Number.isFinite(n)) throw new Error(`--${name} needs a number`);
+    return n;
+  };
+  const count = (/** @type {string} */ name) => {
+    const n = num(name, undefined);
+    if (n !== undefined && (!Number.isInteger(n) || n < 1)) throw new Error(`--${name} needs a whole number of at least 1, e.g. --${name} 4`);
     return n;
   };
   let promptIds;
@@ -29,7 +35,16 @@ export async function generate(flags, mode) {
   }
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
-  const job = {
+  const concurrency = count('concurrency');
+  if (concurrency !== undefined && mode !== 'generate') throw new Error('--concurrency is for intab generate; intab bench decode takes --batch 1,2,4,8');
+  /** @type {number[] | undefined} */
+  let batch;
+  if (flags.batch !== undefined) {
+    if (mode !== 'bench') throw new Error('--batch is for intab bench decode; intab generate takes --concurrency N');
+    batch = typeof flags.batch === 'string' ? flags.batch.split(',').map((s) => Number(s.trim())) : [];
+    if (!batch.length || batch.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--batch needs comma-separated batch sizes, e.g. --batch 1,2,4,8');
+  }
+  return {
     mode,
     kind: model.kind,
     files: model.files,
@@ -45,7 +60,20 @@ export async function generate(flags, mode) {
     quantize,
     ignoreEos: Boolean(flags['ignore-eos']),
     promptTokens: num('prompt-tokens', 64),
+    concurrency,
+    abortAfterTokens: count('abort-after-tokens'),
+    batch,
   };
+}
+
+/**
+ * @param {Record<string, string | boolean>} flags
+ * @param {'generate' | 'bench'} mode
+ */
+export async function generate(flags, mode) {
+  if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required');
+  const model = resolveModel(flags.model);
+  const job = jobFromFlags(flags, mode, model);
   let failed = false;
   await runPage({
     path: '/packages/cli/page/run.html',
@@ -61,7 +89,7 @@ export async function generate(flags, mode) {
       }
       if (mode === 'bench' && r.type === 'token') return;
       if (r.type === 'progress') {
-        // stdout holds only token lines and the final line; loading progress goes to stderr
+        // stdout holds only token lines and the final lines; loading progress goes to stderr
         process.stderr.write(`loading ${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
         return;
       }
@@ -69,9 +97,12 @@ export async function generate(flags, mode) {
         const { type, ...rest } = r;
         process.stdout.write(`${JSON.stringify(mode === 'bench' && type === 'done' ? { bench: 'decode', ...rest } : rest)}\n`);
       } else if (r.type === 'token') {
-        process.stdout.write(r.text ?? `${r.id} `);
+        // Several streams interleave their tokens: plain text is only readable for one.
+        if (r.stream === undefined) process.stdout.write(r.text ?? `${r.id} `);
       } else if (r.type === 'done') {
-        process.stdout.write(`\n${JSON.stringify(r)}\n`);
+        process.stdout.write(r.stream === undefined ? `\n${JSON.stringify(r)}\n` : `stream ${r.stream}: ${JSON.stringify(r)}\n`);
+      } else if (r.type === 'summary' || r.type === 'bench') {
+        process.stdout.write(`${JSON.stringify(r)}\n`);
       }
     },
   });

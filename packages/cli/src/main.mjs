@@ -6,11 +6,19 @@ import { makeModel } from './make-model.mjs';
 
 const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
-                 [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos] [--json]
-      Runs the model in headless Chromium on WebGPU: one JSON line per token ({"id", "text"}), then a line with
-      "done": true, ids, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s and the adapter.
-  intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--json]
-      Prefill and decode tok/s and the weight bytes read per token.
+                 [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos]
+                 [--concurrency N] [--abort-after-tokens K] [--json]
+      Runs the model in headless Chromium on WebGPU through the engine: one JSON line per token ({"id", "text"}),
+      then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s
+      and the adapter.
+      --concurrency N runs N copies of the request at once through one engine (continuous batching): every line
+      carries "stream": i, one done line per stream, then a "summary" line (aggregate tok/s, identical_ids).
+      --abort-after-tokens K aborts each stream's AbortSignal after K tokens; its done line gives
+      finish_reason "abort" and abort_latency_ms (abort to the end of the stream).
+  intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
+      Prefill and decode tok/s and the weight bytes read per token. With --batch, per batch size B: B concurrent
+      streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
+      per_stream_decode_tok_s and ttft_ms.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b --dtype q4_0|q8_0|f16|... --out FILE [--seed S]
       Writes a random-weight GGUF with that model's shapes (no tokenizer), for bench decode.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]

@@ -1,0 +1,167 @@
+// `intab` as a new user gets it: the package is built and packed into a tarball, installed into a fresh Vite app
+// outside the workspace (so nothing resolves through the monorepo), type-checked with `tsc --noEmit`, built
+// for production and served by `vite preview`; in Chromium the app streams stories260K's golden greedy ids
+// from a Worker that the app's bundler found and emitted by itself (no worker file copied by hand).
+import { expect, test } from '@playwright/test';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
+const MODEL = join(SHARED, 'models', 'stories260K');
+const run = promisify(execFile);
+
+async function sh(cmd: string, args: string[], cwd: string): Promise<string> {
+  try {
+    const { stdout } = await run(cmd, args, { cwd, timeout: 120_000, maxBuffer: 64 << 20 });
+    return stdout;
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`\`${cmd} ${args.join(' ')}\` failed in ${cwd}:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+async function waitForHttp(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`vite preview exited (${child.exitCode}):\n${log()}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`vite preview never answered at ${url}:\n${log()}`);
+}
+
+test('intab packed as a tarball: a fresh Vite app type-checks, builds, and streams golden ids from its bundled worker', async ({ page }) => {
+  test.setTimeout(180_000);
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1] as { prompt: number[]; greedy: number[] };
+  const expected = golden.greedy.slice(0, 8);
+  // The vocabulary GGUF maps `<tNNN>` pieces to ids and adds BOS: this text is golden.prompt exactly.
+  const prompt = golden.prompt.slice(1).map((id) => `<t${id}>`).join('');
+
+  const tmp = mkdtempSync(join(tmpdir(), 'intab-packaging-'));
+  let preview: ChildProcess | undefined;
+  try {
+    // 1. Build (the prepack script) and pack, as `pnpm publish` would.
+    const packDir = join(tmp, 'pack');
+    mkdirSync(packDir);
+    await sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', packDir], ROOT);
+    const tarball = readdirSync(packDir).find((f) => f.endsWith('.tgz'));
+    expect(tarball, 'pnpm pack wrote no tarball').toBeTruthy();
+    const tgz = join(packDir, tarball!);
+
+    const listing = (await sh('tar', ['tzf', tgz], tmp)).split('\n').filter(Boolean);
+    expect(listing).toContain('package/dist/index.js');
+    expect(listing).toContain('package/dist/types/intab/src/index.d.ts');
+    expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f))).toBe(true);
+    expect(listing.filter((f) => f.startsWith('package/src/'))).toEqual([]);
+    const manifest = JSON.parse(await sh('tar', ['xzfO', tgz, 'package/package.json'], tmp));
+    expect(manifest.exports['.']).toMatchObject({ types: './dist/types/intab/src/index.d.ts', import: './dist/index.js' });
+    expect(manifest.types).toBe('./dist/types/intab/src/index.d.ts');
+    expect(manifest.files).toEqual(['dist']);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@huggingface/jinja', '@huggingface/tokenizers', 'comlink']);
+    const index = await sh('tar', ['xzfO', tgz, 'package/dist/index.js'], tmp);
+    // The canonical form every bundler recognizes, relative to the module.
+    expect(index).toMatch(/new Worker\(new URL\("\.\/worker-[\w-]+\.js", import\.meta\.url\s*\)/);
+    expect(index).not.toMatch(/["']@intab\//);
+
+    // 2. A fresh app outside the workspace: only the tarball and Vite, from the registry.
+    const app = join(tmp, 'app');
+    mkdirSync(join(app, 'src'), { recursive: true });
+    mkdirSync(join(app, 'public'));
+    copyFileSync(join(MODEL, 'stories260K-vocab-ud.gguf'), join(app, 'public', 'model.gguf'));
+    writeFileSync(join(app, 'package.json'), JSON.stringify({
+      name: 'intab-packaging-app',
+      private: true,
+      type: 'module',
+      dependencies: { intab: `file:${tgz}` },
+      devDependencies: { vite: '8.3.8' },
+    }, null, 2));
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+        strict: true, noEmit: true, skipLibCheck: false, types: [],
+      },
+      include: ['src'],
+    }, null, 2));
+    writeFileSync(join(app, 'index.html'), '<!doctype html>\n<html><body><pre id="out">loading</pre><script type="module" src="/src/main.ts"></script></body></html>\n');
+    writeFileSync(join(app, 'src', 'main.ts'), `
+import { createEngine, IntabEngineError, type Chunk, type GenerateRequest, type IntabEngine, type LoadProgress } from 'intab';
+
+const out = document.getElementById('out')!;
+const progress: LoadProgress[] = [];
+try {
+  const engine: IntabEngine = await createEngine({ model: new URL('/model.gguf', location.href).href, onProgress: (p) => progress.push(p) });
+  const request: GenerateRequest = { prompt: ${JSON.stringify(prompt)}, maxTokens: 8, temperature: 0 };
+  // @ts-expect-error maxTokens is a number: the published types must reject this.
+  const wrong: GenerateRequest = { prompt: 'x', maxTokens: 'eight' };
+  void wrong;
+  const ids: number[] = [];
+  let chunks = 0;
+  let finish: Chunk['finishReason'] = null;
+  for await (const chunk of engine.generate(request)) {
+    chunks++;
+    ids.push(...chunk.ids);
+    finish = chunk.finishReason;
+  }
+  out.textContent = JSON.stringify({ ids, chunks, finish, inWorker: engine.inWorker, progress: progress.length });
+  await engine.destroy();
+} catch (e) {
+  out.textContent = JSON.stringify({ error: String(e), typed: e instanceof IntabEngineError });
+}
+`);
+    await sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+
+    // 3. Its types, under tsc --noEmit (skipLibCheck off: our declarations themselves must check).
+    await sh(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
+
+    // 4. Production build: the app's Vite finds the worker through new URL(..., import.meta.url) and emits it.
+    await sh(process.execPath, [join(app, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], app);
+    const assets = readdirSync(join(app, 'dist', 'assets'));
+    expect(assets.some((f) => /^worker-.*\.js$/.test(f))).toBe(true);
+
+    // 5. Served as in production, in Chromium with WebGPU.
+    const port = await freePort();
+    let log = '';
+    preview = spawn(process.execPath, [join(app, 'node_modules/vite/bin/vite.js'), 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+    preview.stdout!.on('data', (d) => (log += d));
+    preview.stderr!.on('data', (d) => (log += d));
+    const origin = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${origin}/`, preview, () => log);
+
+    const workers: string[] = [];
+    page.on('worker', (w) => workers.push(w.url()));
+    await page.goto(`${origin}/`);
+    await expect(page.locator('#out')).not.toHaveText('loading', { timeout: 150_000 });
+    const result = JSON.parse((await page.locator('#out').textContent())!);
+    expect(result.error).toBeUndefined();
+    expect(result.ids).toEqual(expected);
+    expect(result.finish).toBe('length');
+    expect(result.chunks).toBeGreaterThanOrEqual(1);
+    expect(result.inWorker).toBe(true);
+    expect(result.progress).toBeGreaterThan(0);
+    // The worker is the file the app's bundler emitted, served from the app's own assets.
+    expect(workers.some((u) => u.startsWith(`${origin}/assets/worker-`) && u.endsWith('.js'))).toBe(true);
+  } finally {
+    preview?.kill();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
