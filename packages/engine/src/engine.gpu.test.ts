@@ -117,3 +117,56 @@ describe('Engine over the GPU Runner (stories260K)', () => {
     await fromUrl.destroy();
   });
 });
+
+test('1000 abort cycles on the GPU leak no buffer and no page; the next request is correct', async () => {
+  gpu ??= await requestGpu();
+  const device = gpu.device;
+  // Count live GPU buffers from here on: every createBuffer minus every destroy.
+  const live = new Set<GPUBuffer>();
+  const create = device.createBuffer.bind(device);
+  device.createBuffer = (d: GPUBufferDescriptor) => {
+    const b = create(d);
+    live.add(b);
+    const destroy = b.destroy.bind(b);
+    b.destroy = () => {
+      live.delete(b);
+      destroy();
+    };
+    return b;
+  };
+  try {
+    const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
+    const { engine, runner } = await engineOverRunner({ maxTokensPerStep: 4 });
+    const pages = runner.kv.freePageCount;
+    // One request to completion first, so every per-step scratch buffer exists at its steady size.
+    const warm = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 8, temperature: 0, ignoreEos: true });
+    await collect(engine, warm);
+    const baseline = live.size;
+    const reasons: Record<string, number> = {};
+    for (let i = 0; i < 1000; i++) {
+      const controller = new AbortController();
+      const kind = i % 4;
+      if (kind === 0) controller.abort(); // aborted before it starts
+      const id = await engine.start({ promptIds: [1, 300 + (i % 50), 301, 302, 303, 304, 305], maxTokens: 6, seed: i, temperature: 0.8 }, controller.signal);
+      if (kind === 3) {
+        await engine.next(id); // first token out, then break out of the loop
+        await engine.cancel(id);
+        reasons.cancel = (reasons.cancel ?? 0) + 1;
+        continue;
+      }
+      if (kind === 2) await engine.next(id); // mid-decode
+      controller.abort(); // kind 1: while queued or prefilling (chunks of 4)
+      const { last } = await collect(engine, id);
+      reasons[last.finishReason!] = (reasons[last.finishReason!] ?? 0) + 1;
+    }
+    expect(reasons.abort).toBeGreaterThanOrEqual(700); // a few may finish (6 tokens) before their abort lands
+    expect(reasons.cancel).toBe(250);
+    expect(runner.kv.freePageCount).toBe(pages);
+    expect(live.size).toBe(baseline);
+    const next = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: golden.cases[1].greedy.length, temperature: 0, ignoreEos: true });
+    expect((await collect(engine, next)).ids).toEqual(golden.cases[1].greedy);
+    await engine.destroy();
+  } finally {
+    device.createBuffer = create;
+  }
+});
