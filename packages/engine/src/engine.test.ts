@@ -308,6 +308,7 @@ describe('cancellation', () => {
     const { engine, runner } = setup({ runner: { pages: 6 }, engine: { maxTokensPerStep: 4 } });
     // A holder reserves 5 of the 6 pages (1 + 64 tokens), so during the first 100 cycles every request waits in the queue.
     const holder = await engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 64, temperature: 0, ignoreEos: true });
+    const holderFirst = await engine.next(holder); // admitted and decoding: its pages are reserved from here on
     const reasons = new Map<string, number>();
     let queuedAborts = 0;
     for (let i = 0; i < 1000; i++) {
@@ -332,7 +333,7 @@ describe('cancellation', () => {
       }
       if (i === 100) {
         // The holder stays correct through the churn, and its end lets the next cycles run.
-        expect((await collect(engine, holder)).ids).toEqual(golden.cases[0].greedy);
+        expect([...holderFirst.ids, ...(await collect(engine, holder)).ids]).toEqual(golden.cases[0].greedy);
       }
     }
     expect(reasons.get('abort')! + reasons.get('cancel')!).toBe(1000);
@@ -446,4 +447,15 @@ describe('requests and errors', () => {
     expect(['abort', null]).toContain(c.finishReason);
     expect(runner.kv.freePageCount).toBe(runner.kv.pages);
   });
+});
+
+test('requests started in one burst share their first step (no request prefills alone ahead of the others)', async () => {
+  const { engine, runner } = setup();
+  const ids = [];
+  for (const p of [golden.cases[0].prompt, golden.cases[1].prompt, [1, 300, 301]]) {
+    ids.push(await engine.start({ promptIds: p, maxTokens: 3, temperature: 0, ignoreEos: true }));
+  }
+  await Promise.all(ids.map((id) => collect(engine, id)));
+  expect(runner.log[0].map((e) => e.seq).sort()).toEqual([...ids].sort());
+  await engine.destroy();
 });

@@ -320,6 +320,9 @@ export class Engine implements EngineApi {
   private async run(): Promise<void> {
     const runner = this.runner!;
     const scheduler = this.scheduler!;
+    // Yield once before the first step, so requests that arrive together (several messages from the
+    // main thread in one burst) share it instead of the first prefilling alone.
+    await new Promise((resolve) => setTimeout(resolve, 0));
     for (;;) {
       const plan = scheduler.plan();
       if (plan.length === 0) return;
