@@ -6,7 +6,7 @@
 
 import { requestGpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
-import { Engine, type Chunk, type GenerateRequest, type ModelInfo, type RequestMetrics } from '@intab/engine';
+import { Engine, describeModel, type Chunk, type GenerateRequest, type RequestMetrics } from '@intab/engine';
 import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
 
 export interface Job {
@@ -178,19 +178,8 @@ async function main(): Promise<void> {
   const loadMs = performance.now() - t0;
   const c = model.config;
   const tokenizer = openTokenizer(model);
-  const adapter = [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' ');
-  const info: ModelInfo = {
-    arch: c.arch,
-    layers: c.layers,
-    hidden: c.hidden,
-    vocab: c.vocab,
-    contextLength: c.maxContext,
-    hasTokenizer: tokenizer !== undefined,
-    hasChatTemplate: tokenizer?.chatTemplate !== undefined,
-    weightBytes: runner.weights.bytes,
-    kvPages: runner.kv.pages,
-    adapter,
-  };
+  const info = describeModel(gpu, runner, tokenizer);
+  const adapter = info.adapter;
   // The engine owns the runner from here (engine.destroy() frees it); the GPU device stays ours.
   const engine = new Engine({ runner, tokenizer, info, options: { maxBatch: Math.max(8, widest), kvBudgetBytes, seed: job.seed } });
   const rng = mulberry32(job.seed);

@@ -161,19 +161,7 @@ export class Engine implements EngineApi {
         throw new EngineClosedError('destroyed');
       }
       this.gpu = gpu;
-      const c = model.config;
-      const info: ModelInfo = {
-        arch: c.arch,
-        layers: c.layers,
-        hidden: c.hidden,
-        vocab: c.vocab,
-        contextLength: c.maxContext,
-        hasTokenizer: tokenizer !== undefined,
-        hasChatTemplate: tokenizer?.chatTemplate !== undefined,
-        weightBytes: runner.weights.bytes,
-        kvPages: runner.kv.pages,
-        adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
-      };
+      const info = describeModel(gpu, runner, tokenizer);
       this.attach(runner, tokenizer, info);
       return info;
     } finally {
@@ -468,4 +456,21 @@ async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string)
     await Promise.all(shards.map(async (s) => found.set(s, await urlSource(urlOf(s), { signal }))));
   }
   return openHfFolder(found);
+}
+
+/** What the main thread is told about a loaded model. */
+export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined): ModelInfo {
+  const c = runner.config;
+  return {
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    contextLength: c.maxContext,
+    hasTokenizer: tokenizer !== undefined,
+    hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+    weightBytes: runner.weights.bytes,
+    kvPages: runner.kv.pages,
+    adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
+  };
 }

@@ -4,7 +4,7 @@
 
 export * from './contract.ts';
 export type { StepRunner, RunnerEntry } from './step-runner.ts';
-export { Engine, openModel, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
+export { Engine, openModel, describeModel, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
 export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';
