@@ -7,7 +7,7 @@
 import * as Comlink from 'comlink';
 import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo } from '@intab/engine/contract';
 import { EngineClosedError, registerErrorClass } from '@intab/engine/errors';
-import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model';
+import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { resolveModelSource, type ModelInput } from './model-source.ts';

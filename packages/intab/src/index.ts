@@ -59,5 +59,5 @@ export {
   TokenizerRequiredError,
   ModelSourceError,
 } from '@intab/engine/errors';
-export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model';
+export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';

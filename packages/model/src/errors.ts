@@ -52,3 +52,27 @@ export class ModelMismatchError extends IntabModelError {
     this.actual = actual;
   }
 }
+
+/** No page is free for a sequence that needs one: wait for others to finish, or shorten the context. */
+export class KvCacheFullError extends IntabModelError {
+  readonly needed: number;
+  readonly free: number;
+  constructor(needed: number, free: number, total: number) {
+    super(`The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
+    this.name = 'KvCacheFullError';
+    this.needed = needed;
+    this.free = free;
+  }
+}
+
+/** The template itself refused the conversation (its `raise_exception(...)`), or failed while rendering. */
+export class ChatTemplateError extends IntabModelError {
+  readonly file: string;
+  readonly field: string;
+  constructor(file: string, field: string, problem: string, options?: { cause?: unknown }) {
+    super(`${file}: ${field}: ${problem}. Check the messages (roles, order, content types) against what this model's chat template accepts.`, options);
+    this.name = 'ChatTemplateError';
+    this.file = file;
+    this.field = field;
+  }
+}

@@ -6,7 +6,7 @@
 import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu } from '@intab/gpu';
 import { PagePool } from './page-pool.ts';
 
-export { KvCacheFullError } from './page-pool.ts';
+export { KvCacheFullError } from './errors.ts';
 
 export interface KvCacheShape {
   layers: number;

@@ -3,19 +3,9 @@
 // partly filled page gets a private copy first (copy-on-write); the pool records those copies for whoever
 // owns the memory (PagedKvCache on the GPU; the CPU reference runner keeps none).
 
-import { IntabModelError } from './errors.ts';
+import { IntabModelError, KvCacheFullError } from './errors.ts';
 
-/** No page is free for a sequence that needs one: wait for others to finish, or shorten the context. */
-export class KvCacheFullError extends IntabModelError {
-  readonly needed: number;
-  readonly free: number;
-  constructor(needed: number, free: number, total: number) {
-    super(`The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
-    this.name = 'KvCacheFullError';
-    this.needed = needed;
-    this.free = free;
-  }
-}
+export { KvCacheFullError };
 
 export class PagePool {
   private readonly freePages: number[] = [];

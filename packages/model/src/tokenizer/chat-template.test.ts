@@ -4,8 +4,8 @@
 // typed errors for templates that do not parse or refuse the conversation.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
-import { applyChatTemplate, ChatTemplateError, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
+import { ChatTemplateError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
+import { applyChatTemplate, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
 import { tokenizerFromGguf } from './gguf-tokenizer.ts';
 import { realTokenizerConfig, realTokenizerFiles } from './test-corpus.ts';
 import { loadTokenizer } from './tokenizer.ts';

@@ -5,7 +5,7 @@
 // Mistral), some tokenizers add it (add_bos_token), and doing both would put two BOS tokens in front of the prompt.
 
 import { Template } from '@huggingface/jinja';
-import { IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
+import { ChatTemplateError, IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 /** A template string, or transformers' named list (`[{ name: 'default', template }, { name: 'tool_use', ... }]`). */
@@ -42,17 +42,6 @@ export interface ApplyChatTemplateOptions {
   file?: string;
 }
 
-/** The template itself refused the conversation (its `raise_exception(...)`), or failed while rendering. */
-export class ChatTemplateError extends IntabModelError {
-  readonly file: string;
-  readonly field: string;
-  constructor(file: string, field: string, problem: string, options?: { cause?: unknown }) {
-    super(`${file}: ${field}: ${problem}. Check the messages (roles, order, content types) against what this model's chat template accepts.`, options);
-    this.name = 'ChatTemplateError';
-    this.file = file;
-    this.field = field;
-  }
-}
 
 // ---- template choice and compile cache ----
 

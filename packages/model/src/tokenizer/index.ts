@@ -7,7 +7,7 @@ export {
 } from './tokenizer.ts';
 export { tokenizerFromGguf, ggufToTokenizerJson, tokenizerToGgufMetadata, mergesFromScores, GGUF_TOKEN_TYPE, type GgufTokenizerJson } from './gguf-tokenizer.ts';
 export {
-  applyChatTemplate, renderChat, encodeChat, selectChatTemplate, ChatTemplateError,
+  applyChatTemplate, renderChat, encodeChat, selectChatTemplate,
   type ChatTemplateSource, type NamedChatTemplate, type ChatMessage, type ApplyChatTemplateOptions,
 } from './chat-template.ts';
 export { createDetokenizer, type Detokenizer, type DetokenizerOptions } from './detokenizer.ts';
