@@ -5,15 +5,9 @@
 // into d, then sum (q - 8) x = 255 * d * sum unorm(q) x - 8 d * sum x.
 
 fn chunk_dot(row_byte: u32, c: u32) -> f32 {
-  let o = row_byte + c * 18u;
-  let wi = o >> 2u;
-  let odd = (o & 2u) != 0u;  // block starts mid-word: d is the high half, qs are word aligned
-  let w0 = w[wi]; let w1 = w[wi + 1u]; let w2 = w[wi + 2u]; let w3 = w[wi + 3u]; let w4 = w[wi + 4u];
-  let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
-  let q0 = select((w0 >> 16u) | (w1 << 16u), w1, odd);
-  let q1 = select((w1 >> 16u) | (w2 << 16u), w2, odd);
-  let q2 = select((w2 >> 16u) | (w3 << 16u), w3, odd);
-  let q3 = select((w3 >> 16u) | (w4 << 16u), w4, odd);
+  let blk = w_scaled_block16(row_byte + c * 18u);
+  let d = blk.d;
+  let q0 = blk.q.x; let q1 = blk.q.y; let q2 = blk.q.z; let q3 = blk.q.w;
   let m = 0x0f0f0f0fu;
   let s = dot(unpack4x8unorm(q0 & m), xc[0]) + dot(unpack4x8unorm(q1 & m), xc[1])
         + dot(unpack4x8unorm(q2 & m), xc[2]) + dot(unpack4x8unorm(q3 & m), xc[3])

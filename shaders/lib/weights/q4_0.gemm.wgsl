@@ -1,21 +1,15 @@
 // weights/q4_0.gemm: load_chunk for q4_0 (same contract as weights/q4_0.wgsl: CHUNK, CHUNK_V4, wq),
 // for the GEMM kernels, which dequantize a chunk once and reuse it across tokens. The block's five
-// words are read once (not through w_u32 per word) and nibbles are widened with unpack4x8unorm
+// words are read once (w_scaled_block16 in lib/bytes.wgsl, not w_u32 per word) and nibbles are widened with unpack4x8unorm
 // (q / 255, one instruction on most targets) with 255 folded into d: x = (255 d) unorm(q) - 8 d.
 const CHUNK: u32 = 32u;
 const CHUNK_V4: u32 = 8u;
 var<private> wq: array<vec4<f32>, 8>;
 
 fn load_chunk(row_byte: u32, c: u32) {
-  let o = row_byte + c * 18u;
-  let wi = o >> 2u;
-  let odd = (o & 2u) != 0u;  // block starts mid-word: d is the high half, qs are word aligned
-  let w0 = w[wi]; let w1 = w[wi + 1u]; let w2 = w[wi + 2u]; let w3 = w[wi + 3u]; let w4 = w[wi + 4u];
-  let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
-  let q0 = select((w0 >> 16u) | (w1 << 16u), w1, odd);
-  let q1 = select((w1 >> 16u) | (w2 << 16u), w2, odd);
-  let q2 = select((w2 >> 16u) | (w3 << 16u), w3, odd);
-  let q3 = select((w3 >> 16u) | (w4 << 16u), w4, odd);
+  let blk = w_scaled_block16(row_byte + c * 18u);
+  let d = blk.d;
+  let q0 = blk.q.x; let q1 = blk.q.y; let q2 = blk.q.z; let q3 = blk.q.w;
   let m = 0x0f0f0f0fu;
   let s = 255.0 * d;
   let b = vec4<f32>(-8.0 * d);
