@@ -39,6 +39,46 @@ export interface GenerationOptions {
   logprobs?: boolean;
   /** With logprobs: the n most likely alternatives per token, 0..20 [0]. */
   topLogprobs?: number;
+  /**
+   * Speculative decoding: proposed tokens are checked by the model several at a time in one step. The
+   * output is exactly what plain decoding gives (greedy: the same ids; sampling: the same distribution,
+   * and with a seed the same ids). A method name is short for `{ method }`; false turns it off
+   * [the engine's LoadOptions.speculative: 'auto' when a draft model is loaded, else off].
+   */
+  speculative?: SpeculativeMethod | SpeculativeOptions | false;
+}
+
+/**
+ * Who proposes tokens: 'ngram' copies what followed the latest earlier occurrence of the text's last
+ * words (prompt lookup, no second model); 'draft' asks the draft model loaded beside the target; 'self'
+ * runs the target's first layers; 'auto' picks 'draft' when a draft model is loaded, else 'ngram'.
+ */
+export type SpeculativeMethod = 'ngram' | 'draft' | 'self' | 'auto';
+
+export interface SpeculativeOptions {
+  method: SpeculativeMethod;
+  /** Most tokens proposed per step, 1..16 [8 for ngram, 4 for draft and self]. */
+  k?: number;
+  /** Follow the acceptance rate and the measured step costs: k shrinks, and speculation turns itself off while it does not pay [true]. */
+  adaptive?: boolean;
+  /** 'ngram': the longest and shortest suffix (in tokens) looked up in earlier text [3, 1]. */
+  ngramMax?: number;
+  ngramMin?: number;
+  /** 'self': how many of the target's layers draft [half of them, rounded up]. */
+  layers?: number;
+}
+
+/** What speculation did for one request (on the last chunk's metrics). */
+export interface SpeculativeMetrics {
+  method: Exclude<SpeculativeMethod, 'auto'>;
+  /** Tokens proposed, and how many of them the target accepted. */
+  proposed: number;
+  accepted: number;
+  /** Target steps after the prompt (plain decode steps plus verify steps), and how many of them verified proposals. */
+  targetSteps: number;
+  verifySteps: number;
+  /** Steps of the draft (draft model or the target's first layers). */
+  draftSteps: number;
 }
 
 /** A generation request: exactly one of prompt (text), promptIds or messages (chat template applied). */
@@ -69,6 +109,8 @@ export interface RequestMetrics {
   decodeTokensPerSecond: number;
   /** Time the sequence spent paused because its consumer did not pull. */
   pausedMs: number;
+  /** When the request speculated. */
+  speculative?: SpeculativeMetrics;
 }
 
 /** What one pull returns: everything produced since the last pull, coalesced. */
@@ -100,6 +142,13 @@ export interface LoadOptions {
   maxTokensPerStep?: number;
   /** Chunks a sequence may have queued before it is paused [8]. */
   maxQueuedChunks?: number;
+  /**
+   * A second, smaller model with the same tokenizer that proposes tokens for speculative decoding (its own
+   * KV pages, in the same worker). A vocabulary that differs from the target's is a DraftMismatchError.
+   */
+  draft?: ModelSource;
+  /** Default speculation of requests that say nothing ['auto' with a draft model, else false]. */
+  speculative?: SpeculativeMethod | SpeculativeOptions | false;
 }
 
 export interface ModelInfo {
@@ -113,6 +162,8 @@ export interface ModelInfo {
   weightBytes: number;
   kvPages: number;
   adapter: string;
+  /** The draft model, when one was loaded. */
+  draft?: { arch: string; layers: number; hidden: number; weightBytes: number };
 }
 
 export interface LoadProgress {

@@ -30,6 +30,7 @@ import {
   EngineStateError,
   InvalidRequestError,
   ModelSourceError,
+  DraftMismatchError,
   RequestTooLargeError,
   TokenizerRequiredError,
   UnknownStreamError,
@@ -37,7 +38,8 @@ import {
 } from './errors.ts';
 import { Scheduler, type PlannedEntry } from './scheduler.ts';
 import { Sequence, resolveOptions } from './sequence.ts';
-import type { StepRunner } from './step-runner.ts';
+import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
+import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -48,6 +50,8 @@ export interface EngineOptions extends LoadOptions {
 
 export interface EngineInit {
   runner?: StepRunner;
+  /** A draft model's runner for speculative decoding (same vocabulary as `runner`). */
+  draft?: StepRunner;
   tokenizer?: Tokenizer;
   options?: EngineOptions;
   /** Model facts for modelInfo (load() fills them in). */
@@ -72,6 +76,8 @@ interface Waiter {
 
 interface Stream {
   seq: Sequence;
+  /** When the request speculates. */
+  spec?: SequenceSpeculation;
   waiters: Waiter[];
   /** Resolved once the sequence's pages are freed (finish, abort, failure). */
   released: Promise<void>;
@@ -95,6 +101,8 @@ const DEFAULTS = { maxBatch: 8, maxTokensPerStep: 256, maxQueuedChunks: 8, kvBud
  */
 export class Engine implements EngineApi {
   private runner?: StepRunner;
+  private draft?: StepRunner;
+  private speculator?: Speculator;
   private tokenizer?: Tokenizer;
   private info?: ModelInfo;
   private gpu?: Gpu;
@@ -116,7 +124,7 @@ export class Engine implements EngineApi {
     let seed = this.options.seed ?? crypto.getRandomValues(new Uint32Array(1))[0];
     // Default seeds of successive requests: a simple deterministic sequence from the engine's seed.
     this.seeds = () => (seed = (Math.imul(seed ^ (seed >>> 16), 0x45d9f3b) + 0x9e3779b9) >>> 0);
-    if (init.runner) this.attach(init.runner, init.tokenizer, init.info);
+    if (init.runner) this.attach(init.runner, init.tokenizer, init.info, init.draft);
   }
 
   /**
@@ -140,29 +148,43 @@ export class Engine implements EngineApi {
       this.options = { ...this.options, ...options };
       const model = await openModel(source, signal);
       const tokenizer = openTokenizer(model);
+      const draftModel = options.draft ? await openModel(options.draft, signal) : undefined;
+      if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
       const gpu = await requestGpu();
-      let runner: Runner;
+      let runner: Runner | undefined;
+      let draft: Runner | undefined;
       try {
+        const maxBatch = options.maxBatch ?? DEFAULTS.maxBatch;
         runner = await Runner.load(gpu, model.config, model.tensors, {
           kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
-          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+          maxBatch,
           quantize: options.quantize,
           onProgress,
           signal,
         });
         await runner.warmup();
+        if (draftModel) {
+          // As many pages as the target: a sequence's draft never holds more tokens than its target
+          // reservation, so whatever the scheduler admits fits in the draft's cache too.
+          const d = draftModel.config;
+          const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
+          draft = await Runner.load(gpu, d, draftModel.tensors, { kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, quantize: options.quantize, signal });
+          await draft.warmup();
+        }
       } catch (err) {
+        runner?.destroy();
         gpu.destroy();
         throw err;
       }
       if (this.closed) {
+        draft?.destroy();
         runner.destroy();
         gpu.destroy();
         throw new EngineClosedError('destroyed');
       }
       this.gpu = gpu;
-      const info = describeModel(gpu, runner, tokenizer);
-      this.attach(runner, tokenizer, info);
+      const info = describeModel(gpu, runner, tokenizer, draft);
+      this.attach(runner, tokenizer, info, draft);
       return info;
     } finally {
       this.loading = false;
@@ -202,7 +224,15 @@ export class Engine implements EngineApi {
     });
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
+    const spec = resolveSpeculative(request.speculative ?? this.options.speculative ?? (this.draft ? 'auto' : false), {
+      hasDraft: this.draft !== undefined,
+      layers: runner.config.layers,
+    });
     const stream: Stream = { seq, waiters: [], released, release };
+    if (spec) {
+      stream.spec = new SequenceSpeculation(spec);
+      seq.speculative = stream.spec.metrics;
+    }
     this.streams.set(id, stream);
     if (signal?.aborted) {
       this.abort(stream);
@@ -247,8 +277,10 @@ export class Engine implements EngineApi {
     await this.loop;
     await Promise.all([...this.streams.values()].map((s) => s.released));
     this.runner?.destroy();
+    this.draft?.destroy();
     this.gpu?.destroy();
     this.runner = undefined;
+    this.draft = undefined;
     this.gpu = undefined;
   }
 
@@ -266,8 +298,11 @@ export class Engine implements EngineApi {
 
   // ---- internals ----
 
-  private attach(runner: StepRunner, tokenizer: Tokenizer | undefined, info: ModelInfo | undefined): void {
+  private attach(runner: StepRunner, tokenizer: Tokenizer | undefined, info: ModelInfo | undefined, draft?: StepRunner): void {
     this.runner = runner;
+    this.draft = draft;
+    if (draft && draft.config.vocab !== runner.config.vocab) throw new DraftMismatchError('vocabulary size', String(runner.config.vocab), String(draft.config.vocab));
+    this.speculator = new Speculator(runner, draft, this.now);
     this.tokenizer = tokenizer;
     this.info = info;
     this.scheduler = new Scheduler(runner, {
@@ -308,16 +343,40 @@ export class Engine implements EngineApi {
   private async run(): Promise<void> {
     const runner = this.runner!;
     const scheduler = this.scheduler!;
+    const speculator = this.speculator!;
     // Yield once before the first step, so requests that arrive together (several messages from the
     // main thread in one burst) share it instead of the first prefilling alone.
     await new Promise((resolve) => setTimeout(resolve, 0));
     for (;;) {
-      const plan = scheduler.plan();
+      let plan = scheduler.plan((seq, decoding, budget) => {
+        const spec = this.streams.get(seq.id)?.spec;
+        return spec ? speculator.want(seq, spec, decoding, budget) : 0;
+      });
       if (plan.length === 0) return;
-      const entries = plan.map((p) => ({ seq: p.seq.id, tokens: p.tokens, ...(p.samples ? { sampling: p.seq.sampling() } : {}) }));
       const started = this.now();
       for (const p of plan) p.seq.scheduled(started);
       this.inFlight = new Set(plan.map((p) => p.seq));
+      // Proposals first (draft steps, when a draft proposes); then one target step verifies them all.
+      let proposals = new Map<Sequence, number[]>();
+      const speculating = plan.filter((p) => p.lookahead > 0);
+      if (speculating.length) {
+        try {
+          proposals = await speculator.propose(speculating.map((p) => ({ seq: p.seq, state: this.streams.get(p.seq.id)!.spec!, k: p.lookahead })));
+        } catch (err) {
+          for (const p of speculating) this.inFlight.delete(p.seq), this.fail(p.seq, err);
+          plan = plan.filter((p) => !speculating.includes(p));
+        }
+        // An abort that came during drafting ends the sequence now, before the verify step.
+        for (const p of plan.filter((q) => q.seq.abortRequested)) {
+          this.inFlight.delete(p.seq);
+          const stream = this.streams.get(p.seq.id);
+          if (stream) this.abort(stream);
+        }
+        plan = plan.filter((p) => !p.seq.finished);
+        if (plan.length === 0) continue;
+      }
+      const entries = plan.map((p) => this.entry(p, proposals.get(p.seq) ?? []));
+      const t0 = this.now();
       let results;
       try {
         results = await runner.step(entries);
@@ -326,22 +385,53 @@ export class Engine implements EngineApi {
         for (const p of plan) this.fail(p.seq, err);
         continue;
       }
+      speculator.targetCosts.record(
+        entries.reduce((n, e) => n + e.tokens.length, 0),
+        this.now() - t0,
+      );
       this.inFlight.clear();
-      this.apply(plan, results);
+      this.apply(plan, entries, results);
     }
   }
 
-  private apply(plan: PlannedEntry[], results: Awaited<ReturnType<StepRunner['step']>>): void {
+  /** A planned entry as the runner takes it: plain, or a verify entry when there are proposals. */
+  private entry(p: PlannedEntry, proposals: number[]): RunnerEntry {
+    const seq = p.seq;
+    if (proposals.length === 0) return { seq: seq.id, tokens: p.tokens, ...(p.samples ? { sampling: seq.sampling() } : {}) };
+    return {
+      seq: seq.id,
+      tokens: [...p.tokens, ...proposals],
+      verify: Array.from({ length: proposals.length + 1 }, (_, i) => seq.sampling(i, proposals)),
+      ...(seq.options.logprobs ? { rows: true } : {}),
+    };
+  }
+
+  private apply(plan: PlannedEntry[], entries: RunnerEntry[], results: RunnerResult[]): void {
     const t = this.now();
     plan.forEach((p, i) => {
       const seq = p.seq;
       const stream = this.streams.get(seq.id);
+      const e = entries[i];
+      if (e.verify && stream?.spec) {
+        // Roll back first, so the caches are right whatever happens to the sequence next.
+        const proposed = e.tokens.length - 1;
+        const accepted = results[i].accepted ?? 0;
+        const valid = this.runner!.kv.length(seq.id) - (proposed - accepted);
+        this.speculator!.afterVerify(seq, stream.spec, proposed, accepted, valid);
+      }
+      if (stream?.spec && p.samples && seq.prefillLeft === 0) stream.spec.metrics.targetSteps++;
       if (seq.abortRequested || !stream) {
         if (stream) this.abort(stream);
         return;
       }
       seq.advanced(p.tokens.length);
-      if (p.samples) seq.accept(results[i], t);
+      if (!p.samples) return this.notify(stream);
+      const r = results[i];
+      if (e.verify) {
+        const accepted = r.accepted ?? 0;
+        for (let j = 0; j < accepted; j++) seq.accept(r.acceptedRows?.[j] ?? { id: e.tokens[j + 1], logprob: NaN, top: [] }, t);
+      }
+      seq.accept(r, t);
       if (seq.finished) this.retire(stream);
       this.notify(stream);
     });
@@ -352,6 +442,7 @@ export class Engine implements EngineApi {
     const seq = stream.seq;
     const admitted = this.scheduler?.remove(seq);
     if (admitted || this.runner?.kv.has(seq.id)) this.runner?.free(seq.id);
+    this.speculator?.release(seq.id);
     stream.detach?.();
     stream.release();
     this.wake(); // freed pages may admit a waiting request
@@ -459,9 +550,10 @@ async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string)
 }
 
 /** What the main thread is told about a loaded model. */
-export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined): ModelInfo {
+export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner): ModelInfo {
   const c = runner.config;
   return {
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
     arch: c.arch,
     layers: c.layers,
     hidden: c.hidden,
@@ -473,4 +565,17 @@ export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | u
     kvPages: runner.kv.pages,
     adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
   };
+}
+
+/**
+ * A draft must share the target's tokenizer: the same vocabulary size, and when both carry a tokenizer the
+ * same tokens under the same ids. Anything else would verify garbage, so it is refused at load.
+ */
+export function checkDraft(target: ModelFiles, targetTokenizer: Tokenizer | undefined, draft: ModelFiles, draftTokenizer: Tokenizer | undefined): void {
+  if (target.config.vocab !== draft.config.vocab) throw new DraftMismatchError('vocabulary size', String(target.config.vocab), String(draft.config.vocab));
+  if (!targetTokenizer || !draftTokenizer) return;
+  const vocabOf = (t: Tokenizer) => JSON.stringify((t.json as { model?: { vocab?: unknown } }).model?.vocab ?? null);
+  if (vocabOf(targetTokenizer) !== vocabOf(draftTokenizer)) throw new DraftMismatchError('tokenizer vocabulary', targetTokenizer.file, draftTokenizer.file);
+  const added = (t: Tokenizer) => JSON.stringify(t.addedTokens.map((a) => [a.id, a.content]));
+  if (added(targetTokenizer) !== added(draftTokenizer)) throw new DraftMismatchError('added (special) tokens', targetTokenizer.file, draftTokenizer.file);
 }

@@ -120,6 +120,23 @@ export class ModelSourceError extends IntabEngineError {
   }
 }
 
+/** The draft model does not share the target's tokenizer: speculative decoding would verify garbage. */
+export class DraftMismatchError extends IntabEngineError {
+  readonly what: string;
+  readonly target: string;
+  readonly draft: string;
+  constructor(what: string, target: string, draft: string) {
+    super(
+      `The draft model's ${what} (${draft}) differs from the target's (${target}): a draft must use the target's tokenizer. ` +
+        'Pick a smaller model of the same family (e.g. the 135M sibling of a 1.7B model), or speculate without one (ngram or self).',
+    );
+    this.name = 'DraftMismatchError';
+    this.what = what;
+    this.target = target;
+    this.draft = draft;
+  }
+}
+
 function describeValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
@@ -162,6 +179,7 @@ for (const [name, cls] of Object.entries({
   UnknownStreamError,
   TokenizerRequiredError,
   ModelSourceError,
+  DraftMismatchError,
   IntabGpuError,
   WebGpuUnavailableError,
   DeviceLostError,

@@ -3,7 +3,8 @@
 // and a CPU reference runner for tests. worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink.
 
 export * from './contract.ts';
-export type { StepRunner, RunnerEntry } from './step-runner.ts';
+export type { StepRunner, RunnerEntry, RunnerResult, StepOptions } from './step-runner.ts';
+export { Speculator, SequenceSpeculation, StepCosts, resolveSpeculative, ngramProposals, chooseK, expectedTokens, MAX_SPECULATIVE_K, type SpeculationConfig, type SpeculationItem } from './speculator.ts';
 export { Engine, openModel, describeModel, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
 export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
@@ -18,6 +19,7 @@ export {
   UnknownStreamError,
   TokenizerRequiredError,
   ModelSourceError,
+  DraftMismatchError,
   serializeError,
   deserializeError,
   isSerializedError,

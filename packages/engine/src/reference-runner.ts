@@ -5,11 +5,10 @@
 // growth, KvCacheFullError), which lets tests exhaust the KV budget and count leaked pages. Every step is
 // logged (which sequences, how many tokens) so tests assert on scheduling without timing anything.
 
-import type { SampleResult } from '@intab/gpu';
 import { DEFAULT_KMAX, sampleRow } from '@intab/gpu/reference';
 import { IntabModelError, PagePool, checkStep, type LlamaConfig } from '@intab/model';
 import { createReferenceModel, type ReferenceModel, type WeightsFn } from '@intab/model/reference';
-import type { RunnerEntry, StepRunner } from './step-runner.ts';
+import type { RunnerEntry, RunnerResult, StepOptions, StepRunner } from './step-runner.ts';
 
 export interface ReferenceRunnerOptions {
   /** Pages in the simulated pool [64]. */
@@ -27,7 +26,7 @@ export interface ReferenceRunnerOptions {
 /** The KV accounting of PagedKvCache without the GPU buffers. */
 
 /** One logged step: each entry's sequence and token count. */
-export type StepLogEntry = { seq: number; tokens: number }[];
+export type StepLogEntry = { seq: number; tokens: number; layers?: number }[];
 
 const macrotask = (): Promise<void> =>
   new Promise((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)));
@@ -40,7 +39,7 @@ const macrotask = (): Promise<void> =>
  * const engine = new Engine({ runner });
  */
 export class ReferenceRunner implements StepRunner {
-  readonly config: { vocab: number; maxContext: number; eosIds: number[]; bosId: number | null };
+  readonly config: { vocab: number; maxContext: number; eosIds: number[]; bosId: number | null; layers: number };
   readonly maxBatch: number;
   /** The GPU cache's page accounting, without the memory. */
   readonly kv: PagePool;
@@ -55,7 +54,7 @@ export class ReferenceRunner implements StepRunner {
     private readonly weights: WeightsFn,
     options: ReferenceRunnerOptions = {},
   ) {
-    this.config = { vocab: model.vocab, maxContext: model.maxContext, eosIds: options.eosIds ?? model.eosIds, bosId: model.bosId };
+    this.config = { vocab: model.vocab, maxContext: model.maxContext, eosIds: options.eosIds ?? model.eosIds, bosId: model.bosId, layers: model.layers };
     this.maxBatch = options.maxBatch ?? 16;
     this.kv = new PagePool(options.pages ?? 64, options.pageSize ?? 16);
     this.yieldEachStep = options.yieldEachStep ?? true;
@@ -77,6 +76,11 @@ export class ReferenceRunner implements StepRunner {
     m.tokens.length = this.kv.length(seq);
   }
 
+  /** The tokens in a sequence's cache, in position order (tests check rewinds with it). */
+  cachedTokens(seq: number): number[] {
+    return this.models.get(seq)?.tokens.slice(0, this.kv.length(seq)) ?? [];
+  }
+
   fork(src: number, dst: number): void {
     this.kv.fork(src, dst);
     // The reference model cannot share a cache: replay the source's tokens into a fresh one.
@@ -86,17 +90,28 @@ export class ReferenceRunner implements StepRunner {
     this.models.set(dst, { model, tokens });
   }
 
-  async step(entries: readonly RunnerEntry[]): Promise<SampleResult[]> {
+  async step(entries: readonly RunnerEntry[], options: StepOptions = {}): Promise<RunnerResult[]> {
     if (this.destroyed) throw new IntabModelError('This ReferenceRunner was destroyed.');
     if (entries.length === 0) return [];
     checkStep(this.kv, entries, this.config.vocab, this.maxBatch);
-    this.log.push(entries.map((e) => ({ seq: e.seq, tokens: e.tokens.length })));
-    const results = entries.map((e) => {
+    const layers = options.layers ?? this.model.layers;
+    if (!Number.isInteger(layers) || layers < 1 || layers > this.model.layers) {
+      throw new IntabModelError(`step: layers must be an integer in [1, ${this.model.layers}] (the model's layers); got ${layers}.`);
+    }
+    this.log.push(entries.map((e) => ({ seq: e.seq, tokens: e.tokens.length, ...(options.layers !== undefined ? { layers } : {}) })));
+    const results = entries.map((e): RunnerResult => {
       const start = this.kv.grow(e.seq, e.tokens.length);
       const m = this.models.get(e.seq)!;
-      const logits = m.model.forward(e.tokens, start);
+      m.tokens.length = start;
       m.tokens.push(...e.tokens);
-      return sampleRow(logits, e.sampling ?? { temperature: 0, u: 0 }, DEFAULT_KMAX);
+      if (!e.verify) return sampleRow(m.model.forward(e.tokens, start, layers), e.sampling ?? { temperature: 0, u: 0 }, DEFAULT_KMAX);
+      // Verify: sample every row, accept while the sample equals the next proposal (see accept.wgsl).
+      const V = this.config.vocab;
+      const all = m.model.logitsAll(e.tokens, start, layers);
+      const rows = e.verify.map((p, i) => sampleRow(all.subarray(i * V, (i + 1) * V), p, DEFAULT_KMAX));
+      let accepted = 0;
+      while (accepted < e.tokens.length - 1 && rows[accepted].id === e.tokens[accepted + 1]) accepted++;
+      return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}) };
     });
     if (this.yieldEachStep) await macrotask();
     return results;

@@ -1,6 +1,7 @@
 // Iteration-level scheduling (continuous batching): before every step the scheduler decides which sequences
 // run and with how many tokens, so requests join and leave between any two steps. Policy, in order:
-//   1. decoding sequences, one token each (round-robin when there are more than fit);
+//   1. decoding sequences, one token each (round-robin when there are more than fit), plus the tokens
+//      speculative decoding sets aside for proposals;
 //   2. admission of waiting requests, strictly FIFO, while a batch slot, a token and KV pages are left;
 //   3. prefill chunks for the remaining token budget, shared evenly (water-filling) among prefilling sequences.
 // KV pages are reserved at admission for the whole request (prompt + maxTokens), so a running sequence can
@@ -23,7 +24,12 @@ export interface PlannedEntry {
   tokens: number[];
   /** The step's sampled token is this sequence's next token (decode, or the prompt's last chunk). */
   samples: boolean;
+  /** Decode entries: step tokens set aside for speculative proposals (the engine may use fewer). */
+  lookahead: number;
 }
+
+/** Proposals a decoding sequence wants this step (0 = none), given how many decode and the budget left. */
+export type Lookahead = (seq: Sequence, decoding: number, budget: number) => number;
 
 export class Scheduler {
   /** Requests not yet admitted (no KV allocation), first come first served. */
@@ -71,8 +77,11 @@ export class Scheduler {
     return head !== undefined && (head.abortRequested || head.finished || this.fits(head));
   }
 
-  /** The next step: admits waiting requests as room allows (allocating them in the runner). */
-  plan(): PlannedEntry[] {
+  /**
+   * The next step: admits waiting requests as room allows (allocating them in the runner). Decoding
+   * sequences come first; `lookahead` (speculative decoding) may set extra tokens aside for each of them.
+   */
+  plan(lookahead?: Lookahead): PlannedEntry[] {
     const { maxBatch, maxTokensPerStep } = this.limits;
     const entries: PlannedEntry[] = [];
     let budget = maxTokensPerStep;
@@ -81,12 +90,14 @@ export class Scheduler {
     this.cursor = start + 1;
     const order = [...this.running.slice(start), ...this.running.slice(0, start)].filter((s) => !s.finished && !s.paused && !s.abortRequested);
 
-    // 1. decode: one token each
+    // 1. decode: one token each, plus what speculation sets aside
+    const decoding = Math.min(maxBatch, order.filter((s) => s.prefillLeft === 0).length);
     for (const s of order) {
       if (s.prefillLeft > 0) continue;
       if (entries.length >= maxBatch || budget < 1) break;
-      entries.push({ seq: s, tokens: s.nextTokens(1), samples: true });
-      budget--;
+      const extra = lookahead ? Math.max(0, Math.min(budget - 1, lookahead(s, decoding, budget - 1))) : 0;
+      entries.push({ seq: s, tokens: s.nextTokens(1), samples: true, lookahead: extra });
+      budget -= 1 + extra;
     }
 
     // 2. admission, FIFO: the head waits for room and nobody overtakes it
@@ -114,7 +125,7 @@ export class Scheduler {
     chunkers.forEach((s, i) => {
       if (share[i] === 0) return;
       const tokens = s.nextTokens(share[i]);
-      entries.push({ seq: s, tokens, samples: tokens.length === s.prefillLeft });
+      entries.push({ seq: s, tokens, samples: tokens.length === s.prefillLeft, lookahead: 0 });
     });
     return entries;
   }

@@ -6,7 +6,7 @@
 import { MAX_HISTORY, NO_TOKEN, type SampleResult, type SamplingParams } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
 import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
-import type { Chunk, FinishReason, GenerateRequest, RequestMetrics, TokenLogprob } from './contract.ts';
+import type { Chunk, FinishReason, GenerateRequest, RequestMetrics, SpeculativeMetrics, TokenLogprob } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 import { StopMatcher } from './stop.ts';
 
@@ -164,6 +164,10 @@ export class Sequence {
   abortRequested = false;
 
   private readonly rng: () => number;
+  /** Uniform draws of the next tokens (index 0 = the next token), drawn ahead by speculative rows. */
+  private uniforms: number[] = [];
+  /** Set by the engine when the request speculates; reported in the metrics. */
+  speculative?: SpeculativeMetrics;
   private readonly stopIds: Set<number>;
   private readonly detok?: Detokenizer;
   private readonly stopper: StopMatcher;
@@ -209,6 +213,16 @@ export class Sequence {
     return !this.finished && this.queue.length >= this.maxQueued;
   }
 
+  /** Tokens still allowed by maxTokens. */
+  get remaining(): number {
+    return this.options.maxTokens - this.generated.length;
+  }
+
+  /** Every token of the sequence so far: the prompt, then the generated ids. */
+  get text(): number[] {
+    return [...this.prompt, ...this.generated];
+  }
+
   /** Tokens the sequence may hold in the KV-cache at most (what admission reserves pages for). */
   get reserveLength(): number {
     return this.prompt.length + this.options.maxTokens;
@@ -220,10 +234,17 @@ export class Sequence {
     return [this.generated[this.generated.length - 1]];
   }
 
-  /** Sampling of the token that follows this step (draws this sequence's next uniform number). */
-  sampling(): SamplingParams {
+  /**
+   * Sampling of the token `offset` places after the last generated one, after `proposals` (speculative
+   * rows: the proposals before that row, which the penalties count). The uniform number is tied to the
+   * token's index, drawn in order from the sequence's RNG: whether a token comes from a plain step or a
+   * verify row, and however many proposals were rejected, token i always uses draw i — so a seeded request
+   * gives the same ids with or without speculation.
+   */
+  sampling(offset = 0, proposals: readonly number[] = []): SamplingParams {
     const o = this.options;
-    const p: SamplingParams = { temperature: o.temperature, u: this.rng() };
+    while (this.uniforms.length <= offset) this.uniforms.push(this.rng());
+    const p: SamplingParams = { temperature: o.temperature, u: this.uniforms[offset] };
     if (o.topK) p.topK = o.topK;
     if (o.topP !== 1) p.topP = o.topP;
     if (o.minP) p.minP = o.minP;
@@ -231,9 +252,8 @@ export class Sequence {
       p.repetitionPenalty = o.repetitionPenalty;
       p.presencePenalty = o.presencePenalty;
       p.frequencyPenalty = o.frequencyPenalty;
-      const all = this.prompt.length + this.generated.length;
-      const from = Math.max(0, all - MAX_HISTORY);
-      p.history = [...this.prompt, ...this.generated].slice(from);
+      const all = [...this.prompt, ...this.generated, ...proposals.slice(0, offset)];
+      p.history = all.slice(Math.max(0, all.length - MAX_HISTORY));
     }
     if (o.logitBias) p.logitBias = o.logitBias;
     if (o.logprobs) p.topLogprobs = o.topLogprobs;
@@ -262,6 +282,7 @@ export class Sequence {
     this.lastTokenAt = now;
     const id = result.id;
     this.generated.push(id);
+    this.uniforms.shift();
     const out: Output = { text: '', ids: [id] };
     if (this.options.logprobs) out.logprobs = [this.logprobOf(result)];
     let reason: FinishReason | null = null;
@@ -306,6 +327,7 @@ export class Sequence {
       prefillTokensPerSecond: firstToken !== undefined && prefillMs > 0 ? (this.prompt.length / prefillMs) * 1000 : 0,
       decodeTokensPerSecond: decoded > 0 && decodeMs > 0 ? (decoded / decodeMs) * 1000 : 0,
       pausedMs: this.pausedTotal,
+      ...(this.speculative ? { speculative: { ...this.speculative } } : {}),
     };
   }
 

@@ -23,9 +23,15 @@ import {
   type ChatCompletionCreateParamsStreaming,
 } from './openai.ts';
 
-export interface CreateEngineOptions extends LoadOptions {
+export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   /** A GGUF URL, a Hugging Face id (`org/name`, with `file` for a GGUF in it), a GGUF File, or a folder's Files. */
   model: ModelInput;
+  /**
+   * A smaller model with the same tokenizer, for speculative decoding (same kinds of input as `model`; a
+   * Hugging Face id here loads its safetensors checkpoint, or `{ id, file }` a GGUF in it). Requests then
+   * speculate with it by default ('auto'); a vocabulary that differs from the model's is a DraftMismatchError.
+   */
+  draft?: ModelInput;
   /** With a Hugging Face id: the GGUF file in the repository (else its safetensors checkpoint is loaded). */
   file?: string;
   /** With a Hugging Face id: branch, tag or commit [main]. */
@@ -180,6 +186,7 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   if (o.maxBatch !== undefined) out.maxBatch = o.maxBatch;
   if (o.maxTokensPerStep !== undefined) out.maxTokensPerStep = o.maxTokensPerStep;
   if (o.maxQueuedChunks !== undefined) out.maxQueuedChunks = o.maxQueuedChunks;
+  if (o.speculative !== undefined) out.speculative = o.speculative;
   return out;
 }
 
@@ -306,6 +313,7 @@ export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?:
 export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
   signal?.throwIfAborted();
   const source = await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal });
+  const draft = options.draft === undefined ? undefined : await resolveModelSource(options.draft, { signal });
   signal?.throwIfAborted();
   const backend = options.worker === false ? await inThreadBackend() : workerBackend();
   const { api, guard } = backend;
@@ -321,7 +329,8 @@ export async function createEngine(options: CreateEngineOptions, { signal }: { s
     // at once; a worker's is terminated below anyway.
     // (A method call, not .call(): on a Comlink proxy `.call` would be a remote property.)
     const withSignal = api as unknown as { load(...args: [...Parameters<EngineApi['load']>, AbortSignal?]): Promise<ModelInfo> };
-    const load = backend.inWorker ? api.load(source, pickLoadOptions(options), progress) : withSignal.load(source, pickLoadOptions(options), progress, signal);
+    const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
+    const load = backend.inWorker ? api.load(source, loadOptions, progress) : withSignal.load(source, loadOptions, progress, signal);
     if (!backend.inWorker) {
       // An in-thread load cannot be interrupted: when it settles after an abort, free what it loaded.
       load.then(() => signal?.aborted && backend.kill(), () => {});

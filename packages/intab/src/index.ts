@@ -46,6 +46,9 @@ export type {
   ModelInfo,
   LoadProgress,
   EngineApi,
+  SpeculativeMethod,
+  SpeculativeOptions,
+  SpeculativeMetrics,
 } from '@intab/engine/contract';
 
 // Errors raised in the worker arrive as these classes, with their fields (instanceof works).
@@ -58,6 +61,7 @@ export {
   UnknownStreamError,
   TokenizerRequiredError,
   ModelSourceError,
+  DraftMismatchError,
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';

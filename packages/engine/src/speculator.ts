@@ -1,0 +1,336 @@
+// Speculative decoding: proposers guess the next tokens of a decoding sequence, and the target checks all
+// of them in one step (a verify entry: [last token, ...proposals], one sampled row per token; the runner
+// accepts the longest prefix of proposals that equal the target's own samples, see RunnerEntry.verify).
+//
+// Proposers are deterministic (a copy of earlier text, or a draft's argmax), so each proposal's q is a point
+// mass, and "accept iff the target's own sample equals the proposal" is the standard rejection rule for that
+// q: it accepts with probability p(d) = min(1, p/q) and on a mismatch the sample is distributed as p without
+// d, renormalized, which is norm(max(0, p − q)). The output distribution is exactly the target's, greedy or
+// sampled, with every sampling option applied to p as in plain decoding (the draft's argmax is taken under
+// the same penalties, bias and mask). Token i always uses the sequence's i-th uniform draw (Sequence.sampling),
+// so a seeded request gives the same ids with and without speculation.
+//
+// After a verify step the rejected positions are rolled back in the paged cache of the target and of the
+// draft. Adaptive k: each sequence keeps a running acceptance rate α; with the measured wall-clock cost of
+// steps by their token count (StepCosts), k is chosen to maximize the expected aggregate throughput of the
+// step, and speculation is switched off for a while (with growing back-off) when no k beats plain decoding.
+
+import type { SpeculativeMethod, SpeculativeMetrics, SpeculativeOptions } from './contract.ts';
+import { InvalidRequestError } from './errors.ts';
+import type { Sequence } from './sequence.ts';
+import type { RunnerEntry, StepRunner } from './step-runner.ts';
+
+/** A request's speculation, checked, with defaults filled in. */
+export interface SpeculationConfig {
+  method: Exclude<SpeculativeMethod, 'auto'>;
+  k: number;
+  adaptive: boolean;
+  ngramMax: number;
+  ngramMin: number;
+  /** 'self': layers that draft. */
+  layers: number;
+}
+
+export const MAX_SPECULATIVE_K = 16;
+
+/**
+ * Checks a request's `speculative` option (or the engine default) against what is loaded.
+ * Returns undefined when speculation is off.
+ */
+export function resolveSpeculative(
+  value: SpeculativeMethod | SpeculativeOptions | false | undefined,
+  context: { hasDraft: boolean; layers: number },
+): SpeculationConfig | undefined {
+  const bad = (field: string, v: unknown, expected: string): never => {
+    throw new InvalidRequestError(field, v, expected);
+  };
+  if (value === undefined || value === false) return undefined;
+  const o: SpeculativeOptions = typeof value === 'string' ? { method: value } : value;
+  if (typeof o !== 'object' || o === null) return bad('speculative', value, "false, a method ('ngram', 'draft', 'self', 'auto') or { method, k?, ... }");
+  const methods = ['ngram', 'draft', 'self', 'auto'];
+  if (!methods.includes(o.method)) return bad('speculative.method', o.method, "'ngram', 'draft', 'self' or 'auto'");
+  if (o.method === 'draft' && !context.hasDraft) {
+    return bad('speculative.method', o.method, "'ngram', 'self' or 'auto': no draft model is loaded (load one with createEngine({ model, draft }))");
+  }
+  const method = o.method === 'auto' ? (context.hasDraft ? 'draft' : 'ngram') : o.method;
+  const k = o.k ?? (method === 'ngram' ? 8 : 4);
+  if (!Number.isInteger(k) || k < 1 || k > MAX_SPECULATIVE_K) bad('speculative.k', o.k, `an integer in [1, ${MAX_SPECULATIVE_K}]`);
+  if (o.adaptive !== undefined && typeof o.adaptive !== 'boolean') bad('speculative.adaptive', o.adaptive, 'a boolean');
+  const ngramMax = o.ngramMax ?? 3;
+  const ngramMin = o.ngramMin ?? 1;
+  if (!Number.isInteger(ngramMax) || ngramMax < 1 || ngramMax > 16) bad('speculative.ngramMax', o.ngramMax, 'an integer in [1, 16]');
+  if (!Number.isInteger(ngramMin) || ngramMin < 1 || ngramMin > ngramMax) bad('speculative.ngramMin', o.ngramMin, `an integer in [1, ngramMax = ${ngramMax}]`);
+  const layers = o.layers ?? Math.ceil(context.layers / 2);
+  if (!Number.isInteger(layers) || layers < 1 || layers > context.layers) bad('speculative.layers', o.layers, `an integer in [1, ${context.layers}] (the target's layers)`);
+  return { method, k, adaptive: o.adaptive ?? true, ngramMax, ngramMin, layers };
+}
+
+/**
+ * Prompt lookup: the tokens that followed the latest earlier occurrence of the text's last n tokens
+ * (n from max down to min), at most k of them.
+ * @example
+ * ngramProposals([5, 6, 7, 8, 5, 6], 3, 1, 3); // [7, 8, 5]
+ */
+export function ngramProposals(text: readonly number[], max: number, min: number, k: number): number[] {
+  const L = text.length;
+  for (let n = Math.min(max, L - 1); n >= min; n--) {
+    // candidate starts i of an earlier occurrence text[i..i+n) == text[L-n..L), with i + n < L
+    for (let i = L - n - 1; i >= 0; i--) {
+      let j = 0;
+      while (j < n && text[i + j] === text[L - n + j]) j++;
+      if (j < n) continue;
+      const from = i + n;
+      return text.slice(from, Math.min(from + k, L));
+    }
+  }
+  return [];
+}
+
+/** Wall-clock cost of steps by their token count, as running averages (the adaptive k's cost model). */
+export class StepCosts {
+  private readonly ms = new Map<number, number>();
+
+  record(tokens: number, ms: number): void {
+    const old = this.ms.get(tokens);
+    this.ms.set(tokens, old === undefined ? ms : 0.8 * old + 0.2 * ms);
+  }
+
+  /**
+   * Estimated ms of a step of `tokens` tokens: measured, else interpolated between the nearest measured
+   * counts, else extrapolated with a prior of 15% more per token beyond the nearest measured count.
+   */
+  cost(tokens: number): number {
+    const exact = this.ms.get(tokens);
+    if (exact !== undefined) return exact;
+    let lo: number | undefined;
+    let hi: number | undefined;
+    for (const t of this.ms.keys()) {
+      if (t < tokens && (lo === undefined || t > lo)) lo = t;
+      if (t > tokens && (hi === undefined || t < hi)) hi = t;
+    }
+    if (lo !== undefined && hi !== undefined) {
+      const a = this.ms.get(lo)!;
+      const b = this.ms.get(hi)!;
+      return a + ((b - a) * (tokens - lo)) / (hi - lo);
+    }
+    if (lo !== undefined) return this.ms.get(lo)! * (1 + 0.15 * (tokens - lo));
+    if (hi !== undefined) return this.ms.get(hi)! / (1 + 0.15 * (hi - tokens));
+    return 1 + 0.15 * (tokens - 1);
+  }
+
+  get measured(): boolean {
+    return this.ms.size > 0;
+  }
+}
+
+/** One sequence's speculation: its config, acceptance statistics, switch-off state and metrics. */
+export class SequenceSpeculation {
+  /** Discounted counts of accepted proposals and of rejections (a geometric model's evidence). */
+  private acceptedWeight = 0;
+  private rejectedWeight = 0;
+  /** Speculation is off until the sequence has generated this many tokens. */
+  offUntil = 0;
+  private backoff = 8;
+  readonly metrics: SpeculativeMetrics;
+
+  constructor(readonly config: SpeculationConfig) {
+    this.metrics = { method: config.method, proposed: 0, accepted: 0, targetSteps: 0, verifySteps: 0, draftSteps: 0 };
+  }
+
+  /** Estimated probability that one proposal is accepted (prior 0.6 worth two observations). */
+  get alpha(): number {
+    return (this.acceptedWeight + 1.2) / (this.acceptedWeight + this.rejectedWeight + 2);
+  }
+
+  /** A verify step accepted `accepted` of `proposed` proposals. */
+  observe(proposed: number, accepted: number): void {
+    this.acceptedWeight = 0.9 * this.acceptedWeight + accepted;
+    this.rejectedWeight = 0.9 * this.rejectedWeight + (accepted < proposed ? 1 : 0);
+    this.metrics.proposed += proposed;
+    this.metrics.accepted += accepted;
+    this.metrics.verifySteps++;
+  }
+
+  /** No k paid: sit out `backoff` tokens, doubling the wait each time (up to 256). */
+  switchOff(generated: number): void {
+    this.offUntil = generated + this.backoff;
+    this.backoff = Math.min(256, this.backoff * 2);
+  }
+
+  /** A round that paid resets the back-off. */
+  paid(): void {
+    this.backoff = 8;
+  }
+}
+
+/** Expected tokens of one round with k proposals, each accepted with probability α (plus the bonus token). */
+export function expectedTokens(alpha: number, k: number): number {
+  if (alpha >= 1) return k + 1;
+  return (1 - alpha ** (k + 1)) / (1 - alpha);
+}
+
+/**
+ * The k that maximizes the step's aggregate throughput when one of `decoding` sequences speculates:
+ * plain, the step makes `decoding` tokens in cost(decoding); speculating with k it makes decoding − 1 +
+ * E(k) tokens in cost(decoding + k) + draft(k). Returns 0 when no k in 1..kMax beats plain decoding.
+ */
+export function chooseK(alpha: number, kMax: number, decoding: number, target: StepCosts, draftCost: (k: number) => number): number {
+  const base = target.cost(decoding);
+  const plain = decoding / base;
+  let best = 0;
+  let bestRate = plain * 1.01; // a 1% margin: do not speculate for noise
+  for (let k = 1; k <= kMax; k++) {
+    const rate = (decoding - 1 + expectedTokens(alpha, k)) / (target.cost(decoding + k) + draftCost(k));
+    if (rate > bestRate) {
+      best = k;
+      bestRate = rate;
+    }
+  }
+  return best;
+}
+
+/** What the engine gives the speculator for each speculating sequence of a step. */
+export interface SpeculationItem {
+  seq: Sequence;
+  state: SequenceSpeculation;
+  /** Most proposals this step can take. */
+  k: number;
+}
+
+/**
+ * The engine's speculation: chooses k per sequence, runs the proposers (n-gram lookup on the CPU, draft
+ * steps on the draft runner or on the target's first layers), and rolls back after verify.
+ */
+export class Speculator {
+  readonly targetCosts = new StepCosts();
+  readonly draftCosts = new StepCosts();
+  readonly selfCosts = new StepCosts();
+
+  constructor(
+    private readonly target: StepRunner,
+    readonly draft: StepRunner | undefined,
+    private readonly now: () => number,
+    /** Most tokens one draft catch-up step feeds per sequence. */
+    private readonly chunk = 256,
+  ) {}
+
+  /** How many proposals `seq` should get this step (0 = decode plainly), `decoding` sequences decoding in it. */
+  want(seq: Sequence, state: SequenceSpeculation, decoding: number, budget: number): number {
+    const c = state.config;
+    const kMax = Math.min(c.k, seq.remaining - 1, budget, MAX_SPECULATIVE_K);
+    if (kMax < 1) return 0;
+    if (!c.adaptive) return kMax;
+    if (seq.generated.length < state.offUntil) return 0;
+    const draftCost = (k: number): number => {
+      if (c.method === 'ngram') return 0;
+      const costs = c.method === 'draft' ? this.draftCosts : this.selfCosts;
+      // Before any draft step is measured: a draft step as dear as a target step times the layer share.
+      const d = costs.measured ? costs.cost(1) : this.targetCosts.cost(1) * (c.method === 'self' ? c.layers / this.target.config.layers : 0.5);
+      return k * d;
+    };
+    const k = chooseK(state.alpha, kMax, decoding, this.targetCosts, draftCost);
+    if (k === 0 && this.targetCosts.measured) state.switchOff(seq.generated.length);
+    return k;
+  }
+
+  /**
+   * Proposals for each item (possibly fewer than k, or none). Draft and self methods run their draft steps
+   * here; self leaves the target's cache as it found it.
+   */
+  async propose(items: readonly SpeculationItem[]): Promise<Map<Sequence, number[]>> {
+    const out = new Map<Sequence, number[]>();
+    const drafted: SpeculationItem[] = [];
+    const self: SpeculationItem[] = [];
+    for (const it of items) {
+      const c = it.state.config;
+      if (c.method === 'ngram') out.set(it.seq, ngramProposals(it.seq.text, c.ngramMax, c.ngramMin, it.k));
+      else (c.method === 'draft' ? drafted : self).push(it);
+    }
+    if (drafted.length) await this.runDraft(this.draft!, drafted, out, 'draft');
+    if (self.length) {
+      // Different layer counts cannot share a step: group by layers.
+      const byLayers = new Map<number, SpeculationItem[]>();
+      for (const it of self) byLayers.set(it.state.config.layers, [...(byLayers.get(it.state.config.layers) ?? []), it]);
+      for (const group of byLayers.values()) await this.runDraft(this.target, group, out, 'self');
+    }
+    return out;
+  }
+
+  /**
+   * After a verify step of `seq` that held `proposed` proposals and accepted `accepted`: roll back the
+   * rejected positions in the target and draft caches (the target's cache now holds the last token and
+   * the accepted proposals; the bonus token is the next step's input).
+   */
+  afterVerify(seq: Sequence, state: SequenceSpeculation, proposed: number, accepted: number, validLength: number): void {
+    this.target.rewind(seq.id, proposed - accepted);
+    if (state.config.method === 'draft' && this.draft?.kv.has(seq.id)) {
+      const have = this.draft.kv.length(seq.id);
+      if (have > validLength) this.draft.rewind(seq.id, have - validLength);
+    }
+    state.observe(proposed, accepted);
+    if (accepted > 0) state.paid();
+  }
+
+  /** The sequence is gone: free its draft pages. */
+  release(seqId: number): void {
+    if (this.draft?.kv.has(seqId)) this.draft.free(seqId);
+  }
+
+  /**
+   * Greedy drafting, all items together: the first step feeds each sequence's tokens the draft has not
+   * cached yet (for 'self', just the last token: the target's cache is the draft's), then one token per
+   * step. For 'self', the drafted positions are rewound from the target's cache afterwards, so the verify
+   * step writes them with every layer.
+   */
+  private async runDraft(runner: StepRunner, items: SpeculationItem[], out: Map<Sequence, number[]>, kind: 'draft' | 'self'): Promise<void> {
+    const layers = kind === 'self' ? items[0].state.config.layers : undefined;
+    const costs = kind === 'self' ? this.selfCosts : this.draftCosts;
+    const drafts = new Map<Sequence, number[]>(items.map((it) => [it.seq, []]));
+    const grown = new Map<Sequence, number>(items.map((it) => [it.seq, 0]));
+    // The tokens each sequence still has to feed before its first proposal.
+    const pending = new Map<Sequence, number[]>();
+    for (const it of items) {
+      const text = it.seq.text;
+      if (kind === 'draft' && !runner.kv.has(it.seq.id)) runner.alloc(it.seq.id);
+      const cached = kind === 'self' ? text.length - 1 : runner.kv.length(it.seq.id);
+      pending.set(it.seq, text.slice(cached));
+    }
+    try {
+      // catch-up chunks of long backlogs (a fresh draft of a long prompt), their samples unused
+      for (;;) {
+        const long = items.filter((it) => pending.get(it.seq)!.length > this.chunk);
+        if (long.length === 0) break;
+        const entries: RunnerEntry[] = long.map((it) => ({ seq: it.seq.id, tokens: pending.get(it.seq)!.slice(0, this.chunk) }));
+        await this.timed(runner, entries, layers, costs, long);
+        for (const it of long) pending.set(it.seq, pending.get(it.seq)!.slice(this.chunk));
+      }
+      let active = items.filter((it) => it.k > 0);
+      while (active.length) {
+        const entries: RunnerEntry[] = active.map((it) => {
+          const d = drafts.get(it.seq)!;
+          const tokens = d.length === 0 ? pending.get(it.seq)! : [d[d.length - 1]];
+          return { seq: it.seq.id, tokens, sampling: { ...it.seq.sampling(d.length, d), temperature: 0 } };
+        });
+        const results = await this.timed(runner, entries, layers, costs, active);
+        active.forEach((it, i) => {
+          grown.set(it.seq, grown.get(it.seq)! + entries[i].tokens.length);
+          const id = results[i].id;
+          if (id < runner.config.vocab) drafts.get(it.seq)!.push(id);
+        });
+        active = active.filter((it, i) => results[i].id < runner.config.vocab && drafts.get(it.seq)!.length < it.k);
+      }
+    } finally {
+      if (kind === 'self') for (const it of items) runner.rewind(it.seq.id, grown.get(it.seq)!);
+    }
+    for (const [seq, d] of drafts) out.set(seq, d);
+  }
+
+  private async timed(runner: StepRunner, entries: RunnerEntry[], layers: number | undefined, costs: StepCosts, items: SpeculationItem[]) {
+    const t0 = this.now();
+    const results = await runner.step(entries, layers === undefined ? undefined : { layers });
+    const tokens = entries.reduce((n, e) => n + e.tokens.length, 0);
+    costs.record(tokens, this.now() - t0);
+    for (const it of items) it.state.metrics.draftSteps++;
+    return results;
+  }
+}
