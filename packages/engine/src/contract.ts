@@ -79,6 +79,10 @@ export interface SpeculativeMetrics {
   verifySteps: number;
   /** Steps of the draft (draft model or the target's first layers). */
   draftSteps: number;
+  /** Wall-clock ms of those target steps, of the verify steps among them, and of the draft steps. */
+  targetMs: number;
+  verifyMs: number;
+  draftMs: number;
 }
 
 /** A generation request: exactly one of prompt (text), promptIds or messages (chat template applied). */

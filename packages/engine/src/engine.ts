@@ -385,12 +385,13 @@ export class Engine implements EngineApi {
         for (const p of plan) this.fail(p.seq, err);
         continue;
       }
+      const ms = this.now() - t0;
       speculator.targetCosts.record(
         entries.reduce((n, e) => n + e.tokens.length, 0),
-        this.now() - t0,
+        ms,
       );
       this.inFlight.clear();
-      this.apply(plan, entries, results);
+      this.apply(plan, entries, results, ms);
     }
   }
 
@@ -406,7 +407,7 @@ export class Engine implements EngineApi {
     };
   }
 
-  private apply(plan: PlannedEntry[], entries: RunnerEntry[], results: RunnerResult[]): void {
+  private apply(plan: PlannedEntry[], entries: RunnerEntry[], results: RunnerResult[], ms: number): void {
     const t = this.now();
     plan.forEach((p, i) => {
       const seq = p.seq;
@@ -419,7 +420,12 @@ export class Engine implements EngineApi {
         const valid = this.runner!.kv.length(seq.id) - (proposed - accepted);
         this.speculator!.afterVerify(seq, stream.spec, proposed, accepted, valid);
       }
-      if (stream?.spec && p.samples && seq.prefillLeft === 0) stream.spec.metrics.targetSteps++;
+      if (stream?.spec && p.samples && seq.prefillLeft === 0) {
+        const m = stream.spec.metrics;
+        m.targetSteps++;
+        m.targetMs += ms;
+        if (e.verify) m.verifyMs += ms;
+      }
       if (seq.abortRequested || !stream) {
         if (stream) this.abort(stream);
         return;

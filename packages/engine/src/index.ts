@@ -5,7 +5,7 @@
 export * from './contract.ts';
 export type { StepRunner, RunnerEntry, RunnerResult, StepOptions } from './step-runner.ts';
 export { Speculator, SequenceSpeculation, StepCosts, resolveSpeculative, ngramProposals, chooseK, expectedTokens, MAX_SPECULATIVE_K, type SpeculationConfig, type SpeculationItem } from './speculator.ts';
-export { Engine, openModel, describeModel, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
+export { Engine, openModel, describeModel, checkDraft, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
 export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';

@@ -383,5 +383,5 @@ describe('options and errors', () => {
     expect(() => checkDraft(files(qwen.vocabSize), qwen, files(qwen.vocabSize), llama)).toThrow(/tokenizer vocabulary/);
     expect(() => checkDraft(files(qwen.vocabSize), qwen, files(qwen.vocabSize), qwen)).not.toThrow();
     expect(() => checkDraft(files(512), undefined, files(1024), undefined)).toThrow(/vocabulary size/);
-  });
+  }, 60_000);
 });

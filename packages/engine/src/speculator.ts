@@ -134,7 +134,7 @@ export class SequenceSpeculation {
   readonly metrics: SpeculativeMetrics;
 
   constructor(readonly config: SpeculationConfig) {
-    this.metrics = { method: config.method, proposed: 0, accepted: 0, targetSteps: 0, verifySteps: 0, draftSteps: 0 };
+    this.metrics = { method: config.method, proposed: 0, accepted: 0, targetSteps: 0, verifySteps: 0, draftSteps: 0, targetMs: 0, verifyMs: 0, draftMs: 0 };
   }
 
   /** Estimated probability that one proposal is accepted (prior 0.6 worth two observations). */
@@ -329,8 +329,12 @@ export class Speculator {
     const t0 = this.now();
     const results = await runner.step(entries, layers === undefined ? undefined : { layers });
     const tokens = entries.reduce((n, e) => n + e.tokens.length, 0);
-    costs.record(tokens, this.now() - t0);
-    for (const it of items) it.state.metrics.draftSteps++;
+    const ms = this.now() - t0;
+    costs.record(tokens, ms);
+    for (const it of items) {
+      it.state.metrics.draftSteps++;
+      it.state.metrics.draftMs += ms;
+    }
     return results;
   }
 }
