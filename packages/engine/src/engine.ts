@@ -348,9 +348,13 @@ export class Engine implements EngineApi {
     // main thread in one burst) share it instead of the first prefilling alone.
     await new Promise((resolve) => setTimeout(resolve, 0));
     for (;;) {
+      // Every entry takes one sampled row; proposals take the rows the runner has beyond those.
+      let rowsLeft = (runner.maxRows ?? Infinity) - scheduler.limits.maxBatch;
       let plan = scheduler.plan((seq, decoding, budget) => {
         const spec = this.streams.get(seq.id)?.spec;
-        return spec ? speculator.want(seq, spec, decoding, budget) : 0;
+        const k = spec ? Math.min(rowsLeft, speculator.want(seq, spec, decoding, budget)) : 0;
+        rowsLeft -= k;
+        return k;
       });
       if (plan.length === 0) return;
       const started = this.now();

@@ -6,7 +6,7 @@
 // logged (which sequences, how many tokens) so tests assert on scheduling without timing anything.
 
 import { DEFAULT_KMAX, sampleRow } from '@intab/gpu/reference';
-import { IntabModelError, PagePool, checkStep, type LlamaConfig } from '@intab/model';
+import { IntabModelError, PagePool, checkLayers, checkStep, type LlamaConfig } from '@intab/model';
 import { createReferenceModel, type ReferenceModel, type WeightsFn } from '@intab/model/reference';
 import type { RunnerEntry, RunnerResult, StepOptions, StepRunner } from './step-runner.ts';
 
@@ -17,6 +17,8 @@ export interface ReferenceRunnerOptions {
   pageSize?: number;
   /** Most sequences per step [16]. */
   maxBatch?: number;
+  /** Most sampled rows per step (verify entries take one per token) [4 · maxBatch, as the GPU Runner]. */
+  maxRows?: number;
   /** Override the config's end-of-generation ids (a GGUF without tokenizer metadata has none). */
   eosIds?: number[];
   /** Let each step wait for a macrotask, as a GPU readback does, so timers and events run between steps [true]. */
@@ -41,6 +43,7 @@ const macrotask = (): Promise<void> =>
 export class ReferenceRunner implements StepRunner {
   readonly config: { vocab: number; maxContext: number; eosIds: number[]; bosId: number | null; layers: number };
   readonly maxBatch: number;
+  readonly maxRows: number;
   /** The GPU cache's page accounting, without the memory. */
   readonly kv: PagePool;
   /** Every step run, in order (for tests: who was in which step, with how many tokens). */
@@ -56,6 +59,7 @@ export class ReferenceRunner implements StepRunner {
   ) {
     this.config = { vocab: model.vocab, maxContext: model.maxContext, eosIds: options.eosIds ?? model.eosIds, bosId: model.bosId, layers: model.layers };
     this.maxBatch = options.maxBatch ?? 16;
+    this.maxRows = options.maxRows ?? 4 * this.maxBatch;
     this.kv = new PagePool(options.pages ?? 64, options.pageSize ?? 16);
     this.yieldEachStep = options.yieldEachStep ?? true;
   }
@@ -93,11 +97,8 @@ export class ReferenceRunner implements StepRunner {
   async step(entries: readonly RunnerEntry[], options: StepOptions = {}): Promise<RunnerResult[]> {
     if (this.destroyed) throw new IntabModelError('This ReferenceRunner was destroyed.');
     if (entries.length === 0) return [];
-    checkStep(this.kv, entries, this.config.vocab, this.maxBatch);
-    const layers = options.layers ?? this.model.layers;
-    if (!Number.isInteger(layers) || layers < 1 || layers > this.model.layers) {
-      throw new IntabModelError(`step: layers must be an integer in [1, ${this.model.layers}] (the model's layers); got ${layers}.`);
-    }
+    checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows);
+    const layers = checkLayers(this.model, options.layers);
     this.log.push(entries.map((e) => ({ seq: e.seq, tokens: e.tokens.length, ...(options.layers !== undefined ? { layers } : {}) })));
     const results = entries.map((e): RunnerResult => {
       const start = this.kv.grow(e.seq, e.tokens.length);

@@ -34,6 +34,8 @@ export interface StepOptions {
 export interface StepRunner {
   readonly config: { vocab: number; maxContext: number; eosIds: number[]; bosId: number | null; layers: number };
   readonly maxBatch: number;
+  /** Most sampled rows in one step (one per plain entry, tokens.length per verify entry) [unbounded]. */
+  readonly maxRows?: number;
   readonly kv: { readonly pages: number; readonly pageSize: number; readonly freePageCount: number; length(seq: number): number; pagesNeeded(seq: number, length: number): number; has(seq: number): boolean };
   alloc(seq: number): void;
   free(seq: number): void;

@@ -90,6 +90,13 @@ describe('device', () => {
     expect([...new Uint32Array(await t1.read())]).toEqual([2, 3]);
     // a ragged size is padded for the copy and trimmed for the caller
     expect([...new Uint8Array(await gpu.readback.read(src, 12, 6))]).toEqual([4, 0, 0, 0, 5, 0]);
+    // Small reads (a step's 4 words per sequence) reuse one staging buffer instead of growing the pool.
+    let created = 0;
+    const create = gpu.device.createBuffer.bind(gpu.device);
+    gpu.device.createBuffer = (d: GPUBufferDescriptor) => (created++, create(d));
+    for (let i = 0; i < 20; i++) await gpu.readback.read(src, 0, 16 + 4 * (i % 3));
+    gpu.device.createBuffer = create;
+    expect(created).toBe(0);
     gpu.destroy();
   });
 

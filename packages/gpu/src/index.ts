@@ -84,3 +84,14 @@ export {
   type SamplingParams,
   type SampleResult,
 } from './kernels/sample.ts';
+export {
+  createAccept,
+  packAcceptSpans,
+  unpackAcceptance,
+  ACCEPT_OUT_WORDS,
+  type Accept,
+  type AcceptArgs,
+  type AcceptOptions,
+  type AcceptSpan,
+  type Acceptance,
+} from './kernels/accept.ts';

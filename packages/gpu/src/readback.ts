@@ -6,6 +6,9 @@ export interface ReadbackTicket {
   read(): Promise<ArrayBuffer>;
 }
 
+/** Smallest staging buffer (bytes). */
+const MIN_STAGING = 256;
+
 export class Readback {
   private readonly free: GPUBuffer[] = [];
   private readonly all = new Set<GPUBuffer>();
@@ -50,11 +53,13 @@ export class Readback {
   }
 
   private take(size: number): GPUBuffer {
-    const i = this.free.findIndex((b) => b.size >= size && b.size <= size * 4);
+    // Buffers are at least MIN_STAGING bytes, so small reads (4 words per sequence) must reuse those, or
+    // every small read would add a staging buffer to the pool.
+    const i = this.free.findIndex((b) => b.size >= size && b.size <= Math.max(MIN_STAGING, size * 4));
     if (i >= 0) return this.free.splice(i, 1)[0];
     const b = this.device.createBuffer({
       label: `readback(${size})`,
-      size: Math.max(256, 2 ** Math.ceil(Math.log2(size))),
+      size: Math.max(MIN_STAGING, 2 ** Math.ceil(Math.log2(size))),
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
     this.all.add(b);

@@ -142,12 +142,26 @@ export class PagePool {
   }
 }
 
+/** What checkStep reads of a step entry (the Runner's StepEntry and the engine's RunnerEntry both fit). */
+export interface CheckedEntry {
+  seq: number;
+  tokens: readonly number[];
+  /** Speculative verify: one SamplingParams per token (its row samples the token after it). */
+  verify?: readonly unknown[];
+}
+
+/** Logits rows a step asks for: one per plain entry, one per token of a verify entry. */
+export function stepRows(entries: readonly CheckedEntry[]): number {
+  return entries.reduce((n, e) => n + (e.verify ? e.tokens.length : 1), 0);
+}
+
 /**
  * Everything that can make a step invalid, checked before anything grows, so a refused step leaves every
- * sequence as it was: batch size, unknown or repeated sequences, empty or out-of-vocabulary tokens, and
- * KV pages (KvCacheFullError). The GPU Runner and the CPU reference runner share it.
+ * sequence as it was: batch size, unknown or repeated sequences, empty or out-of-vocabulary tokens, a verify
+ * list whose length differs from the tokens', more logits rows than `maxRows` (when given), and KV pages
+ * (KvCacheFullError). The GPU Runner and the CPU reference runner share it.
  */
-export function checkStep(pool: PagePool, entries: readonly { seq: number; tokens: readonly number[] }[], vocab: number, maxBatch: number): void {
+export function checkStep(pool: PagePool, entries: readonly CheckedEntry[], vocab: number, maxBatch: number, maxRows?: number): void {
   if (entries.length > maxBatch) {
     throw new IntabModelError(`A step holds at most ${maxBatch} sequences (maxBatch); got ${entries.length}: split the batch.`);
   }
@@ -159,8 +173,21 @@ export function checkStep(pool: PagePool, entries: readonly { seq: number; token
         throw new IntabModelError(`step: token id ${id} of sequence ${e.seq} is outside the vocabulary (0..${vocab - 1}).`);
       }
     }
+    if (e.verify && e.verify.length !== e.tokens.length) {
+      throw new IntabModelError(
+        `step: sequence ${e.seq} verifies ${e.tokens.length} tokens with ${e.verify.length} sampling rows: give one SamplingParams per token (verify.length === tokens.length; row i samples the token after tokens[i]).`,
+      );
+    }
   }
   if (new Set(entries.map((e) => e.seq)).size !== entries.length) throw new IntabModelError('step: a sequence appears twice in one step.');
+  if (maxRows !== undefined) {
+    const rows = stepRows(entries);
+    if (rows > maxRows) {
+      throw new IntabModelError(
+        `step: ${rows} logits rows (one per plain entry, one per verify token) exceed maxRows = ${maxRows}: verify fewer proposals or sequences per step, or load the Runner with a larger maxRows.`,
+      );
+    }
+  }
   const need = entries.reduce((n, e) => n + pool.pagesNeeded(e.seq, pool.length(e.seq) + e.tokens.length), 0);
   if (need > pool.freePageCount) throw new KvCacheFullError(need, pool.freePageCount, pool.pages);
 }

@@ -1,19 +1,42 @@
 // The Runner: the only thing that touches GPU weights. It owns a loaded model, its paged KV-cache and
 // the sampler, and runs steps: a batch of sequences, each with its new tokens, recorded into ONE command
-// encoder with ONE submit, sampled on the GPU; only the sampled ids (and logprobs when asked) come back.
+// encoder with ONE submit, sampled on the GPU; only 4 words per sequence come back (the sampled id, its
+// logprob, and for speculative verify entries how many proposals were accepted), plus the sampled rows
+// when top logprobs or accepted rows are asked for.
 
-import { GpuValidationError, createSampler, packSamplingBatch, unpackSamples, type Gpu, type Sampler, type SampleResult, type SamplingParams } from '@intab/gpu';
+import {
+  GpuValidationError,
+  createAccept,
+  createSampler,
+  packAcceptSpans,
+  packSamplingBatch,
+  unpackAcceptance,
+  unpackSamples,
+  ACCEPT_OUT_WORDS,
+  type Accept,
+  type AcceptSpan,
+  type Gpu,
+  type Sampler,
+  type SampleResult,
+  type SamplingParams,
+} from '@intab/gpu';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { PagedKvCache } from './kv-cache.ts';
 import { checkStep } from './page-pool.ts';
-import { GEMV_MAX_ROWS, LlamaForward, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
+import { GEMV_MAX_ROWS, LlamaForward, checkLayers, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
   /** Bytes for the KV-cache of all layers (default 64 MiB). */
   kvBudgetBytes?: number;
   /** Most sequences in one step (default 16). */
   maxBatch?: number;
+  /**
+   * Most logits rows in one step: one per plain entry, one per token of a verify entry (≥ maxBatch). It sizes
+   * the sampler's (maxRows, V) f32 scratch. Default 4 · maxBatch (every sequence can verify 3 proposals at
+   * once), lowered to what one storage binding holds for large vocabularies, and never below maxBatch.
+   */
+  maxRows?: number;
   pageSize?: number;
   /** Quantize f32/f16/bf16 matrices on load, so a Hugging Face checkpoint runs in 8 or 4 bits. */
   quantize?: 'q8_0' | 'q4_0';
@@ -25,19 +48,43 @@ export interface RunnerOptions {
 export interface StepEntry {
   seq: number;
   tokens: readonly number[];
-  /** Sampling of the token after the last one; temperature 0 is greedy. */
+  /** Sampling of the token after the last one (plain entries); temperature 0 is greedy. */
   sampling?: SamplingParams;
+  /**
+   * Speculative verify: `tokens` are [last accepted token, ...proposals] and row i samples the token after
+   * tokens[i] with verify[i] (verify.length === tokens.length). The longest prefix of proposals equal to the
+   * rows' samples is accepted and the sample after it returned; the cache keeps all tokens (rewind the rest).
+   */
+  verify?: readonly SamplingParams[];
+  /** With verify: also return the accepted rows' SampleResults (reads the sampled rows back). */
+  rows?: boolean;
 }
 
-/** The sampled next token of one entry, and its last token's logits when asked. */
+/** The sampled next token of one entry (for a verify entry, the one after its accepted proposals). */
 export interface StepResult extends SampleResult {
+  /** Verify entries: proposals accepted (0..tokens.length − 1). */
+  accepted?: number;
+  /** Verify entries with `rows`: the accepted proposals' rows, in order. */
+  acceptedRows?: SampleResult[];
+  /** With options.logits: (V) logits of a plain entry's last token; (tokens.length, V) rows of a verify entry. */
   logits?: Float32Array;
 }
 
+export interface StepOptions {
+  /** Run only the first `layers` layers (1..config.layers), then the final norm and lm_head (self-speculative drafts). */
+  layers?: number;
+  /** Also read back the logits rows (a large readback: for tests and tools, not for generation). */
+  logits?: boolean;
+}
+
+const GREEDY: SamplingParams = { temperature: 0, u: 0 };
+
 export class Runner {
   private readonly sampler: Sampler;
+  private readonly accept: Accept;
   private readonly forward: LlamaForward;
   private samplesOut: GPUBuffer;
+  private acceptOut: GPUBuffer;
   private destroyed = false;
   private gpuError?: GPUError;
   private readonly onGpuError: (e: Event) => void;
@@ -48,21 +95,35 @@ export class Runner {
     readonly weights: LlamaWeights,
     readonly kv: PagedKvCache,
     readonly maxBatch: number,
+    readonly maxRows: number,
   ) {
     this.forward = new LlamaForward(gpu, config, weights, kv);
-    this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch, label: 'sampler' });
+    this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
+    this.accept = createAccept(gpu);
     // A validation error means a step computed garbage: remember it and fail that step loudly.
     this.onGpuError = (e: Event) => (this.gpuError ??= (e as GPUUncapturedErrorEvent).error);
     gpu.device.addEventListener('uncapturederror', this.onGpuError);
     this.samplesOut = gpu.device.createBuffer({
-      label: 'sampler.out',
-      size: maxBatch * this.sampler.outStride * 4,
+      label: 'sampler.out', // (maxRows, outStride) u32
+      size: maxRows * this.sampler.outStride * 4,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+    });
+    this.acceptOut = gpu.device.createBuffer({
+      label: 'accept.out', // (maxBatch, 4) u32
+      size: maxBatch * ACCEPT_OUT_WORDS * 4,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
     });
   }
 
   /** Upload the weights named in `tensors` (canonical names) and size the KV-cache. */
   static async load(gpu: Gpu, config: LlamaConfig, tensors: TensorTable, o: RunnerOptions = {}): Promise<Runner> {
+    const maxBatch = o.maxBatch ?? 16;
+    // Rows whose (rows, V) f32 logits fit one storage binding (the sampler binds them whole).
+    const fit = Math.floor(gpu.limits.maxStorageBufferBindingSize / (config.vocab * 4));
+    const maxRows = o.maxRows ?? Math.max(maxBatch, Math.min(4 * maxBatch, fit));
+    if (!Number.isInteger(maxRows) || maxRows < maxBatch) {
+      throw new IntabModelError(`Runner: maxRows = ${maxRows} must be an integer ≥ maxBatch (${maxBatch}): every sequence of a step needs at least one logits row.`);
+    }
     const weights = await loadLlamaWeights(gpu, config, tensors, { signal: o.signal, onProgress: o.onProgress, quantize: o.quantize });
     try {
       const kv = new PagedKvCache(
@@ -70,7 +131,7 @@ export class Runner {
         { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize },
         { budgetBytes: o.kvBudgetBytes ?? 64 << 20 },
       );
-      return new Runner(gpu, config, weights, kv, o.maxBatch ?? 16);
+      return new Runner(gpu, config, weights, kv, maxBatch, maxRows);
     } catch (err) {
       weights.destroy();
       throw err;
@@ -78,16 +139,19 @@ export class Runner {
   }
 
   /**
-   * Compile every pipeline a step can use (the prefill and the decode paths) by running two throwaway
-   * steps on a scratch sequence, so the first real request's time to first token excludes shader
-   * compilation (seconds on software adapters). Leaves the cache as it was.
+   * Compile every pipeline a step can use (the prefill, verify and decode paths) by running throwaway
+   * steps on a scratch sequence, so the first real request's time to first token (and the first
+   * speculative step) excludes shader compilation (seconds on software adapters). Leaves the cache as it was.
    */
   async warmup(): Promise<void> {
     const seq = -1;
     const token = this.config.bosId ?? 0;
+    const tokens = Array(GEMV_MAX_ROWS + 1).fill(token);
     this.kv.alloc(seq);
     try {
-      await this.step([{ seq, tokens: Array(GEMV_MAX_ROWS + 1).fill(token) }]);
+      // A verify entry past GEMV_MAX_ROWS rows: prefill attention, GEMMs, and the lm_head GEMM over several rows.
+      const verify = tokens.length <= this.maxRows ? tokens.map(() => GREEDY) : undefined;
+      await this.step([{ seq, tokens, verify }]);
       await this.step([{ seq, tokens: [token] }]);
     } finally {
       this.kv.free(seq);
@@ -112,20 +176,35 @@ export class Runner {
   }
 
   /**
-   * Run one step for every entry; resolves with the sampled next token of each, in entry order. With
-   * `logits: true` each result also carries the (V) logits of the entry's last token (a larger readback:
-   * for tests and tools, not for generation).
+   * Run one step for every entry; resolves with the sampled next token of each, in entry order (for verify
+   * entries, the token after the accepted proposals, with `accepted`). `layers` runs only the first layers
+   * (a draft); `logits: true` also returns each entry's logits rows.
    */
-  async step(entries: readonly StepEntry[], options: { logits?: boolean } = {}): Promise<StepResult[]> {
+  async step(entries: readonly StepEntry[], options: StepOptions = {}): Promise<StepResult[]> {
     if (this.destroyed) throw new IntabModelError('This Runner was destroyed: load the model again.');
     if (entries.length === 0) return [];
-    checkStep(this.kv, entries, this.config.vocab, this.maxBatch);
+    const layers = checkLayers(this.config, options.layers);
+    checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows);
+    // Each entry's rows: one per plain entry (its sampling), one per token of a verify entry (verify[i]).
+    const rowParams: SamplingParams[] = [];
+    const spans: AcceptSpan[] = [];
+    let tokens = 0;
+    for (const e of entries) {
+      spans.push({ firstRow: rowParams.length, rowCount: e.verify ? e.tokens.length : 1, firstToken: tokens });
+      if (e.verify) rowParams.push(...e.verify);
+      else rowParams.push(e.sampling ?? GREEDY);
+      tokens += e.tokens.length;
+    }
+    const R = rowParams.length;
+    const B = entries.length;
+    // Validated before the cache grows, so a refused step leaves every sequence as it was.
+    const packed = packSamplingBatch(this.config.vocab, rowParams, { maxTopLogprobs: this.sampler.maxTopLogprobs });
+    const readRows = entries.some((e) => e.verify && e.rows) || rowParams.some((p) => (p.topLogprobs ?? 0) > 0);
+
     const plan = this.plan(entries);
     const encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
     this.kv.recordCopies(encoder);
-    const logits = this.forward.encode(encoder, plan);
-    const seqs = entries.map((e) => e.sampling ?? { temperature: 0, u: 0 });
-    const packed = packSamplingBatch(this.config.vocab, seqs, { maxTopLogprobs: this.sampler.maxTopLogprobs });
+    const logits = this.forward.encode(encoder, plan, { layers }); // (R, V)
     const pass = encoder.beginComputePass({ label: 'step.sample' });
     this.sampler.encode(pass, {
       logits,
@@ -134,26 +213,45 @@ export class Runner {
       bias: this.bytes('sampler.bias', packed.bias),
       mask: this.bytes('sampler.mask', packed.mask),
       out: this.samplesOut,
-      batch: entries.length,
+      batch: R,
+    });
+    this.accept.encode(pass, {
+      samples: this.samplesOut,
+      outStride: this.sampler.outStride,
+      rows: R,
+      tokens: this.bytes('accept.tokens', plan.ids),
+      tokenCount: plan.ids.length,
+      spans: this.bytes('accept.spans', packAcceptSpans(spans)),
+      out: this.acceptOut,
+      batch: B,
     });
     pass.end();
-    const ticket = this.gpu.readback.encodeCopy(encoder, this.samplesOut, 0, entries.length * this.sampler.outStride * 4);
+    const ticket = this.gpu.readback.encodeCopy(encoder, this.acceptOut, 0, B * ACCEPT_OUT_WORDS * 4);
+    const rowsTicket = readRows ? this.gpu.readback.encodeCopy(encoder, this.samplesOut, 0, R * this.sampler.outStride * 4) : undefined;
     const V = this.config.vocab;
-    const logitsTicket = options.logits ? this.gpu.readback.encodeCopy(encoder, logits, 0, entries.length * V * 4) : undefined;
+    const logitsTicket = options.logits ? this.gpu.readback.encodeCopy(encoder, logits, 0, R * V * 4) : undefined;
     this.gpu.device.queue.submit([encoder.finish()]);
     this.gpu.uniforms.reset();
     const words = new Uint32Array(await ticket.read());
+    const rowWords = rowsTicket ? new Uint32Array(await rowsTicket.read()) : undefined;
+    const all = logitsTicket ? new Float32Array(await logitsTicket.read()) : undefined;
     if (this.gpuError) {
       const err = this.gpuError;
       this.gpuError = undefined;
       throw new GpuValidationError(err instanceof GPUOutOfMemoryError ? 'out-of-memory' : 'validation', 'Runner.step', err.message);
     }
-    const results: StepResult[] = unpackSamples(words, this.sampler.outStride, seqs.map((s) => s.topLogprobs ?? 0));
-    if (logitsTicket) {
-      const all = new Float32Array(await logitsTicket.read());
-      results.forEach((r, b) => (r.logits = all.slice(b * V, (b + 1) * V)));
-    }
-    return results;
+    const rows = rowWords ? unpackSamples(rowWords, this.sampler.outStride, rowParams.map((p) => p.topLogprobs ?? 0)) : undefined;
+    return unpackAcceptance(words, B).map((a, b) => {
+      const e = entries[b];
+      const { firstRow, rowCount } = spans[b];
+      const r: StepResult = { id: a.id, logprob: a.logprob, top: rows?.[a.row].top ?? [] };
+      if (e.verify) {
+        r.accepted = a.accepted;
+        if (e.rows) r.acceptedRows = rows!.slice(firstRow, firstRow + a.accepted);
+      }
+      if (all) r.logits = e.verify ? all.slice(firstRow * V, (firstRow + rowCount) * V) : all.slice(firstRow * V, (firstRow + 1) * V);
+      return r;
+    });
   }
 
   destroy(): void {
@@ -163,6 +261,7 @@ export class Runner {
     this.forward.destroy();
     this.sampler.destroy();
     this.samplesOut.destroy();
+    this.acceptOut.destroy();
     for (const b of this.inputs.values()) b.destroy();
     this.kv.destroy();
     this.weights.destroy();
@@ -174,7 +273,7 @@ export class Runner {
     const ids = new Uint32Array(T);
     const rows = new Uint32Array(T);
     const positions = new Uint32Array(T);
-    const lastToken = new Uint32Array(entries.length);
+    const outputs: number[] = [];
     let t = 0;
     let maxContext = 0;
     entries.forEach((e, b) => {
@@ -183,12 +282,13 @@ export class Runner {
         ids[t] = e.tokens[i];
         rows[t] = b;
         positions[t] = start + i;
+        if (e.verify) outputs.push(t); // a verify entry wants every token's logits
       }
-      lastToken[b] = t - 1;
+      if (!e.verify) outputs.push(t - 1); // a plain entry its last token's
       maxContext = Math.max(maxContext, start + e.tokens.length);
     });
     const { table, maxPages } = this.kv.pageTable(entries.map((e) => e.seq));
-    return { ids, rows, positions, pageTable: table, maxPages, sequences: entries.length, lastToken, maxContext };
+    return { ids, rows, positions, pageTable: table, maxPages, sequences: entries.length, outputs: Uint32Array.from(outputs), maxContext };
   }
 
   private readonly inputs = new Map<string, GPUBuffer>();

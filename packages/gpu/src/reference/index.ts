@@ -8,3 +8,4 @@ export * from './embedding.ts';
 export * from './rope.ts';
 export * from './attention.ts';
 export * from './sampling.ts';
+export * from './accept.ts';

@@ -21,7 +21,7 @@ import {
   type WeightTensor,
 } from '@intab/gpu';
 import type { LlamaConfig } from '../config.ts';
-import { ModelMismatchError } from '../errors.ts';
+import { IntabModelError, ModelMismatchError } from '../errors.ts';
 import type { PagedKvCache } from '../kv-cache.ts';
 import type { TensorInfo } from '../types.ts';
 import { readVector, uploadMatrix, uploadVector, type UploadOptions } from '../upload.ts';
@@ -191,12 +191,34 @@ export interface StepPlan {
   maxPages: number;
   /** B. */
   sequences: number;
-  /** (B) index into the step's tokens of each sequence's last token (whose logits are wanted). */
-  lastToken: Uint32Array;
+  /**
+   * (R) indices into the step's T tokens whose logits are wanted, in order: a plain sequence's last token,
+   * every token of a verify sequence. Row r of the (R, V) logits belongs to token outputs[r].
+   */
+  outputs: Uint32Array;
   /** Upper bound on position + 1 over the step. */
   maxContext: number;
 }
 
+
+export interface ForwardOptions {
+  /**
+   * Run only layers 0..layers−1, then the final norm and lm_head (self-speculative drafts with the first L'
+   * layers of the target). Only those layers' K/V are written. Default: all config.layers.
+   */
+  layers?: number;
+}
+
+/** Throws IntabModelError unless `layers` is an integer in 1..config.layers (or undefined). */
+export function checkLayers(config: LlamaConfig, layers: number | undefined): number {
+  if (layers === undefined) return config.layers;
+  if (!Number.isInteger(layers) || layers < 1 || layers > config.layers) {
+    throw new IntabModelError(
+      `step: layers = ${layers} is outside 1..${config.layers}: pass an integer from 1 (a one-layer draft) to ${config.layers} (the full model), or leave it out.`,
+    );
+  }
+  return layers;
+}
 
 /** Records forward steps of a loaded model into a caller's encoder; owns its scratch buffers. */
 export class LlamaForward {
@@ -238,15 +260,20 @@ export class LlamaForward {
   }
 
   /**
-   * Record one step: the forward of every token in `plan` (their K/V appended to the cache) and the
-   * final norm + lm_head of each sequence's last token. Returns the (B, V) f32 logits buffer, valid
-   * once the encoder is submitted.
+   * Record one step: the forward of every token in `plan` (their K/V appended to the cache) through the
+   * first `options.layers` layers (default all), and the final norm + lm_head of the tokens in
+   * plan.outputs. Returns the (R, V) f32 logits buffer, valid once the encoder is submitted.
    */
-  encode(encoder: GPUCommandEncoder, plan: StepPlan): GPUBuffer {
+  encode(encoder: GPUCommandEncoder, plan: StepPlan, options: ForwardOptions = {}): GPUBuffer {
     const c = this.config;
     const w = this.weights;
+    const layers = checkLayers(c, options.layers);
     const T = plan.ids.length;
     const B = plan.sequences;
+    const R = plan.outputs.length;
+    if (R === 0 || plan.outputs.some((t) => t >= T)) {
+      throw new IntabModelError(`step plan: outputs must name 1..${T} of the step's ${T} tokens (indices below ${T}); got [${[...plan.outputs].join(', ')}].`);
+    }
     const [C, F, H, Hkv, D, V] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim, c.vocab];
     const upload = (name: string, data: Uint32Array) => {
       const b = this.buffer(name, data.byteLength);
@@ -275,7 +302,7 @@ export class LlamaForward {
     let pass = encoder.beginComputePass({ label: `step T=${T}` });
     // x = embed[ids]
     this.embedding.encode(pass, { weight: w.embed, ids, out: h, tokens: T });
-    for (let l = 0; l < c.layers; l++) {
+    for (let l = 0; l < layers; l++) {
       const L = w.layers[l];
       // attention: xn = rmsnorm(h); q, k, v = W xn (+ b); q/k norm; rope; append k, v; att = attention(q)
       this.norm.encode(pass, { x: h, weight: L.attnNorm, out: xn, rows: T, cols: C, eps: c.rmsEps });
@@ -304,18 +331,24 @@ export class LlamaForward {
       this.act.encode(pass, { x: gate, up, out: ff, rows: T, cols: F });
       this.matmul(pass, L.down, ff, h, T, undefined, true);
     }
-    // logits of each sequence's last token: gather those rows of h, then norm and lm_head
-    let last = h;
-    if (!decodeOnly) {
+    // logits of the wanted tokens: gather those rows of h (unless they are all T in order), norm, lm_head
+    let rowsOut = h;
+    if (!(R === T && plan.outputs.every((t, r) => t === r))) {
       pass.end();
-      last = this.buffer('last', B * C * 4);
-      plan.lastToken.forEach((t, b) => encoder.copyBufferToBuffer(h, t * C * 4, last, b * C * 4, C * 4));
+      rowsOut = this.buffer('outRows', R * C * 4);
+      // one copy per run of consecutive tokens (a verify sequence's rows are one run)
+      for (let r = 0; r < R; ) {
+        let n = 1;
+        while (r + n < R && plan.outputs[r + n] === plan.outputs[r] + n) n++;
+        encoder.copyBufferToBuffer(h, plan.outputs[r] * C * 4, rowsOut, r * C * 4, n * C * 4);
+        r += n;
+      }
       pass = encoder.beginComputePass({ label: 'step.head' });
     }
-    const lastNorm = this.buffer('lastNorm', B * C * 4);
-    this.norm.encode(pass, { x: last, weight: w.outputNorm, out: lastNorm, rows: B, cols: C, eps: c.rmsEps });
-    const logits = this.buffer('logits', B * V * 4);
-    this.matmul(pass, w.output, lastNorm, logits, B);
+    const outNorm = this.buffer('outNorm', R * C * 4);
+    this.norm.encode(pass, { x: rowsOut, weight: w.outputNorm, out: outNorm, rows: R, cols: C, eps: c.rmsEps });
+    const logits = this.buffer('logits', R * V * 4);
+    this.matmul(pass, w.output, outNorm, logits, R);
     pass.end();
     return logits;
   }

@@ -6,7 +6,7 @@
 
 import { ShapeError } from '@intab/gpu';
 import type { LlamaConfig } from '../config.ts';
-import { ModelMismatchError } from '../errors.ts';
+import { IntabModelError, ModelMismatchError } from '../errors.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -15,10 +15,14 @@ export interface ReferenceModel {
   readonly config: LlamaConfig;
   /** Positions held in the KV cache (the next startPos when continuing). */
   readonly length: number;
-  /** Runs tokens at positions startPos.. (startPos ≤ length; smaller rewinds) and returns the last token's (V) logits. */
-  forward(tokens: readonly number[], startPos: number): Float32Array;
+  /**
+   * Runs tokens at positions startPos.. (startPos ≤ length; smaller rewinds) and returns the last token's (V)
+   * logits. With `layers` (1..config.layers) only the first `layers` layers run, then the final norm and
+   * lm_head (a self-speculative draft); only those layers' K/V are written.
+   */
+  forward(tokens: readonly number[], startPos: number, layers?: number): Float32Array;
   /** Same as forward, but returns the (T, V) logits of every token. */
-  logitsAll(tokens: readonly number[], startPos: number): Float32Array;
+  logitsAll(tokens: readonly number[], startPos: number, layers?: number): Float32Array;
   /** Empties the KV cache. */
   reset(): void;
 }
@@ -142,10 +146,10 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const outputNorm = get('output_norm.weight', C); // (C)
   const output = config.tiedEmbeddings ? tokenEmbd : get('output.weight', V * C); // (V, C)
   const freqFactors = config.rope.freqFactors ? get('rope_freqs.weight', config.rope.rotaryDim / 2) : undefined;
-  const layers: LayerWeights[] = [];
+  const weightsOf: LayerWeights[] = [];
   for (let l = 0; l < L; l++) {
     const b = `blk.${l}.`;
-    layers.push({
+    weightsOf.push({
       attnNorm: get(`${b}attn_norm.weight`, C),
       wq: get(`${b}attn_q.weight`, H * D * C),
       wk: get(`${b}attn_k.weight`, Hkv * D * C),
@@ -191,12 +195,12 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     capacity = cap;
   };
 
-  /** Runs one token at `pos`; leaves the final hidden state in x. */
-  const step = (token: number, pos: number) => {
+  /** Runs one token at `pos` through layers 0..layers−1; leaves the final hidden state in x. */
+  const step = (token: number, pos: number, layers: number) => {
     x.set(tokenEmbd.subarray(token * C, (token + 1) * C)); // x = embed[token]
     const scores = new Float64Array(pos + 1);
-    for (let l = 0; l < L; l++) {
-      const w = layers[l];
+    for (let l = 0; l < layers; l++) {
+      const w = weightsOf[l];
       // ---- attention ----
       rmsnorm(xb, x, w.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
       matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
@@ -242,7 +246,10 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     }
   };
 
-  const check = (tokens: readonly number[], startPos: number) => {
+  const check = (tokens: readonly number[], startPos: number, layers: number) => {
+    if (!Number.isInteger(layers) || layers < 1 || layers > L) {
+      throw new IntabModelError(`reference-llama: layers = ${layers} is outside 1..${L}: pass an integer from 1 (a one-layer draft) to ${L} (the full model), or leave it out.`);
+    }
     if (!Number.isInteger(startPos) || startPos < 0 || startPos > length) {
       throw new ShapeError('reference-llama', 'startPos', `an integer in [0, ${length}] (the cached length; smaller rewinds)`, String(startPos));
     }
@@ -260,12 +267,12 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     matvec(out.subarray(offset, offset + V), output, xb, V, C); // logits = Wout xf
   };
 
-  const run = (tokens: readonly number[], startPos: number, all: boolean): Float32Array => {
-    check(tokens, startPos);
+  const run = (tokens: readonly number[], startPos: number, all: boolean, layers = L): Float32Array => {
+    check(tokens, startPos, layers);
     ensure(startPos + tokens.length);
     const out = new Float32Array((all ? tokens.length : 1) * V);
     for (let t = 0; t < tokens.length; t++) {
-      step(tokens[t], startPos + t);
+      step(tokens[t], startPos + t, layers);
       length = startPos + t + 1;
       if (all) logitsOf(out, t * V);
     }
@@ -278,8 +285,8 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     get length() {
       return length;
     },
-    forward: (tokens, startPos) => run(tokens, startPos, false),
-    logitsAll: (tokens, startPos) => run(tokens, startPos, true),
+    forward: (tokens, startPos, layers) => run(tokens, startPos, false, layers),
+    logitsAll: (tokens, startPos, layers) => run(tokens, startPos, true, layers),
     reset() {
       length = 0;
     },
