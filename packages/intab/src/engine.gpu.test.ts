@@ -4,7 +4,9 @@
 // worker with name and fields, OpenAI chat shapes (stories260K's HF folder as Files plus a tiny ChatML
 // tokenizer), the in-thread engine (worker: false), and destroy().
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { fixtureGguf } from '@intab/model/reference';
 import {
+  DraftMismatchError,
   EngineClosedError,
   IntabModelError,
   InvalidRequestError,
@@ -125,6 +127,39 @@ describe('createEngine with the worker', () => {
     const pending = createEngine({ model: BASE + 'stories260K.gguf', onProgress: () => (reports++, controller.abort(reason)) }, { signal: controller.signal });
     await expect(pending).rejects.toBe(reason);
     expect(reports).toBeGreaterThan(0);
+  });
+});
+
+describe('speculative decoding in the worker', () => {
+  test('createEngine({ model, draft }): requests speculate with the draft by default and give the golden ids', async () => {
+    const spec = await createEngine({ model: BASE + 'stories260K.gguf', draft: BASE + 'stories260K.gguf', quantize: 'q8_0', kvBudgetBytes: 4 << 20, maxBatch: 4 });
+    try {
+      expect(spec.inWorker).toBe(true);
+      expect(spec.info.draft).toMatchObject({ arch: 'llama', layers: 5, hidden: 64 });
+      // The q8_0 target and the q8_0 draft are the same weights: every proposal is accepted.
+      const chunks = await collect(spec.generate({ ...greedy(1), speculative: { method: 'auto', k: 4, adaptive: false } }));
+      const m = chunks[chunks.length - 1].metrics!.speculative!;
+      expect(m).toMatchObject({ method: 'draft' });
+      expect(m.accepted).toBe(m.proposed);
+      expect(m.verifySteps).toBeGreaterThan(0);
+      // Plain decoding on the same engine gives the same ids.
+      const plain = await collect(spec.generate({ ...greedy(1), speculative: false }));
+      expect(ids(chunks)).toEqual(ids(plain));
+      expect(plain[plain.length - 1].metrics!.speculative).toBeUndefined();
+      // A request that says nothing speculates ('auto' → the draft).
+      const byDefault = await collect(spec.generate({ ...greedy(0), maxTokens: 4 }));
+      expect(byDefault[byDefault.length - 1].metrics!.speculative!.method).toBe('draft');
+    } finally {
+      await spec.destroy();
+    }
+  });
+
+  test('a draft with another vocabulary rejects createEngine with DraftMismatchError', async () => {
+    const other = new File([fixtureGguf('llama')], 'tiny-llama.gguf'); // vocabulary 128, not 512
+    const err = await createEngine({ model: BASE + 'stories260K.gguf', draft: other, kvBudgetBytes: 4 << 20 }).catch((e) => e);
+    expect(err).toBeInstanceOf(DraftMismatchError);
+    expect(err).toMatchObject({ name: 'DraftMismatchError', what: 'vocabulary size', target: '512', draft: '128' });
+    expect(err.message).toContain('same family');
   });
 });
 
