@@ -1,0 +1,2 @@
+// @intab/grammar: structured output in pure TypeScript (no GPU, no WASM).
+export {};
