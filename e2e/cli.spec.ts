@@ -108,3 +108,29 @@ test('intab bench decode --batch: one line per batch size with aggregate and per
   ]);
   for (const l of lines) for (const k of ['aggregate_decode_tok_s', 'per_stream_decode_tok_s', 'ttft_ms']) expect(l[k]).toBeGreaterThan(0);
 });
+
+test('intab generate --speculative: self and draft speculation give the plain greedy ids, with their metrics on the done line', async () => {
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
+  const model = join(MODEL, 'stories260K.gguf');
+  const args = ['--model', model, '--prompt-ids', golden.prompt.join(','), '--max-tokens', '12', '--temperature', '0'];
+  const plain = (await intab('generate', ...args)).at(-1)!;
+  expect(plain.ids).toEqual(golden.greedy.slice(0, 12));
+  expect(plain.speculative).toBeUndefined();
+
+  // fixed k, so every decode step verifies proposals whatever the measured costs say
+  const self = await intab('generate', ...args, '--speculative', 'self', '--spec-k', '3', '--no-adaptive');
+  const selfDone = self.at(-1)!;
+  expect(selfDone.ids).toEqual(plain.ids);
+  expect(self.filter((l) => l.id !== undefined).map((l) => l.id)).toEqual(plain.ids);
+  const s = selfDone.speculative as Record<string, number>;
+  expect(s).toMatchObject({ method: 'self' });
+  expect(s.verifySteps).toBeGreaterThan(0);
+  expect(s.proposed).toBeGreaterThan(0);
+  expect(s.tokens_per_target_step).toBeGreaterThanOrEqual(1);
+
+  // the model as its own draft: every proposal is the target's own greedy token
+  const draft = (await intab('generate', ...args, '--speculative', 'draft', '--draft', model, '--spec-k', '3', '--no-adaptive')).at(-1)!;
+  expect(draft.ids).toEqual(plain.ids);
+  expect(draft.speculative).toMatchObject({ method: 'draft', acceptance_rate: 1 });
+  expect((draft.speculative as Record<string, number>).tokens_per_target_step).toBeGreaterThan(2);
+});

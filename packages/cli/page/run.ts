@@ -1,20 +1,37 @@
-// The page `intab generate` and `intab bench decode` drive in headless Chromium: it loads the model the
-// CLI serves (range requests, like a model hub), runs it on WebGPU through the Engine (@intab/engine, in
-// this thread: the product path with its scheduler, continuous batching, sampling and cancellation), and
-// reports every token and the final figures through window.__intabReport. The job comes from
-// window.__intabJob. Several streams (--concurrency, --batch) share one engine, so they share its steps.
+// The page `intab generate`, `intab bench decode` and `intab bench speculative` drive in headless Chromium:
+// it loads the model the CLI serves (range requests, like a model hub), and a draft model beside it for
+// speculative decoding, runs it on WebGPU through the Engine (@intab/engine, in this thread: the product
+// path with its scheduler, continuous batching, speculation, sampling and cancellation), and reports every
+// token and the final figures through window.__intabReport. The job comes from window.__intabJob. Several
+// streams (--concurrency, --batch) share one engine, so they share its steps.
 
 import { requestGpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
-import { Engine, describeModel, type Chunk, type GenerateRequest, type RequestMetrics } from '@intab/engine';
+import {
+  Engine,
+  checkDraft,
+  describeModel,
+  resolveSpeculative,
+  type Chunk,
+  type GenerateRequest,
+  type RequestMetrics,
+  type SpeculativeMethod,
+  type SpeculativeMetrics,
+  type SpeculativeOptions,
+} from '@intab/engine';
 import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
 
-export interface Job {
-  mode: 'generate' | 'bench';
+/** Where a model's files are: GGUF (one file or splits) or a Hugging Face folder. */
+interface ModelRef {
   kind: 'gguf' | 'hf';
   /** File names (hf) and their URLs, same order; a single URL ending in / for a remote hf folder. */
   files: string[];
   urls: string[];
+}
+
+export interface Job extends ModelRef {
+  /** 'bench' is intab bench decode, 'speculative' intab bench speculative. */
+  mode: 'generate' | 'bench' | 'speculative';
   promptIds?: number[];
   /** Plain text, encoded with the model's tokenizer (BOS as the tokenizer adds it). */
   prompt?: string;
@@ -35,6 +52,14 @@ export interface Job {
   abortAfterTokens?: number;
   /** bench: batch sizes, each measured with that many concurrent streams. */
   batch?: number[];
+  /** A draft model (same vocabulary), loaded beside the target for speculative decoding. */
+  draft?: ModelRef;
+  /** generate: the request's speculative option. */
+  speculative?: SpeculativeMethod | SpeculativeOptions;
+  /** speculative: the methods measured, the k of the fixed-k lines, and the grounded prompt as text. */
+  methods?: ('ngram' | 'self' | 'draft')[];
+  specK?: number;
+  groundedPrompt?: string;
 }
 
 declare global {
@@ -47,7 +72,7 @@ declare global {
 
 const report = (r: unknown) => window.__intabReport?.(r);
 
-async function openModel(job: Job): Promise<ModelFiles> {
+async function openModel(job: ModelRef): Promise<ModelFiles> {
   const abs = (u: string) => new URL(u, location.href).href;
   if (job.kind === 'gguf') return openGguf(await Promise.all(job.urls.map((u) => urlSource(abs(u)))));
   const sources = new Map<string, ByteSource>();
@@ -146,6 +171,7 @@ function requestOf(job: Job, tokenizer: Tokenizer | undefined, benchPrompt: () =
     seed: job.seed,
     // bench decodes exactly maxTokens, as the kernels do not care what the ids mean
     ignoreEos: job.mode === 'bench' || Boolean(job.ignoreEos),
+    ...(job.speculative !== undefined ? { speculative: job.speculative } : {}),
   };
   if (job.promptIds) return { ...options, promptIds: job.promptIds };
   if (job.prompt !== undefined) return { ...options, prompt: job.prompt };
@@ -160,35 +186,62 @@ async function main(): Promise<void> {
   const gpu = await requestGpu();
   const t0 = performance.now();
   const model = await openModel(job);
+  const tokenizer = openTokenizer(model);
+  // The draft's files are checked (same vocabulary, same tokens) before either model is uploaded.
+  const draftModel = job.draft ? await openModel(job.draft) : undefined;
+  if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
   const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
-  let lastProgress = 0;
-  const kvBudgetBytes = 256 << 20;
-  const runner = await Runner.load(gpu, model.config, model.tensors, {
-    quantize: job.quantize,
-    kvBudgetBytes,
-    maxBatch: Math.max(16, widest),
-    onProgress: (p) => {
-      if (p.loaded === p.total || p.loaded - lastProgress > p.total / 10) {
-        lastProgress = p.loaded;
-        report({ type: 'progress', loaded: p.loaded, total: p.total });
+  const progress = (which?: 'draft') => {
+    let last = 0;
+    return (p: { loaded: number; total: number }) => {
+      if (p.loaded === p.total || p.loaded - last > p.total / 10) {
+        last = p.loaded;
+        report({ type: 'progress', ...(which ? { model: which } : {}), loaded: p.loaded, total: p.total });
       }
-    },
-  });
+    };
+  };
+  const kvBudgetBytes = 256 << 20;
+  const maxBatch = Math.max(16, widest);
+  const runner = await Runner.load(gpu, model.config, model.tensors, { quantize: job.quantize, kvBudgetBytes, maxBatch, onProgress: progress() });
   await runner.warmup();
+  let draft: RunnerType | undefined;
+  if (draftModel) {
+    // As Engine.load sizes it: as many pages as the target (a sequence's draft never holds more tokens
+    // than its target reservation), so whatever the scheduler admits fits in the draft's cache too.
+    const d = draftModel.config;
+    const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
+    try {
+      draft = await Runner.load(gpu, d, draftModel.tensors, { quantize: job.quantize, kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, onProgress: progress('draft') });
+      await draft.warmup();
+    } catch (err) {
+      draft?.destroy();
+      runner.destroy();
+      gpu.destroy();
+      throw err;
+    }
+  }
   const loadMs = performance.now() - t0;
   const c = model.config;
-  const tokenizer = openTokenizer(model);
-  const info = describeModel(gpu, runner, tokenizer);
+  const info = describeModel(gpu, runner, tokenizer, draft);
   const adapter = info.adapter;
-  // The engine owns the runner from here (engine.destroy() frees it); the GPU device stays ours.
-  const engine = new Engine({ runner, tokenizer, info, options: { maxBatch: Math.max(8, widest), kvBudgetBytes, seed: job.seed } });
+  // The engine owns the runners from here (engine.destroy() frees them); the GPU device stays ours.
+  const engine = new Engine({ runner, draft, tokenizer, info, options: { maxBatch: Math.max(8, widest), kvBudgetBytes, seed: job.seed } });
   const rng = mulberry32(job.seed);
   const benchPrompt = () =>
     Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
   const perToken = bytesPerToken(runner);
-  const modelFacts = { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, dtype: runner.weights.layers[0]?.q.dtype, quantize: job.quantize ?? null };
+  const modelFacts = {
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    dtype: runner.weights.layers[0]?.q.dtype,
+    quantize: job.quantize ?? null,
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.q.dtype } } : {}),
+  };
   try {
-    if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, { perToken, modelFacts, adapter, loadMs });
+    if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, { perToken, modelFacts, adapter, loadMs });
+    else if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, { perToken, modelFacts, adapter, loadMs });
     else await generate(engine, job, requestOf(job, tokenizer, benchPrompt), tokenizer, { perToken, modelFacts, adapter, loadMs });
   } finally {
     await engine.destroy();
@@ -236,6 +289,7 @@ async function generate(engine: Engine, job: Job, request: GenerateRequest, toke
       prefill_tok_s: m ? round(m.prefillTokensPerSecond) : null,
       decode_tok_s: decodeTokS !== null ? round(decodeTokS) : null,
       ...(r.abortLatencyMs !== undefined ? { abort_after_tokens: job.abortAfterTokens, aborted_at_tokens: r.abortedAtTokens, abort_latency_ms: r.abortLatencyMs } : {}),
+      ...(m?.speculative ? { speculative: speculativeFigures(m.speculative, r.ids.length) } : {}),
       weight_bytes_per_token: facts.perToken,
       decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,
       load_ms: round(facts.loadMs),
@@ -318,6 +372,99 @@ async function benchBatches(engine: Engine, job: Job, benchPrompt: () => number[
       model: facts.modelFacts,
       adapter: facts.adapter,
     });
+  }
+}
+
+/** A request's speculative metrics, rounded, with acceptance_rate and tokens_per_target_step = (generated − 1) / targetSteps. */
+function speculativeFigures(s: SpeculativeMetrics, generated: number): Record<string, unknown> {
+  return {
+    method: s.method,
+    proposed: s.proposed,
+    accepted: s.accepted,
+    targetSteps: s.targetSteps,
+    verifySteps: s.verifySteps,
+    draftSteps: s.draftSteps,
+    targetMs: round(s.targetMs),
+    verifyMs: round(s.verifyMs),
+    draftMs: round(s.draftMs),
+    acceptance_rate: s.proposed > 0 ? round(s.accepted / s.proposed) : null,
+    tokens_per_target_step: s.targetSteps > 0 ? round((generated - 1) / s.targetSteps) : null,
+  };
+}
+
+/** bench speculative's open prompt for a model with a tokenizer (no --prompt). */
+const OPEN_QUESTION = 'Why do cats like to sit in boxes?';
+
+/**
+ * `intab bench speculative`: per prompt (grounded, open), plain greedy decoding, then each method with
+ * adaptive k and with a fixed k, same prompt and max tokens, all in this one engine. Every measured request
+ * comes after an unmeasured short one of the same kind (shader compiles, first-use allocations, and the
+ * engine's step-cost model, which adaptive k reads, has seen steps of that shape).
+ */
+async function benchSpeculative(engine: Engine, job: Job, tokenizer: Tokenizer | undefined, bosId: number | null, randomPrompt: () => number[], facts: Facts): Promise<void> {
+  const encode = (text: string, flag: string): number[] => {
+    if (!tokenizer) {
+      const instead = flag === '--prompt' ? 'pass --prompt-ids, or no prompt for seeded random ids' : 'drop it: the grounded prompt is then built from the open one';
+      throw new Error(`this model ships no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): ${flag} needs one; ${instead}`);
+    }
+    return tokenizer.encode(text, { addSpecialTokens: true });
+  };
+  const open = job.promptIds ?? (job.prompt !== undefined ? encode(job.prompt, '--prompt') : tokenizer ? encode(OPEN_QUESTION, '--prompt') : randomPrompt());
+  const run = (promptIds: number[], maxTokens: number, speculative: SpeculativeOptions | false) =>
+    consume(engine, 0, { promptIds, maxTokens, temperature: 0, seed: job.seed, ignoreEos: true, speculative }, undefined);
+  const warm = Math.min(8, job.maxTokens);
+  await run(open, warm, false);
+  let grounded: number[];
+  if (job.groundedPrompt !== undefined) grounded = encode(job.groundedPrompt, '--grounded-prompt');
+  else {
+    // P + G + P: the continuation after the second P can copy G from the prompt. BOS only once, at the start.
+    const g = await run(open, job.maxTokens, false);
+    const bos = bosId !== null && open[0] === bosId ? 1 : 0;
+    grounded = [...open, ...g.ids, ...open.slice(bos)];
+  }
+  const info = engine.modelInfo!;
+  for (const [name, prompt] of [['grounded', grounded], ['open', open]] as const) {
+    await run(prompt, warm, false);
+    const plain = await run(prompt, job.maxTokens, false);
+    const plainTokS = plain.metrics?.decodeTokensPerSecond ?? 0;
+    for (const method of job.methods ?? ['ngram', 'self']) {
+      for (const adaptive of [true, false]) {
+        const spec: SpeculativeOptions = adaptive ? { method } : { method, k: job.specK ?? 4, adaptive: false };
+        const resolved = resolveSpeculative(spec, { hasDraft: info.draft !== undefined, layers: info.layers })!;
+        await run(prompt, warm, spec);
+        const r = await run(prompt, job.maxTokens, spec);
+        const s = r.metrics?.speculative;
+        const tokS = r.metrics?.decodeTokensPerSecond ?? 0;
+        const plainMsPerStep = plainTokS > 0 ? 1000 / plainTokS : 0;
+        report({
+          type: 'bench',
+          bench: 'speculative',
+          prompt: name,
+          method,
+          k: resolved.k,
+          adaptive,
+          ...(method === 'self' ? { self_layers: resolved.layers } : {}),
+          acceptance_rate: s && s.proposed > 0 ? round(s.accepted / s.proposed) : null,
+          tokens_per_target_step: s && s.targetSteps > 0 ? round((r.ids.length - 1) / s.targetSteps) : null,
+          verify_decode_cost_ratio: s && s.verifySteps > 0 && plainMsPerStep > 0 ? round(s.verifyMs / s.verifySteps / plainMsPerStep) : null,
+          draft_ms_per_step: s && s.draftSteps > 0 ? round(s.draftMs / s.draftSteps) : null,
+          decode_tok_s: tokS > 0 ? round(tokS) : null,
+          plain_decode_tok_s: plainTokS > 0 ? round(plainTokS) : null,
+          speedup: tokS > 0 && plainTokS > 0 ? round(tokS / plainTokS) : null,
+          identical_ids: r.ids.length === plain.ids.length && r.ids.every((id, i) => id === plain.ids[i]),
+          prompt_tokens: prompt.length,
+          max_tokens: job.maxTokens,
+          generated_tokens: r.ids.length,
+          proposed: s?.proposed ?? 0,
+          accepted: s?.accepted ?? 0,
+          target_steps: s?.targetSteps ?? 0,
+          verify_steps: s?.verifySteps ?? 0,
+          draft_steps: s?.draftSteps ?? 0,
+          model: facts.modelFacts,
+          adapter: facts.adapter,
+        });
+      }
+    }
   }
 }
 

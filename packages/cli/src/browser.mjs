@@ -6,22 +6,26 @@ import { createServer } from 'vite';
 import { chromium } from 'playwright';
 import { ROOT } from '../../../scripts/ensure-install.mjs';
 import { chromiumArgs, chromiumPath } from '../../../scripts/chromium.mjs';
-import { modelFilesMiddleware } from './model-files.mjs';
+import { DRAFT_PREFIX, MODEL_PREFIX, modelFilesMiddleware } from './model-files.mjs';
 
 /**
- * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, job?: unknown }} o
+ * `modelDir` is served under MODEL_PREFIX and `draftDir` (a draft model for speculative decoding) under DRAFT_PREFIX.
+ * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, draftDir?: string, job?: unknown }} o
  * @returns {Promise<void>} resolves when the page sets window.__intabDone
  */
 export async function runPage(o) {
-  const modelDir = o.modelDir;
+  /** @type {[string, string][]} */
+  const served = [];
+  if (o.modelDir) served.push([o.modelDir, MODEL_PREFIX]);
+  if (o.draftDir) served.push([o.draftDir, DRAFT_PREFIX]);
   const server = await createServer({
     configFile: join(ROOT, 'vite.config.ts'),
     root: ROOT,
     logLevel: 'error',
     // No watcher and no HMR: an edit under the repo must not reload the page in the middle of a run.
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null },
-    plugins: modelDir
-      ? [{ name: 'intab-model-files', configureServer: (s) => void s.middlewares.use(modelFilesMiddleware(modelDir)) }]
+    plugins: served.length
+      ? [{ name: 'intab-model-files', configureServer: (s) => served.forEach(([dir, prefix]) => void s.middlewares.use(modelFilesMiddleware(dir, prefix))) }]
       : [],
   });
   await server.listen();

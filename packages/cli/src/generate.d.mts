@@ -1,10 +1,11 @@
 // Types of generate.mjs for the TypeScript tests.
 export declare function jobFromFlags(
   flags: Record<string, string | boolean>,
-  mode: 'generate' | 'bench',
+  mode: 'generate' | 'bench' | 'speculative',
   model: { kind: 'gguf' | 'hf'; files: string[]; urls: string[] },
+  draft?: { kind: 'gguf' | 'hf'; files: string[]; urls: string[] },
 ): {
-  mode: 'generate' | 'bench';
+  mode: 'generate' | 'bench' | 'speculative';
   kind: 'gguf' | 'hf';
   files: string[];
   urls: string[];
@@ -22,5 +23,10 @@ export declare function jobFromFlags(
   concurrency?: number;
   abortAfterTokens?: number;
   batch?: number[];
+  draft?: { kind: 'gguf' | 'hf'; files: string[]; urls: string[] };
+  speculative?: string | { method: string; k?: number; adaptive?: boolean };
+  methods?: string[];
+  specK?: number;
+  groundedPrompt?: string;
 };
-export declare function generate(flags: Record<string, string | boolean>, mode: 'generate' | 'bench'): Promise<number>;
+export declare function generate(flags: Record<string, string | boolean>, mode: 'generate' | 'bench' | 'speculative'): Promise<number>;

@@ -1,17 +1,26 @@
 // @ts-check
-// `intab generate` and `intab bench decode`: serve the model's files to the headless page
-// (packages/cli/page/run.html), run it there on WebGPU through the Engine, print its records.
-// jobFromFlags turns the flags into the page's job (validated here, before any browser starts).
+// `intab generate`, `intab bench decode` and `intab bench speculative`: serve the model's files (and a draft
+// model's, for speculative decoding) to the headless page (packages/cli/page/run.html), run it there on
+// WebGPU through the Engine, print its records. jobFromFlags turns the flags into the page's job (validated
+// here, before any browser starts).
 import { runPage } from './browser.mjs';
-import { resolveModel } from './model-files.mjs';
+import { DRAFT_PREFIX, resolveModel } from './model-files.mjs';
+
+/** Speculative methods `--speculative` takes, and those `--methods` (bench speculative) measures. */
+const SPEC_METHODS = ['ngram', 'draft', 'self', 'auto'];
+const BENCH_METHODS = ['ngram', 'self', 'draft'];
+/** The engine's largest k (MAX_SPECULATIVE_K in @intab/engine). */
+const MAX_SPEC_K = 16;
 
 /**
- * The job the page runs (packages/cli/page/run.ts, `Job`), from the command's flags.
+ * The job the page runs (packages/cli/page/run.ts, `Job`), from the command's flags. Modes: 'generate',
+ * 'bench' (intab bench decode) and 'speculative' (intab bench speculative).
  * @param {Record<string, string | boolean>} flags
- * @param {'generate' | 'bench'} mode
+ * @param {'generate' | 'bench' | 'speculative'} mode
  * @param {{ kind: 'gguf' | 'hf', files: string[], urls: string[] }} model
+ * @param {{ kind: 'gguf' | 'hf', files: string[], urls: string[] }} [draft] the --draft model, resolved
  */
-export function jobFromFlags(flags, mode, model) {
+export function jobFromFlags(flags, mode, model, draft) {
   const num = (/** @type {string} */ name, /** @type {number | undefined} */ dflt) => {
     const v = flags[name];
     if (v === undefined) return dflt;
@@ -33,6 +42,7 @@ export function jobFromFlags(flags, mode, model) {
   } else if (mode === 'generate') {
     throw new Error('one of --prompt-ids, --prompt or --chat is required');
   }
+  const spec = speculativeFromFlags(flags, mode, draft !== undefined || flags.draft !== undefined);
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
   const concurrency = count('concurrency');
@@ -52,34 +62,101 @@ export function jobFromFlags(flags, mode, model) {
     promptIds,
     prompt: typeof flags.prompt === 'string' ? flags.prompt : undefined,
     chat: typeof flags.chat === 'string' ? flags.chat : undefined,
-    maxTokens: num('max-tokens', mode === 'bench' ? 64 : 128),
-    temperature: num('temperature', mode === 'bench' ? 0 : 0.8),
+    maxTokens: num('max-tokens', mode === 'generate' ? 128 : 64),
+    temperature: num('temperature', mode === 'generate' ? 0.8 : 0),
     topK: num('top-k', undefined),
     topP: num('top-p', undefined),
     seed: num('seed', 0),
     quantize,
     ignoreEos: Boolean(flags['ignore-eos']),
-    promptTokens: num('prompt-tokens', 64),
+    promptTokens: count('prompt-tokens') ?? (mode === 'speculative' ? 32 : 64),
     concurrency,
     abortAfterTokens: count('abort-after-tokens'),
     batch,
+    ...(draft ? { draft: { kind: draft.kind, files: draft.files, urls: draft.urls } } : {}),
+    ...spec,
   };
 }
 
 /**
+ * The speculative part of the job: `speculative` (the request option) for intab generate; `methods`,
+ * `specK` and `groundedPrompt` for intab bench speculative. Checks the flags that only make sense together.
  * @param {Record<string, string | boolean>} flags
- * @param {'generate' | 'bench'} mode
+ * @param {'generate' | 'bench' | 'speculative'} mode
+ * @param {boolean} hasDraft
+ * @returns {{ speculative?: string | { method: string, k?: number, adaptive?: boolean }, methods?: string[], specK?: number, groundedPrompt?: string }}
+ */
+function speculativeFromFlags(flags, mode, hasDraft) {
+  const specK = () => {
+    const v = flags['spec-k'];
+    if (v === undefined) return undefined;
+    const k = Number(v);
+    if (typeof v !== 'string' || !Number.isInteger(k) || k < 1 || k > MAX_SPEC_K) throw new Error(`--spec-k needs a whole number of proposals per step from 1 to ${MAX_SPEC_K}, e.g. --spec-k 4`);
+    return k;
+  };
+  if (mode === 'bench') {
+    for (const f of ['speculative', 'draft', 'spec-k', 'no-adaptive', 'methods', 'grounded-prompt']) {
+      if (flags[f] !== undefined) throw new Error(`--${f} is not for intab bench decode: measure speculative decoding with intab bench speculative`);
+    }
+    return {};
+  }
+  if (mode === 'generate') {
+    for (const f of ['methods', 'grounded-prompt']) if (flags[f] !== undefined) throw new Error(`--${f} is for intab bench speculative`);
+    const method = flags.speculative;
+    if (method !== undefined && (typeof method !== 'string' || !SPEC_METHODS.includes(method))) {
+      throw new Error('--speculative takes ngram, draft, self or auto, e.g. --speculative ngram');
+    }
+    if (method === 'draft' && !hasDraft) throw new Error('--speculative draft needs --draft <gguf file | HF folder>: a smaller model with the same vocabulary as --model');
+    const k = specK();
+    const fixed = flags['no-adaptive'] !== undefined;
+    if (method === undefined && !hasDraft && (k !== undefined || fixed)) {
+      throw new Error(`--${k !== undefined ? 'spec-k' : 'no-adaptive'} needs --speculative ngram|draft|self|auto`);
+    }
+    // --draft alone speculates with the draft model: the engine's default ('auto') when one is loaded
+    const m = method ?? 'auto';
+    if (k === undefined && !fixed) return method === undefined ? {} : { speculative: method };
+    return { speculative: { method: m, ...(k !== undefined ? { k } : {}), ...(fixed ? { adaptive: false } : {}) } };
+  }
+  // intab bench speculative
+  for (const f of ['speculative', 'no-adaptive']) {
+    if (flags[f] !== undefined) throw new Error(`--${f} is for intab generate: intab bench speculative measures --methods ngram,self,draft, each adaptive and with a fixed --spec-k`);
+  }
+  for (const f of ['chat', 'temperature', 'top-k', 'top-p', 'concurrency', 'abort-after-tokens', 'ignore-eos']) {
+    if (flags[f] !== undefined) throw new Error(`--${f} is not for intab bench speculative: it decodes greedily (to compare ids with plain decoding) a --prompt or --prompt-ids`);
+  }
+  let methods = hasDraft ? ['ngram', 'self', 'draft'] : ['ngram', 'self'];
+  if (flags.methods !== undefined) {
+    methods = typeof flags.methods === 'string' ? flags.methods.split(',').map((s) => s.trim()) : [];
+    if (!methods.length || methods.some((m) => !BENCH_METHODS.includes(m))) throw new Error('--methods needs a comma-separated list of ngram, self and draft, e.g. --methods ngram,self');
+    methods = [...new Set(methods)];
+  }
+  if (methods.includes('draft') && !hasDraft) throw new Error('--methods draft needs --draft <gguf file | HF folder>: a smaller model with the same vocabulary as --model');
+  const grounded = flags['grounded-prompt'];
+  if (grounded !== undefined && typeof grounded !== 'string') throw new Error('--grounded-prompt needs text, e.g. --grounded-prompt "..."');
+  return { methods, specK: specK() ?? 4, ...(typeof grounded === 'string' ? { groundedPrompt: grounded } : {}) };
+}
+
+/** Columns of intab bench speculative without --json. */
+const SPEC_COLUMNS = ['prompt', 'method', 'k', 'adaptive', 'acceptance_rate', 'tokens_per_target_step', 'verify_decode_cost_ratio', 'draft_ms_per_step', 'decode_tok_s', 'plain_decode_tok_s', 'speedup', 'identical_ids'];
+
+/**
+ * @param {Record<string, string | boolean>} flags
+ * @param {'generate' | 'bench' | 'speculative'} mode
  */
 export async function generate(flags, mode) {
   if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required');
   const model = resolveModel(flags.model);
-  const job = jobFromFlags(flags, mode, model);
+  if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
+  const draft = typeof flags.draft === 'string' ? resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' }) : undefined;
+  const job = jobFromFlags(flags, mode, model, draft);
   let failed = false;
+  let header = false;
   await runPage({
     path: '/packages/cli/page/run.html',
     timeoutMs: Number(flags.timeout ?? 3600) * 1000,
     headed: Boolean(flags.headed),
     modelDir: model.dir,
+    draftDir: draft?.dir,
     job,
     onRecord(r) {
       if (r.type === 'error') {
@@ -87,10 +164,10 @@ export async function generate(flags, mode) {
         console.error(`intab: ${r.name}: ${r.message}`);
         return;
       }
-      if (mode === 'bench' && r.type === 'token') return;
+      if (mode !== 'generate' && r.type === 'token') return;
       if (r.type === 'progress') {
         // stdout holds only token lines and the final lines; loading progress goes to stderr
-        process.stderr.write(`loading ${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
+        process.stderr.write(`loading ${r.model === 'draft' ? 'draft ' : ''}${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
         return;
       }
       if (flags.json) {
@@ -101,6 +178,12 @@ export async function generate(flags, mode) {
         if (r.stream === undefined) process.stdout.write(r.text ?? `${r.id} `);
       } else if (r.type === 'done') {
         process.stdout.write(r.stream === undefined ? `\n${JSON.stringify(r)}\n` : `stream ${r.stream}: ${JSON.stringify(r)}\n`);
+      } else if (r.type === 'bench' && r.bench === 'speculative') {
+        if (!header) {
+          console.log(SPEC_COLUMNS.join('\t'));
+          header = true;
+        }
+        console.log(SPEC_COLUMNS.map((c) => r[c]).join('\t'));
       } else if (r.type === 'summary' || r.type === 'bench') {
         process.stdout.write(`${JSON.stringify(r)}\n`);
       }

@@ -7,7 +7,8 @@ import { makeModel } from './make-model.mjs';
 const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
                  [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos]
-                 [--concurrency N] [--abort-after-tokens K] [--json]
+                 [--concurrency N] [--abort-after-tokens K]
+                 [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive] [--json]
       Runs the model in headless Chromium on WebGPU through the engine: one JSON line per token ({"id", "text"}),
       then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s
       and the adapter.
@@ -15,10 +16,33 @@ const USAGE = `usage:
       carries "stream": i, one done line per stream, then a "summary" line (aggregate tok/s, identical_ids).
       --abort-after-tokens K aborts each stream's AbortSignal after K tokens; its done line gives
       finish_reason "abort" and abort_latency_ms (abort to the end of the stream).
+      --speculative decodes speculatively (the output is what plain decoding gives): ngram copies what followed
+      an earlier occurrence of the last tokens (prompt lookup), draft asks the --draft model (a smaller model
+      with the same vocabulary, loaded beside the target; --draft alone means auto), self runs the model's
+      first half of layers, auto is draft with --draft, else ngram. --spec-k K: most proposals per step (1..16;
+      8 for ngram, 4 else); --no-adaptive proposes k every step (adaptive k shrinks k, and turns speculation
+      off while it does not pay). The done line gains "speculative": method, proposed, accepted, targetSteps,
+      verifySteps, draftSteps, targetMs, verifyMs, draftMs, acceptance_rate and
+      tokens_per_target_step = (generated - 1) / targetSteps.
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
       Prefill and decode tok/s and the weight bytes read per token. With --batch, per batch size B: B concurrent
       streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
       per_stream_decode_tok_s and ttft_ms.
+  intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]
+                 [--methods ngram,self,draft] [--spec-k K (4)] [--prompt "text" | --prompt-ids 1,2,3]
+                 [--grounded-prompt "text"] [--prompt-tokens N (32)] [--seed S] [--json]
+      Speculative against plain greedy decoding (ignoring EOS, max tokens each), in one engine, on two prompts:
+        open      --prompt / --prompt-ids; by default a short open question for a model with a tokenizer,
+                  else --prompt-tokens seeded random ids (BOS first);
+        grounded  --grounded-prompt; by default P + G + P, P the open prompt (its BOS not repeated) and G the
+                  plain greedy continuation of P (max tokens long), so the continuation can copy text in the
+                  prompt. A model that does not copy (repeat G after the second P) gets no grounded speedup.
+      Per prompt and method (default ngram and self, plus draft with --draft): one line with adaptive k (the
+      method's default k at most) and one with adaptive false and k = --spec-k, each after an unmeasured
+      warm-up of the same method. Fields: prompt, method, k, adaptive, acceptance_rate, tokens_per_target_step,
+      verify_decode_cost_ratio (ms per verify step / ms per plain decode step), draft_ms_per_step,
+      decode_tok_s, plain_decode_tok_s, speedup (= decode_tok_s / plain_decode_tok_s), identical_ids (the
+      speculative ids equal the plain ones), model and adapter.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b --dtype q4_0|q8_0|f16|... --out FILE [--seed S]
       Writes a random-weight GGUF with that model's shapes (no tokenizer), for bench decode.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
@@ -46,7 +70,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive']);
 
 /** @param {string[]} argv */
 export async function main(argv) {
@@ -58,6 +82,7 @@ export async function main(argv) {
   const [cmd, sub] = positional;
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
+  if (cmd === 'bench' && sub === 'speculative') return generate(flags, 'speculative');
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);

@@ -26,8 +26,13 @@ describe('intab CLI arguments', () => {
       console.error = err;
     }
     expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
-    for (const cmd of ['intab bench decode', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
-    for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8']) expect(out.join('\n')).toContain(flag);
+    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
+    for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8', '--speculative ngram|draft|self|auto', '--draft', '--spec-k K', '--no-adaptive', '--methods ngram,self,draft', '--grounded-prompt']) {
+      expect(out.join('\n')).toContain(flag);
+    }
+    // the grounded prompt's construction, and its limit, are spelled out
+    expect(out.join('\n')).toMatch(/P \+ G \+ P/);
+    expect(out.join('\n')).toMatch(/does not copy/);
     expect(out.join('\n')).toMatch(/unknown command 'frobnicate'/);
   });
 
@@ -58,5 +63,63 @@ describe('intab CLI arguments', () => {
     expect(() => jobFromFlags(flags(['--batch']), 'bench', model)).toThrow(/--batch needs/);
     expect(() => jobFromFlags(flags(['--prompt-ids', '1', '--batch', '2']), 'generate', model)).toThrow(/--batch is for intab bench decode/);
     expect(() => jobFromFlags(flags(['--concurrency', '2']), 'bench', model)).toThrow(/--concurrency is for intab generate/);
+  });
+
+  const draft = { kind: 'gguf' as const, files: ['d.gguf'], urls: ['/__intab_draft/d.gguf'] };
+
+  test('generate --speculative: the request option, with --spec-k and --no-adaptive folded in', () => {
+    const job = (argv: string[], d?: typeof draft) => jobFromFlags(parseArgs(argv).flags, 'generate', model, d);
+    expect(job(['--prompt-ids', '1,2', '--speculative', 'ngram']).speculative).toBe('ngram');
+    expect(job(['--prompt-ids', '1,2', '--speculative', 'self', '--spec-k', '3', '--no-adaptive']).speculative).toEqual({ method: 'self', k: 3, adaptive: false });
+    // --no-adaptive never swallows the next word
+    expect(parseArgs(['--no-adaptive', 'generate']).positional).toEqual(['generate']);
+    // a draft model is served under its own prefix and named in the job; --draft alone is the engine's 'auto'
+    const withDraft = job(['--prompt-ids', '1', '--speculative', 'draft', '--draft', 'd.gguf'], draft);
+    expect(withDraft).toMatchObject({ speculative: 'draft', draft: { kind: 'gguf', urls: ['/__intab_draft/d.gguf'] } });
+    expect(job(['--prompt-ids', '1', '--draft', 'd.gguf'], draft).speculative).toBeUndefined();
+    expect(job(['--prompt-ids', '1', '--draft', 'd.gguf', '--spec-k', '2'], draft).speculative).toEqual({ method: 'auto', k: 2 });
+    // without the flags nothing about speculation reaches the page
+    const plain = job(['--prompt-ids', '1']);
+    for (const k of ['speculative', 'draft', 'methods', 'specK'] as const) expect(plain[k]).toBeUndefined();
+  });
+
+  test('bad speculative flags fail with a message that says what to pass', () => {
+    const job = (argv: string[], mode: 'generate' | 'bench' | 'speculative' = 'generate') => () => jobFromFlags(parseArgs(argv).flags, mode, model);
+    expect(job(['--prompt-ids', '1', '--speculative', 'draft'])).toThrow(/--speculative draft needs --draft <gguf file \| HF folder>/);
+    expect(job(['--prompt-ids', '1', '--speculative', 'medusa'])).toThrow(/--speculative takes ngram, draft, self or auto/);
+    expect(job(['--prompt-ids', '1', '--speculative'])).toThrow(/--speculative takes ngram, draft, self or auto/);
+    expect(job(['--prompt-ids', '1', '--speculative', 'ngram', '--spec-k', '0'])).toThrow(/--spec-k needs a whole number of proposals per step from 1 to 16/);
+    expect(job(['--prompt-ids', '1', '--speculative', 'ngram', '--spec-k', '17'])).toThrow(/--spec-k needs/);
+    expect(job(['--prompt-ids', '1', '--spec-k', '4'])).toThrow(/--spec-k needs --speculative ngram\|draft\|self\|auto/);
+    expect(job(['--prompt-ids', '1', '--no-adaptive'])).toThrow(/--no-adaptive needs --speculative/);
+    expect(job(['--prompt-ids', '1', '--methods', 'ngram'])).toThrow(/--methods is for intab bench speculative/);
+    expect(job(['--speculative', 'ngram'], 'bench')).toThrow(/--speculative is not for intab bench decode: measure speculative decoding with intab bench speculative/);
+    expect(job(['--draft', 'd.gguf'], 'bench')).toThrow(/--draft is not for intab bench decode/);
+  });
+
+  test('bench speculative: methods (draft only with --draft), a fixed k of 4, 64 tokens and 32 prompt tokens by default', () => {
+    const job = (argv: string[], d?: typeof draft) => jobFromFlags(parseArgs(argv).flags, 'speculative', model, d);
+    expect(job([])).toMatchObject({ mode: 'speculative', methods: ['ngram', 'self'], specK: 4, maxTokens: 64, promptTokens: 32, temperature: 0 });
+    expect(job(['--draft', 'd.gguf', '--quantize', 'q8_0'], draft)).toMatchObject({ methods: ['ngram', 'self', 'draft'], quantize: 'q8_0', draft: { urls: ['/__intab_draft/d.gguf'] } });
+    expect(job(['--methods', 'self, ngram,self', '--spec-k', '6', '--max-tokens', '32'])).toMatchObject({ methods: ['self', 'ngram'], specK: 6, maxTokens: 32 });
+    expect(job(['--prompt', 'Once upon a time', '--grounded-prompt', 'Tom had a red ball. Once upon a time'])).toMatchObject({
+      prompt: 'Once upon a time',
+      groundedPrompt: 'Tom had a red ball. Once upon a time',
+    });
+    expect(job(['--prompt-ids', '1,5,9']).promptIds).toEqual([1, 5, 9]);
+  });
+
+  test('bad bench speculative flags fail with a message that says what to pass', () => {
+    const job = (argv: string[]) => () => jobFromFlags(parseArgs(argv).flags, 'speculative', model);
+    expect(job(['--methods', 'draft'])).toThrow(/--methods draft needs --draft <gguf file \| HF folder>/);
+    expect(job(['--methods', 'ngram,medusa'])).toThrow(/--methods needs a comma-separated list of ngram, self and draft/);
+    expect(job(['--methods'])).toThrow(/--methods needs/);
+    expect(job(['--speculative', 'ngram'])).toThrow(/--speculative is for intab generate: intab bench speculative measures --methods/);
+    expect(job(['--no-adaptive'])).toThrow(/--no-adaptive is for intab generate/);
+    expect(job(['--temperature', '0.8'])).toThrow(/--temperature is not for intab bench speculative: it decodes greedily/);
+    expect(job(['--chat', 'hi'])).toThrow(/--chat is not for intab bench speculative/);
+    expect(job(['--spec-k', 'x'])).toThrow(/--spec-k needs a whole number/);
+    expect(job(['--grounded-prompt'])).toThrow(/--grounded-prompt needs text/);
+    expect(job(['--prompt-tokens', '0'])).toThrow(/--prompt-tokens needs a whole number of at least 1/);
   });
 });

@@ -6,42 +6,49 @@ import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 export const MODEL_PREFIX = '/__intab_model/';
+/** A draft model (speculative decoding) is served beside the target, under its own prefix. */
+export const DRAFT_PREFIX = '/__intab_draft/';
 
 /**
  * Describe the model at `spec` (a path or URL) for the page: its kind and file URLs.
  * @param {string} spec
+ * @param {{ prefix?: string, flag?: string }} [o] the URL prefix its files are served under, and the flag
+ *   that named it (for messages) [MODEL_PREFIX, 'model']
  * @returns {{ kind: 'gguf' | 'hf', dir?: string, files: string[], urls: string[] }}
  */
-export function resolveModel(spec) {
+export function resolveModel(spec, o = {}) {
+  const prefix = o.prefix ?? MODEL_PREFIX;
+  const flag = `--${o.flag ?? 'model'}`;
   if (/^https?:\/\//.test(spec)) {
     return spec.endsWith('.gguf')
       ? { kind: 'gguf', files: [spec], urls: [spec] }
       : { kind: 'hf', files: ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json'], urls: [spec.replace(/\/?$/, '/')] };
   }
   const path = resolve(spec);
-  if (!existsSync(path)) throw new Error(`--model ${spec}: no such file or folder`);
+  if (!existsSync(path)) throw new Error(`${flag} ${spec}: no such file or folder`);
   if (statSync(path).isDirectory()) {
     const files = readdirSync(path).filter((f) => /\.(json|safetensors)$/.test(f));
-    if (!files.includes('config.json')) throw new Error(`--model ${spec}: a Hugging Face folder needs config.json`);
-    return { kind: 'hf', dir: path, files, urls: files.map((f) => MODEL_PREFIX + encodeURIComponent(f)) };
+    if (!files.includes('config.json')) throw new Error(`${flag} ${spec}: a Hugging Face folder needs config.json`);
+    return { kind: 'hf', dir: path, files, urls: files.map((f) => prefix + encodeURIComponent(f)) };
   }
-  if (!path.endsWith('.gguf')) throw new Error(`--model ${spec}: expected a .gguf file, a Hugging Face folder or a URL`);
+  if (!path.endsWith('.gguf')) throw new Error(`${flag} ${spec}: expected a .gguf file, a Hugging Face folder or a URL`);
   const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(basename(path));
   const files = m
     ? Array.from({ length: Number(m[3]) }, (_, i) => `${m[1]}-${String(i + 1).padStart(5, '0')}-of-${m[3]}.gguf`)
     : [basename(path)];
-  return { kind: 'gguf', dir: dirname(path), files, urls: files.map((f) => MODEL_PREFIX + encodeURIComponent(f)) };
+  return { kind: 'gguf', dir: dirname(path), files, urls: files.map((f) => prefix + encodeURIComponent(f)) };
 }
 
 /**
- * A Connect middleware serving files of `dir` under MODEL_PREFIX with Range support.
+ * A Connect middleware serving files of `dir` under `prefix` with Range support.
  * @param {string} dir
+ * @param {string} [prefix] [MODEL_PREFIX]
  */
-export function modelFilesMiddleware(dir) {
+export function modelFilesMiddleware(dir, prefix = MODEL_PREFIX) {
   /** @type {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => void} */
   return (req, res, next) => {
-    if (!req.url?.startsWith(MODEL_PREFIX)) return next();
-    const name = decodeURIComponent(req.url.slice(MODEL_PREFIX.length).split('?')[0]);
+    if (!req.url?.startsWith(prefix)) return next();
+    const name = decodeURIComponent(req.url.slice(prefix.length).split('?')[0]);
     const path = join(dir, name);
     if (name.includes('/') || name.includes('\\') || !existsSync(path) || !statSync(path).isFile()) {
       res.statusCode = 404;
