@@ -155,7 +155,7 @@ describe('speculative decoding in the worker', () => {
   });
 
   test('a draft with another vocabulary rejects createEngine with DraftMismatchError', async () => {
-    const other = new File([fixtureGguf('llama')], 'tiny-llama.gguf'); // vocabulary 128, not 512
+    const other = new File([fixtureGguf('llama').slice()], 'tiny-llama.gguf'); // vocabulary 128, not 512
     const err = await createEngine({ model: BASE + 'stories260K.gguf', draft: other, kvBudgetBytes: 4 << 20 }).catch((e) => e);
     expect(err).toBeInstanceOf(DraftMismatchError);
     expect(err).toMatchObject({ name: 'DraftMismatchError', what: 'vocabulary size', target: '512', draft: '128' });
