@@ -18,7 +18,8 @@ import type { Chunk, GenerateRequest, SpeculativeOptions } from './contract.ts';
 import { Engine, checkDraft } from './engine.ts';
 import { DraftMismatchError, InvalidRequestError } from './errors.ts';
 import { ReferenceRunner } from './reference-runner.ts';
-import { chooseK, expectedTokens, ngramProposals, StepCosts } from './speculator.ts';
+import { chooseK, expectedTokens, ngramProposals, SequenceSpeculation, Speculator, StepCosts } from './speculator.ts';
+import type { Sequence } from './sequence.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');
@@ -323,6 +324,21 @@ describe('adaptive k', () => {
     expect(chooseK(0.2, 8, 1, cheap, () => 0)).toBeGreaterThanOrEqual(1);
     expect(chooseK(0.8, 8, 1, dear, () => 0)).toBe(0);
     expect(chooseK(0.8, 8, 1, cheap, (k) => 10 * k)).toBe(0); // a draft as dear as the target never pays
+  });
+
+  test('switched off, a sequence probes after its back-off and resumes when the probe is accepted', () => {
+    const runner = new ReferenceRunner(config, (n) => tensors.get(n));
+    const speculator = new Speculator(runner, undefined, () => 0);
+    for (let t = 1; t <= 17; t++) speculator.targetCosts.record(t, 10 * (1 + 0.3 * (t - 1))); // verify at k=2 costs 1.6 decodes
+    const state = new SequenceSpeculation({ method: 'ngram', k: 8, adaptive: true, ngramMax: 3, ngramMin: 1, layers: 1 });
+    for (let i = 0; i < 6; i++) state.observe(4, 0); // all rejected: α ≈ 0.1
+    const seq = { remaining: 100, generated: [] as number[] } as unknown as Sequence;
+    expect(speculator.want(seq, state, 1, 100)).toBe(0); // off for 8 tokens
+    expect(state.offUntil).toBe(8);
+    seq.generated.push(...Array(8).fill(0));
+    expect(speculator.want(seq, state, 1, 100)).toBe(2); // the probe
+    for (let i = 0; i < 8; i++) state.observe(2, 2); // probes accepted: α rises
+    expect(speculator.want(seq, state, 1, 100)).toBeGreaterThan(0);
   });
 
   test('an open prompt: n-gram speculation switches itself off when its proposals are rejected', async () => {

@@ -32,6 +32,8 @@ export interface SpeculationConfig {
 }
 
 export const MAX_SPECULATIVE_K = 16;
+/** Proposals of a probe round (speculation switched off, checking whether it pays again). */
+const PROBE_K = 2;
 
 /**
  * Checks a request's `speculative` option (or the engine default) against what is loaded.
@@ -130,6 +132,8 @@ export class SequenceSpeculation {
   private rejectedWeight = 0;
   /** Speculation is off until the sequence has generated this many tokens. */
   offUntil = 0;
+  /** After a back-off, one small round refreshes α (else a low estimate would never be revised). */
+  probe = false;
   private backoff = 8;
   readonly metrics: SpeculativeMetrics;
 
@@ -149,12 +153,14 @@ export class SequenceSpeculation {
     this.metrics.proposed += proposed;
     this.metrics.accepted += accepted;
     this.metrics.verifySteps++;
+    this.probe = false;
   }
 
-  /** No k paid: sit out `backoff` tokens, doubling the wait each time (up to 256). */
+  /** No k paid: sit out `backoff` tokens, doubling the wait each time (up to 256), then probe once. */
   switchOff(generated: number): void {
     this.offUntil = generated + this.backoff;
     this.backoff = Math.min(256, this.backoff * 2);
+    this.probe = true;
   }
 
   /** A round that paid resets the back-off. */
@@ -229,8 +235,12 @@ export class Speculator {
       return k * d;
     };
     const k = chooseK(state.alpha, kMax, decoding, this.targetCosts, draftCost);
-    if (k === 0 && this.targetCosts.measured) state.switchOff(seq.generated.length);
-    return k;
+    if (k > 0 || !this.targetCosts.measured) return k;
+    // Nothing pays at the current estimates: after a back-off, one small probe round (its verify step
+    // updates α and clears the probe); otherwise back off, for longer each time.
+    if (state.probe) return Math.min(kMax, PROBE_K);
+    state.switchOff(seq.generated.length);
+    return 0;
   }
 
   /**
