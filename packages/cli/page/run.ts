@@ -60,6 +60,8 @@ export interface Job extends ModelRef {
   methods?: ('ngram' | 'self' | 'draft')[];
   specK?: number;
   groundedPrompt?: string;
+  /** bench speculative: plain/speculative run pairs per line (medians are reported). */
+  repeats?: number;
 }
 
 declare global {
@@ -423,19 +425,38 @@ async function benchSpeculative(engine: Engine, job: Job, tokenizer: Tokenizer |
     grounded = [...open, ...g.ids, ...open.slice(bos)];
   }
   const info = engine.modelInfo!;
+  // Each line: `repeats` pairs of (plain run, speculative run), alternating so that the adapter's drift
+  // (these machines are noisy) hits both alike; decode tok/s are medians, speedup is the median of the
+  // pairs' ratios, and the counts come from the last speculative run.
+  const repeats = job.repeats ?? 3;
   for (const [name, prompt] of [['grounded', grounded], ['open', open]] as const) {
     await run(prompt, warm, false);
-    const plain = await run(prompt, job.maxTokens, false);
-    const plainTokS = plain.metrics?.decodeTokensPerSecond ?? 0;
     for (const method of job.methods ?? ['ngram', 'self']) {
       for (const adaptive of [true, false]) {
         const spec: SpeculativeOptions = adaptive ? { method } : { method, k: job.specK ?? 4, adaptive: false };
         const resolved = resolveSpeculative(spec, { hasDraft: info.draft !== undefined, layers: info.layers })!;
         await run(prompt, warm, spec);
-        const r = await run(prompt, job.maxTokens, spec);
+        const plainTokS: number[] = [];
+        const specTokS: number[] = [];
+        const ratios: number[] = [];
+        const plainMsPerStep: number[] = [];
+        let identical = true;
+        let r!: StreamResult;
+        for (let i = 0; i < repeats; i++) {
+          const plain = await run(prompt, job.maxTokens, false);
+          r = await run(prompt, job.maxTokens, spec);
+          const p = plain.metrics?.decodeTokensPerSecond ?? 0;
+          const t = r.metrics?.decodeTokensPerSecond ?? 0;
+          plainTokS.push(p);
+          specTokS.push(t);
+          if (p > 0 && t > 0) ratios.push(t / p);
+          if (p > 0) plainMsPerStep.push(1000 / p);
+          identical &&= r.ids.length === plain.ids.length && r.ids.every((id, j) => id === plain.ids[j]);
+        }
         const s = r.metrics?.speculative;
-        const tokS = r.metrics?.decodeTokensPerSecond ?? 0;
-        const plainMsPerStep = plainTokS > 0 ? 1000 / plainTokS : 0;
+        const msPerStep = median(plainMsPerStep);
+        const tokS = median(specTokS);
+        const plainMedian = median(plainTokS);
         report({
           type: 'bench',
           bench: 'speculative',
@@ -446,12 +467,15 @@ async function benchSpeculative(engine: Engine, job: Job, tokenizer: Tokenizer |
           ...(method === 'self' ? { self_layers: resolved.layers } : {}),
           acceptance_rate: s && s.proposed > 0 ? round(s.accepted / s.proposed) : null,
           tokens_per_target_step: s && s.targetSteps > 0 ? round((r.ids.length - 1) / s.targetSteps) : null,
-          verify_decode_cost_ratio: s && s.verifySteps > 0 && plainMsPerStep > 0 ? round(s.verifyMs / s.verifySteps / plainMsPerStep) : null,
+          verify_decode_cost_ratio: s && s.verifySteps > 0 && msPerStep > 0 ? round(s.verifyMs / s.verifySteps / msPerStep) : null,
           draft_ms_per_step: s && s.draftSteps > 0 ? round(s.draftMs / s.draftSteps) : null,
           decode_tok_s: tokS > 0 ? round(tokS) : null,
-          plain_decode_tok_s: plainTokS > 0 ? round(plainTokS) : null,
-          speedup: tokS > 0 && plainTokS > 0 ? round(tokS / plainTokS) : null,
-          identical_ids: r.ids.length === plain.ids.length && r.ids.every((id, i) => id === plain.ids[i]),
+          plain_decode_tok_s: plainMedian > 0 ? round(plainMedian) : null,
+          speedup: ratios.length ? round(median(ratios)) : null,
+          speedup_min: ratios.length ? round(Math.min(...ratios)) : null,
+          speedup_max: ratios.length ? round(Math.max(...ratios)) : null,
+          repeats,
+          identical_ids: identical,
           prompt_tokens: prompt.length,
           max_tokens: job.maxTokens,
           generated_tokens: r.ids.length,
@@ -466,6 +490,13 @@ async function benchSpeculative(engine: Engine, job: Job, tokenizer: Tokenizer |
       }
     }
   }
+}
+
+function median(xs: number[]): number {
+  if (!xs.length) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function mean(xs: number[]): number {

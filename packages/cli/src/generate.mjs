@@ -84,7 +84,7 @@ export function jobFromFlags(flags, mode, model, draft) {
  * @param {Record<string, string | boolean>} flags
  * @param {'generate' | 'bench' | 'speculative'} mode
  * @param {boolean} hasDraft
- * @returns {{ speculative?: string | { method: string, k?: number, adaptive?: boolean }, methods?: string[], specK?: number, groundedPrompt?: string }}
+ * @returns {{ speculative?: string | { method: string, k?: number, adaptive?: boolean }, methods?: string[], specK?: number, groundedPrompt?: string, repeats?: number }}
  */
 function speculativeFromFlags(flags, mode, hasDraft) {
   const specK = () => {
@@ -95,13 +95,13 @@ function speculativeFromFlags(flags, mode, hasDraft) {
     return k;
   };
   if (mode === 'bench') {
-    for (const f of ['speculative', 'draft', 'spec-k', 'no-adaptive', 'methods', 'grounded-prompt']) {
+    for (const f of ['speculative', 'draft', 'spec-k', 'no-adaptive', 'methods', 'grounded-prompt', 'repeats']) {
       if (flags[f] !== undefined) throw new Error(`--${f} is not for intab bench decode: measure speculative decoding with intab bench speculative`);
     }
     return {};
   }
   if (mode === 'generate') {
-    for (const f of ['methods', 'grounded-prompt']) if (flags[f] !== undefined) throw new Error(`--${f} is for intab bench speculative`);
+    for (const f of ['methods', 'grounded-prompt', 'repeats']) if (flags[f] !== undefined) throw new Error(`--${f} is for intab bench speculative`);
     const method = flags.speculative;
     if (method !== undefined && (typeof method !== 'string' || !SPEC_METHODS.includes(method))) {
       throw new Error('--speculative takes ngram, draft, self or auto, e.g. --speculative ngram');
@@ -133,7 +133,9 @@ function speculativeFromFlags(flags, mode, hasDraft) {
   if (methods.includes('draft') && !hasDraft) throw new Error('--methods draft needs --draft <gguf file | HF folder>: a smaller model with the same vocabulary as --model');
   const grounded = flags['grounded-prompt'];
   if (grounded !== undefined && typeof grounded !== 'string') throw new Error('--grounded-prompt needs text, e.g. --grounded-prompt "..."');
-  return { methods, specK: specK() ?? 4, ...(typeof grounded === 'string' ? { groundedPrompt: grounded } : {}) };
+  const repeats = flags.repeats === undefined ? 3 : Number(flags.repeats);
+  if (!Number.isInteger(repeats) || repeats < 1 || repeats > 50) throw new Error('--repeats needs a whole number from 1 to 50 (plain/speculative pairs per line), e.g. --repeats 5');
+  return { methods, specK: specK() ?? 4, repeats, ...(typeof grounded === 'string' ? { groundedPrompt: grounded } : {}) };
 }
 
 /** Columns of intab bench speculative without --json. */

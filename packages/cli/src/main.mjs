@@ -30,7 +30,7 @@ const USAGE = `usage:
       per_stream_decode_tok_s and ttft_ms.
   intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]
                  [--methods ngram,self,draft] [--spec-k K (4)] [--prompt "text" | --prompt-ids 1,2,3]
-                 [--grounded-prompt "text"] [--prompt-tokens N (32)] [--seed S] [--json]
+                 [--grounded-prompt "text"] [--prompt-tokens N (32)] [--repeats N (3)] [--seed S] [--json]
       Speculative against plain greedy decoding (ignoring EOS, max tokens each), in one engine, on two prompts:
         open      --prompt / --prompt-ids; by default a short open question for a model with a tokenizer,
                   else --prompt-tokens seeded random ids (BOS first);
@@ -39,10 +39,11 @@ const USAGE = `usage:
                   prompt. A model that does not copy (repeat G after the second P) gets no grounded speedup.
       Per prompt and method (default ngram and self, plus draft with --draft): one line with adaptive k (the
       method's default k at most) and one with adaptive false and k = --spec-k, each after an unmeasured
-      warm-up of the same method. Fields: prompt, method, k, adaptive, acceptance_rate, tokens_per_target_step,
-      verify_decode_cost_ratio (ms per verify step / ms per plain decode step), draft_ms_per_step,
-      decode_tok_s, plain_decode_tok_s, speedup (= decode_tok_s / plain_decode_tok_s), identical_ids (the
-      speculative ids equal the plain ones), model and adapter.
+      warm-up of the same method, from --repeats alternating (plain, speculative) run pairs. Fields: prompt,
+      method, k, adaptive, acceptance_rate, tokens_per_target_step, verify_decode_cost_ratio (ms per verify
+      step / median ms per plain decode step), draft_ms_per_step, decode_tok_s and plain_decode_tok_s
+      (medians), speedup (median of the pairs' ratios; speedup_min, speedup_max), identical_ids (every
+      speculative run's ids equal its plain run's), model and adapter.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b --dtype q4_0|q8_0|f16|... --out FILE [--seed S]
       Writes a random-weight GGUF with that model's shapes (no tokenizer), for bench decode.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]

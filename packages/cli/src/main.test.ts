@@ -99,7 +99,8 @@ describe('intab CLI arguments', () => {
 
   test('bench speculative: methods (draft only with --draft), a fixed k of 4, 64 tokens and 32 prompt tokens by default', () => {
     const job = (argv: string[], d?: typeof draft) => jobFromFlags(parseArgs(argv).flags, 'speculative', model, d);
-    expect(job([])).toMatchObject({ mode: 'speculative', methods: ['ngram', 'self'], specK: 4, maxTokens: 64, promptTokens: 32, temperature: 0 });
+    expect(job([])).toMatchObject({ mode: 'speculative', methods: ['ngram', 'self'], specK: 4, maxTokens: 64, promptTokens: 32, temperature: 0, repeats: 3 });
+    expect(job(['--repeats', '5']).repeats).toBe(5);
     expect(job(['--draft', 'd.gguf', '--quantize', 'q8_0'], draft)).toMatchObject({ methods: ['ngram', 'self', 'draft'], quantize: 'q8_0', draft: { urls: ['/__intab_draft/d.gguf'] } });
     expect(job(['--methods', 'self, ngram,self', '--spec-k', '6', '--max-tokens', '32'])).toMatchObject({ methods: ['self', 'ngram'], specK: 6, maxTokens: 32 });
     expect(job(['--prompt', 'Once upon a time', '--grounded-prompt', 'Tom had a red ball. Once upon a time'])).toMatchObject({
@@ -118,6 +119,7 @@ describe('intab CLI arguments', () => {
     expect(job(['--no-adaptive'])).toThrow(/--no-adaptive is for intab generate/);
     expect(job(['--temperature', '0.8'])).toThrow(/--temperature is not for intab bench speculative: it decodes greedily/);
     expect(job(['--chat', 'hi'])).toThrow(/--chat is not for intab bench speculative/);
+    expect(job(['--repeats', '0'])).toThrow(/--repeats needs a whole number from 1 to 50/);
     expect(job(['--spec-k', 'x'])).toThrow(/--spec-k needs a whole number/);
     expect(job(['--grounded-prompt'])).toThrow(/--grounded-prompt needs text/);
     expect(job(['--prompt-tokens', '0'])).toThrow(/--prompt-tokens needs a whole number of at least 1/);

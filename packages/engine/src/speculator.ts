@@ -34,6 +34,8 @@ export interface SpeculationConfig {
 export const MAX_SPECULATIVE_K = 16;
 /** Proposals of a probe round (speculation switched off, checking whether it pays again). */
 const PROBE_K = 2;
+/** Most of the decode time that probing may cost. */
+const PROBE_BUDGET = 0.015;
 
 /**
  * Checks a request's `speculative` option (or the engine default) against what is loaded.
@@ -156,9 +158,12 @@ export class SequenceSpeculation {
     this.probe = false;
   }
 
-  /** No k paid: sit out `backoff` tokens, doubling the wait each time (up to 256), then probe once. */
-  switchOff(generated: number): void {
-    this.offUntil = generated + this.backoff;
+  /**
+   * No k paid: sit out `backoff` tokens (doubling each time, up to 256) but at least `minTokens`, then
+   * probe once.
+   */
+  switchOff(generated: number, minTokens = 0): void {
+    this.offUntil = generated + Math.max(this.backoff, Math.ceil(minTokens));
     this.backoff = Math.min(256, this.backoff * 2);
     this.probe = true;
   }
@@ -239,7 +244,10 @@ export class Speculator {
     // Nothing pays at the current estimates: after a back-off, one small probe round (its verify step
     // updates α and clears the probe); otherwise back off, for longer each time.
     if (state.probe) return Math.min(kMax, PROBE_K);
-    state.switchOff(seq.generated.length);
+    // Probes are spaced so that what they cost beyond plain steps stays within PROBE_BUDGET of the time.
+    const base = this.targetCosts.cost(decoding);
+    const probeExtra = Math.max(0, (this.targetCosts.cost(decoding + PROBE_K) + draftCost(PROBE_K)) / base - 1);
+    state.switchOff(seq.generated.length, probeExtra / PROBE_BUDGET);
     return 0;
   }
 
