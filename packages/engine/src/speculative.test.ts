@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu/reference';
 import { loadTokenizer, type LlamaConfig } from '@intab/model';
-import { configFromGguf, createReferenceModel, readGgufLite } from '@intab/model/reference';
+import { configFromGguf, createReferenceModel, fixtureWeights, readGgufLite } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
 import type { Chunk, GenerateRequest, SpeculativeOptions } from './contract.ts';
 import { Engine, checkDraft } from './engine.ts';
@@ -115,6 +115,41 @@ describe('lossless greedy', () => {
     // completion tokens after the first (which prefill made) per target step
     expect((24 - 1) / m.targetSteps).toBeGreaterThan(1.5);
   });
+});
+
+describe('lossless greedy on generated models (every architecture variant)', () => {
+  for (const variant of ['llama3', 'qwen2', 'qwen3', 'mistral', 'phi3', 'gelu'] as const) {
+    test(`${variant}: ngram, self and a draft of another seed give plain decoding's ids, alone and batched`, async () => {
+      const target = fixtureWeights(variant, 5);
+      const other = fixtureWeights(variant, 6);
+      const rng = mulberry32(77);
+      // Repetitive prompts, so n-gram lookup finds matches.
+      const prompts = Array.from({ length: 4 }, () => {
+        const motif = Array.from({ length: 5 }, () => 3 + Math.floor(rng() * 120));
+        return [1, ...motif, ...motif, ...motif.slice(0, 2)];
+      });
+      const make = (proposer: 'none' | 'ngram' | 'self' | 'draft') => {
+        const runner = new ReferenceRunner(target.config, (n) => target.tensors.get(n), { pages: 64, pageSize: 16, yieldEachStep: false });
+        const draft = proposer === 'draft' ? new ReferenceRunner(other.config, (n) => other.tensors.get(n), { pages: 64, pageSize: 16, yieldEachStep: false }) : undefined;
+        return new Engine({ runner, draft, options: { seed: 1, maxBatch: 4 } });
+      };
+      const requests = prompts.map((p) => ({ promptIds: p, maxTokens: 20, temperature: 0, ignoreEos: true }));
+      const plainEngine = make('none');
+      const plain: number[][] = [];
+      for (const r of requests) plain.push((await collect(plainEngine, await plainEngine.start(r))).ids);
+      for (const proposer of ['ngram', 'self', 'draft'] as const) {
+        const engine = make(proposer);
+        const speculative = { method: proposer, k: 3, adaptive: false };
+        const alone = await collect(engine, await engine.start({ ...requests[0], speculative }));
+        expect(alone.ids, `${proposer} alone`).toEqual(plain[0]);
+        const ids = await Promise.all(requests.map((r) => engine.start({ ...r, speculative })));
+        const outs = await Promise.all(ids.map((id) => collect(engine, id)));
+        outs.forEach((o, i) => expect(o.ids, `${proposer} batched ${i}`).toEqual(plain[i]));
+        expect(outs.reduce((n, o) => n + o.last.metrics!.speculative!.verifySteps, 0), proposer).toBeGreaterThan(0);
+        expect(engine.stats().freePages).toBe(64);
+      }
+    });
+  }
 });
 
 describe('seeded sampling gives the same ids with and without speculation', () => {
