@@ -28,5 +28,6 @@ export declare function jobFromFlags(
   methods?: string[];
   specK?: number;
   groundedPrompt?: string;
+  repeats?: number;
 };
 export declare function generate(flags: Record<string, string | boolean>, mode: 'generate' | 'bench' | 'speculative'): Promise<number>;

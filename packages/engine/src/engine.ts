@@ -390,10 +390,9 @@ export class Engine implements EngineApi {
         continue;
       }
       const ms = this.now() - t0;
-      speculator.targetCosts.record(
-        entries.reduce((n, e) => n + e.tokens.length, 0),
-        ms,
-      );
+      // The cost model compares decode and verify steps: steps with a prompt chunk (one logits row for many
+      // tokens) would skew it.
+      if (plan.every((p) => p.samples && p.seq.prefillLeft === 0)) speculator.targetCosts.record(entries.reduce((n, e) => n + e.tokens.length, 0), ms);
       this.inFlight.clear();
       this.apply(plan, entries, results, ms);
     }

@@ -134,8 +134,11 @@ export class SequenceSpeculation {
   private rejectedWeight = 0;
   /** Speculation is off until the sequence has generated this many tokens. */
   offUntil = 0;
-  /** After a back-off, one small round refreshes α (else a low estimate would never be revised). */
-  probe = false;
+  /**
+   * The next round probes: a small k whatever the estimates say, so α is measured rather than assumed —
+   * at the start, and after each back-off (else a low estimate would never be revised).
+   */
+  probe = true;
   private backoff = 8;
   readonly metrics: SpeculativeMetrics;
 
