@@ -433,13 +433,11 @@ export class Engine implements EngineApi {
         if (stream) this.abort(stream);
         return;
       }
-      seq.advanced(p.tokens.length);
-      if (!p.samples) return this.notify(stream);
       const r = results[i];
-      if (e.verify) {
-        const accepted = r.accepted ?? 0;
-        for (let j = 0; j < accepted; j++) seq.accept(r.acceptedRows?.[j] ?? { id: e.tokens[j + 1], logprob: NaN, top: [] }, t);
-      }
+      const accepted = e.verify ? (r.accepted ?? 0) : 0;
+      seq.advanced(p.tokens.length + accepted);
+      if (!p.samples) return this.notify(stream);
+      for (let j = 0; j < accepted; j++) seq.accept(r.acceptedRows?.[j] ?? { id: e.tokens[j + 1], logprob: NaN, top: [] }, t);
       seq.accept(r, t);
       if (seq.finished) this.retire(stream);
       this.notify(stream);

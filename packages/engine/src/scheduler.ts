@@ -90,14 +90,17 @@ export class Scheduler {
     this.cursor = start + 1;
     const order = [...this.running.slice(start), ...this.running.slice(0, start)].filter((s) => !s.finished && !s.paused && !s.abortRequested);
 
-    // 1. decode: one token each, plus what speculation sets aside
+    // 1. decode: the pending token each (more when a grammar forced some), plus what speculation sets aside
     const decoding = Math.min(maxBatch, order.filter((s) => s.prefillLeft === 0).length);
     for (const s of order) {
       if (s.prefillLeft > 0) continue;
       if (entries.length >= maxBatch || budget < 1) break;
-      const extra = lookahead ? Math.max(0, Math.min(budget - 1, lookahead(s, decoding, budget - 1))) : 0;
-      entries.push({ seq: s, tokens: s.nextTokens(1), samples: true, lookahead: extra });
-      budget -= 1 + extra;
+      const tokens = s.nextTokens(budget);
+      const samples = s.samplesAfter(tokens);
+      // Proposals follow a single pending token (verify rows compare every input after the first with a sample).
+      const extra = lookahead && samples && tokens.length === 1 ? Math.max(0, Math.min(budget - 1, lookahead(s, decoding, budget - 1))) : 0;
+      entries.push({ seq: s, tokens, samples, lookahead: extra });
+      budget -= tokens.length + extra;
     }
 
     // 2. admission, FIFO: the head waits for room and nobody overtakes it
@@ -125,7 +128,7 @@ export class Scheduler {
     chunkers.forEach((s, i) => {
       if (share[i] === 0) return;
       const tokens = s.nextTokens(share[i]);
-      entries.push({ seq: s, tokens, samples: tokens.length === s.prefillLeft, lookahead: 0 });
+      entries.push({ seq: s, tokens, samples: s.samplesAfter(tokens), lookahead: 0 });
     });
     return entries;
   }

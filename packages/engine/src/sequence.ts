@@ -156,6 +156,8 @@ export class Sequence {
   state: SequenceState = 'waiting';
   /** Prompt tokens already in the KV-cache. */
   prefilled = 0;
+  /** Generated tokens already in the KV-cache; the others are the next step's input (the last sample, forced tokens). */
+  fed = 0;
   readonly generated: number[] = [];
   finishReason: FinishReason | null = null;
   /** Set when a step failed: next() rejects with it. */
@@ -228,10 +230,23 @@ export class Sequence {
     return this.prompt.length + this.options.maxTokens;
   }
 
-  /** The tokens of this sequence's next step: a prompt chunk of at most `budget` tokens, or the last sampled id. */
+  /** Generated tokens not yet in the KV-cache: the last sampled id, and any tokens a grammar forced after it. */
+  get pending(): number[] {
+    return this.generated.slice(this.fed);
+  }
+
+  /**
+   * The tokens of this sequence's next step, at most `budget`: a prompt chunk, or the pending generated tokens.
+   * The step samples the next token only when it takes all of them (see samplesAfter).
+   */
   nextTokens(budget: number): number[] {
     if (this.prefillLeft > 0) return this.prompt.slice(this.prefilled, this.prefilled + Math.min(budget, this.prefillLeft));
-    return [this.generated[this.generated.length - 1]];
+    return this.generated.slice(this.fed, this.fed + Math.max(1, budget));
+  }
+
+  /** Whether a step that feeds `tokens` (from nextTokens) ends at the sequence's last token, so it samples the next. */
+  samplesAfter(tokens: readonly number[]): boolean {
+    return tokens.length === (this.prefillLeft > 0 ? this.prefillLeft + this.generated.length - this.fed : this.generated.length - this.fed);
   }
 
   /**
@@ -265,9 +280,10 @@ export class Sequence {
     this.firstStepAt ??= now;
   }
 
-  /** `tokens` of this sequence went into the KV-cache in a finished step. */
+  /** `tokens` of this sequence went into the KV-cache in a finished step (for a verify step: its input and the accepted proposals). */
   advanced(tokens: number): void {
     if (this.prefillLeft > 0) this.prefilled += tokens;
+    else this.fed += tokens;
   }
 
   /** A sampled token: stop checks, text, queue. May finish the sequence. */
