@@ -30,6 +30,8 @@ interface ModelRef {
 }
 
 export interface Job extends ModelRef {
+  /** intab generate: constrained output (--json-schema, --json-object, --grammar, --regex). */
+  format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
   /** 'bench' is intab bench decode, 'speculative' intab bench speculative. */
   mode: 'generate' | 'bench' | 'speculative';
   promptIds?: number[];
@@ -174,6 +176,7 @@ function requestOf(job: Job, tokenizer: Tokenizer | undefined, benchPrompt: () =
     // bench decodes exactly maxTokens, as the kernels do not care what the ids mean
     ignoreEos: job.mode === 'bench' || Boolean(job.ignoreEos),
     ...(job.speculative !== undefined ? { speculative: job.speculative } : {}),
+    ...(job.format ?? {}),
   };
   if (job.promptIds) return { ...options, promptIds: job.promptIds };
   if (job.prompt !== undefined) return { ...options, prompt: job.prompt };
@@ -292,6 +295,7 @@ async function generate(engine: Engine, job: Job, request: GenerateRequest, toke
       decode_tok_s: decodeTokS !== null ? round(decodeTokS) : null,
       ...(r.abortLatencyMs !== undefined ? { abort_after_tokens: job.abortAfterTokens, aborted_at_tokens: r.abortedAtTokens, abort_latency_ms: r.abortLatencyMs } : {}),
       ...(m?.speculative ? { speculative: speculativeFigures(m.speculative, r.ids.length) } : {}),
+      ...(job.format?.responseFormat && tokenizer ? { json: parsedOrNull(tokenizer.decode(r.ids, { skipSpecialTokens: true })) } : {}),
       weight_bytes_per_token: facts.perToken,
       decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,
       load_ms: round(facts.loadMs),
@@ -489,6 +493,15 @@ async function benchSpeculative(engine: Engine, job: Job, tokenizer: Tokenizer |
         });
       }
     }
+  }
+}
+
+/** The JSON document of a constrained run, or null when it was cut short (max tokens, abort). */
+function parsedOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
 

@@ -29,5 +29,10 @@ export declare function jobFromFlags(
   specK?: number;
   groundedPrompt?: string;
   repeats?: number;
+  format?: { responseFormat?: Record<string, unknown>; grammar?: string; regex?: string };
 };
+export declare function formatFromFlags(
+  flags: Record<string, string | boolean>,
+  mode: 'generate' | 'bench' | 'speculative',
+): { responseFormat?: Record<string, unknown>; grammar?: string; regex?: string } | undefined;
 export declare function generate(flags: Record<string, string | boolean>, mode: 'generate' | 'bench' | 'speculative'): Promise<number>;

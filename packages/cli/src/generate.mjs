@@ -3,6 +3,7 @@
 // model's, for speculative decoding) to the headless page (packages/cli/page/run.html), run it there on
 // WebGPU through the Engine, print its records. jobFromFlags turns the flags into the page's job (validated
 // here, before any browser starts).
+import { readFileSync } from 'node:fs';
 import { runPage } from './browser.mjs';
 import { DRAFT_PREFIX, resolveModel } from './model-files.mjs';
 
@@ -43,6 +44,7 @@ export function jobFromFlags(flags, mode, model, draft) {
     throw new Error('one of --prompt-ids, --prompt or --chat is required');
   }
   const spec = speculativeFromFlags(flags, mode, draft !== undefined || flags.draft !== undefined);
+  const format = formatFromFlags(flags, mode);
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
   const concurrency = count('concurrency');
@@ -75,7 +77,49 @@ export function jobFromFlags(flags, mode, model, draft) {
     batch,
     ...(draft ? { draft: { kind: draft.kind, files: draft.files, urls: draft.urls } } : {}),
     ...spec,
+    ...(format ? { format } : {}),
   };
+}
+
+/**
+ * Constrained output for intab generate: --json-schema FILE, --json-object (any JSON), --grammar FILE (GBNF) or
+ * --regex PATTERN, with --lenient (drop schema keywords that cannot be enforced, instead of refusing them).
+ * @param {Record<string, string | boolean>} flags
+ * @param {'generate' | 'bench' | 'speculative'} mode
+ * @returns {{ responseFormat?: object, grammar?: string, regex?: string } | undefined}
+ */
+export function formatFromFlags(flags, mode) {
+  const given = ['json-schema', 'json-object', 'grammar', 'regex'].filter((f) => flags[f] !== undefined);
+  if (given.length === 0) {
+    if (flags.lenient !== undefined) throw new Error('--lenient goes with --json-schema FILE');
+    return undefined;
+  }
+  if (mode !== 'generate') throw new Error(`--${given[0]} is for intab generate`);
+  if (given.length > 1) throw new Error(`--${given[0]} and --${given[1]} cannot be combined: pick one of --json-schema, --json-object, --grammar and --regex`);
+  const file = (/** @type {string} */ flag) => {
+    const path = flags[flag];
+    if (typeof path !== 'string') throw new Error(`--${flag} needs a file, e.g. --${flag} ${flag === 'grammar' ? 'list.gbnf' : 'schema.json'}`);
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new Error(`--${flag} ${path}: cannot read it (${/** @type {Error} */ (err).message})`);
+    }
+  };
+  if (flags.lenient !== undefined && given[0] !== 'json-schema') throw new Error('--lenient goes with --json-schema FILE');
+  if (given[0] === 'json-schema') {
+    const text = file('json-schema');
+    let schema;
+    try {
+      schema = JSON.parse(text);
+    } catch (err) {
+      throw new Error(`--json-schema ${flags['json-schema']}: not JSON (${/** @type {Error} */ (err).message})`);
+    }
+    return { responseFormat: { type: 'json_schema', schema, ...(flags.lenient !== undefined ? { strict: false } : {}) } };
+  }
+  if (given[0] === 'json-object') return { responseFormat: { type: 'json_object' } };
+  if (given[0] === 'grammar') return { grammar: file('grammar') };
+  if (typeof flags.regex !== 'string') throw new Error('--regex needs a pattern, e.g. --regex "[0-9]{3}"');
+  return { regex: flags.regex };
 }
 
 /**

@@ -8,7 +8,8 @@ const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
                  [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos]
                  [--concurrency N] [--abort-after-tokens K]
-                 [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive] [--json]
+                 [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive]
+                 [--json-schema FILE [--lenient] | --json-object | --grammar FILE | --regex PATTERN] [--json]
       Runs the model in headless Chromium on WebGPU through the engine: one JSON line per token ({"id", "text"}),
       then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s
       and the adapter.
@@ -24,6 +25,10 @@ const USAGE = `usage:
       off while it does not pay). The done line gains "speculative": method, proposed, accepted, targetSteps,
       verifySteps, draftSteps, targetMs, verifyMs, draftMs, acceptance_rate and
       tokens_per_target_step = (generated - 1) / targetSteps.
+      --json-schema FILE constrains the output to JSON that validates against the schema (every token sampled
+      under the grammar's mask; --lenient drops keywords that cannot be enforced instead of refusing the
+      schema); --json-object to any JSON; --grammar FILE to a GBNF grammar; --regex PATTERN to a regex. JSON
+      runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
       Prefill and decode tok/s and the weight bytes read per token. With --batch, per batch size B: B concurrent
       streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
@@ -71,7 +76,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient']);
 
 /** @param {string[]} argv */
 export async function main(argv) {

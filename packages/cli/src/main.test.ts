@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { jobFromFlags } from './generate.mjs';
 import { main, parseArgs } from './main.mjs';
@@ -81,6 +84,27 @@ describe('intab CLI arguments', () => {
     // without the flags nothing about speculation reaches the page
     const plain = job(['--prompt-ids', '1']);
     for (const k of ['speculative', 'draft', 'methods', 'specK'] as const) expect(plain[k]).toBeUndefined();
+  });
+
+  test('generate --json-schema / --json-object / --grammar / --regex: the constrained format in the job', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'intab-cli-'));
+    const schemaFile = join(dir, 'schema.json');
+    writeFileSync(schemaFile, JSON.stringify({ type: 'object', properties: { a: { type: 'integer' } } }));
+    const gbnfFile = join(dir, 'list.gbnf');
+    writeFileSync(gbnfFile, 'root ::= "a" | "b"');
+    const job = (argv: string[]) => jobFromFlags(parseArgs(['--prompt', 'x', ...argv]).flags, 'generate', model);
+    expect(job(['--json-schema', schemaFile]).format).toEqual({ responseFormat: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'integer' } } } } });
+    expect(job(['--json-schema', schemaFile, '--lenient']).format).toMatchObject({ responseFormat: { strict: false } });
+    expect(job(['--json-object', '--json']).format).toEqual({ responseFormat: { type: 'json_object' } });
+    expect(job(['--grammar', gbnfFile]).format).toEqual({ grammar: 'root ::= "a" | "b"' });
+    expect(job(['--regex', '[0-9]{3}']).format).toEqual({ regex: '[0-9]{3}' });
+    expect(job([]).format).toBeUndefined();
+    expect(() => job(['--json-schema', join(dir, 'missing.json')])).toThrow(/--json-schema .*missing\.json: cannot read it/);
+    writeFileSync(schemaFile, '{ not json');
+    expect(() => job(['--json-schema', schemaFile])).toThrow(/not JSON/);
+    expect(() => job(['--grammar', gbnfFile, '--regex', 'a'])).toThrow(/cannot be combined/);
+    expect(() => job(['--lenient'])).toThrow(/--lenient goes with --json-schema/);
+    expect(() => jobFromFlags(parseArgs(['--regex', 'a']).flags, 'bench', model)).toThrow(/--regex is for intab generate/);
   });
 
   test('bad speculative flags fail with a message that says what to pass', () => {

@@ -2,6 +2,10 @@
 // info) and the API the worker exposes. Both sides import this file and nothing else of each other's.
 // Everything here is structured-clone safe (plain data); errors cross as the classes in errors.ts.
 
+import type { JsonEvent } from '@intab/grammar';
+
+export type { JsonEvent, JsonPath, JsonType, JsonEventKind } from '@intab/grammar';
+
 /** One message of a chat (OpenAI / Hugging Face shape). */
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
@@ -46,7 +50,32 @@ export interface GenerationOptions {
    * [the engine's LoadOptions.speculative: 'auto' when a draft model is loaded, else off].
    */
   speculative?: SpeculativeMethod | SpeculativeOptions | false;
+  /**
+   * Constrained decoding: every token is sampled under a mask of what the format allows, so the output always
+   * matches it (a JSON Schema, any JSON, a GBNF grammar or a regex). JSON formats stream partial-JSON events
+   * (Chunk.json). At most one of responseFormat, grammar and regex.
+   */
+  responseFormat?: ResponseFormat;
+  /** Short for responseFormat { type: 'grammar', grammar } (llama.cpp GBNF). */
+  grammar?: string;
+  /** Short for responseFormat { type: 'regex', pattern } (the whole output matches). */
+  regex?: string;
 }
+
+/** What a constrained request's output must be. */
+export type ResponseFormat =
+  | {
+      type: 'json_schema';
+      /** A JSON Schema (drafts 4 to 2020-12). */
+      schema: Record<string, unknown> | boolean;
+      /** Unsupported keywords are an error [true]; false drops them (reported in the last chunk's warnings). */
+      strict?: boolean;
+      /** Whitespace between JSON tokens ['compact']. */
+      whitespace?: 'compact' | 'pretty';
+    }
+  | { type: 'json_object'; whitespace?: 'compact' | 'pretty' }
+  | { type: 'grammar'; grammar: string }
+  | { type: 'regex'; pattern: string };
 
 /**
  * Who proposes tokens: 'ngram' copies what followed the latest earlier occurrence of the text's last
@@ -126,6 +155,15 @@ export interface Chunk {
   logprobs?: TokenLogprob[];
   /** Set on the last chunk only. */
   finishReason: FinishReason | null;
+  /**
+   * JSON formats: the partial-JSON events of this chunk's text, in document order (keys before their values;
+   * snapshots left out, see `partial`).
+   */
+  json?: JsonEvent[];
+  /** JSON formats: the whole document so far (the parsed value on the last chunk of a complete document). */
+  partial?: unknown;
+  /** On the last chunk of a lenient json_schema request: the schema keywords that were not enforced. */
+  warnings?: { path: string; keyword: string; reason: string }[];
   /** On the last chunk. */
   metrics?: RequestMetrics;
 }

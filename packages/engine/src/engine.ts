@@ -19,11 +19,13 @@ import {
   openHfFolder,
   openTokenizer,
   renderChat,
+  tokenBytes,
   urlSource,
   type ByteSource,
   type ModelFiles,
   type Tokenizer,
 } from '@intab/model';
+import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, TokenVocabulary, UnsupportedSchemaError } from '@intab/grammar';
 import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
 import {
   EngineClosedError,
@@ -39,6 +41,7 @@ import {
 import { Scheduler, type PlannedEntry } from './scheduler.ts';
 import { Sequence, resolveOptions } from './sequence.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
+import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
 
 export interface EngineOptions extends LoadOptions {
@@ -86,7 +89,7 @@ interface Stream {
 }
 
 // The model's errors cross the worker as themselves (errors.ts cannot import @intab/model: see there).
-for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError })) {
+for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError })) {
   registerErrorClass(name, cls);
 }
 
@@ -104,6 +107,8 @@ export class Engine implements EngineApi {
   private draft?: StepRunner;
   private speculator?: Speculator;
   private tokenizer?: Tokenizer;
+  /** The tokenizer's vocabulary as bytes, for grammar masks (built at the first constrained request). */
+  private vocabulary?: TokenVocabulary;
   private info?: ModelInfo;
   private gpu?: Gpu;
   private scheduler?: Scheduler;
@@ -202,6 +207,7 @@ export class Engine implements EngineApi {
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
     const prompt = this.encode(request);
     if (prompt.length === 0) throw new InvalidRequestError('prompt', request.prompt, 'text that encodes to at least one token');
+    const constraint = this.constraintOf(request, runner);
     // The most tokens one sequence can ever hold: the context, or every page of the KV-cache.
     const kvLimit = runner.kv.pages * runner.kv.pageSize;
     const limit = Math.min(runner.config.maxContext, kvLimit);
@@ -221,6 +227,7 @@ export class Engine implements EngineApi {
       tokenizer: this.tokenizer,
       maxQueued: Math.max(1, this.options.maxQueuedChunks ?? DEFAULTS.maxQueuedChunks),
       startedAt: this.now(),
+      constraint,
     });
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
@@ -330,6 +337,19 @@ export class Engine implements EngineApi {
     return tok.encode(r.prompt!, { addSpecialTokens: true });
   }
 
+  /** The request's constraint (responseFormat, grammar, regex), compiled; undefined when it has none. */
+  private constraintOf(request: GenerateRequest, runner: StepRunner): Constraint | undefined {
+    const format = formatOf(request);
+    if (!format) return undefined;
+    const tok = this.tokenizer;
+    if (!tok) throw new TokenizerRequiredError('tokenizer');
+    const grammar = compileFormat(format);
+    const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < runner.config.vocab);
+    // Masks as wide as the model's logits rows (which may be padded past the tokenizer's ids).
+    this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab });
+    return new Constraint(format, grammar, this.vocabulary);
+  }
+
   /** Starts the step loop unless it runs. */
   private wake(): void {
     if (this.loop || !this.scheduler || this.closed) return;
@@ -401,6 +421,8 @@ export class Engine implements EngineApi {
   /** A planned entry as the runner takes it: plain, or a verify entry when there are proposals. */
   private entry(p: PlannedEntry, proposals: number[]): RunnerEntry {
     const seq = p.seq;
+    // Under a grammar, proposals stop at the first one it refuses (the target could never sample it).
+    if (seq.constraint && proposals.length) proposals = proposals.slice(0, seq.constraint.allowedPrefix(proposals));
     if (proposals.length === 0) return { seq: seq.id, tokens: p.tokens, ...(p.samples ? { sampling: seq.sampling() } : {}) };
     return {
       seq: seq.id,

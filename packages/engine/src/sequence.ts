@@ -6,8 +6,9 @@
 import { MAX_HISTORY, NO_TOKEN, type SampleResult, type SamplingParams } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
 import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
-import type { Chunk, FinishReason, GenerateRequest, RequestMetrics, SpeculativeMetrics, TokenLogprob } from './contract.ts';
+import type { Chunk, FinishReason, GenerateRequest, JsonEvent, RequestMetrics, SpeculativeMetrics, TokenLogprob } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
+import type { Constraint } from './constraint.ts';
 import { StopMatcher } from './stop.ts';
 
 /** Defaults of GenerationOptions (contract.ts). */
@@ -130,6 +131,7 @@ interface Output {
   text: string;
   ids: number[];
   logprobs?: TokenLogprob[];
+  json?: JsonEvent[];
 }
 
 export interface SequenceInit {
@@ -145,6 +147,8 @@ export interface SequenceInit {
   maxQueued: number;
   /** When generate() was called (the engine's clock). */
   startedAt: number;
+  /** Constrained decoding (responseFormat, grammar, regex). */
+  constraint?: Constraint;
 }
 
 export type SequenceState = 'waiting' | 'running' | 'finished';
@@ -174,6 +178,8 @@ export class Sequence {
   private readonly detok?: Detokenizer;
   private readonly stopper: StopMatcher;
   private readonly tokenizer?: Tokenizer;
+  /** Constrained decoding: masks, forced tokens, JSON events. */
+  readonly constraint?: Constraint;
   private readonly maxQueued: number;
   private readonly penalties: boolean;
   private queue: Output[] = [];
@@ -191,6 +197,7 @@ export class Sequence {
     this.prompt = init.prompt;
     this.options = init.options;
     this.tokenizer = init.tokenizer;
+    this.constraint = init.constraint;
     this.maxQueued = init.maxQueued;
     this.startedAt = init.startedAt;
     this.rng = mulberry32(init.options.seed ?? init.defaultSeed);
@@ -272,6 +279,7 @@ export class Sequence {
     }
     if (o.logitBias) p.logitBias = o.logitBias;
     if (o.logprobs) p.topLogprobs = o.topLogprobs;
+    if (this.constraint) p.allowed = this.constraint.mask(proposals.slice(0, offset));
     return p;
   }
 
@@ -286,17 +294,39 @@ export class Sequence {
     else this.fed += tokens;
   }
 
-  /** A sampled token: stop checks, text, queue. May finish the sequence. */
+  /**
+   * A sampled token: stop checks, text, queue. May finish the sequence. Under a grammar, the tokens it then
+   * forces (e.g. the `","name":"` between two fields) follow at once, without sampling.
+   */
   accept(result: SampleResult, now: number): void {
     if (this.finished) return;
     if (result.id === NO_TOKEN) {
       // logitBias / masks banned every token: nothing can be sampled.
+      if (this.constraint) {
+        this.error = new InvalidRequestError('responseFormat', this.constraint.format.type, "a format this model's vocabulary can spell: no token of it can continue the output here");
+      }
       this.finish('error', now);
       return;
     }
     this.firstTokenAt ??= now;
     this.lastTokenAt = now;
+    this.push(result, now);
+    const c = this.constraint;
+    while (c && !this.finished) {
+      const forced = c.forced();
+      if (forced.length === 0) break;
+      for (const id of forced) if (!this.finished) this.push({ id, logprob: 0, top: [] }, now); // forced: probability 1 under the grammar
+    }
+  }
+
+  /** One generated token (sampled or forced) into the text, the stop checks and the queue. */
+  private push(result: SampleResult, now: number): void {
     const id = result.id;
+    if (this.constraint && !this.constraint.accept(id)) {
+      this.error = new InvalidRequestError('responseFormat', id, 'tokens the grammar allows (the sampler was given its mask; please report this)');
+      this.finish('error', now);
+      return;
+    }
     this.generated.push(id);
     this.uniforms.shift();
     const out: Output = { text: '', ids: [id] };
@@ -309,6 +339,17 @@ export class Sequence {
       out.text = r.text;
       if (r.stopped) reason = 'stop';
     }
+    if (this.constraint?.json) {
+      try {
+        out.json = this.constraint.events(out.text);
+      } catch (err) {
+        // Text the grammar allowed but JSON does not: a grammar bug, reported rather than streamed.
+        this.error = err;
+        this.finish('error', now);
+        return;
+      }
+    }
+    if (!reason && this.constraint?.done) reason = 'stop'; // the grammar allows nothing more
     if (!reason && this.generated.length >= this.options.maxTokens) reason = 'length';
     this.queue.push(out);
     if (reason) this.finish(reason, now);
@@ -324,7 +365,9 @@ export class Sequence {
       const tail = this.stopper.push(this.detok.flush());
       const text = tail.text + (tail.stopped ? '' : this.stopper.flush());
       if (tail.stopped && reason !== 'abort' && reason !== 'error') this.finishReason = 'stop';
-      if (text) this.queue.push({ text, ids: [] });
+      const c = this.constraint;
+      const json = c?.json && reason !== 'error' ? [...c.events(text), ...c.end()] : undefined;
+      if (text || json?.length) this.queue.push({ text, ids: [], ...(json ? { json } : {}) });
     }
     if (this.pausedSince !== undefined) {
       this.pausedTotal += now - this.pausedSince;
@@ -356,12 +399,18 @@ export class Sequence {
   take(now: number): Chunk {
     const chunk: Chunk = { text: '', ids: [], finishReason: null };
     const logprobs: TokenLogprob[] = [];
+    const json: JsonEvent[] = [];
     for (const o of this.queue) {
       chunk.text += o.text;
       chunk.ids.push(...o.ids);
       if (o.logprobs) logprobs.push(...o.logprobs);
+      if (o.json) json.push(...o.json);
     }
     if (this.options.logprobs) chunk.logprobs = logprobs;
+    if (this.constraint?.json) {
+      chunk.json = json;
+      chunk.partial = this.constraint.partial;
+    }
     this.queue = [];
     if (this.pausedSince !== undefined) {
       this.pausedTotal += now - this.pausedSince;
@@ -370,6 +419,8 @@ export class Sequence {
     if (this.finished) {
       chunk.finishReason = this.finishReason;
       chunk.metrics = this.metrics;
+      const warnings = this.constraint?.warnings;
+      if (warnings?.length) chunk.warnings = warnings.map((w) => ({ path: w.path, keyword: w.keyword, reason: w.reason }));
     }
     return chunk;
   }

@@ -22,6 +22,7 @@ export {
   type ChatCompletionCreateParamsStreaming,
   type ChatCompletionCreateParamsNonStreaming,
   type ChatCompletionMessageParam,
+  type ResponseFormatParam,
   type ChatCompletionContentPartText,
   type ChatCompletionTokenLogprob,
   type ChatCompletionTopLogprob,
@@ -49,6 +50,11 @@ export type {
   SpeculativeMethod,
   SpeculativeOptions,
   SpeculativeMetrics,
+  ResponseFormat,
+  JsonEvent,
+  JsonPath,
+  JsonType,
+  JsonEventKind,
 } from '@intab/engine/contract';
 
 // Errors raised in the worker arrive as these classes, with their fields (instanceof works).

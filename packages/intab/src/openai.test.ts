@@ -118,6 +118,17 @@ describe('toGenerateRequest', () => {
     expect(err({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }).field).toBe('messages[0].content[0]');
     expect(err({ messages, temperature: 'hot' }).field).toBe('temperature');
     expect(err({ messages, stop: [1] }).field).toBe('stop');
+    expect(err({ messages, response_format: { type: 'xml' } }).field).toBe('response_format.type');
+    expect(err({ messages, response_format: { type: 'json_schema' } }).field).toBe('response_format.json_schema');
+  });
+
+  test('response_format maps to the constrained formats (a schema is always enforced; strict: false only drops what cannot be)', () => {
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
+    expect(toGenerateRequest({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema, strict: true } } }).responseFormat).toEqual({ type: 'json_schema', schema, strict: true });
+    expect(toGenerateRequest({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } }).responseFormat).toEqual({ type: 'json_schema', schema, strict: true });
+    expect(toGenerateRequest({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema, strict: false } } }).responseFormat).toEqual({ type: 'json_schema', schema, strict: false });
+    expect(toGenerateRequest({ messages, response_format: { type: 'json_object' } }).responseFormat).toEqual({ type: 'json_object' });
+    expect(toGenerateRequest({ messages, response_format: { type: 'text' } }).responseFormat).toBeUndefined();
   });
 });
 

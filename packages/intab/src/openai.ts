@@ -48,7 +48,18 @@ export interface ChatCompletionCreateParamsBase {
   top_logprobs?: number | null;
   /** Only 1: one choice per request (send several requests to get more). */
   n?: number | null;
+  /**
+   * Structured output, enforced token by token (the output always parses and matches):
+   * `{ type: 'json_schema', json_schema: { name, schema, strict } }`, `{ type: 'json_object' }` or `{ type: 'text' }`.
+   * `strict: false` drops schema keywords the grammar cannot enforce instead of refusing the schema.
+   */
+  response_format?: ResponseFormatParam | null;
 }
+
+export type ResponseFormatParam =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name?: string; description?: string; schema?: Record<string, unknown> | boolean; strict?: boolean | null } };
 
 export interface ChatCompletionCreateParamsStreaming extends ChatCompletionCreateParamsBase {
   stream: true;
@@ -192,6 +203,18 @@ export function toGenerateRequest(p: ChatCompletionCreateParams): GenerateReques
   if (p.logprobs === true) {
     r.logprobs = true;
     if (topLogprobs !== undefined) r.topLogprobs = topLogprobs;
+  }
+  const format = p.response_format;
+  if (format !== null && format !== undefined) {
+    if (typeof format !== 'object') throw new InvalidRequestError('response_format', format, "{ type: 'json_schema', json_schema: { schema } }, { type: 'json_object' } or { type: 'text' }");
+    if (format.type === 'json_object') r.responseFormat = { type: 'json_object' };
+    else if (format.type === 'json_schema') {
+      const js = format.json_schema;
+      if (typeof js !== 'object' || js === null) throw new InvalidRequestError('response_format.json_schema', js, '{ name, schema, strict? }');
+      // OpenAI's strict defaults to false (its structured outputs then are best effort); here a schema is always
+      // enforced, and strict: false only lets keywords the grammar cannot enforce be dropped instead of refused.
+      r.responseFormat = { type: 'json_schema', schema: js.schema ?? {}, strict: js.strict !== false };
+    } else if (format.type !== 'text') throw new InvalidRequestError('response_format.type', (format as { type?: unknown }).type, "'json_schema', 'json_object' or 'text'");
   }
   return r;
 }

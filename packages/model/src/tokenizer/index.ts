@@ -11,3 +11,4 @@ export {
   type ChatTemplateSource, type NamedChatTemplate, type ChatMessage, type ApplyChatTemplateOptions,
 } from './chat-template.ts';
 export { createDetokenizer, type Detokenizer, type DetokenizerOptions } from './detokenizer.ts';
+export { tokenBytes } from './token-bytes.ts';

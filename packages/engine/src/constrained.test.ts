@@ -1,0 +1,169 @@
+// Constrained decoding through the engine, over the CPU reference runner: a generated model with Qwen3's real
+// vocabulary (151k byte-level BPE tokens) and random weights, so only the grammar stands between it and garbage.
+// JSON Schema, any-JSON, GBNF and regex outputs always match (ajv is the oracle for schemas), partial-JSON events
+// rebuild the document, forced text costs no steps, it works batched, with speculative decoding and aborts, and
+// bad formats fail typed before any step.
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { assembleJson, GrammarSyntaxError, UnsupportedSchemaError } from '@intab/grammar';
+import { configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
+import { canonicalHfName, fixtureConfig, makeTensors } from '@intab/model/reference';
+import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
+import type { Chunk, GenerateRequest, JsonEvent } from './contract.ts';
+import { Engine } from './engine.ts';
+import { InvalidRequestError, TokenizerRequiredError } from './errors.ts';
+import { ReferenceRunner } from './reference-runner.ts';
+
+let tokenizer: Tokenizer;
+let config: LlamaConfig;
+let tensors: Map<string, Float32Array>;
+
+beforeAll(() => {
+  tokenizer = loadTokenizer({ ...realTokenizerFiles('qwen3'), file: 'qwen3/tokenizer.json' });
+  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: 1, tie_word_embeddings: true };
+  config = configFromHf(json, 'qwen3-vocab/config.json');
+  tensors = new Map();
+  for (const [name, t] of makeTensors(json, 7)) {
+    const c = canonicalHfName(name);
+    if (typeof c === 'string') tensors.set(c, t.data);
+  }
+});
+
+function setup(o: { tokenizer?: boolean; maxBatch?: number } = {}) {
+  const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: 64, pageSize: 16, maxBatch: 8, yieldEachStep: false });
+  const engine = new Engine({ runner, tokenizer: o.tokenizer === false ? undefined : tokenizer, options: { seed: 5, maxBatch: o.maxBatch ?? 8 } });
+  return { runner, engine };
+}
+
+async function collect(e: Engine, id: number): Promise<{ ids: number[]; text: string; chunks: Chunk[]; last: Chunk }> {
+  const ids: number[] = [];
+  const chunks: Chunk[] = [];
+  let text = '';
+  for (;;) {
+    const c = await e.next(id);
+    chunks.push(c);
+    ids.push(...c.ids);
+    text += c.text;
+    if (c.finishReason) return { ids, text, chunks, last: c };
+  }
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+
+const PERSON = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 12 },
+    age: { type: 'integer', minimum: 0, maximum: 120 },
+    email: { type: 'string', format: 'email' },
+    tags: { type: 'array', items: { enum: ['a', 'b', 'c'] }, maxItems: 3 },
+    kind: { const: 'person' },
+  },
+  required: ['name', 'age', 'kind'],
+  additionalProperties: false,
+};
+
+const base = { prompt: 'Give me a JSON object:', maxTokens: 120, temperature: 1, seed: 1 } satisfies GenerateRequest;
+
+describe('constrained decoding with a 151k vocabulary', () => {
+  test('json_schema: every output parses and validates; events rebuild it; forced text costs no steps', { timeout: 120_000 }, async () => {
+    const { engine, runner } = setup();
+    const validate = ajv.compile(PERSON);
+    for (const seed of [1, 2, 3]) {
+      const stepsBefore = runner.log.length;
+      const r = await collect(engine, await engine.start({ ...base, seed, responseFormat: { type: 'json_schema', schema: PERSON } }));
+      expect(r.last.finishReason, r.text).toBe('stop');
+      const value = JSON.parse(r.text);
+      expect(validate(value), `${r.text}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      // the events, replayed, give the document; the last chunk's partial is the parsed value
+      const events = r.chunks.flatMap((c) => c.json ?? []);
+      expect(assembleJson(events)).toEqual(value);
+      expect(r.last.partial).toEqual(value);
+      expect(events.filter((e: JsonEvent) => e.kind === 'key').map((e) => e.path.at(-1))).toEqual(Object.keys(value));
+      // `{"name":"` and `"kind":"person"` are forced: fewer steps than tokens
+      const steps = runner.log.length - stepsBefore;
+      expect(steps).toBeLessThan(r.ids.length);
+    }
+  });
+
+  test('json_object, GBNF and regex outputs match their format', { timeout: 120_000 }, async () => {
+    const { engine } = setup();
+    const any = await collect(engine, await engine.start({ ...base, maxTokens: 60, responseFormat: { type: 'json_object' } }));
+    if (any.last.finishReason === 'stop') expect(() => JSON.parse(any.text)).not.toThrow();
+    else expect(any.last.finishReason).toBe('length');
+    const gbnf = 'root ::= "color: " ("red" | "green" | "blue") "." ';
+    const g = await collect(engine, await engine.start({ ...base, grammar: gbnf }));
+    expect(g.text).toMatch(/^color: (red|green|blue)\.$/);
+    expect(g.last.finishReason).toBe('stop');
+    const re = await collect(engine, await engine.start({ ...base, regex: '[0-9]{3}-[a-z]{2,4}' }));
+    expect(re.text).toMatch(/^[0-9]{3}-[a-z]{2,4}$/);
+  });
+
+  test('batched: four requests with different formats share steps, each valid', { timeout: 120_000 }, async () => {
+    const { engine, runner } = setup();
+    const schema2 = { type: 'array', items: { type: 'integer', minimum: 1, maximum: 9 }, minItems: 2, maxItems: 4 };
+    const requests: GenerateRequest[] = [
+      { ...base, seed: 4, responseFormat: { type: 'json_schema', schema: PERSON } },
+      { ...base, seed: 5, responseFormat: { type: 'json_schema', schema: schema2 } },
+      { ...base, seed: 6, regex: '(yes|no)!' },
+      { ...base, seed: 7, maxTokens: 8, temperature: 0 }, // unconstrained, beside them
+    ];
+    const ids = await Promise.all(requests.map((r) => engine.start(r)));
+    const outs = await Promise.all(ids.map((id) => collect(engine, id)));
+    expect(ajv.validate(PERSON, JSON.parse(outs[0].text))).toBe(true);
+    expect(ajv.validate(schema2, JSON.parse(outs[1].text))).toBe(true);
+    expect(outs[2].text).toMatch(/^(yes|no)!$/);
+    expect(outs[3].ids).toHaveLength(8);
+    expect(runner.log.some((s) => s.length >= 3)).toBe(true);
+    expect(engine.stats().freePages).toBe(64);
+  });
+
+  test('with speculative decoding: the same ids as without, still valid', { timeout: 120_000 }, async () => {
+    const r = { ...base, seed: 9, responseFormat: { type: 'json_schema' as const, schema: PERSON } };
+    const a = setup();
+    const p = await collect(a.engine, await a.engine.start(r));
+    for (const method of ['ngram', 'self'] as const) {
+      const b = setup();
+      const s = await collect(b.engine, await b.engine.start({ ...r, speculative: { method, k: 3, adaptive: false } }));
+      expect(s.ids, method).toEqual(p.ids);
+      expect(s.last.metrics!.speculative!.verifySteps, method).toBeGreaterThan(0);
+      expect(ajv.validate(PERSON, JSON.parse(s.text))).toBe(true);
+    }
+  });
+
+  test('maxTokens cuts a document short: finish length, the partial document so far', { timeout: 60_000 }, async () => {
+    const { engine } = setup();
+    const r = await collect(engine, await engine.start({ ...base, maxTokens: 6, responseFormat: { type: 'json_schema', schema: PERSON } }));
+    expect(r.last.finishReason).toBe('length');
+    expect(() => JSON.parse(r.text)).toThrow();
+    expect(r.last.partial).toMatchObject({});
+  });
+
+  test('abort mid-document frees the pages', { timeout: 60_000 }, async () => {
+    const { engine } = setup();
+    const controller = new AbortController();
+    const id = await engine.start({ ...base, responseFormat: { type: 'json_schema', schema: PERSON } }, controller.signal);
+    const first = await engine.next(id);
+    controller.abort();
+    let last = first;
+    while (!last.finishReason) last = await engine.next(id);
+    expect(last.finishReason).toBe('abort');
+    expect(engine.stats()).toMatchObject({ freePages: 64, streams: 0 });
+  });
+
+  test('bad formats fail typed at start, before any step', async () => {
+    const { engine, runner } = setup();
+    await expect(engine.start({ ...base, responseFormat: { type: 'json_schema', schema: { type: 'string', not: { const: 'x' } } } })).rejects.toBeInstanceOf(UnsupportedSchemaError);
+    await expect(engine.start({ ...base, grammar: 'root ::= ("a" ' })).rejects.toBeInstanceOf(GrammarSyntaxError);
+    await expect(engine.start({ ...base, grammar: 'root ::= "a"', regex: 'a' })).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(engine.start({ ...base, responseFormat: { type: 'xml' } as never })).rejects.toThrow(/'json_schema', 'json_object', 'grammar' or 'regex'/);
+    const noTok = setup({ tokenizer: false });
+    await expect(noTok.engine.start({ promptIds: [1, 2], responseFormat: { type: 'json_object' } })).rejects.toBeInstanceOf(TokenizerRequiredError);
+    expect(runner.log).toHaveLength(0);
+    // lenient: the unsupported keyword is dropped and reported on the last chunk
+    const lenient = await collect(engine, await engine.start({ ...base, maxTokens: 30, responseFormat: { type: 'json_schema', schema: { type: 'string', maxLength: 8, not: { const: 'x' } }, strict: false } }));
+    expect(lenient.last.warnings?.map((w) => w.keyword)).toContain('not');
+  });
+});

@@ -1,0 +1,52 @@
+// The byte-level matcher contract every compiled grammar (JSON Schema, regex, GBNF) satisfies.
+// The token-mask code walks a tokenizer's vocabulary trie with step(); states are immutable and interned, so a DFS
+// can keep old states for rollback and key() can index a per-state mask cache.
+
+declare const grammarStateBrand: unique symbol;
+
+/** An immutable parser state: advancing returns a new state; old states stay valid (DFS over a token trie, rollback). */
+export type GrammarState = { readonly [grammarStateBrand]: true };
+
+/** One keyword or construct that lenient compilation dropped (or strict compilation refused). */
+export interface GrammarWarning {
+  /** JSON pointer into the schema (or a position description for regex/GBNF). */
+  readonly path: string;
+  readonly keyword: string;
+  readonly reason: string;
+}
+
+export interface Grammar {
+  readonly initial: GrammarState;
+  /** The state after one more byte of UTF-8 output, or null when the grammar forbids that byte here. */
+  step(state: GrammarState, byte: number): GrammarState | null;
+  /** Whether the document may end in this state (EOS allowed). */
+  accepting(state: GrammarState): boolean;
+  /** A string equal for two states iff they accept the same future (used to cache token masks per state); must be cheap. */
+  key(state: GrammarState): string;
+  /** Whether no byte can follow (the document is complete and nothing may be appended). */
+  finished(state: GrammarState): boolean;
+  /** Keywords/constructs dropped in lenient mode, with their JSON-pointer paths (empty when everything is enforced). */
+  readonly warnings: readonly GrammarWarning[];
+}
+
+/** Options shared by every compiler. */
+export interface CompileOptions {
+  /** Default true: unsupported keywords throw UnsupportedSchemaError; false drops them and lists them in `warnings`. */
+  strict?: boolean;
+  /** Default 'compact': no whitespace between JSON tokens. 'pretty' = 2-space indent with newlines. */
+  whitespace?: 'compact' | 'pretty' | { indent: number };
+}
+
+/** Feeds a whole string (as UTF-8) through a grammar; returns the final state or null if some byte was refused. */
+export function advance(grammar: Grammar, state: GrammarState | null, text: string | Uint8Array): GrammarState | null {
+  const bytes = typeof text === 'string' ? new TextEncoder().encode(text) : text;
+  let s = state;
+  for (let i = 0; i < bytes.length && s !== null; i++) s = grammar.step(s, bytes[i]!);
+  return s;
+}
+
+/** Whether the grammar accepts exactly this document. */
+export function matches(grammar: Grammar, text: string | Uint8Array): boolean {
+  const s = advance(grammar, grammar.initial, text);
+  return s !== null && grammar.accepting(s);
+}

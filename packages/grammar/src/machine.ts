@@ -1,0 +1,347 @@
+// Character machines: deterministic automata over Unicode scalar values, built lazily (a state's transitions are
+// computed the first time they are asked for). Regex patterns, formats, length limits, key exclusions and number
+// ranges are all machines, so that `pattern` ∧ `maxLength` ∧ `format` is just a product, and an extra property's
+// key "any string but the declared names" is a complement. The byte-level grammar embeds a machine state by state,
+// so only the states a document actually visits are ever built.
+
+import type { CharSet } from './charset.ts';
+import { MAX_CP } from './charset.ts';
+
+/** The transitions of one state: disjoint sorted ranges [lo0, hi0, lo1, hi1, ...], targets[i] for pair i. */
+export interface Trans {
+  readonly ranges: readonly number[];
+  readonly targets: readonly number[];
+}
+
+const NO_TRANS: Trans = { ranges: [], targets: [] };
+const LIVENESS_BUDGET = 200_000;
+
+export class MachineTooLargeError extends Error {
+  constructor(what: string) {
+    super(what);
+    this.name = 'MachineTooLargeError';
+  }
+}
+
+/** A deterministic automaton over code points; states are small integers, `start` is -1 for the empty language. */
+export abstract class CharMachine {
+  abstract readonly start: number;
+  abstract accepting(q: number): boolean;
+  protected abstract compute(q: number): Trans;
+
+  private readonly transCache: Trans[] = [];
+  private readonly liveMemo: (boolean | undefined)[] = [];
+
+  next(q: number): Trans {
+    let t = this.transCache[q];
+    if (t === undefined) {
+      t = this.compute(q);
+      this.transCache[q] = t;
+    }
+    return t;
+  }
+
+  /** Whether some accepting state is reachable from q (a state that is not live must never be entered). */
+  live(q: number): boolean {
+    const m = this.liveMemo[q];
+    if (m !== undefined) return m;
+    // BFS with parent links: on success every state on the found path is live; on failure everything seen is dead.
+    const parent = new Map<number, number>([[q, -1]]);
+    const queue = [q];
+    for (let head = 0; head < queue.length; head++) {
+      const s = queue[head]!;
+      const known = this.liveMemo[s];
+      if (known === false) continue;
+      if (known === true || this.accepting(s)) {
+        for (let p = s; p !== -1; p = parent.get(p)!) this.liveMemo[p] = true;
+        return true;
+      }
+      if (queue.length > LIVENESS_BUDGET) throw new MachineTooLargeError('string constraint automaton too large to analyse');
+      const t = this.next(s);
+      for (const u of t.targets) {
+        if (!parent.has(u)) {
+          parent.set(u, s);
+          queue.push(u);
+        }
+      }
+    }
+    for (const s of queue) this.liveMemo[s] = false;
+    return false;
+  }
+
+  isEmpty(): boolean {
+    return this.start < 0 || !this.live(this.start);
+  }
+
+  /** Runs the machine over a string (code points); returns the final state or -1. */
+  run(text: string): number {
+    let q = this.start;
+    for (const ch of text) {
+      if (q < 0) return -1;
+      q = step(this.next(q), ch.codePointAt(0)!);
+    }
+    return q;
+  }
+
+  matches(text: string): boolean {
+    const q = this.run(text);
+    return q >= 0 && this.accepting(q);
+  }
+}
+
+/** The target of code point cp in a transition list, or -1. */
+export function step(t: Trans, cp: number): number {
+  const r = t.ranges;
+  for (let i = 0; i < r.length; i += 2) if (cp >= r[i]! && cp <= r[i + 1]!) return t.targets[i >> 1]!;
+  return -1;
+}
+
+/** Interns arbitrary state descriptions (strings) to dense ids. */
+export class Interner<T> {
+  readonly items: T[] = [];
+  private readonly ids = new Map<string, number>();
+  id(key: string, make: () => T): number {
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.items.length;
+      this.items.push(make());
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+/** Builds a Trans from possibly-unsorted (lo, hi, target) triples whose ranges are disjoint; merges adjacent equal targets. */
+export function makeTrans(triples: number[]): Trans {
+  if (triples.length === 0) return NO_TRANS;
+  const idx: number[] = [];
+  for (let i = 0; i < triples.length; i += 3) idx.push(i);
+  idx.sort((a, b) => triples[a]! - triples[b]!);
+  const ranges: number[] = [];
+  const targets: number[] = [];
+  for (const i of idx) {
+    const lo = triples[i]!;
+    const hi = triples[i + 1]!;
+    const to = triples[i + 2]!;
+    const n = targets.length;
+    if (n > 0 && targets[n - 1] === to && ranges[2 * n - 1]! + 1 >= lo) ranges[2 * n - 1] = Math.max(hi, ranges[2 * n - 1]!);
+    else {
+      ranges.push(lo, hi);
+      targets.push(to);
+    }
+  }
+  return { ranges, targets };
+}
+
+// ---- concrete machines ----
+
+/** All strings whose length in code points lies in [min, max] (max may be Infinity). */
+export class LengthMachine extends CharMachine {
+  readonly start = 0;
+  private readonly cap: number;
+  constructor(
+    readonly min: number,
+    readonly max: number,
+  ) {
+    super();
+    this.cap = Number.isFinite(max) ? max : min;
+  }
+  accepting(q: number): boolean {
+    return q >= this.min && q <= this.max;
+  }
+  protected compute(q: number): Trans {
+    if (q >= this.max) return NO_TRANS;
+    return { ranges: [0, MAX_CP], targets: [Math.min(q + 1, this.cap)] };
+  }
+}
+
+/** Exactly the given strings (a trie); `complement()` of it is "any string but these". */
+export class LiteralsMachine extends CharMachine {
+  readonly start = 0;
+  private readonly kids: Map<number, number>[] = [new Map()];
+  private readonly final: boolean[] = [false];
+  constructor(words: readonly string[]) {
+    super();
+    for (const w of words) {
+      let q = 0;
+      for (const ch of w) {
+        const cp = ch.codePointAt(0)!;
+        let n = this.kids[q]!.get(cp);
+        if (n === undefined) {
+          n = this.kids.length;
+          this.kids.push(new Map());
+          this.final.push(false);
+          this.kids[q]!.set(cp, n);
+        }
+        q = n;
+      }
+      this.final[q] = true;
+    }
+  }
+  accepting(q: number): boolean {
+    return this.final[q]!;
+  }
+  protected compute(q: number): Trans {
+    const t: number[] = [];
+    for (const [cp, n] of this.kids[q]!) t.push(cp, cp, n);
+    return makeTrans(t);
+  }
+}
+
+/** Strings in both (all) machines. */
+export class ProductMachine extends CharMachine {
+  readonly start: number;
+  private readonly pairs = new Interner<[number, number]>();
+  constructor(
+    private readonly a: CharMachine,
+    private readonly b: CharMachine,
+  ) {
+    super();
+    this.start = a.start < 0 || b.start < 0 ? -1 : this.pair(a.start, b.start);
+  }
+  private pair(x: number, y: number): number {
+    return this.pairs.id(`${x},${y}`, () => [x, y]);
+  }
+  accepting(q: number): boolean {
+    const [x, y] = this.pairs.items[q]!;
+    return this.a.accepting(x) && this.b.accepting(y);
+  }
+  protected compute(q: number): Trans {
+    const [x, y] = this.pairs.items[q]!;
+    const ta = this.a.next(x);
+    const tb = this.b.next(y);
+    const out: number[] = [];
+    const ra = ta.ranges;
+    const rb = tb.ranges;
+    let i = 0;
+    let j = 0;
+    while (i < ra.length && j < rb.length) {
+      const lo = Math.max(ra[i]!, rb[j]!);
+      const hi = Math.min(ra[i + 1]!, rb[j + 1]!);
+      if (lo <= hi) out.push(lo, hi, this.pair(ta.targets[i >> 1]!, tb.targets[j >> 1]!));
+      if (ra[i + 1]! < rb[j + 1]!) i += 2;
+      else j += 2;
+    }
+    return makeTrans(out);
+  }
+}
+
+/** Strings the machine rejects (the machine is deterministic, so flipping acceptance after completing it is exact). */
+export class ComplementMachine extends CharMachine {
+  readonly start: number;
+  // state 0 is the sink (everything after it is accepted); state k+1 is m's state k
+  constructor(private readonly m: CharMachine) {
+    super();
+    this.start = m.start < 0 ? 0 : m.start + 1;
+  }
+  accepting(q: number): boolean {
+    return q === 0 || !this.m.accepting(q - 1);
+  }
+  protected compute(q: number): Trans {
+    if (q === 0) return { ranges: [0, MAX_CP], targets: [0] };
+    const t = this.m.next(q - 1);
+    const out: number[] = [];
+    let next = 0;
+    for (let i = 0; i < t.ranges.length; i += 2) {
+      if (t.ranges[i]! > next) out.push(next, t.ranges[i]! - 1, 0);
+      out.push(t.ranges[i]!, t.ranges[i + 1]!, t.targets[i >> 1]! + 1);
+      next = t.ranges[i + 1]! + 1;
+    }
+    if (next <= MAX_CP) out.push(next, MAX_CP, 0);
+    return makeTrans(out);
+  }
+}
+
+/** A nondeterministic automaton over code-point sets, determinized lazily (subset construction on demand). */
+export class Nfa {
+  readonly eps: number[][] = [];
+  readonly sets: CharSet[][] = [];
+  readonly tos: number[][] = [];
+  accept = -1;
+  state(): number {
+    this.eps.push([]);
+    this.sets.push([]);
+    this.tos.push([]);
+    return this.eps.length - 1;
+  }
+  get size(): number {
+    return this.eps.length;
+  }
+}
+
+export class NfaMachine extends CharMachine {
+  readonly start: number;
+  private readonly subsets = new Interner<number[]>();
+  constructor(
+    private readonly nfa: Nfa,
+    startState: number,
+  ) {
+    super();
+    this.start = this.intern(this.closure([startState]));
+  }
+  private closure(seed: number[]): number[] {
+    const seen = new Set<number>(seed);
+    const stack = [...seed];
+    while (stack.length) {
+      const s = stack.pop()!;
+      for (const t of this.nfa.eps[s]!) {
+        if (!seen.has(t)) {
+          seen.add(t);
+          stack.push(t);
+        }
+      }
+    }
+    // keep only states that matter: those with char edges, and the accept state
+    const out: number[] = [];
+    for (const s of seen) if (this.nfa.sets[s]!.length > 0 || s === this.nfa.accept) out.push(s);
+    return out.sort((a, b) => a - b);
+  }
+  private intern(set: number[]): number {
+    if (set.length === 0) return -1;
+    return this.subsets.id(set.join(','), () => set);
+  }
+  accepting(q: number): boolean {
+    return this.subsets.items[q]!.includes(this.nfa.accept);
+  }
+  protected compute(q: number): Trans {
+    const members = this.subsets.items[q]!;
+    // collect (lo, hi, nfaTarget) edges, split at all boundaries, group targets per elementary interval
+    const edges: number[] = [];
+    const cuts = new Set<number>();
+    for (const s of members) {
+      const sets = this.nfa.sets[s]!;
+      const tos = this.nfa.tos[s]!;
+      for (let e = 0; e < sets.length; e++) {
+        const cs = sets[e]!;
+        for (let i = 0; i < cs.length; i += 2) {
+          edges.push(cs[i]!, cs[i + 1]!, tos[e]!);
+          cuts.add(cs[i]!);
+          cuts.add(cs[i + 1]! + 1);
+        }
+      }
+    }
+    if (edges.length === 0) return NO_TRANS;
+    const points = [...cuts].sort((a, b) => a - b);
+    const out: number[] = [];
+    for (let k = 0; k + 1 < points.length; k++) {
+      const lo = points[k]!;
+      const hi = points[k + 1]! - 1;
+      const targets: number[] = [];
+      for (let i = 0; i < edges.length; i += 3) if (edges[i]! <= lo && hi <= edges[i + 1]!) targets.push(edges[i + 2]!);
+      if (targets.length === 0) continue;
+      const to = this.intern(this.closure(targets));
+      if (to >= 0) out.push(lo, hi, to);
+    }
+    return makeTrans(out);
+  }
+}
+
+/** Intersection of several machines (undefined entries skipped); null when the list is empty. */
+export function intersectAll(ms: readonly CharMachine[]): CharMachine | null {
+  let acc: CharMachine | null = null;
+  for (const m of ms) acc = acc === null ? m : new ProductMachine(acc, m);
+  return acc;
+}

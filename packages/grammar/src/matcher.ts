@@ -1,0 +1,194 @@
+// The runtime: a Grammar over a Graph. A state is an interned set of configurations (node, return stack); stacks are
+// hash-consed persistent lists, so equal states are the same object and key() is a precomputed id string. Each
+// state caches its transitions per byte, so after warm-up step() is two array loads; a miss computes the closure
+// (epsilon moves, rule calls with tail-call elimination, returns) of the nodes reached by the byte.
+
+import { IntabGrammarError } from './errors.ts';
+import type { Grammar, GrammarState, GrammarWarning } from './grammar.ts';
+import { GNode, type Graph, type Rule } from './graph.ts';
+
+class Stack {
+  kids: Map<number, Stack> | null = null;
+  constructor(
+    readonly id: number,
+    readonly ret: GNode | null,
+    readonly parent: Stack | null,
+  ) {}
+}
+
+class State {
+  next: (State | null | undefined)[] | null = null;
+  constructor(
+    readonly id: number,
+    readonly key: string,
+    readonly nodes: readonly GNode[],
+    readonly stacks: readonly Stack[],
+    readonly accepting: boolean,
+    readonly finished: boolean,
+  ) {}
+}
+
+const FINAL = new GNode(-1);
+const MAX_CLOSURE = 200_000;
+
+export class RtnGrammar implements Grammar {
+  readonly initial: GrammarState;
+  private readonly empty = new Stack(0, null, null);
+  private stackCount = 1;
+  private readonly states = new Map<string, State>();
+
+  /** `live`: skip nodes the analysis marked dead (off only while checking enum literals before analysis). */
+  constructor(
+    readonly graph: Graph,
+    readonly root: Rule,
+    readonly warnings: readonly GrammarWarning[],
+    private readonly live = true,
+  ) {
+    const init = this.intern(this.closure([root.start], [this.empty]));
+    if (init === null) throw new IntabGrammarError('grammar accepts nothing');
+    this.initial = init as unknown as GrammarState;
+  }
+
+  step(state: GrammarState, byte: number): GrammarState | null {
+    const s = state as unknown as State;
+    const n = s.next;
+    if (n !== null) {
+      const r = n[byte];
+      if (r !== undefined) return r as unknown as GrammarState | null;
+    }
+    return this.slowStep(s, byte) as unknown as GrammarState | null;
+  }
+
+  accepting(state: GrammarState): boolean {
+    return (state as unknown as State).accepting;
+  }
+
+  finished(state: GrammarState): boolean {
+    return (state as unknown as State).finished;
+  }
+
+  key(state: GrammarState): string {
+    return (state as unknown as State).key;
+  }
+
+  /** Number of interned states (for tests and memory reports). */
+  get stateCount(): number {
+    return this.states.size;
+  }
+
+  private slowStep(s: State, byte: number): State | null {
+    const seeds: GNode[] = [];
+    const seedStacks: Stack[] = [];
+    for (let c = 0; c < s.nodes.length; c++) {
+      const n = s.nodes[c]!;
+      const lo = n.lo;
+      for (let e = 0; e < lo.length; e++) {
+        if (byte >= lo[e]! && byte <= n.hi[e]!) {
+          const t = n.to[e]!;
+          if (!this.live || t.live) {
+            seeds.push(t);
+            seedStacks.push(s.stacks[c]!);
+          }
+        }
+      }
+    }
+    const r = seeds.length ? this.intern(this.closure(seeds, seedStacks)) : null;
+    if (s.next === null) s.next = new Array<State | null | undefined>(256).fill(undefined);
+    s.next[byte] = r;
+    return r;
+  }
+
+  private push(s: Stack, ret: GNode): Stack {
+    if (s.kids === null) s.kids = new Map();
+    let k = s.kids.get(ret.id);
+    if (k === undefined) {
+      k = new Stack(this.stackCount++, ret, s);
+      s.kids.set(ret.id, k);
+    }
+    return k;
+  }
+
+  private closure(seeds: GNode[], seedStacks: Stack[]): [GNode[], Stack[]] {
+    const outN: GNode[] = [];
+    const outS: Stack[] = [];
+    const seen = new Set<string>();
+    const wn = [...seeds];
+    const ws = [...seedStacks];
+    let work = 0;
+    while (wn.length) {
+      const n = wn.pop()!;
+      const st = ws.pop()!;
+      const k = `${n.id},${st.id}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      if (++work > MAX_CLOSURE) {
+        throw new IntabGrammarError('grammar closure did not terminate (a rule calls itself before consuming input): rewrite left-recursive rules');
+      }
+      if (n.expand !== null) {
+        const f = n.expand;
+        n.expand = null;
+        f();
+      }
+      if (n.lo.length > 0) {
+        outN.push(n);
+        outS.push(st);
+      }
+      for (const t of n.eps) {
+        if (!this.live || t.live) {
+          wn.push(t);
+          ws.push(st);
+        }
+      }
+      for (let i = 0; i < n.calls.length; i++) {
+        const rule = n.calls[i]!;
+        const ret = n.rets[i]!;
+        if (this.live && (!rule.productive || !ret.live)) continue;
+        const tail = ret.endOf !== null && ret.lo.length === 0 && ret.eps.length === 0 && ret.calls.length === 0;
+        wn.push(rule.start);
+        ws.push(tail ? st : this.push(st, ret));
+      }
+      if (n.endOf !== null) {
+        if (st.ret === null) {
+          if (n.endOf === this.root) {
+            outN.push(FINAL);
+            outS.push(st);
+          }
+        } else {
+          wn.push(st.ret);
+          ws.push(st.parent!);
+        }
+      }
+    }
+    return [outN, outS];
+  }
+
+  private intern([nodes, stacks]: [GNode[], Stack[]]): State | null {
+    if (nodes.length === 0) return null;
+    const idx = nodes.map((_, i) => i);
+    idx.sort((a, b) => nodes[a]!.id - nodes[b]!.id || stacks[a]!.id - stacks[b]!.id);
+    const ns: GNode[] = [];
+    const ss: Stack[] = [];
+    let key = '';
+    let accepting = false;
+    let onlyFinal = true;
+    for (const i of idx) {
+      const n = nodes[i]!;
+      const s = stacks[i]!;
+      const l = ns.length;
+      if (l > 0 && ns[l - 1] === n && ss[l - 1] === s) continue;
+      if (n === FINAL) accepting = true;
+      else {
+        onlyFinal = false;
+        ns.push(n);
+        ss.push(s);
+      }
+      key += `${n.id}.${s.id};`;
+    }
+    let st = this.states.get(key);
+    if (st === undefined) {
+      st = new State(this.states.size, String(this.states.size), ns, ss, accepting, accepting && onlyFinal);
+      this.states.set(key, st);
+    }
+    return st;
+  }
+}

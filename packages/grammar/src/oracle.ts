@@ -1,0 +1,62 @@
+// The test oracle: ajv 8 (+ ajv-formats, full mode) for the draft a schema declares. Draft-04 schemas are converted
+// to draft-07 for ajv (which dropped draft-04): `id` -> `$id`, boolean exclusiveMinimum/Maximum -> numbers.
+// Test-only (ajv is a devDependency).
+
+import Ajv07 from 'ajv';
+import Ajv2019 from 'ajv/dist/2019.js';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { draftOf } from './schema-refs.ts';
+
+type Validate = (data: unknown) => boolean;
+type AjvLike = { compile(s: unknown): Validate; addSchema(s: unknown, key: string): unknown };
+
+const def = <T>(m: T): T => ((m as { default?: T }).default ?? m) as T;
+
+function make(cls: unknown, remotes: Record<string, unknown>): AjvLike {
+  const C = def(cls) as new (o: object) => AjvLike;
+  const ajv = new C({ strict: false, allErrors: false, validateSchema: false, logger: false, unicodeRegExp: true });
+  (def(addFormats) as unknown as (a: AjvLike) => void)(ajv);
+  for (const [uri, s] of Object.entries(remotes)) {
+    try {
+      ajv.addSchema(s, uri);
+    } catch {
+      // a remote ajv cannot take (another draft): cases that use it fail to compile in ajv and are skipped
+    }
+  }
+  return ajv;
+}
+
+export function fromDraft4(s: unknown): unknown {
+  if (Array.isArray(s)) return s.map(fromDraft4);
+  if (s === null || typeof s !== 'object') return s;
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s as Record<string, unknown>)) {
+    if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples') o[k] = v;
+    else o[k] = fromDraft4(v);
+  }
+  if (typeof o.id === 'string' && o.$id === undefined) {
+    o.$id = o.id;
+    delete o.id;
+  }
+  if (typeof o.$schema === 'string' && o.$schema.includes('draft-04')) o.$schema = 'http://json-schema.org/draft-07/schema#';
+  for (const [ex, lim] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+    if (typeof o[ex] === 'boolean') {
+      if (o[ex] === true && typeof o[lim] === 'number') {
+        o[ex] = o[lim];
+        delete o[lim];
+      } else delete o[ex];
+    }
+  }
+  return o;
+}
+
+/** A validator for the schema under the draft it declares (default 2020-12 for the test suite, draft-07 otherwise). */
+export function oracle(schema: unknown, opts: { defaultDraft?: number; remotes?: Record<string, unknown> } = {}): Validate {
+  const draft = draftOf(schema, opts.defaultDraft ?? 7);
+  const remotes = opts.remotes ?? {};
+  if (draft <= 4) return make(Ajv07, remotes).compile(fromDraft4(schema));
+  if (draft <= 7) return make(Ajv07, remotes).compile(schema);
+  if (draft === 2019) return make(Ajv2019, remotes).compile(schema);
+  return make(Ajv2020, remotes).compile(schema);
+}

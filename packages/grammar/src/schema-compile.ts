@@ -1,0 +1,585 @@
+// JSON Schema -> byte grammar. A value rule per distinct set of schemas (memoized, so $ref cycles become rule
+// cycles). Each rule: the schemas' in-place combinators ($ref, allOf, anyOf, oneOf) are flattened into branches
+// (a disjunction of conjunctions of plain schema objects); each branch is merged per JSON type and emitted as
+// alternatives. enum/const values become literal tries, filtered by the branch's other keywords (checked by running
+// the branch's own grammar on each literal). Objects and arrays are in schema-structs.ts.
+
+import { ANY as ANY_CHARS } from './charset.ts';
+import { IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
+import { formatMachines, numberFormat, stringFormatKind } from './formats.ts';
+import type { CompileOptions, Grammar, GrammarWarning } from './grammar.ts';
+import { Graph, type GNode, type Rule } from './graph.ts';
+import { intersectAll, LengthMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
+import { RtnGrammar } from './matcher.ts';
+import { nextDouble, NumberMachine, prevDouble } from './numbers.ts';
+import { RegexError, regexMachine } from './regex.ts';
+import { Registry, type Schema, type SchemaInfo } from './schema-refs.ts';
+import { emitArray, emitObject } from './schema-structs.ts';
+
+export interface Part {
+  readonly s: Record<string, unknown>;
+  readonly owner: Part | null;
+  readonly info: SchemaInfo;
+}
+export type Branch = readonly Part[];
+
+const MAX_BRANCHES = 256;
+const TYPES = ['null', 'boolean', 'object', 'array', 'string', 'number', 'integer'] as const;
+type TypeName = (typeof TYPES)[number];
+
+/** Keywords that never constrain output. Unknown keywords are ignored too (validators ignore them). */
+const UNSUPPORTED_ALWAYS: Record<string, string> = {
+  $dynamicRef: 'dynamic references are not supported; use $ref',
+  $recursiveRef: 'recursive references ($recursiveRef) are not supported; use $ref',
+  dependentSchemas: 'conditional schemas are not supported',
+};
+
+export interface Whitespace {
+  /** Node after optional whitespace where a pretty printer breaks lines (after '{' '[' ',' and before '}' ']'). */
+  line(g: Graph, from: GNode): GNode;
+  /** After ':' */
+  colon(g: Graph, from: GNode): GNode;
+}
+
+function makeWhitespace(opt: CompileOptions['whitespace']): Whitespace {
+  if (opt === undefined || opt === 'compact') return { line: (_g, n) => n, colon: (_g, n) => n };
+  const indent = opt === 'pretty' ? 2 : Math.max(0, Math.min(8, Math.floor(opt.indent)));
+  const maxSpaces = indent * 24;
+  return {
+    line(g, from) {
+      // optional: "\n" then 0..maxSpaces spaces (pretty printers indent by depth; the model picks the depth)
+      const end = g.node();
+      g.eps(from, end);
+      let cur = g.text(from, '\n');
+      g.eps(cur, end);
+      for (let i = 0; i < maxSpaces; i++) {
+        cur = g.text(cur, ' ');
+        g.eps(cur, end);
+      }
+      return end;
+    },
+    colon(g, from) {
+      const end = g.node();
+      g.eps(from, end);
+      g.eps(g.text(from, ' '), end);
+      return end;
+    },
+  };
+}
+
+export class SchemaCompiler {
+  readonly g = new Graph();
+  readonly reg: Registry;
+  readonly strict: boolean;
+  readonly ws: Whitespace;
+  private readonly problems = new Map<string, UnsupportedKeyword>();
+  private readonly notes = new Map<string, GrammarWarning>();
+  private readonly rules = new Map<string, Rule>();
+  private readonly ids = new WeakMap<object, number>();
+  private nextId = 1;
+  private readonly pending: GNode[] = [];
+  private readonly checkers = new Map<Rule, RtnGrammar>();
+  private readonly scanned = new WeakSet<object>();
+
+  constructor(schema: unknown, options: CompileOptions & { remotes?: Record<string, unknown> }) {
+    this.strict = options.strict ?? true;
+    this.ws = makeWhitespace(options.whitespace);
+    if (typeof schema !== 'boolean' && (schema === null || typeof schema !== 'object' || Array.isArray(schema))) {
+      throw new InvalidSchemaError('', 'a schema must be an object or a boolean', 'Pass a JSON Schema object (for example { "type": "object", ... }).');
+    }
+    this.reg = new Registry(schema, options.remotes);
+  }
+
+  compile(): Grammar {
+    const root = this.value([this.reg.root as Schema]);
+    // deferred literal checks (enum/const filtered by their siblings) may create more deferred nodes
+    for (let i = 0; i < this.pending.length; i++) {
+      const n = this.pending[i]!;
+      const f = n.expand;
+      if (f) {
+        n.expand = null;
+        f();
+      }
+    }
+    this.checkers.clear();
+    if (this.strict && this.problems.size > 0) throw new UnsupportedSchemaError([...this.problems.values()]);
+    if (!this.g.analyze(root)) {
+      throw new InvalidSchemaError('', 'no JSON value satisfies this schema (as far as the compiler can tell)', 'Check required properties, enums, bounds and type constraints for contradictions.');
+    }
+    const warnings = [...this.problems.values(), ...this.notes.values()];
+    return new RtnGrammar(this.g, root, warnings);
+  }
+
+  // ---- reporting ----
+
+  report(part: Part | SchemaInfo | null, keyword: string, reason: string): void {
+    const path = part === null ? '' : 'info' in part ? part.info.path : part.path;
+    const k = `${path}\u0000${keyword}`;
+    if (!this.problems.has(k)) this.problems.set(k, { path, keyword, reason });
+  }
+
+  note(part: Part, keyword: string, reason: string): void {
+    const k = `${part.info.path}\u0000${keyword}`;
+    if (!this.notes.has(k)) this.notes.set(k, { path: part.info.path, keyword, reason });
+  }
+
+  idOf(o: object): number {
+    let id = this.ids.get(o);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(o, id);
+    }
+    return id;
+  }
+
+  // ---- value rules ----
+
+  /** The rule for a JSON value satisfying every schema in the list (memoized by the set of schemas). */
+  value(schemas: readonly Schema[]): Rule {
+    if (schemas.some((s) => s === false)) return this.memo('F', 'false', () => {});
+    const objs = [...new Set(schemas.filter((s): s is Record<string, unknown> => typeof s === 'object'))];
+    objs.sort((a, b) => this.idOf(a) - this.idOf(b));
+    const key = objs.map((o) => this.idOf(o)).join(',') || 'T';
+    return this.memo(key, key === 'T' ? 'any' : this.reg.infoOf(objs[0]!).path || '/', (rule) => {
+      let branches: Part[][] = [[]];
+      for (const o of objs) branches = this.cross(branches, this.flatten(o, null, new Set()), null);
+      for (const b of branches) this.emitBranch(rule.start, b, rule.end, false);
+    });
+  }
+
+  /** A rule for one branch with enum/const ignored (to check enum literals against the other keywords). */
+  private branchRule(branch: Branch): Rule {
+    const key = 'e' + branch.map((p) => this.idOf(p.s)).sort((a, b) => a - b).join(',');
+    return this.memo(key, 'enum-check', (rule) => this.emitBranch(rule.start, branch, rule.end, true));
+  }
+
+  memo(key: string, name: string, body: (r: Rule) => void): Rule {
+    let r = this.rules.get(key);
+    if (r === undefined) {
+      r = this.g.rule(name);
+      this.rules.set(key, r);
+      body(r);
+    }
+    return r;
+  }
+
+  // ---- flattening ----
+
+  private cross(a: Part[][], b: Part[][], at: Part | null): Part[][] {
+    const out: Part[][] = [];
+    for (const x of a) for (const y of b) out.push([...x, ...y]);
+    if (out.length > MAX_BRANCHES) {
+      this.report(at, 'anyOf', `the combinators expand to more than ${MAX_BRANCHES} alternatives`);
+      return out.slice(0, MAX_BRANCHES);
+    }
+    return out;
+  }
+
+  flatten(s: Schema, owner: Part | null, stack: Set<object>): Part[][] {
+    if (s === true) return [[]];
+    if (s === false) return [];
+    if (s === null || typeof s !== 'object' || Array.isArray(s)) {
+      throw new InvalidSchemaError(owner?.info.path ?? '', 'a subschema must be an object or a boolean', 'Fix the schema.');
+    }
+    const info = this.reg.infoOf(s);
+    const part: Part = { s, owner, info };
+    if (stack.has(s)) {
+      this.report(part, '$ref', 'the schema refers to itself without consuming input (an infinite loop)');
+      return [[]];
+    }
+    this.scan(part);
+    stack.add(s);
+    let acc: Part[][] = [[part]];
+    if (typeof s.$ref === 'string') {
+      let target: Schema | null = null;
+      try {
+        target = this.reg.resolve(s.$ref, s).schema;
+      } catch (e) {
+        if (!(e instanceof InvalidSchemaError) || this.strict) throw e;
+        this.report(part, '$ref', e.message);
+      }
+      if (target !== null) acc = this.cross(acc, this.flatten(target, part, stack), part);
+    }
+    if (Array.isArray(s.allOf)) for (const sub of s.allOf) acc = this.cross(acc, this.flatten(sub as Schema, part, stack), part);
+    if (Array.isArray(s.anyOf)) acc = this.cross(acc, s.anyOf.flatMap((sub) => this.flatten(sub as Schema, part, stack)), part);
+    if (Array.isArray(s.oneOf)) {
+      const alts = s.oneOf.map((sub) => this.flatten(sub as Schema, part, stack));
+      if (!this.pairwiseDisjoint(alts)) {
+        this.note(part, 'oneOf', 'treated as anyOf: a value matching several alternatives satisfies the grammar but not oneOf');
+      }
+      acc = this.cross(acc, alts.flat(), part);
+    }
+    if ('not' in s) {
+      const n = s.not;
+      if (n === true || (n !== null && typeof n === 'object' && Object.keys(n).every((k) => ANNOTATIONS.has(k)))) acc = [];
+      else if (!(n === false || isTypeOnly(n))) this.report(part, 'not', 'negation is supported only for `not: {type: …}`');
+    }
+    if ('if' in s && ('then' in s || 'else' in s)) this.report(part, 'if', 'if/then/else is not supported');
+    stack.delete(s);
+    return acc;
+  }
+
+  /** Keyword-level checks that do not depend on the type being emitted (reported once per schema object). */
+  private scan(part: Part): void {
+    if (this.scanned.has(part.s)) return;
+    this.scanned.add(part.s);
+    for (const [k, reason] of Object.entries(UNSUPPORTED_ALWAYS)) if (k in part.s) this.report(part, k, reason);
+    const deps = part.s.dependencies;
+    if (deps !== null && typeof deps === 'object') {
+      for (const v of Object.values(deps)) {
+        if (!Array.isArray(v)) {
+          this.report(part, 'dependencies', 'schema dependencies are not supported (only property-list dependencies)');
+          break;
+        }
+      }
+    }
+    const t = part.s.type;
+    for (const name of typeof t === 'string' ? [t] : Array.isArray(t) ? t : []) {
+      if (!TYPES.includes(name as TypeName)) throw new InvalidSchemaError(part.info.path, `unknown type ${JSON.stringify(name)}`, `Use one of ${TYPES.join(', ')}.`);
+    }
+  }
+
+  /** Whether oneOf's alternatives provably never overlap (different types, or different const/enum values). */
+  private pairwiseDisjoint(alts: Part[][][]): boolean {
+    const sigs = alts.map((branches) => branches.map((b) => this.signature(b)));
+    for (let i = 0; i < sigs.length; i++) {
+      for (let j = i + 1; j < sigs.length; j++) {
+        for (const a of sigs[i]!) for (const b of sigs[j]!) if (!sigDisjoint(a, b)) return false;
+      }
+    }
+    return true;
+  }
+
+  private signature(b: Branch): Signature {
+    const types = this.types(b);
+    const values = this.enumValues(b);
+    const discriminators = new Map<string, string[]>();
+    for (const p of b) {
+      const props = p.s.properties as Record<string, unknown> | undefined;
+      const req = Array.isArray(p.s.required) ? (p.s.required as string[]) : [];
+      if (props && typeof props === 'object') {
+        for (const name of req) {
+          const sub = props[name];
+          if (sub !== null && typeof sub === 'object') {
+            const vals = this.enumValues([{ s: sub as Record<string, unknown>, owner: null, info: p.info }]);
+            if (vals) discriminators.set(name, vals.map(canonical));
+          }
+        }
+      }
+    }
+    return { types, values: values ? values.map(canonical) : null, discriminators };
+  }
+
+  // ---- branches ----
+
+  /** The JSON types a branch allows ('integer' alone means integers only; 'number' includes integers). */
+  types(b: Branch): Set<TypeName> {
+    let allowed = new Set<TypeName>(TYPES);
+    const restrict = (names: unknown[], negate: boolean): void => {
+      const set = new Set<TypeName>();
+      for (const n of names) {
+        set.add(n as TypeName);
+        if (n === 'number') set.add('integer');
+      }
+      allowed = new Set([...allowed].filter((t) => (negate ? !set.has(t) : set.has(t))));
+      if (!negate && set.has('integer') && !set.has('number')) allowed.delete('number');
+    };
+    for (const p of b) {
+      const t = p.s.type;
+      if (typeof t === 'string') restrict([t], false);
+      else if (Array.isArray(t)) restrict(t, false);
+      const n = p.s.not;
+      if (isTypeOnly(n)) {
+        const nt = (n as Record<string, unknown>).type;
+        const names = typeof nt === 'string' ? [nt] : (nt as unknown[]);
+        if (names.includes('integer') && !names.includes('number') && allowed.has('number')) {
+          this.report(p, 'not', '`not: {type: "integer"}` on numbers (non-integers only) is not supported');
+        }
+        restrict(names, true);
+      }
+    }
+    return allowed;
+  }
+
+  /** enum/const values allowed by every part (intersection), or null when no part restricts them. */
+  enumValues(b: Branch): unknown[] | null {
+    let values: unknown[] | null = null;
+    for (const p of b) {
+      const lists: unknown[][] = [];
+      if ('const' in p.s) lists.push([p.s.const]);
+      if (Array.isArray(p.s.enum)) lists.push(p.s.enum);
+      for (const l of lists) {
+        if (values === null) values = dedupe(l);
+        else {
+          const keys = new Set(l.map(canonical));
+          values = values.filter((v) => keys.has(canonical(v)));
+        }
+      }
+    }
+    return values;
+  }
+
+  emitBranch(from: GNode, b: Branch, to: GNode, ignoreEnum: boolean): void {
+    const types = this.types(b);
+    if (!ignoreEnum) {
+      const values = this.enumValues(b);
+      if (values !== null) {
+        const check = this.needsCheck(b) ? this.branchRule(b) : null;
+        const ok = values.filter((v) => types.has(jsonType(v)) || (jsonType(v) === 'integer' && types.has('number')));
+        this.literals(from, to, ok, check);
+        return;
+      }
+    }
+    const g = this.g;
+    if (types.has('null')) g.eps(g.text(from, 'null'), to);
+    if (types.has('boolean')) {
+      g.eps(g.text(from, 'true'), to);
+      g.eps(g.text(from, 'false'), to);
+    }
+    if (types.has('string')) this.emitString(from, b, to);
+    if (types.has('number') || types.has('integer')) this.emitNumber(from, b, to, !types.has('number'));
+    if (types.has('object')) emitObject(this, from, b, to);
+    if (types.has('array')) emitArray(this, from, b, to);
+  }
+
+  /** Whether any keyword besides enum/const/type/annotations could reject an enum value. */
+  private needsCheck(b: Branch): boolean {
+    for (const p of b) for (const k of Object.keys(p.s)) if (!ENUM_SIBLINGS_FREE.has(k)) return true;
+    return false;
+  }
+
+  /** Literal JSON values (as a byte trie), each kept only if `check` accepts it — decided lazily, before analysis. */
+  literals(from: GNode, to: GNode, values: readonly unknown[], check: Rule | null): void {
+    const g = this.g;
+    const n = g.node();
+    g.eps(from, n);
+    this.pending.push(n);
+    n.expand = () => {
+      const texts = [...new Set(values.map((v) => JSON.stringify(v)))].filter((t) => check === null || this.accepts(check, t));
+      this.trie(n, texts, to);
+    };
+  }
+
+  /** A deterministic byte trie of the given texts from `from` to `to`. */
+  trie(from: GNode, texts: readonly string[], to: GNode): void {
+    const enc = new TextEncoder();
+    const kids = new Map<GNode, Map<number, GNode>>();
+    for (const t of texts) {
+      let cur = from;
+      for (const byte of enc.encode(t)) {
+        let m = kids.get(cur);
+        if (!m) kids.set(cur, (m = new Map()));
+        let nx = m.get(byte);
+        if (!nx) {
+          nx = this.g.node();
+          m.set(byte, nx);
+          this.g.edge(cur, byte, byte, nx);
+        }
+        cur = nx;
+      }
+      this.g.eps(cur, to);
+    }
+  }
+
+  accepts(rule: Rule, text: string): boolean {
+    let m = this.checkers.get(rule);
+    if (m === undefined) {
+      try {
+        m = new RtnGrammar(this.g, rule, [], false);
+      } catch (e) {
+        if (e instanceof IntabGrammarError) return false;
+        throw e;
+      }
+      this.checkers.set(rule, m);
+    }
+    let s: ReturnType<RtnGrammar['step']> = m.initial;
+    for (const byte of new TextEncoder().encode(text)) {
+      s = m.step(s, byte);
+      if (s === null) return false;
+    }
+    return m.accepting(s);
+  }
+
+  // ---- scalars ----
+
+  /** The code-point machine for strings satisfying the branch's string keywords (null: no string qualifies). */
+  stringMachine(b: Branch): CharMachine {
+    const ms: CharMachine[] = [];
+    let min = 0;
+    let max = Infinity;
+    for (const p of b) {
+      if (typeof p.s.minLength === 'number') min = Math.max(min, Math.ceil(p.s.minLength));
+      if (typeof p.s.maxLength === 'number') max = Math.min(max, Math.floor(p.s.maxLength));
+    }
+    if (min > 0 || max < Infinity) ms.push(new LengthMachine(min, max));
+    for (const p of b) {
+      if (typeof p.s.pattern === 'string') {
+        try {
+          ms.push(regexMachine(p.s.pattern, { search: true }));
+        } catch (e) {
+          if (!(e instanceof RegexError)) throw e;
+          this.report(p, 'pattern', `${e.problem} (outside the supported regex subset)`);
+        }
+      }
+      const f = p.s.format;
+      if (typeof f === 'string') {
+        const kind = stringFormatKind(f);
+        if (kind === 'supported') ms.push(...formatMachines(f));
+        else if (kind === 'unsupported') this.report(p, 'format', `format "${f}" is not supported`);
+      }
+    }
+    return intersectAll(ms) ?? new LengthMachine(0, Infinity);
+  }
+
+  emitString(from: GNode, b: Branch, to: GNode): void {
+    const g = this.g;
+    const open = g.text(from, '"');
+    const close = g.node();
+    g.eps(g.text(close, '"'), to);
+    try {
+      g.embed(open, this.stringMachine(b), 'json', close);
+    } catch (e) {
+      if (!(e instanceof MachineTooLargeError)) throw e;
+      this.report(b[0] ?? null, 'pattern', e.message);
+    }
+  }
+
+  emitNumber(from: GNode, b: Branch, to: GNode, integerOnly: boolean): void {
+    let min: number | null = null;
+    let max: number | null = null;
+    let integer = integerOnly;
+    let mult = 0;
+    const lower = (v: number): void => {
+      min = min === null ? v : Math.max(min, v);
+    };
+    const upper = (v: number): void => {
+      max = max === null ? v : Math.min(max, v);
+    };
+    for (const p of b) {
+      const s = p.s;
+      if (typeof s.minimum === 'number') lower(s.exclusiveMinimum === true ? nextDouble(s.minimum) : s.minimum);
+      if (typeof s.maximum === 'number') upper(s.exclusiveMaximum === true ? prevDouble(s.maximum) : s.maximum);
+      if (typeof s.exclusiveMinimum === 'number') lower(nextDouble(s.exclusiveMinimum));
+      if (typeof s.exclusiveMaximum === 'number') upper(prevDouble(s.exclusiveMaximum));
+      if (typeof s.format === 'string') {
+        const nf = numberFormat(s.format);
+        if (nf) {
+          integer = integer || nf.integer;
+          if (nf.min !== undefined) lower(nf.min);
+          if (nf.max !== undefined) upper(nf.max);
+        }
+      }
+      if (typeof s.multipleOf === 'number' && s.multipleOf > 0) {
+        const m = s.multipleOf;
+        if (Number.isInteger(m)) mult = mult === 0 ? m : lcm(mult, m);
+        else if (integer && Number.isInteger(1 / m) && Number.isInteger(Math.log2(1 / m))) {
+          // every integer is a multiple of 1/2^k, exactly in floating point
+        } else this.report(p, 'multipleOf', `multipleOf ${m} is not supported (only integer divisors, or 1/2^k on integers)`);
+      }
+    }
+    if (mult > 2 ** 40) {
+      this.report(b[0] ?? null, 'multipleOf', 'multipleOf too large');
+      mult = 0;
+    }
+    const m = new NumberMachine({ integer, min, max, multipleOf: mult || null });
+    this.g.embed(from, m, 'raw', to);
+  }
+}
+
+// ---- helpers ----
+
+const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$schema', '$id', '$anchor', '$defs', 'definitions']);
+const ENUM_SIBLINGS_FREE = new Set([...ANNOTATIONS, 'enum', 'const', 'type', 'id', 'contentMediaType', 'contentEncoding', '$dynamicAnchor', '$vocabulary']);
+
+function isTypeOnly(n: unknown): boolean {
+  if (n === null || typeof n !== 'object' || Array.isArray(n)) return false;
+  const keys = Object.keys(n).filter((k) => !ANNOTATIONS.has(k));
+  return keys.length === 1 && keys[0] === 'type';
+}
+
+interface Signature {
+  types: Set<TypeName>;
+  values: string[] | null;
+  discriminators: Map<string, string[]>;
+}
+
+function sigDisjoint(a: Signature, b: Signature): boolean {
+  const shared = [...a.types].filter((t) => b.types.has(t));
+  if (shared.length === 0) return true;
+  if (a.values && b.values && !a.values.some((v) => b.values!.includes(v))) return true;
+  if (shared.every((t) => t === 'object')) {
+    for (const [k, va] of a.discriminators) {
+      const vb = b.discriminators.get(k);
+      if (vb && !va.some((v) => vb.includes(v))) return true;
+    }
+  }
+  return false;
+}
+
+export function jsonType(v: unknown): TypeName {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return 'boolean';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  if (typeof v === 'string') return 'string';
+  if (Array.isArray(v)) return 'array';
+  return 'object';
+}
+
+/** A serialization equal for deep-equal JSON values (object keys sorted). */
+export function canonical(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+    .join(',')}}`;
+}
+
+function dedupe(values: readonly unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return values.filter((v) => {
+    const c = canonical(v);
+    if (seen.has(c)) return false;
+    seen.add(c);
+    return true;
+  });
+}
+
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+function lcm(a: number, b: number): number {
+  return (a / gcd(a, b)) * b;
+}
+
+export { ANY_CHARS };
+
+/**
+ * Compiles a JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12) to a byte-level grammar whose documents are compact
+ * (or, with `whitespace`, optionally pretty) JSON valid against the schema. Properties come in declared order;
+ * optional ones may be skipped; additional properties (when the schema allows them) come after the declared ones.
+ * Unsupported keywords throw UnsupportedSchemaError (strict, the default) or are dropped into `warnings`.
+ *
+ * @example
+ * const g = compileJsonSchema({ type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
+ * matches(g, '{"name":"Ada"}'); // true
+ */
+export function compileJsonSchema(schema: unknown, options: CompileOptions & { remotes?: Record<string, unknown> } = {}): Grammar {
+  return new SchemaCompiler(schema, options).compile();
+}
+
+/**
+ * Any JSON value (response_format `json_object`). `root: 'object'` requires an object at the top, as OpenAI's
+ * json_object mode does; the default is any value.
+ *
+ * @example
+ * const g = anyJson({ root: 'object' });
+ */
+export function anyJson(options: Omit<CompileOptions, 'strict'> & { root?: 'any' | 'object' } = {}): Grammar {
+  return compileJsonSchema(options.root === 'object' ? { type: 'object' } : true, { whitespace: options.whitespace });
+}
+
+export const _internal = { ANY_CHARS };

@@ -1,0 +1,165 @@
+// Where every subschema lives: its base URI (after $id / draft-4 `id`), its JSON pointer for error paths, and the
+// resources and anchors that $ref can name. Remote documents come from options.remotes (nothing is fetched).
+
+import { InvalidSchemaError } from './errors.ts';
+
+export type Schema = boolean | Record<string, unknown>;
+
+export interface SchemaInfo {
+  base: string;
+  /** JSON pointer from the root document (or `uri#pointer` inside a remote). */
+  path: string;
+  draft: number;
+}
+
+const ROOT_BASE = 'intab:/root.json';
+// Values of these keywords are data, not schemas: never index inside them.
+const DATA_KEYWORDS = new Set(['enum', 'const', 'examples', 'default']);
+// Values of these keywords are maps from names to schemas: the map itself is not a schema.
+const MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+
+export function draftOf(schema: unknown, fallback: number): number {
+  if (schema === null || typeof schema !== 'object') return fallback;
+  const s = (schema as Record<string, unknown>).$schema;
+  if (typeof s !== 'string') return fallback;
+  if (s.includes('draft-03')) return 3;
+  if (s.includes('draft-04')) return 4;
+  if (s.includes('draft-06')) return 6;
+  if (s.includes('draft-07')) return 7;
+  if (s.includes('2019-09')) return 2019;
+  if (s.includes('2020-12')) return 2020;
+  return fallback;
+}
+
+function stripFragment(uri: string): string {
+  const i = uri.indexOf('#');
+  return i < 0 ? uri : uri.slice(0, i);
+}
+
+function resolveUri(ref: string, base: string): string | null {
+  try {
+    return new URL(ref, base).href;
+  } catch {
+    // non-hierarchical bases (urn:…) only resolve fragment-only refs
+    if (ref.startsWith('#')) return stripFragment(base) + ref;
+    try {
+      return new URL(ref).href;
+    } catch {
+      return null;
+    }
+  }
+}
+
+export class Registry {
+  private readonly info = new WeakMap<object, SchemaInfo>();
+  private readonly resources = new Map<string, unknown>();
+  private readonly anchors = new Map<string, unknown>();
+  private readonly remotes: Record<string, unknown>;
+  private readonly loaded = new Set<string>();
+  readonly root: unknown;
+
+  constructor(root: unknown, remotes: Record<string, unknown> = {}) {
+    this.root = root;
+    this.remotes = {};
+    for (const [k, v] of Object.entries(remotes)) this.remotes[stripFragment(new URL(k, ROOT_BASE).href)] = v;
+    this.index(root, ROOT_BASE, '', draftOf(root, 2020), true);
+  }
+
+  infoOf(s: object): SchemaInfo {
+    return this.info.get(s) ?? { base: ROOT_BASE, path: '', draft: 2020 };
+  }
+
+  private index(node: unknown, base: string, path: string, draft: number, isSchema: boolean): void {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      node.forEach((v, i) => this.index(v, base, `${path}/${i}`, draft, isSchema));
+      return;
+    }
+    const o = node as Record<string, unknown>;
+    if (this.info.has(o)) return;
+    draft = draftOf(o, draft);
+    if (isSchema) {
+      const id = typeof o.$id === 'string' ? o.$id : draft <= 4 && typeof o.id === 'string' ? o.id : null;
+      if (id !== null) {
+        const abs = resolveUri(id, base);
+        if (abs !== null) {
+          if (id.startsWith('#') && draft <= 7) {
+            // draft <= 7: "$id": "#name" is a plain-name anchor
+            this.anchors.set(stripFragment(base) + id, o);
+          } else {
+            base = stripFragment(abs);
+            if (!this.resources.has(base)) this.resources.set(base, o);
+          }
+        }
+      }
+      if (base === ROOT_BASE && path === '' && !this.resources.has(ROOT_BASE)) this.resources.set(ROOT_BASE, o);
+      for (const key of ['$anchor', '$dynamicAnchor']) {
+        const a = o[key];
+        if (typeof a === 'string') this.anchors.set(`${base}#${a}`, o);
+      }
+      this.info.set(o, { base, path, draft });
+    }
+    for (const [k, v] of Object.entries(o)) {
+      if (v === null || typeof v !== 'object') continue;
+      if (isSchema && DATA_KEYWORDS.has(k)) continue;
+      // properties/patternProperties/$defs… hold maps of schemas; everything else is indexed as possible schemas too,
+      // because $ref may point anywhere in the document
+      this.index(v, base, `${path}/${escapePointer(k)}`, draft, !(isSchema && MAP_KEYWORDS.has(k)));
+    }
+  }
+
+  /** Resolves a $ref found in `from`; returns the target or throws InvalidSchemaError. */
+  resolve(ref: string, from: object): { schema: Schema; info: SchemaInfo | null } {
+    const fromInfo = this.infoOf(from);
+    const abs = resolveUri(ref, fromInfo.base);
+    if (abs === null) throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} is not a valid URI reference`, 'Fix the reference.');
+    const hash = abs.indexOf('#');
+    const doc = hash < 0 ? abs : abs.slice(0, hash);
+    const frag = hash < 0 ? '' : decodeURIComponent(abs.slice(hash + 1));
+    let target: unknown;
+    if (frag === '' || frag.startsWith('/')) {
+      const res = this.resource(doc);
+      if (res === undefined) {
+        throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} names ${doc}, which is neither in the schema nor in options.remotes`, 'Add the referenced document to options.remotes, or inline it under $defs.');
+      }
+      target = res;
+      if (frag !== '') {
+        for (const raw of frag.slice(1).split('/')) {
+          const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+          if (target === null || typeof target !== 'object' || !(key in (target as object))) {
+            throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} points to nothing (no ${JSON.stringify(key)})`, 'Fix the JSON pointer.');
+          }
+          target = (target as Record<string, unknown>)[key];
+        }
+      }
+    } else {
+      this.resource(doc);
+      target = this.anchors.get(`${doc}#${frag}`);
+      if (target === undefined) throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)}: no anchor ${JSON.stringify(frag)} in ${doc}`, 'Fix the reference or add the $anchor.');
+    }
+    if (typeof target === 'boolean') return { schema: target, info: null };
+    if (target === null || typeof target !== 'object' || Array.isArray(target)) {
+      throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} does not point to a schema`, 'Point it at an object or boolean schema.');
+    }
+    if (!this.info.has(target)) this.index(target, doc, `${doc}#${frag}`, fromInfo.draft, true);
+    return { schema: target as Record<string, unknown>, info: this.info.get(target) ?? null };
+  }
+
+  private resource(doc: string): unknown {
+    let r = this.resources.get(doc);
+    if (r === undefined && doc in this.remotes && !this.loaded.has(doc)) {
+      this.loaded.add(doc);
+      const remote = this.remotes[doc];
+      if (remote !== null && typeof remote === 'object') {
+        this.index(remote, doc, `${doc}#`, draftOf(remote, 2020), true);
+        if (!this.resources.has(doc)) this.resources.set(doc, remote);
+      } else if (typeof remote === 'boolean') this.resources.set(doc, remote);
+      r = this.resources.get(doc);
+    }
+    return r;
+  }
+}
+
+export function escapePointer(k: string): string {
+  return k.replace(/~/g, '~0').replace(/\//g, '~1');
+}

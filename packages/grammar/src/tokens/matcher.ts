@@ -1,0 +1,788 @@
+// Token masks for grammar-constrained decoding: which tokens of a vocabulary the grammar allows next, as the GPU
+// sampler's allowed-token bitmask (ceil(V/32) u32 words, bit (id & 31) of word (id >> 5)).
+//
+// How a mask is made, cheapest first:
+//  1. The MaskCache: masks by grammar key (equal keys accept the same future, so they allow the same tokens). Shared
+//     by every matcher of one grammar and vocabulary (LRU-bounded); in steady state most masks are hits.
+//  2. Segment walks, for states where many bytes lead to one place (inside a string, a free-text pattern). The small
+//     automaton around such a state (UTF-8 continuation states, escapes), its transitions coded as local moves,
+//     FORBID, EXIT (the closing quote) or PROGRESS, is a table that does not depend on the rest of the grammar (the
+//     parser stack). What the vocabulary does under a table is computed once per vocabulary and shared by every
+//     state, grammar and matcher with the same table: the bitmask of tokens that stay inside ("pure string
+//     content", precomputed), and for each way out the sub-trie of what those tokens continue with ('",' '"}' ...).
+//     A mask is then that bitmask OR'ed with short walks of the sub-tries from the real states after the way out.
+//       loop:  PROGRESS leads back to the state itself (an unbounded string);
+//       chain: PROGRESS leads to the next position (a string with maxLength counts characters: c0 → c1 → ...); up
+//              to 16 positions are followed and verified to have the same tables, tokens that run further are walked
+//              from the state there.
+//  3. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
+//     refused byte (the reference the others are tested against; cheap where few bytes are allowed).
+// EOS ids are allowed exactly where the grammar accepts. forced() fast-forwards through text the grammar fixes.
+
+import type { Grammar, GrammarState } from '../grammar.ts';
+import { buildByteTrie, type ByteTrie, type TokenVocabulary } from './vocabulary.ts';
+
+// ---- the mask cache ----
+
+export interface MaskCacheOptions {
+  /** Masks kept (least recently used dropped first); default 1024 (~19 MB for a 151k vocabulary). */
+  maxEntries?: number;
+}
+
+/** Masks (and forced byte strings) by grammar key, for one grammar and one vocabulary; LRU-bounded. */
+export class MaskCache {
+  readonly maxEntries: number;
+  private readonly masks = new Map<string, Uint32Array>();
+  private readonly forcedBytes = new Map<string, Uint8Array>();
+  private readonly forcedTokens = new Map<string, number[]>();
+  hits = 0;
+  misses = 0;
+  /** Masks computed on misses, by method: how many and their total time in milliseconds. */
+  readonly computed: Record<MaskPath, { count: number; ms: number }> = {
+    finished: { count: 0, ms: 0 }, loop: { count: 0, ms: 0 }, chain: { count: 0, ms: 0 }, walk: { count: 0, ms: 0 },
+  };
+
+  constructor(options: MaskCacheOptions = {}) {
+    this.maxEntries = Math.max(1, options.maxEntries ?? 1024);
+  }
+
+  get size(): number {
+    return this.masks.size;
+  }
+
+  get(key: string): Uint32Array | undefined {
+    const m = this.masks.get(key);
+    if (m === undefined) {
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
+    // Most recently used last.
+    this.masks.delete(key);
+    this.masks.set(key, m);
+    return m;
+  }
+
+  set(key: string, mask: Uint32Array): void {
+    this.masks.delete(key);
+    this.masks.set(key, mask);
+    if (this.masks.size > this.maxEntries) this.masks.delete(this.masks.keys().next().value!);
+  }
+
+  getForced(key: string): Uint8Array | undefined {
+    return this.forcedBytes.get(key);
+  }
+
+  setForced(key: string, bytes: Uint8Array): void {
+    this.forcedBytes.set(key, bytes);
+    if (this.forcedBytes.size > this.maxEntries) this.forcedBytes.delete(this.forcedBytes.keys().next().value!);
+  }
+
+  getForcedTokens(key: string): number[] | undefined {
+    return this.forcedTokens.get(key);
+  }
+
+  setForcedTokens(key: string, tokens: number[]): void {
+    this.forcedTokens.set(key, tokens);
+    if (this.forcedTokens.size > this.maxEntries) this.forcedTokens.delete(this.forcedTokens.keys().next().value!);
+  }
+
+  clear(): void {
+    this.masks.clear();
+    this.forcedBytes.clear();
+    this.forcedTokens.clear();
+  }
+}
+
+const sharedCaches = new WeakMap<Grammar, WeakMap<TokenVocabulary, MaskCache>>();
+
+/** The MaskCache every matcher of this grammar and vocabulary shares unless given its own. */
+export function sharedMaskCache(grammar: Grammar, vocab: TokenVocabulary): MaskCache {
+  let byVocab = sharedCaches.get(grammar);
+  if (!byVocab) sharedCaches.set(grammar, (byVocab = new WeakMap()));
+  let cache = byVocab.get(vocab);
+  if (!cache) byVocab.set(vocab, (cache = new MaskCache()));
+  return cache;
+}
+
+// ---- trie walks ----
+
+/** Sets in `mask` every token of `trie` whose bytes the grammar accepts from `start` (root tokens: always). */
+function walkTrie(grammar: Grammar, trie: ByteTrie, start: GrammarState, mask: Uint32Array): void {
+  const { tokStart, tokIds } = trie;
+  for (let k = tokStart[0], end = tokStart[1]; k < end; k++) {
+    const id = tokIds[k];
+    mask[id >>> 5] |= 1 << (id & 31);
+  }
+  walkBelow(grammar, trie, 0, start, mask);
+}
+
+let scratch: GrammarState[] = [];
+
+/** Sets the tokens in the subtree below `node` (not at it) that the grammar accepts, `state` being the state at it. */
+function walkBelow(grammar: Grammar, trie: ByteTrie, node: number, state: GrammarState, mask: Uint32Array): void {
+  const { byte, depth, next, tokStart, tokIds } = trie;
+  if (scratch.length <= trie.maxDepth) scratch = new Array(trie.maxDepth + 1);
+  const states = scratch;
+  const base = depth[node];
+  states[base] = state;
+  const end = next[node];
+  let i = node + 1;
+  while (i < end) {
+    const d = depth[i];
+    const t = grammar.step(states[d - 1], byte[i]);
+    if (t === null) {
+      i = next[i];
+      continue;
+    }
+    states[d] = t;
+    for (let k = tokStart[i], e = tokStart[i + 1]; k < e; k++) {
+      const id = tokIds[k];
+      mask[id >>> 5] |= 1 << (id & 31);
+    }
+    i++;
+  }
+  states.fill(undefined as unknown as GrammarState, base, Math.min(states.length, trie.maxDepth + 1)); // drop references
+}
+
+// ---- segments: the local automaton around a state ----
+//
+// A state "behaves like text" when many bytes lead to one target (string content). Its segment is the small automaton
+// around it: the state, and the states reached from it that lead back to it or on to that target (UTF-8 continuation
+// states, escapes), each with its 256 transitions coded as a local index, FORBID, EXIT (somewhere else: the closing
+// quote) or PROGRESS (to the target). When the target is the state itself, the segment is a loop (an unbounded
+// string). Otherwise the target starts the next segment (a string with maxLength counts characters: c0 → c1 → ...),
+// and a run of segments is a chain. The coded tables do not depend on the rest of the grammar, so what the vocabulary
+// does under a loop or a chain of given tables is computed once per vocabulary and shared by every state, grammar and
+// matcher with those tables.
+
+const FORBID = -1;
+const EXIT = -2;
+const PROGRESS = -3;
+/** A segment needs at least this many bytes going to one target (else a plain walk is cheap). */
+const WIDE_BYTES = 16;
+/** States probed (256 steps each) while exploring one segment. */
+const SEGMENT_MAX_PROBED = 24;
+/** Segments followed in a chain; tokens that go further are walked from the state there. */
+const CHAIN_SEGMENTS = 16;
+/** Segments memoized per grammar (by state key) before the memo is dropped. */
+const SEGMENT_MEMO_ENTRIES = 50_000;
+
+interface Segment {
+  /** Local states, the start first. */
+  readonly states: GrammarState[];
+  /** states.length × 256 codes: local index, FORBID, EXIT or PROGRESS. */
+  readonly table: Int16Array;
+  /** Interned id of the table. */
+  readonly sig: number;
+  /** The PROGRESS target: the next segment's start (the start itself for a loop). */
+  readonly next: GrammarState;
+  readonly loop: boolean;
+}
+
+const sigIds = new Map<string, number>();
+let sigCounter = 0;
+
+/** A small id per table; ids are never reused, so dropping the interner only costs cache misses. */
+function internSig(text: string): number {
+  let id = sigIds.get(text);
+  if (id === undefined) {
+    if (sigIds.size > 100_000) sigIds.clear();
+    sigIds.set(text, (id = ++sigCounter));
+  }
+  return id;
+}
+
+const segmentMemo = new WeakMap<Grammar, Map<string, Segment | null>>();
+
+/** The segment starting at `x` (memoized per grammar by key), or null when no target takes WIDE_BYTES bytes. */
+function segmentOf(grammar: Grammar, x: GrammarState, key = grammar.key(x)): Segment | null {
+  let memo = segmentMemo.get(grammar);
+  if (!memo) segmentMemo.set(grammar, (memo = new Map()));
+  const hit = memo.get(key);
+  if (hit !== undefined) return hit;
+  const seg = exploreSegment(grammar, x, key);
+  if (memo.size >= SEGMENT_MEMO_ENTRIES) memo.clear();
+  memo.set(key, seg);
+  return seg;
+}
+
+function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segment | null {
+  const states: GrammarState[] = [x];
+  const byIdentity = new Map<GrammarState, number>([[x, 0]]);
+  const byKey = new Map<string, number>([[xKey, 0]]);
+  const rows: (Int32Array | undefined)[] = [];
+  const idOf = (t: GrammarState): number => {
+    let id = byIdentity.get(t);
+    if (id !== undefined) return id;
+    const k = grammar.key(t);
+    id = byKey.get(k);
+    if (id === undefined) {
+      id = states.length;
+      states.push(t);
+      byKey.set(k, id);
+    }
+    byIdentity.set(t, id);
+    return id;
+  };
+  const probe = (i: number): Int32Array => {
+    const row = new Int32Array(256);
+    const from = states[i];
+    for (let b = 0; b < 256; b++) {
+      const t = grammar.step(from, b);
+      row[b] = t === null ? FORBID : idOf(t);
+    }
+    rows[i] = row;
+    return row;
+  };
+  const first = probe(0);
+  // The dominant target: the one most bytes lead to.
+  const counts = new Map<number, number>();
+  let target = -1;
+  let best = 0;
+  for (let b = 0; b < 256; b++) {
+    const t = first[b];
+    if (t < 0) continue;
+    const c = (counts.get(t) ?? 0) + 1;
+    counts.set(t, c);
+    if (c > best) {
+      best = c;
+      target = t;
+    }
+  }
+  if (best < WIDE_BYTES) return null;
+  const loop = target === 0;
+
+  // Probe the targets of members (never the PROGRESS target); a probed state joins when it leads to a member or to
+  // the target.
+  const member: boolean[] = [true];
+  const queue: number[] = [];
+  const enqueue = (row: Int32Array) => {
+    for (let b = 0; b < 256; b++) {
+      const t = row[b];
+      if (t > 0 && t !== target && rows[t] === undefined && !queue.includes(t)) queue.push(t);
+    }
+  };
+  enqueue(first);
+  for (let probed = 1; queue.length > 0 && probed < SEGMENT_MAX_PROBED; probed++) {
+    probe(queue.shift()!);
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (let i = 1; i < rows.length; i++) {
+        const row = rows[i];
+        if (row === undefined || member[i] || i === target) continue;
+        for (let b = 0; b < 256; b++) {
+          const t = row[b];
+          if (t >= 0 && (t === target || member[t])) {
+            member[i] = true;
+            changed = true;
+            enqueue(row);
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  const local = new Int32Array(states.length).fill(-1);
+  const segStates: GrammarState[] = [];
+  for (let i = 0; i < states.length; i++) {
+    if (member[i] && rows[i] !== undefined && (i === 0 || i !== target)) {
+      local[i] = segStates.length;
+      segStates.push(states[i]);
+    }
+  }
+  const n = segStates.length;
+  const table = new Int16Array(n * 256);
+  const chars: number[] = new Array(256);
+  let text = `${loop ? 'L' : 'S'}${n}|`;
+  for (let i = 0, e = 0; i < states.length; i++) {
+    if (local[i] < 0) continue;
+    const row = rows[i]!;
+    for (let b = 0; b < 256; b++) {
+      const t = row[b];
+      const v = t === FORBID ? FORBID : t === target ? PROGRESS : local[t] >= 0 ? local[t] : EXIT;
+      table[e * 256 + b] = v;
+      chars[b] = v + 3;
+    }
+    text += String.fromCharCode(...chars);
+    e++;
+  }
+  return { states: segStates, table, sig: internSig(text), next: states[target], loop };
+}
+
+// ---- loop and chain walks (per vocabulary) ----
+
+interface ExitGroup {
+  /** The segment (0 for a loop) and its local state the token leaves from, and the byte it leaves by. */
+  readonly segment: number;
+  readonly from: number;
+  readonly byte: number;
+  /** The tokens' bytes after that byte. */
+  readonly trie: ByteTrie;
+}
+
+/** What a vocabulary does under a loop (one table), or under a chain of CHAIN_SEGMENTS segment tables. */
+interface SegmentWalk {
+  /**
+   * Tokens that stay inside the segments. Loop: one mask. Chain: inner[u] = the tokens whose bytes use only segments
+   * 0..u (so the mask for a chain of R verified segments takes inner[R - 1]).
+   */
+  readonly inner: readonly Uint32Array[];
+  /** Tokens that leave a segment other than by PROGRESS (sorted by segment). */
+  readonly exits: readonly ExitGroup[];
+  /**
+   * Chains: the trie nodes where the k-th PROGRESS happened (k = 1..CHAIN_SEGMENTS), forward[forwardStart[k - 1] ..
+   * forwardStart[k]); a chain of R verified segments walks what lies below those of k = R from the state after them.
+   */
+  readonly forward: Int32Array | null;
+  readonly forwardStart: Int32Array | null;
+  /** Per k, the children of those nodes bucketed by byte (built on first use): [start (257), nodes]. */
+  readonly tails: ([Int32Array, Int32Array] | undefined)[];
+  /** Approximate size in bytes (the cache is bounded by it). */
+  readonly bytes: number;
+}
+
+/** Loop and chain walks kept per vocabulary, in bytes. */
+const WALK_CACHE_BYTES = 64 * 1024 * 1024;
+
+function cachedWalk(vocab: TokenVocabulary, key: string, build: () => SegmentWalk): SegmentWalk {
+  const cache = vocab.walkCache as Map<string, SegmentWalk>;
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  const walk = build();
+  cache.set(key, walk);
+  let total = 0;
+  for (const w of cache.values()) total += w.bytes;
+  for (const [k, w] of cache) {
+    if (total <= WALK_CACHE_BYTES || k === key) break;
+    cache.delete(k);
+    total -= w.bytes;
+  }
+  return walk;
+}
+
+/**
+ * Walks the vocabulary's trie under segment tables: tables[u] for segment u, PROGRESS moving on to segment u + 1 (for
+ * a loop, back to the start of its one segment). A chain stops at PROGRESS out of its last segment.
+ */
+function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[], loop: boolean): SegmentWalk {
+  const trie = vocab.trie;
+  const { nodeCount, byte, depth, next, tokStart, tokIds } = trie;
+  const segments = tables.length;
+  const inner = Array.from({ length: segments }, () => new Uint32Array(vocab.words));
+  const st = new Int32Array(trie.maxDepth + 1);
+  const seg = new Int32Array(trie.maxDepth + 1);
+  const exitNodes = new Map<number, number[]>();
+  // Nodes where a PROGRESS happened, and which one (k - 1), in walk order (chains only).
+  let fwdNodes = new Int32Array(loop ? 0 : 1024);
+  let fwdK = new Uint8Array(loop ? 0 : 1024);
+  let fwdCount = 0;
+  let i = 1;
+  while (i < nodeCount) {
+    const d = depth[i];
+    const u = seg[d - 1];
+    const e = st[d - 1];
+    const c = tables[u][e * 256 + byte[i]];
+    if (c >= 0 || c === PROGRESS) {
+      const m = inner[u];
+      for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
+        const id = tokIds[k];
+        m[id >>> 5] |= 1 << (id & 31);
+      }
+      if (c >= 0) {
+        st[d] = c;
+        seg[d] = u;
+      } else if (loop) {
+        st[d] = 0;
+        seg[d] = 0;
+      } else if (next[i] === i + 1) {
+        // A leaf: nothing runs past it, so it is no tail's parent.
+      } else {
+        if (fwdCount === fwdNodes.length) {
+          const n2 = new Int32Array(fwdCount * 2);
+          n2.set(fwdNodes);
+          fwdNodes = n2;
+          const k2 = new Uint8Array(fwdCount * 2);
+          k2.set(fwdK);
+          fwdK = k2;
+        }
+        fwdNodes[fwdCount] = i;
+        fwdK[fwdCount++] = u;
+        if (u === segments - 1) {
+          i = next[i];
+          continue;
+        }
+        st[d] = 0;
+        seg[d] = u + 1;
+      }
+      i++;
+    } else {
+      if (c === EXIT) {
+        const key = (u * 65536 + e) * 256 + byte[i];
+        let list = exitNodes.get(key);
+        if (!list) exitNodes.set(key, (list = []));
+        list.push(i);
+      }
+      i = next[i];
+    }
+  }
+  for (let u = 1; u < segments; u++) {
+    const a = inner[u - 1];
+    const m = inner[u];
+    for (let w = 0; w < m.length; w++) m[w] |= a[w];
+  }
+  let bytes = segments * vocab.words * 4;
+  const exits: ExitGroup[] = [];
+  for (const key of [...exitNodes.keys()].sort((x, y) => x - y)) {
+    // The tokens under the exit nodes, packed with their bytes after the exit byte.
+    const tops = exitNodes.get(key)!;
+    let count = 0;
+    let total = 0;
+    for (const top of tops) {
+      const cut = depth[top];
+      for (let j = top; j < next[top]; j++) {
+        for (let k = tokStart[j]; k < tokStart[j + 1]; k++) {
+          count++;
+          total += vocab.tokens[tokIds[k]]!.length - cut;
+        }
+      }
+    }
+    const data = new Uint8Array(total);
+    const offset = new Uint32Array(count + 1);
+    const ids = new Int32Array(count);
+    let n = 0;
+    let at = 0;
+    for (const top of tops) {
+      const cut = depth[top];
+      for (let j = top; j < next[top]; j++) {
+        for (let k = tokStart[j]; k < tokStart[j + 1]; k++) {
+          const id = tokIds[k];
+          const b = vocab.tokens[id]!;
+          offset[n] = at;
+          data.set(b.subarray(cut), at);
+          at += b.length - cut;
+          ids[n++] = id;
+        }
+      }
+    }
+    offset[n] = at;
+    const sub = buildByteTrie({ data, offset, ids });
+    bytes += sub.nodeCount * 11 + sub.tokIds.length * 4;
+    exits.push({ segment: Math.floor(key / (65536 * 256)), from: Math.floor(key / 256) % 65536, byte: key % 256, trie: sub });
+  }
+  if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], bytes };
+  const forwardStart = new Int32Array(segments + 1);
+  for (let j = 0; j < fwdCount; j++) forwardStart[fwdK[j] + 1]++;
+  for (let k = 0; k < segments; k++) forwardStart[k + 1] += forwardStart[k];
+  const fill = forwardStart.slice(0, segments);
+  const forward = new Int32Array(fwdCount);
+  for (let j = 0; j < fwdCount; j++) forward[fill[fwdK[j]]++] = fwdNodes[j];
+  bytes += forward.length * 4 * 3;
+  return { inner, exits, forward, forwardStart, tails: [], bytes };
+}
+
+/** The children of the nodes of the k-th PROGRESS (k = 1..), bucketed by byte. */
+function tailOf(walk: SegmentWalk, trie: ByteTrie, k: number): [Int32Array, Int32Array] {
+  let t = walk.tails[k];
+  if (t) return t;
+  const { next, byte } = trie;
+  const forward = walk.forward!;
+  const from = walk.forwardStart![k - 1];
+  const to = walk.forwardStart![k];
+  const start = new Int32Array(257);
+  for (let j = from; j < to; j++) {
+    const p = forward[j];
+    for (let c = p + 1; c < next[p]; c = next[c]) start[byte[c] + 1]++;
+  }
+  for (let b = 0; b < 256; b++) start[b + 1] += start[b];
+  const fill = start.slice(0, 256);
+  const nodes = new Int32Array(start[256]);
+  for (let j = from; j < to; j++) {
+    const p = forward[j];
+    for (let c = p + 1; c < next[p]; c = next[c]) nodes[fill[byte[c]]++] = c;
+  }
+  walk.tails[k] = t = [start, nodes];
+  return t;
+}
+
+function setEos(vocab: TokenVocabulary, mask: Uint32Array): void {
+  for (const id of vocab.eos) mask[id >>> 5] |= 1 << (id & 31);
+}
+
+/** Loop or chain mask at `state`, or undefined when the state does not start a segment. */
+function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | undefined {
+  const first = segmentOf(grammar, state);
+  if (first === null) return undefined;
+  if (first.loop) {
+    const walk = cachedWalk(vocab, `L${first.sig}`, () => buildSegmentWalk(vocab, [first.table], true));
+    const inner = walk.inner[0];
+    for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
+    for (const exit of walk.exits) {
+      const t = grammar.step(first.states[exit.from], exit.byte);
+      if (t !== null) walkTrie(grammar, exit.trie, t, mask);
+    }
+    return 'loop';
+  }
+  // Follow the chain: each segment's PROGRESS target starts the next (a loop segment repeats itself); the state
+  // after the last verified segment is the terminal, from which tokens that run past the chain are walked.
+  const segs: Segment[] = [first];
+  let terminal = first.next;
+  while (segs.length < CHAIN_SEGMENTS) {
+    const seg = segmentOf(grammar, terminal);
+    if (seg === null) break;
+    segs.push(seg);
+    terminal = seg.next;
+  }
+  const verified = segs.length;
+  // The walk for these tables, padded with the last one: its results for segments < verified are the same.
+  const sigs = segs.map((s) => s.sig);
+  while (sigs.length < CHAIN_SEGMENTS) sigs.push(sigs[sigs.length - 1]);
+  const walk = cachedWalk(vocab, `C${sigs.join(',')}`, () => {
+    const tables = segs.map((s) => s.table);
+    while (tables.length < CHAIN_SEGMENTS) tables.push(tables[tables.length - 1]);
+    return buildSegmentWalk(vocab, tables, false);
+  });
+  const inner = walk.inner[verified - 1];
+  for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
+  for (const exit of walk.exits) {
+    if (exit.segment >= verified) break;
+    const t = grammar.step(segs[exit.segment].states[exit.from], exit.byte);
+    if (t !== null) walkTrie(grammar, exit.trie, t, mask);
+  }
+  const [tailStart, tailNodes] = tailOf(walk, vocab.trie, verified);
+  const { tokStart, tokIds } = vocab.trie;
+  for (let b = 0; b < 256; b++) {
+    const from = tailStart[b];
+    const to = tailStart[b + 1];
+    if (from === to) continue;
+    const t = grammar.step(terminal, b);
+    if (t === null) continue;
+    for (let k = from; k < to; k++) {
+      const c = tailNodes[k];
+      for (let j = tokStart[c]; j < tokStart[c + 1]; j++) {
+        const id = tokIds[j];
+        mask[id >>> 5] |= 1 << (id & 31);
+      }
+      walkBelow(grammar, vocab.trie, c, t, mask);
+    }
+  }
+  return 'chain';
+}
+
+// ---- masks ----
+
+/** How computeMask made a mask (for tests and the benchmark). */
+export type MaskPath = 'finished' | 'loop' | 'chain' | 'walk';
+
+/**
+ * The allowed-token mask at `state`, computed without the mask cache: EOS ids set iff the grammar accepts there.
+ * `method: 'walk'` forces the plain trie walk (the reference the other methods are tested against).
+ */
+export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk'): { mask: Uint32Array; path: MaskPath } {
+  const mask = new Uint32Array(vocab.words);
+  if (grammar.accepting(state)) setEos(vocab, mask);
+  if (grammar.finished(state)) return { mask, path: 'finished' };
+  if (method !== 'walk') {
+    const path = segmentMask(grammar, vocab, state, mask);
+    if (path !== undefined) return { mask, path };
+  }
+  walkTrie(grammar, vocab.trie, state, mask);
+  return { mask, path: 'walk' };
+}
+
+/** The bytes the grammar fixes from `state`: while exactly one byte is allowed and the document cannot end. */
+export function forcedBytes(grammar: Grammar, state: GrammarState, limit = 4096): Uint8Array {
+  const out: number[] = [];
+  let s = state;
+  while (out.length < limit && !grammar.accepting(s) && !grammar.finished(s)) {
+    let only = -1;
+    let next: GrammarState | null = null;
+    for (let b = 0; b < 256; b++) {
+      const t = grammar.step(s, b);
+      if (t === null) continue;
+      if (only >= 0) {
+        only = -2;
+        break;
+      }
+      only = b;
+      next = t;
+    }
+    if (only < 0 || next === null) break;
+    out.push(only);
+    s = next;
+  }
+  return Uint8Array.from(out);
+}
+
+// ---- the matcher ----
+
+export interface TokenMatcherOptions {
+  /** Masks shared with other matchers of the same grammar and vocabulary; default sharedMaskCache(grammar, vocab). */
+  maskCache?: MaskCache;
+}
+
+/**
+ * One sequence's position in a grammar, token by token: the allowed-token mask for the next token, accepting sampled
+ * tokens, rolling back rejected speculative tokens, and the tokens the grammar forces.
+ * @example
+ * const vocab = TokenVocabulary.from(tokenBytes(tokenizer), { eos: tokenizer.stopIds });
+ * const m = new TokenMatcher(compileJsonSchema(schema), vocab);
+ * while (!m.done) {
+ *   const forced = m.forced();                     // e.g. the tokens of '{"name":"'
+ *   const ids = forced.length ? forced : [sample(logits, m.mask())];
+ *   for (const id of ids) m.accept(id);
+ *   if (ids.some((id) => vocab.eos.includes(id))) break;
+ * }
+ */
+export class TokenMatcher {
+  readonly grammar: Grammar;
+  readonly vocab: TokenVocabulary;
+  readonly maskCache: MaskCache;
+  /** states[k]: after k accepted tokens; ended[k]: whether token k - 1 was an EOS. */
+  private readonly states: GrammarState[];
+  private readonly ended: boolean[] = [false];
+  private readonly tokens: number[] = [];
+  private readonly eos: Set<number>;
+  private emptyMask: Uint32Array | undefined;
+  /** How the last mask() was made ('cached' for a cache hit): for the benchmark and tests. */
+  lastPath: MaskPath | 'cached' | undefined;
+
+  constructor(grammar: Grammar, vocab: TokenVocabulary, options: TokenMatcherOptions = {}) {
+    this.grammar = grammar;
+    this.vocab = vocab;
+    this.maskCache = options.maskCache ?? sharedMaskCache(grammar, vocab);
+    this.states = [grammar.initial];
+    this.eos = new Set(vocab.eos);
+  }
+
+  /** The grammar state after the accepted tokens. */
+  get state(): GrammarState {
+    return this.states[this.states.length - 1];
+  }
+
+  /** The accepted tokens, oldest first. */
+  get accepted(): readonly number[] {
+    return this.tokens;
+  }
+
+  /** Whether EOS is allowed now (the document may end here). */
+  get canEnd(): boolean {
+    return !this.ended[this.ended.length - 1] && this.grammar.accepting(this.state);
+  }
+
+  /** Whether the generation must stop: an EOS was accepted, or the grammar allows nothing more. */
+  get done(): boolean {
+    return this.ended[this.ended.length - 1] || this.grammar.finished(this.state);
+  }
+
+  /**
+   * Allowed-token bitmask for the next token: ceil(V/32) u32 words, bit (id & 31) of word (id >> 5); EOS ids set iff
+   * the grammar accepts here. The array may be shared with the cache and other matchers: do not modify it.
+   */
+  mask(): Uint32Array {
+    if (this.ended[this.ended.length - 1]) return (this.emptyMask ??= new Uint32Array(this.vocab.words));
+    const state = this.state;
+    const key = this.grammar.key(state);
+    let mask = this.maskCache.get(key);
+    if (mask === undefined) {
+      const t0 = performance.now();
+      const made = computeMask(this.grammar, this.vocab, state);
+      const c = this.maskCache.computed[made.path];
+      c.count++;
+      c.ms += performance.now() - t0;
+      mask = made.mask;
+      this.maskCache.set(key, mask);
+      this.lastPath = made.path;
+    } else this.lastPath = 'cached';
+    return mask;
+  }
+
+  /** Whether `token` is allowed next (without computing the whole mask). */
+  allows(token: number): boolean {
+    return this.advance(token) !== undefined;
+  }
+
+  /** The state after `token`, 'eos', or undefined when it is not allowed. */
+  private advance(token: number): GrammarState | 'eos' | undefined {
+    if (this.ended[this.ended.length - 1]) return undefined;
+    const state = this.state;
+    if (this.eos.has(token)) return this.grammar.accepting(state) ? 'eos' : undefined;
+    const bytes = this.vocab.tokens[token];
+    if (!bytes || bytes.length === 0) return undefined;
+    let s: GrammarState | null = state;
+    for (let i = 0; i < bytes.length && s !== null; i++) s = this.grammar.step(s, bytes[i]);
+    return s ?? undefined;
+  }
+
+  /** Consumes a sampled token; false (state unchanged) if it is not allowed. EOS is allowed only where accepting. */
+  accept(token: number): boolean {
+    const next = this.advance(token);
+    if (next === undefined) return false;
+    this.tokens.push(token);
+    if (next === 'eos') {
+      this.states.push(this.state);
+      this.ended.push(true);
+    } else {
+      this.states.push(next);
+      this.ended.push(false);
+    }
+    return true;
+  }
+
+  /** Accepts tokens in order until one is refused; returns how many were accepted. */
+  acceptTokens(tokens: readonly number[]): number {
+    let n = 0;
+    while (n < tokens.length && this.accept(tokens[n])) n++;
+    return n;
+  }
+
+  /** Undoes the last n accepted tokens (speculative decoding's rejected drafts). */
+  rollback(n: number): void {
+    if (!Number.isInteger(n) || n < 0 || n > this.tokens.length) {
+      throw new RangeError(`rollback(${n}): ${this.tokens.length} tokens have been accepted`);
+    }
+    this.tokens.length -= n;
+    this.states.length -= n;
+    this.ended.length -= n;
+  }
+
+  /** Back to the start of the grammar (all tokens undone). */
+  reset(): void {
+    this.rollback(this.tokens.length);
+  }
+
+  /** The bytes the grammar fixes from here (up to where it branches or may end). */
+  forcedBytes(): Uint8Array {
+    if (this.ended[this.ended.length - 1]) return new Uint8Array(0);
+    const key = this.grammar.key(this.state);
+    let bytes = this.maskCache.getForced(key);
+    if (bytes === undefined) {
+      bytes = forcedBytes(this.grammar, this.state);
+      this.maskCache.setForced(key, bytes);
+    }
+    return bytes;
+  }
+
+  /**
+   * The tokens forced from here: the text the grammar fixes (up to where it branches or may end) in the fewest tokens
+   * of the vocabulary (ties: the longer token first). [] when nothing is forced. This tokenization need not be the one
+   * the model would have produced (a BPE tokenizer may split the same text differently); the text is the same. The
+   * state is unchanged: accept() each token to move past them.
+   */
+  forced(): number[] {
+    if (this.ended[this.ended.length - 1]) return [];
+    const key = this.grammar.key(this.state);
+    let tokens = this.maskCache.getForcedTokens(key);
+    if (tokens === undefined) {
+      const bytes = this.forcedBytes();
+      tokens = bytes.length === 0 ? [] : this.vocab.tokenize(bytes);
+      this.maskCache.setForcedTokens(key, tokens);
+    }
+    return tokens.slice();
+  }
+}

@@ -1,0 +1,113 @@
+// Token masks over real vocabularies (Qwen3 151k and Llama 3 128k byte-level BPE, Mistral's 32k SentencePiece): random
+// walks under the mask of a hand-written JSON grammar give JSON that parses; masks at sampled states equal the
+// brute-force reference; forced tokens decode, through the real tokenizer, to the forced text.
+
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadTokenizer, type Tokenizer } from '../../../model/src/tokenizer/tokenizer.ts';
+import { realTokenizerFiles, type RealTokenizerName } from '../../../model/src/tokenizer/test-corpus.ts';
+import { tokenBytes } from '../../../model/src/tokenizer/token-bytes.ts';
+import { advance } from '../grammar.ts';
+import { compileJsonSchema } from '../index.ts';
+import { computeMask, MaskCache, TokenMatcher } from './matcher.ts';
+import { choiceGrammar, jsonGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
+import { TokenVocabulary } from './vocabulary.ts';
+
+const fatal = new TextDecoder('utf-8', { fatal: true });
+
+describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary: %s', (name) => {
+  let tok: Tokenizer;
+  let bytes: (Uint8Array | null)[];
+  let vocab: TokenVocabulary;
+  beforeAll(() => {
+    tok = loadTokenizer(realTokenizerFiles(name));
+    bytes = tokenBytes(tok);
+    vocab = TokenVocabulary.from(bytes, { eos: tok.stopIds });
+  }, 60_000);
+
+  it('random walks under the mask give JSON; sampled masks equal the reference', () => {
+    const g = jsonGrammar(3);
+    const cache = new MaskCache();
+    let compared = 0;
+    let walks = 0;
+    for (let seed = 1; seed <= 12; seed++) {
+      const m = new TokenMatcher(g, vocab, { maskCache: cache });
+      const r = rng(seed * 7919);
+      let step = 0;
+      const walk = randomWalk(m, bytes, vocab.eos, r, {
+        budget: 40,
+        maxTokens: 600,
+        onMask: (mask) => {
+          const got = mask();
+          // Every 7th mask of the first walks against the brute-force reference (~1M grammar steps each).
+          if (seed <= 4 && step++ % 7 === 0) {
+            const want = referenceMask(g, bytes, vocab.eos, m.state, vocab.words);
+            expect(maskIds(got), `${name} seed ${seed} at ${g.key(m.state)}`).toEqual(maskIds(want));
+            compared++;
+          }
+          return got;
+        },
+      });
+      expect(walk.finished, `seed ${seed}`).toBe(true);
+      const text = fatal.decode(walk.bytes);
+      expect(() => JSON.parse(text), text).not.toThrow();
+      // The tokenizer decodes the ids to the same text (SentencePiece drops the leading space of a text).
+      const decoded = tok.decode(walk.ids, { skipSpecialTokens: true });
+      expect(decoded).toBe(name === 'llama2' && text.startsWith(' ') ? text.slice(1) : text);
+      walks++;
+    }
+    expect(walks).toBe(12);
+    expect(compared).toBeGreaterThan(8);
+  }, 120_000);
+
+  it('loop walks and plain walks agree on string states of every kind', () => {
+    const g = jsonGrammar(3);
+    for (const prefix of ['{"a":"', '{"a":"x\\', '{"a":"\u00e9', '{"a":["\u4f60', '{"a":{"b":"\\u00', '{"', '{"a":1', '{"a":[']) {
+      const s = advance(g, g.initial, prefix)!;
+      const want = referenceMask(g, bytes, vocab.eos, s, vocab.words);
+      expect(maskIds(computeMask(g, vocab, s).mask), prefix).toEqual(maskIds(want));
+      expect(maskIds(computeMask(g, vocab, s, 'walk').mask), prefix).toEqual(maskIds(want));
+    }
+  }, 60_000);
+
+  it('compiled schemas: string masks at every length equal the reference (loops, chains, chain ends)', () => {
+    const cases: [unknown, string[]][] = [
+      [{ type: 'object', properties: { s: { type: 'string', minLength: 3, maxLength: 24 } }, required: ['s'] }, ['x', '\u00e9', '\u4f60']],
+      [{ type: 'object', properties: { s: { type: 'string', maxLength: 300 } }, required: ['s'] }, ['ab']],
+      [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z]{2,30}$' } }, required: ['s'] }, ['q']],
+      [{ type: 'object', properties: { s: { type: 'string' }, n: { type: 'integer', minimum: 10, maximum: 999 } }, required: ['s', 'n'] }, ['a\\n']],
+    ];
+    const paths = new Set<string>();
+    for (const [schema, units] of cases) {
+      const g = compileJsonSchema(schema);
+      for (const unit of units) {
+        for (let k = 0; k <= 26; k += name === 'llama2' ? 1 : 3) {
+          const prefix = `{"s":"${JSON.parse(`"${unit}"`).repeat(k)}`;
+          const s = advance(g, g.initial, prefix);
+          if (s === null) continue;
+          const got = computeMask(g, vocab, s);
+          paths.add(got.path);
+          expect(maskIds(got.mask), `${JSON.stringify(schema)} ${prefix} (${got.path})`).toEqual(maskIds(referenceMask(g, bytes, vocab.eos, s, vocab.words)));
+        }
+      }
+    }
+    expect(paths).toContain('chain');
+    expect(paths).toContain('loop');
+  }, 120_000);
+
+  it('forced tokens decode to the forced text', () => {
+    const fixed = '{"name":"';
+    const g = choiceGrammar([`${fixed}Ann","age":3}`, `${fixed}Bob","age":4}`]);
+    const m = new TokenMatcher(g, vocab);
+    const forced = m.forced();
+    expect(forced.length).toBeGreaterThan(0);
+    expect(forced.length).toBeLessThanOrEqual(tok.encode(fixed, { addSpecialTokens: false }).length);
+    const text = tok.decode(forced);
+    expect(name === 'llama2' ? text.replace(/^ /, '') : text).toBe(fixed);
+    expect(m.acceptTokens(forced)).toBe(forced.length);
+    expect(m.forced()).toEqual([]);
+    const b = 'B'.charCodeAt(0);
+    const bId = vocab.longestPrefix(Uint8Array.of(b))![0];
+    expect(m.accept(bId)).toBe(true);
+    expect(tok.decode(m.forced())).toBe('ob","age":4}');
+  });
+});
