@@ -26,6 +26,8 @@ export default defineConfig({
           environment: 'node',
           include: ['packages/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.gpu.test.ts', '**/node_modules/**'],
+          // CPU reference models and real 151k vocabularies: seconds per test on 2 cores, more under load.
+          testTimeout: 30_000,
         },
       },
       {

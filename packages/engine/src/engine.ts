@@ -423,12 +423,17 @@ export class Engine implements EngineApi {
     const seq = p.seq;
     // Under a grammar, proposals stop at the first one it refuses (the target could never sample it).
     if (seq.constraint && proposals.length) proposals = proposals.slice(0, seq.constraint.allowedPrefix(proposals));
-    if (proposals.length === 0) return { seq: seq.id, tokens: p.tokens, ...(p.samples ? { sampling: seq.sampling() } : {}) };
+    // A grammar's masks are computed by the runner's call, while the GPU runs the step's forward pass.
+    const c = seq.constraint;
+    const rows = proposals.length + 1;
+    const masks = c && p.samples ? { masks: () => Array.from({ length: rows }, (_, i) => c.mask(proposals.slice(0, i))) } : {};
+    if (proposals.length === 0) return { seq: seq.id, tokens: p.tokens, ...(p.samples ? { sampling: seq.sampling(0, [], false), ...masks } : {}) };
     return {
       seq: seq.id,
       tokens: [...p.tokens, ...proposals],
-      verify: Array.from({ length: proposals.length + 1 }, (_, i) => seq.sampling(i, proposals)),
+      verify: Array.from({ length: rows }, (_, i) => seq.sampling(i, proposals, false)),
       ...(seq.options.logprobs ? { rows: true } : {}),
+      ...masks,
     };
   }
 

@@ -8,6 +8,7 @@
 import { DEFAULT_KMAX, sampleRow } from '@intab/gpu/reference';
 import { IntabModelError, PagePool, checkLayers, checkStep, type LlamaConfig } from '@intab/model';
 import { createReferenceModel, type ReferenceModel, type WeightsFn } from '@intab/model/reference';
+import type { SamplingParams } from '@intab/gpu';
 import type { RunnerEntry, RunnerResult, StepOptions, StepRunner } from './step-runner.ts';
 
 export interface ReferenceRunnerOptions {
@@ -101,15 +102,17 @@ export class ReferenceRunner implements StepRunner {
     const layers = checkLayers(this.model, options.layers);
     this.log.push(entries.map((e) => ({ seq: e.seq, tokens: e.tokens.length, ...(options.layers !== undefined ? { layers } : {}) })));
     const results = entries.map((e): RunnerResult => {
+      const masks = e.masks?.();
+      const withMask = (p: SamplingParams, i: number): SamplingParams => (masks?.[i] ? { ...p, allowed: masks[i] } : p);
       const start = this.kv.grow(e.seq, e.tokens.length);
       const m = this.models.get(e.seq)!;
       m.tokens.length = start;
       m.tokens.push(...e.tokens);
-      if (!e.verify) return sampleRow(m.model.forward(e.tokens, start, layers), e.sampling ?? { temperature: 0, u: 0 }, DEFAULT_KMAX);
+      if (!e.verify) return sampleRow(m.model.forward(e.tokens, start, layers), withMask(e.sampling ?? { temperature: 0, u: 0 }, 0), DEFAULT_KMAX);
       // Verify: sample every row, accept while the sample equals the next proposal (see accept.wgsl).
       const V = this.config.vocab;
       const all = m.model.logitsAll(e.tokens, start, layers);
-      const rows = e.verify.map((p, i) => sampleRow(all.subarray(i * V, (i + 1) * V), p, DEFAULT_KMAX));
+      const rows = e.verify.map((p, i) => sampleRow(all.subarray(i * V, (i + 1) * V), withMask(p, i), DEFAULT_KMAX));
       let accepted = 0;
       while (accepted < e.tokens.length - 1 && rows[accepted].id === e.tokens[accepted + 1]) accepted++;
       return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}) };

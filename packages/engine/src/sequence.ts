@@ -261,9 +261,10 @@ export class Sequence {
    * rows: the proposals before that row, which the penalties count). The uniform number is tied to the
    * token's index, drawn in order from the sequence's RNG: whether a token comes from a plain step or a
    * verify row, and however many proposals were rejected, token i always uses draw i — so a seeded request
-   * gives the same ids with or without speculation.
+   * gives the same ids with or without speculation. `mask: false` leaves a grammar's mask out (the engine
+   * hands it to the runner lazily, see RunnerEntry.masks).
    */
-  sampling(offset = 0, proposals: readonly number[] = []): SamplingParams {
+  sampling(offset = 0, proposals: readonly number[] = [], mask = true): SamplingParams {
     const o = this.options;
     while (this.uniforms.length <= offset) this.uniforms.push(this.rng());
     const p: SamplingParams = { temperature: o.temperature, u: this.uniforms[offset] };
@@ -279,7 +280,7 @@ export class Sequence {
     }
     if (o.logitBias) p.logitBias = o.logitBias;
     if (o.logprobs) p.topLogprobs = o.topLogprobs;
-    if (this.constraint) p.allowed = this.constraint.mask(proposals.slice(0, offset));
+    if (this.constraint && mask) p.allowed = this.constraint.mask(proposals.slice(0, offset));
     return p;
   }
 

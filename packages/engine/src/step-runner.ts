@@ -16,6 +16,11 @@ export interface RunnerEntry {
   verify?: readonly SamplingParams[];
   /** With verify: also return the accepted rows' SampleResults (their logprobs). */
   rows?: boolean;
+  /**
+   * The rows' allowed-token masks (grammars), computed when the runner calls it — after it has submitted the
+   * forward pass, so the CPU's mask work overlaps the GPU. One per row; they override the rows' `allowed`.
+   */
+  masks?: () => readonly (Uint32Array | undefined)[];
 }
 
 /** The sampled next token of one entry; for a verify entry, the token after the accepted proposals. */

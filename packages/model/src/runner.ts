@@ -58,6 +58,12 @@ export interface StepEntry {
   verify?: readonly SamplingParams[];
   /** With verify: also return the accepted rows' SampleResults (reads the sampled rows back). */
   rows?: boolean;
+  /**
+   * Allowed-token masks of the entry's rows (one for a plain entry, tokens.length for a verify entry; undefined =
+   * no mask), computed when the step calls it: after the forward pass is submitted, so a grammar's mask work on
+   * the CPU overlaps the GPU's forward. Overrides `allowed` in the rows' sampling.
+   */
+  masks?: () => readonly (Uint32Array | undefined)[];
 }
 
 /** The sampled next token of one entry (for a verify entry, the one after its accepted proposals). */
@@ -198,13 +204,28 @@ export class Runner {
     const R = rowParams.length;
     const B = entries.length;
     // Validated before the cache grows, so a refused step leaves every sequence as it was.
-    const packed = packSamplingBatch(this.config.vocab, rowParams, { maxTopLogprobs: this.sampler.maxTopLogprobs });
+    let packed = packSamplingBatch(this.config.vocab, rowParams, { maxTopLogprobs: this.sampler.maxTopLogprobs });
     const readRows = entries.some((e) => e.verify && e.rows) || rowParams.some((p) => (p.topLogprobs ?? 0) > 0);
+    const lazy = entries.some((e) => e.masks);
 
     const plan = this.plan(entries);
-    const encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
+    let encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
     this.kv.recordCopies(encoder);
     const logits = this.forward.encode(encoder, plan, { layers }); // (R, V)
+    if (lazy) {
+      // Masks from the CPU (grammars): submit the forward first and compute them while the GPU runs it.
+      this.gpu.device.queue.submit([encoder.finish()]);
+      encoder = this.gpu.device.createCommandEncoder({ label: 'step.sample' });
+      entries.forEach((e, b) => {
+        if (!e.masks) return;
+        const masks = e.masks();
+        for (let i = 0; i < spans[b].rowCount; i++) {
+          const m = masks[i];
+          if (m) rowParams[spans[b].firstRow + i] = { ...rowParams[spans[b].firstRow + i], allowed: m };
+        }
+      });
+      packed = packSamplingBatch(this.config.vocab, rowParams, { maxTopLogprobs: this.sampler.maxTopLogprobs });
+    }
     const pass = encoder.beginComputePass({ label: 'step.sample' });
     this.sampler.encode(pass, {
       logits,
