@@ -12,6 +12,7 @@ import {
   InvalidRequestError,
   RequestTooLargeError,
   TokenizerRequiredError,
+  UnsupportedSchemaError,
   createEngine,
   type Chunk,
   type IntabEngine,
@@ -160,6 +161,33 @@ describe('speculative decoding in the worker', () => {
     expect(err).toBeInstanceOf(DraftMismatchError);
     expect(err).toMatchObject({ name: 'DraftMismatchError', what: 'vocabulary size', target: '512', draft: '128' });
     expect(err.message).toContain('same family');
+  });
+});
+
+describe('structured output in the worker', () => {
+  test('a json_schema request streams partial-JSON events and ends with a document that validates', async () => {
+    // stories260K with its synthetic vocabulary: byte tokens <0x00>..<0xFF> can spell any JSON.
+    const structured = await createEngine({ model: BASE + 'stories260K-vocab-ud.gguf', kvBudgetBytes: 4 << 20 });
+    try {
+      const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, n: { type: 'integer', minimum: 1, maximum: 99 } }, required: ['name', 'n'], additionalProperties: false };
+      const chunks = await collect(structured.generate({ prompt: 'Once', maxTokens: 80, temperature: 1, seed: 4, responseFormat: { type: 'json_schema', schema } }));
+      const last = chunks[chunks.length - 1];
+      const text = chunks.map((c) => c.text).join('');
+      expect(last.finishReason, text).toBe('stop');
+      const value = JSON.parse(text) as { name: string; n: number };
+      expect(Object.keys(value)).toEqual(['name', 'n']);
+      expect(value.name.length).toBeLessThanOrEqual(8);
+      expect(Number.isInteger(value.n) && value.n >= 1 && value.n <= 99).toBe(true);
+      expect(last.partial).toEqual(value);
+      const keys = chunks.flatMap((c) => c.json ?? []).filter((e) => e.kind === 'key').map((e) => e.path.at(-1));
+      expect(keys).toEqual(['name', 'n']);
+      const err = await collect(structured.generate({ prompt: 'x', responseFormat: { type: 'json_schema', schema: { type: 'array', items: { type: 'string' }, uniqueItems: true } } })).catch((e) => e);
+      expect(err).toBeInstanceOf(UnsupportedSchemaError);
+      expect(err).toMatchObject({ name: 'UnsupportedSchemaError' });
+      expect(err.keywords.map((k: { keyword: string }) => k.keyword)).toContain('uniqueItems');
+    } finally {
+      await structured.destroy();
+    }
   });
 });
 

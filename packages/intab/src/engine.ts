@@ -8,6 +8,7 @@ import * as Comlink from 'comlink';
 import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo } from '@intab/engine/contract';
 import { EngineClosedError, registerErrorClass } from '@intab/engine/errors';
 import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model/errors';
+import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError } from '@intab/grammar/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { resolveModelSource, type ModelInput } from './model-source.ts';
@@ -143,7 +144,7 @@ function workerBackend(): Backend {
   registerTransferHandlers();
   // Errors are rebuilt on this side: the model's classes must be known here too (the engine's and the GPU
   // package's are registered by errors.ts itself).
-  for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError })) {
+  for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError })) {
     registerErrorClass(name, cls);
   }
   // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the worker (and its imports).

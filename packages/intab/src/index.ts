@@ -32,6 +32,8 @@ export {
   type CompletionMeta,
 } from './openai.ts';
 export { WorkerError, SseFormatError } from './errors.ts';
+// Partial-JSON events from any text stream (a remote server's deltas), as constrained requests stream them.
+export { jsonEvents, PartialJsonParser, PartialJsonError, JsonAssembler, assembleJson } from '@intab/grammar/partial';
 
 // The contract with the worker: request, chunk and model types.
 export type {
@@ -70,4 +72,5 @@ export {
   DraftMismatchError,
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
+export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, type UnsupportedKeyword } from '@intab/grammar/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';
