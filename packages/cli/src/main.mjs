@@ -1,6 +1,7 @@
 // @ts-check
 // Command dispatch and argument parsing for the intab CLI.
 import { benchKernels } from './bench.mjs';
+import { benchGrammar } from './bench-grammar.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 
@@ -49,8 +50,32 @@ const USAGE = `usage:
       step / median ms per plain decode step), draft_ms_per_step, decode_tok_s and plain_decode_tok_s
       (medians), speedup (median of the pairs' ratios; speedup_min, speedup_max), identical_ids (every
       speculative run's ids equal its plain run's), model and adapter.
-  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b --dtype q4_0|q8_0|f16|... --out FILE [--seed S]
-      Writes a random-weight GGUF with that model's shapes (no tokenizer), for bench decode.
+  intab bench grammar [--json] [--tokenizers qwen3,llama3] [--schemas N (per subset; all 100)] [--seed S]
+                 [--model <gguf file | HF folder | URL> --max-tokens N (48) --repeats N (3) --temperature T (1)
+                  --decode-schema ID | --no-decode]
+      Structured output's figures. In Node (no browser), over the JSONSchemaBench sample (../shared/schemas):
+        coverage  per subset, schemas compiled in strict mode / total, beside the published figures
+                  (llguidance, llama.cpp, XGrammar, Outlines) of ../shared/schemas/README.md;
+        compile   per tokenizer (Qwen3 151k, Llama 3 128k): compile ms p50/p99 and first mask ms (compile + the
+                  initial state's mask, fresh cache);
+        mask      per tokenizer and cache (cold: fresh grammar and mask cache; warm: same, another document):
+                  per-token mask µs p50/p99 over seeded random generations under the masks (uniform among the
+                  allowed tokens, forced tokens taken as the engine does, EOS preferred after 32 tokens, at most
+                  512); every document parsed and validated with ajv: invalid_outputs must be 0.
+      Then decode in headless Chromium on WebGPU: one engine, the same prompt unconstrained (ignoring EOS) and
+      constrained by a schema of the sample (--decode-schema ID; Github_medium/o33964 by default, Auth0's user
+      profile: 8 required fields of every JSON type),
+      alternated --repeats times: median decode_tok_s of each, tok_s_ratio, and ms_per_step / step_slowdown
+      (per engine step: forced tokens make constrained tokens per step > 1, and join the next step's input), and
+      grammar_ms_per_step: the grammar's work (mask, accept, forced) per sampled token, replayed in the page on
+      the last constrained document with a fresh grammar; the documents are validated with ajv. Without --model, a random-weight
+      smollm2-135m body with the Qwen3 tokenizer (vocab 151,669) is made in a temp folder.
+      JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"decode","tokenizer",...}; tables without --json.
+  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b --dtype q4_0|q8_0|f16|... --out FILE
+                 [--seed S] [--tokenizer qwen3|llama3]
+      Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
+      tokenizer (tokenizer.ggml.*, chat template) and makes the vocabulary the tokenizer's (Qwen3 151,669,
+      Llama 3 128,256 rows: no dtype needs padding of the row count), for text prompts and constrained output.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -76,7 +101,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode']);
 
 /** @param {string[]} argv */
 export async function main(argv) {
@@ -89,6 +114,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
   if (cmd === 'bench' && sub === 'speculative') return generate(flags, 'speculative');
+  if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);

@@ -2,8 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { grammarBenchOptions } from './bench-grammar.mjs';
 import { jobFromFlags } from './generate.mjs';
 import { main, parseArgs } from './main.mjs';
+import { makeModelOptions } from './make-model.mjs';
 
 describe('intab CLI arguments', () => {
   test('flags with values, boolean flags and positionals', () => {
@@ -29,7 +31,7 @@ describe('intab CLI arguments', () => {
       console.error = err;
     }
     expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
-    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
+    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
     for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8', '--speculative ngram|draft|self|auto', '--draft', '--spec-k K', '--no-adaptive', '--methods ngram,self,draft', '--grounded-prompt']) {
       expect(out.join('\n')).toContain(flag);
     }
@@ -147,5 +149,40 @@ describe('intab CLI arguments', () => {
     expect(job(['--spec-k', 'x'])).toThrow(/--spec-k needs a whole number/);
     expect(job(['--grounded-prompt'])).toThrow(/--grounded-prompt needs text/);
     expect(job(['--prompt-tokens', '0'])).toThrow(/--prompt-tokens needs a whole number of at least 1/);
+  });
+
+  test('bench grammar: both tokenizers, every schema, a decode part of 48 tokens x 3 pairs by default', () => {
+    const opts = (argv: string[]) => grammarBenchOptions(parseArgs(['bench', 'grammar', ...argv]).flags);
+    expect(opts([])).toMatchObject({ json: false, tokenizers: ['qwen3', 'llama3'], schemas: undefined, decode: true, model: undefined, maxTokens: 48, repeats: 3, temperature: 1, seed: 1 });
+    expect(opts(['--json', '--tokenizers', 'llama3, qwen3,llama3', '--schemas', '20'])).toMatchObject({ json: true, tokenizers: ['llama3', 'qwen3'], schemas: 20 });
+    expect(opts(['--model', 'm.gguf', '--max-tokens', '32', '--repeats=5', '--decode-schema', 'Kubernetes/kb_1'])).toMatchObject({ model: 'm.gguf', maxTokens: 32, repeats: 5, decodeSchema: 'Kubernetes/kb_1' });
+    // --no-decode is a boolean: it never swallows the next word
+    expect(parseArgs(['bench', '--no-decode', 'grammar']).positional).toEqual(['bench', 'grammar']);
+    expect(opts(['--no-decode', '--json']).decode).toBe(false);
+  });
+
+  test('bad bench grammar flags fail with a message that says what to pass', () => {
+    const opts = (argv: string[]) => () => grammarBenchOptions(parseArgs(argv).flags);
+    expect(opts(['--tokenizers', 'gpt2'])).toThrow(/--tokenizers needs a comma-separated list of qwen3 and llama3/);
+    expect(opts(['--tokenizers'])).toThrow(/--tokenizers needs/);
+    expect(opts(['--schemas', '0'])).toThrow(/--schemas needs a whole number from 1 to 100/);
+    expect(opts(['--schemas', '101'])).toThrow(/--schemas needs/);
+    expect(opts(['--schemas', 'all'])).toThrow(/--schemas needs/);
+    expect(opts(['--repeats', '0'])).toThrow(/--repeats needs a whole number from 1 to 20/);
+    expect(opts(['--max-tokens', '1'])).toThrow(/--max-tokens needs a whole number from 2/);
+    expect(opts(['--model'])).toThrow(/--model needs a model/);
+    expect(opts(['--decode-schema'])).toThrow(/--decode-schema needs a schema id/);
+    expect(opts(['--no-decode', '--model', 'm.gguf'])).toThrow(/--model is for the decode part, which --no-decode skips/);
+    expect(opts(['--temperature', '-1'])).toThrow(/--temperature needs a number of at least 0/);
+  });
+
+  test('make-model --tokenizer qwen3|llama3', () => {
+    const opts = (argv: string[]) => makeModelOptions(parseArgs(['make-model', ...argv]).flags);
+    expect(opts(['--out', 'm.gguf'])).toEqual({ like: 'smollm2-135m', dtype: 'q4_0', out: 'm.gguf', seed: 1 });
+    expect(opts(['--like', 'qwen3-0.6b', '--dtype', 'q8_0', '--tokenizer', 'qwen3', '--out', 'q.gguf', '--seed', '7'])).toEqual({ like: 'qwen3-0.6b', dtype: 'q8_0', out: 'q.gguf', seed: 7, tokenizer: 'qwen3' });
+    expect(opts(['--tokenizer', 'llama3', '--out', 'l.gguf']).tokenizer).toBe('llama3');
+    expect(() => opts(['--tokenizer', 'llama2', '--out', 'm.gguf'])).toThrow(/--tokenizer takes qwen3 or llama3/);
+    expect(() => opts(['--tokenizer', '--out', 'm.gguf'])).toThrow(/--tokenizer takes/);
+    expect(() => opts(['--tokenizer', 'qwen3'])).toThrow(/--out <file.gguf> is required/);
   });
 });

@@ -1,10 +1,14 @@
 // Random-weight models with the real shapes of the models intab targets, written as GGUF, for decode
 // benchmarks of sizes no real file is available for here. Weights are valid random blocks of the asked
-// dtype (seeded: same seed, same bytes); norms are near 1 so activations stay in range.
+// dtype (seeded: same seed, same bytes); norms are near 1 so activations stay in range. With a tokenizer,
+// its vocabulary goes into the GGUF metadata (as convert_hf_to_gguf.py writes it) and the model's vocabulary
+// becomes the tokenizer's size, so the file runs prompts as text and grammar-constrained requests.
 
 import { BLOCK, rowBytes, type WeightDtype } from '@intab/gpu';
 import { mulberry32, randomWeights } from '@intab/gpu/reference';
-import { writeGguf, type GgufWriteTensor } from '../formats/gguf-writer.ts';
+import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../formats/gguf-writer.ts';
+import { tokenizerToGgufMetadata } from '../tokenizer/gguf-tokenizer.ts';
+import type { Tokenizer } from '../tokenizer/tokenizer.ts';
 
 export interface SyntheticShape {
   hidden: number;
@@ -16,6 +20,16 @@ export interface SyntheticShape {
   vocab: number;
   ropeTheta: number;
   context: number;
+  /** GGUF architecture (default 'llama'); 'qwen3' adds the per-head q/k RMS norms. */
+  arch?: 'llama' | 'qwen3';
+}
+
+export interface SyntheticOptions {
+  /**
+   * A tokenizer to embed (tokenizer.ggml.*, chat template): the model's vocabulary is then its vocabSize, not the
+   * shape's (the rows of token_embd are the vocabulary; no dtype constrains their count, only the row length).
+   */
+  tokenizer?: Tokenizer;
 }
 
 /** Shapes from each model's config.json. */
@@ -23,14 +37,21 @@ export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
   'smollm2-135m': { hidden: 576, ffn: 1536, layers: 30, heads: 9, kvHeads: 3, headDim: 64, vocab: 49152, ropeTheta: 100000, context: 8192 },
   'smollm2-360m': { hidden: 960, ffn: 2560, layers: 32, heads: 15, kvHeads: 5, headDim: 64, vocab: 49152, ropeTheta: 100000, context: 8192 },
   'llama-3.2-1b': { hidden: 2048, ffn: 8192, layers: 16, heads: 32, kvHeads: 8, headDim: 64, vocab: 128256, ropeTheta: 500000, context: 131072 },
+  // heads * headDim (2048) is twice hidden: q and o are not square.
+  'qwen3-0.6b': { hidden: 1024, ffn: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128, vocab: 151936, ropeTheta: 1000000, context: 40960, arch: 'qwen3' },
 };
 
 /**
- * A GGUF (llama architecture, tied embeddings, no tokenizer) of `shape` with every matrix in `dtype`.
+ * A GGUF (the shape's architecture, tied embeddings; no tokenizer unless options.tokenizer) of `shape` with every
+ * matrix in `dtype`.
  * @example
  * const bytes = syntheticGguf(SYNTHETIC_SHAPES['smollm2-135m'], 'q4_0', 1);
+ * const withVocab = syntheticGguf(SYNTHETIC_SHAPES['smollm2-135m'], 'q4_0', 1, { tokenizer: loadTokenizer(files) });
  */
-export function syntheticGguf(s: SyntheticShape, dtype: WeightDtype, seed: number): Uint8Array {
+export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: number, options: SyntheticOptions = {}): Uint8Array {
+  const tok = options.tokenizer;
+  const s: SyntheticShape = tok ? { ...shape, vocab: tok.vocabSize } : shape;
+  const arch = s.arch ?? 'llama';
   const rng = mulberry32(seed);
   const mult = BLOCK[dtype].elems;
   for (const k of [s.hidden, s.ffn, s.heads * s.headDim]) {
@@ -63,24 +84,25 @@ export function syntheticGguf(s: SyntheticShape, dtype: WeightDtype, seed: numbe
       matrix(`${b}ffn_up.weight`, s.ffn, s.hidden),
       matrix(`${b}ffn_down.weight`, s.hidden, s.ffn),
     );
+    if (arch === 'qwen3') tensors.push(norm(`${b}attn_q_norm.weight`, s.headDim), norm(`${b}attn_k_norm.weight`, s.headDim));
   }
-  return writeGguf({
-    metadata: {
-      'general.architecture': 'llama',
-      'general.name': `synthetic ${dtype} seed ${seed}`,
-      'llama.context_length': s.context,
-      'llama.embedding_length': s.hidden,
-      'llama.feed_forward_length': s.ffn,
-      'llama.block_count': s.layers,
-      'llama.attention.head_count': s.heads,
-      'llama.attention.head_count_kv': s.kvHeads,
-      'llama.attention.key_length': s.headDim,
-      'llama.attention.value_length': s.headDim,
-      'llama.attention.layer_norm_rms_epsilon': 1e-5,
-      'llama.rope.freq_base': s.ropeTheta,
-      'llama.rope.dimension_count': s.headDim,
-      'llama.vocab_size': s.vocab,
-    },
-    tensors,
-  });
+  const p = `${arch}.`;
+  const metadata: Record<string, GgufWriteValue> = {
+    'general.architecture': arch,
+    'general.name': `synthetic ${dtype} seed ${seed}`,
+    [`${p}context_length`]: s.context,
+    [`${p}embedding_length`]: s.hidden,
+    [`${p}feed_forward_length`]: s.ffn,
+    [`${p}block_count`]: s.layers,
+    [`${p}attention.head_count`]: s.heads,
+    [`${p}attention.head_count_kv`]: s.kvHeads,
+    [`${p}attention.key_length`]: s.headDim,
+    [`${p}attention.value_length`]: s.headDim,
+    [`${p}attention.layer_norm_rms_epsilon`]: arch === 'qwen3' ? 1e-6 : 1e-5,
+    [`${p}rope.freq_base`]: s.ropeTheta,
+    [`${p}rope.dimension_count`]: s.headDim,
+    [`${p}vocab_size`]: s.vocab,
+    ...(tok ? tokenizerToGgufMetadata(tok) : {}),
+  };
+  return writeGguf({ metadata, tensors });
 }
