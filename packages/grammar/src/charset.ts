@@ -29,8 +29,8 @@ export function charSet(pairs: readonly number[]): CharSet {
   const out: number[] = [];
   for (const [lo, hi] of items) {
     const n = out.length;
-    // merge overlapping or adjacent (adjacent across the surrogate gap too, since nothing lies between)
-    if (n > 0 && (lo <= out[n - 1]! + 1 || (out[n - 1] === SUR_LO - 1 && lo === SUR_HI + 1))) {
+    // merge overlapping or adjacent ranges (never across the surrogate gap: ranges never contain surrogates)
+    if (n > 0 && lo <= out[n - 1]! + 1) {
       if (hi > out[n - 1]!) out[n - 1] = hi;
     } else out.push(lo, hi);
   }

@@ -4,16 +4,19 @@
 // escaping) tries, built lazily the first time the matcher reaches them. `analyze()` marks the nodes from which the
 // rule can still complete, so that the matcher never enters a dead end (every allowed prefix has a completion).
 
-import { has } from './charset.ts';
 import type { CharMachine } from './machine.ts';
 
+// Most nodes have one byte edge and nothing else: edge lists start as shared empty arrays and are allocated on
+// first use (compile time is dominated by allocation on big schemas).
+const NONE: never[] = [];
+
 export class GNode {
-  readonly lo: number[] = [];
-  readonly hi: number[] = [];
-  readonly to: GNode[] = [];
-  readonly eps: GNode[] = [];
-  readonly calls: Rule[] = [];
-  readonly rets: GNode[] = [];
+  lo: number[] = NONE;
+  hi: number[] = NONE;
+  to: GNode[] = NONE;
+  eps: GNode[] = NONE;
+  calls: Rule[] = NONE;
+  rets: GNode[] = NONE;
   /** Set on a rule's end node. */
   endOf: Rule | null = null;
   /** Fills this node's edges on first visit (lazily embedded machines, deferred enum checks). */
@@ -60,16 +63,29 @@ export class Graph {
   }
 
   edge(a: GNode, lo: number, hi: number, b: GNode): void {
+    if (a.lo === NONE) {
+      a.lo = [lo];
+      a.hi = [hi];
+      a.to = [b];
+      return;
+    }
     a.lo.push(lo);
     a.hi.push(hi);
     a.to.push(b);
   }
 
   eps(a: GNode, b: GNode): void {
-    if (a !== b) a.eps.push(b);
+    if (a === b) return;
+    if (a.eps === NONE) a.eps = [b];
+    else a.eps.push(b);
   }
 
   call(a: GNode, r: Rule, ret: GNode): void {
+    if (a.calls === NONE) {
+      a.calls = [r];
+      a.rets = [ret];
+      return;
+    }
     a.calls.push(r);
     a.rets.push(ret);
   }
@@ -87,7 +103,17 @@ export class Graph {
 
   /** The UTF-8 bytes of s, verbatim. */
   text(a: GNode, s: string): GNode {
-    return this.bytes(a, UTF8.encode(s));
+    let ascii = true;
+    for (let i = 0; i < s.length && ascii; i++) if (s.charCodeAt(i) > 0x7f) ascii = false;
+    if (!ascii) return this.bytes(a, UTF8.encode(s));
+    let cur = a;
+    for (let i = 0; i < s.length; i++) {
+      const n = this.node();
+      const c = s.charCodeAt(i);
+      this.edge(cur, c, c, n);
+      cur = n;
+    }
+    return cur;
   }
 
   /** Optional/alternative helpers return the join node. */
@@ -135,7 +161,7 @@ export class Graph {
   /** Code-point items (disjoint, sorted) as UTF-8 byte paths from `from`. */
   utf8(from: GNode, items: readonly Item[]): void {
     for (const [lo, hi, lead, r] of UTF8_CLASSES) {
-      const sub = clip(items, lo, hi);
+      const sub = clip(items, lo, hi); // never surrogates: they have no UTF-8 encoding
       if (sub.length) this.trie(from, sub, r, 6, lead === 0 ? byteIdentity : leadMap(lead), contMap, 'u');
     }
   }
@@ -245,43 +271,51 @@ export class Graph {
 
   /** Marks every node from which its rule can complete, and every rule that can complete; returns root's status. */
   analyze(root: Rule): boolean {
-    const deps = new Map<GNode, GNode[]>();
-    const dep = (on: GNode, n: GNode): void => {
-      const l = deps.get(on);
-      if (l) l.push(n);
-      else deps.set(on, [n]);
-    };
-    for (const n of this.nodes) {
-      n.live = false;
-      for (const t of n.to) dep(t, n);
-      for (const t of n.eps) dep(t, n);
-      for (let i = 0; i < n.calls.length; i++) {
-        dep(n.calls[i]!.start, n);
-        dep(n.rets[i]!, n);
+    const nodes = this.nodes;
+    const n = nodes.length;
+    // reverse dependencies in CSR form: who must be re-checked when a node becomes live
+    const count = new Int32Array(n + 1);
+    const each = (fn: (on: GNode, x: GNode) => void): void => {
+      for (const x of nodes) {
+        for (const t of x.to) fn(t, x);
+        for (const t of x.eps) fn(t, x);
+        for (let i = 0; i < x.calls.length; i++) {
+          fn(x.calls[i]!.start, x);
+          fn(x.rets[i]!, x);
+        }
+        if (x.liveVia) fn(x.liveVia, x);
       }
-      if (n.liveVia) dep(n.liveVia, n);
-    }
-    const check = (n: GNode): boolean => {
-      if (n.endOf) return true;
-      if (n.liveVia) return n.liveVia.live;
-      for (const t of n.to) if (t.live) return true;
-      for (const t of n.eps) if (t.live) return true;
-      for (let i = 0; i < n.calls.length; i++) if (n.calls[i]!.start.live && n.rets[i]!.live) return true;
+    };
+    each((on) => count[on.id + 1]!++);
+    for (let i = 0; i < n; i++) count[i + 1]! += count[i]!;
+    const fill = count.slice(0, n);
+    const deps = new Int32Array(count[n]!);
+    each((on, x) => {
+      deps[fill[on.id]!++] = x.id;
+    });
+    const check = (x: GNode): boolean => {
+      if (x.endOf) return true;
+      if (x.liveVia) return x.liveVia.live;
+      for (const t of x.to) if (t.live) return true;
+      for (const t of x.eps) if (t.live) return true;
+      for (let i = 0; i < x.calls.length; i++) if (x.calls[i]!.start.live && x.rets[i]!.live) return true;
       return false;
     };
     const work: GNode[] = [];
-    for (const n of this.nodes) {
-      if (check(n)) {
-        n.live = true;
-        work.push(n);
+    for (const x of nodes) x.live = false;
+    for (const x of nodes) {
+      if (check(x)) {
+        x.live = true;
+        work.push(x);
       }
     }
     while (work.length) {
-      const x = work.pop()!;
-      for (const n of deps.get(x) ?? []) {
-        if (!n.live && check(n)) {
-          n.live = true;
-          work.push(n);
+      const on = work.pop()!;
+      for (let k = count[on.id]!; k < count[on.id + 1]!; k++) {
+        const x = nodes[deps[k]!]!;
+        if (!x.live && check(x)) {
+          x.live = true;
+          work.push(x);
         }
       }
     }
@@ -327,12 +361,15 @@ const SHORT_ESCAPES: [number, number][] = [
   [0x74, 9],
 ];
 
+/** Items restricted to [lo, hi], minus the surrogates (machines may use full ranges such as [0, 0x10FFFF]). */
 function clip(items: readonly Item[], lo: number, hi: number): Item[] {
   const out: Item[] = [];
   for (const [a, b, t] of items) {
     const l = Math.max(a, lo);
     const h = Math.min(b, hi);
-    if (l <= h) out.push([l, h, t]);
+    if (l > h) continue;
+    if (l <= 0xd7ff) out.push([l, Math.min(h, 0xd7ff), t]);
+    if (h >= 0xe000) out.push([Math.max(l, 0xe000), h, t]);
   }
   return out;
 }
@@ -344,4 +381,3 @@ export function charClass(g: Graph, a: GNode, set: readonly number[], b: GNode):
   g.utf8(a, items);
 }
 
-export { has };

@@ -71,6 +71,16 @@ export class RtnGrammar implements Grammar {
     return (state as unknown as State).key;
   }
 
+  /** The configurations of a state: node and return nodes (innermost first) — for tools and tests. */
+  configs(state: GrammarState): { node: GNode; rets: GNode[] }[] {
+    const s = state as unknown as State;
+    return s.nodes.map((node, i) => {
+      const rets: GNode[] = [];
+      for (let st: Stack | null = s.stacks[i]!; st && st.ret; st = st.parent) rets.push(st.ret);
+      return { node, rets };
+    });
+  }
+
   /** Number of interned states (for tests and memory reports). */
   get stateCount(): number {
     return this.states.size;
@@ -111,14 +121,14 @@ export class RtnGrammar implements Grammar {
   private closure(seeds: GNode[], seedStacks: Stack[]): [GNode[], Stack[]] {
     const outN: GNode[] = [];
     const outS: Stack[] = [];
-    const seen = new Set<string>();
+    const seen = new Set<number>();
     const wn = [...seeds];
     const ws = [...seedStacks];
     let work = 0;
     while (wn.length) {
       const n = wn.pop()!;
       const st = ws.pop()!;
-      const k = `${n.id},${st.id}`;
+      const k = st.id * 0x4000000 + n.id; // < 2^53 while ids stay below 2^26 nodes and 2^27 stacks
       if (seen.has(k)) continue;
       seen.add(k);
       if (++work > MAX_CLOSURE) {

@@ -9,13 +9,13 @@ import addFormats from 'ajv-formats';
 import { draftOf } from './schema-refs.ts';
 
 type Validate = (data: unknown) => boolean;
-type AjvLike = { compile(s: unknown): Validate; addSchema(s: unknown, key: string): unknown };
+type AjvLike = { compile(s: unknown): Validate; addSchema(s: unknown, key: string): unknown; removeSchema(s: unknown): unknown };
 
 const def = <T>(m: T): T => ((m as { default?: T }).default ?? m) as T;
 
 function make(cls: unknown, remotes: Record<string, unknown>): AjvLike {
   const C = def(cls) as new (o: object) => AjvLike;
-  const ajv = new C({ strict: false, allErrors: false, validateSchema: false, logger: false, unicodeRegExp: true });
+  const ajv = new C({ strict: false, allErrors: false, validateSchema: false, logger: false, unicodeRegExp: true, code: { optimize: false }, inlineRefs: false });
   (def(addFormats) as unknown as (a: AjvLike) => void)(ajv);
   for (const [uri, s] of Object.entries(remotes)) {
     try {
@@ -51,12 +51,24 @@ export function fromDraft4(s: unknown): unknown {
   return o;
 }
 
+// Ajv instances are expensive to create (formats compile their regexes): one per draft and remotes object.
+const pools = new Map<unknown, Map<unknown, AjvLike>>();
+
 /** A validator for the schema under the draft it declares (default 2020-12 for the test suite, draft-07 otherwise). */
 export function oracle(schema: unknown, opts: { defaultDraft?: number; remotes?: Record<string, unknown> } = {}): Validate {
   const draft = draftOf(schema, opts.defaultDraft ?? 7);
   const remotes = opts.remotes ?? {};
-  if (draft <= 4) return make(Ajv07, remotes).compile(fromDraft4(schema));
-  if (draft <= 7) return make(Ajv07, remotes).compile(schema);
-  if (draft === 2019) return make(Ajv2019, remotes).compile(schema);
-  return make(Ajv2020, remotes).compile(schema);
+  const cls = draft <= 7 ? Ajv07 : draft === 2019 ? Ajv2019 : Ajv2020;
+  const s = draft <= 4 ? fromDraft4(schema) : schema;
+  let byRemotes = pools.get(cls);
+  if (!byRemotes) pools.set(cls, (byRemotes = new Map()));
+  let ajv = byRemotes.get(remotes);
+  if (!ajv) byRemotes.set(remotes, (ajv = make(cls, remotes)));
+  try {
+    const v = ajv.compile(s);
+    ajv.removeSchema(s); // keep $ids from colliding with the next schema; the compiled function stays usable
+    return v;
+  } catch {
+    return make(cls, remotes).compile(s); // e.g. an $id registered by an earlier schema
+  }
 }

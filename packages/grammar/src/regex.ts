@@ -172,6 +172,7 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
           if (close < 0) fail('unterminated group name');
           i = close + 1;
         } else if ('=!'.includes(src[i + 1] ?? '') || (src[i + 1] === '<' && '=!'.includes(src[i + 2] ?? ''))) {
+          i--; // point at the '('
           fail('lookaround assertions are not supported', true);
         } else fail('unknown group syntax (?…)');
       }

@@ -4,17 +4,18 @@
 // alternatives. enum/const values become literal tries, filtered by the branch's other keywords (checked by running
 // the branch's own grammar on each literal). Objects and arrays are in schema-structs.ts.
 
-import { ANY as ANY_CHARS } from './charset.ts';
 import { IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
 import { formatMachines, numberFormat, stringFormatKind } from './formats.ts';
 import type { CompileOptions, Grammar, GrammarWarning } from './grammar.ts';
 import { Graph, type GNode, type Rule } from './graph.ts';
-import { intersectAll, LengthMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
+import { ComplementMachine, intersectAll, LengthMachine, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
 import { RtnGrammar } from './matcher.ts';
 import { nextDouble, NumberMachine, prevDouble } from './numbers.ts';
 import { RegexError, regexMachine } from './regex.ts';
 import { Registry, type Schema, type SchemaInfo } from './schema-refs.ts';
+import { negate, synth } from './schema-negate.ts';
 import { emitArray, emitObject } from './schema-structs.ts';
+import { ANNOTATIONS, canonical, dedupe, ENUM_SIBLINGS_FREE, jsonType, lcm, reciprocal, sigDisjoint, type Signature, type TypeName } from './schema-values.ts';
 
 export interface Part {
   readonly s: Record<string, unknown>;
@@ -24,14 +25,12 @@ export interface Part {
 export type Branch = readonly Part[];
 
 const MAX_BRANCHES = 256;
-const TYPES = ['null', 'boolean', 'object', 'array', 'string', 'number', 'integer'] as const;
-type TypeName = (typeof TYPES)[number];
+import { TYPES } from './schema-values.ts';
 
 /** Keywords that never constrain output. Unknown keywords are ignored too (validators ignore them). */
 const UNSUPPORTED_ALWAYS: Record<string, string> = {
   $dynamicRef: 'dynamic references are not supported; use $ref',
   $recursiveRef: 'recursive references ($recursiveRef) are not supported; use $ref',
-  dependentSchemas: 'conditional schemas are not supported',
 };
 
 export interface Whitespace {
@@ -45,17 +44,27 @@ function makeWhitespace(opt: CompileOptions['whitespace']): Whitespace {
   if (opt === undefined || opt === 'compact') return { line: (_g, n) => n, colon: (_g, n) => n };
   const indent = opt === 'pretty' ? 2 : Math.max(0, Math.min(8, Math.floor(opt.indent)));
   const maxSpaces = indent * 24;
-  return {
-    line(g, from) {
-      // optional: "\n" then 0..maxSpaces spaces (pretty printers indent by depth; the model picks the depth)
-      const end = g.node();
-      g.eps(from, end);
-      let cur = g.text(from, '\n');
-      g.eps(cur, end);
+  // one shared rule: "" | "\n" followed by 0..maxSpaces spaces (pretty printers indent by depth; the model picks)
+  const rules = new WeakMap<Graph, Rule>();
+  const wsRule = (g: Graph): Rule => {
+    let r = rules.get(g);
+    if (r === undefined) {
+      r = g.rule('ws');
+      rules.set(g, r);
+      g.eps(r.start, r.end);
+      let cur = g.text(r.start, '\n');
+      g.eps(cur, r.end);
       for (let i = 0; i < maxSpaces; i++) {
         cur = g.text(cur, ' ');
-        g.eps(cur, end);
+        g.eps(cur, r.end);
       }
+    }
+    return r;
+  };
+  return {
+    line(g, from) {
+      const end = g.node();
+      g.call(from, wsRule(g), end);
       return end;
     },
     colon(g, from) {
@@ -165,11 +174,11 @@ export class SchemaCompiler {
 
   // ---- flattening ----
 
-  private cross(a: Part[][], b: Part[][], at: Part | null): Part[][] {
+  cross(a: Part[][], b: Part[][], at: Part | null, keyword = 'anyOf'): Part[][] {
     const out: Part[][] = [];
     for (const x of a) for (const y of b) out.push([...x, ...y]);
     if (out.length > MAX_BRANCHES) {
-      this.report(at, 'anyOf', `the combinators expand to more than ${MAX_BRANCHES} alternatives`);
+      this.report(at, keyword, `the combinators expand to more than ${MAX_BRANCHES} alternatives (oneOf/not/if need the negation of overlapping alternatives)`);
       return out.slice(0, MAX_BRANCHES);
     }
     return out;
@@ -203,18 +212,51 @@ export class SchemaCompiler {
     if (Array.isArray(s.allOf)) for (const sub of s.allOf) acc = this.cross(acc, this.flatten(sub as Schema, part, stack), part);
     if (Array.isArray(s.anyOf)) acc = this.cross(acc, s.anyOf.flatMap((sub) => this.flatten(sub as Schema, part, stack)), part);
     if (Array.isArray(s.oneOf)) {
-      const alts = s.oneOf.map((sub) => this.flatten(sub as Schema, part, stack));
-      if (!this.pairwiseDisjoint(alts)) {
-        this.note(part, 'oneOf', 'treated as anyOf: a value matching several alternatives satisfies the grammar but not oneOf');
+      const oneOf = s.oneOf as Schema[];
+      const alts = oneOf.map((sub) => this.flatten(sub as Schema, part, stack));
+      const sigs = alts.map((branches) => branches.map((b) => this.signature(b)));
+      const disjoint = (i: number, j: number): boolean => sigs[i]!.every((a) => sigs[j]!.every((b) => sigDisjoint(a, b)));
+      const out: Part[][] = [];
+      let exact = true;
+      alts.forEach((alt, i) => {
+        // alternative i and none of the others it may overlap with
+        let branches = alt;
+        alts.forEach((_, j) => {
+          if (j === i || disjoint(i, j)) return;
+          const n = negate(this, oneOf[j]!, part, stack, `oneOf${j}`);
+          if (!n.exact) exact = false;
+          branches = this.cross(branches, n.branches, part, 'oneOf');
+        });
+        out.push(...branches);
+      });
+      if (!exact) this.note(part, 'oneOf', 'enforced more strictly than the schema (some negations are approximated): the output is valid but some valid values cannot be produced');
+      acc = this.cross(acc, out, part);
+    }
+    if ('not' in s && s.not !== undefined) {
+      const n = negate(this, s.not as Schema, part, stack, 'not');
+      if (!n.exact) this.note(part, 'not', 'enforced more strictly than the schema (the negation is approximated): the output is valid but some valid values cannot be produced');
+      acc = this.cross(acc, n.branches, part);
+    }
+    if ('if' in s && ('then' in s || 'else' in s)) {
+      const cond = s.if as Schema;
+      const yes = this.cross(this.flatten(cond, part, stack), this.flatten((s.then ?? true) as Schema, part, stack), part);
+      const n = negate(this, cond, part, stack, 'if');
+      if (!n.exact) this.note(part, 'if', 'the else-branch is enforced more strictly than the schema (the negation of `if` is approximated)');
+      const no = this.cross(n.branches, this.flatten((s.else ?? true) as Schema, part, stack), part);
+      acc = this.cross(acc, [...yes, ...no], part);
+    }
+    for (const key of ['dependentSchemas', 'dependencies']) {
+      const d = s[key];
+      if (d === null || typeof d !== 'object' || Array.isArray(d)) continue;
+      for (const [name, sub] of Object.entries(d as Record<string, unknown>)) {
+        if (Array.isArray(sub)) continue; // property-list dependencies: handled by the object emitter
+        // either the property is absent, or it is present and the object satisfies the schema
+        const absent = synth(this, part, `${key}|${name}|absent`, () => ({ properties: { [name]: false } }));
+        const present = synth(this, part, `${key}|${name}|present`, () => ({ required: [name] }));
+        const yes = this.cross(this.flatten(sub as Schema, part, stack), this.flatten(present, part, stack), part);
+        acc = this.cross(acc, [...this.flatten(absent, part, stack), ...yes], part);
       }
-      acc = this.cross(acc, alts.flat(), part);
     }
-    if ('not' in s) {
-      const n = s.not;
-      if (n === true || (n !== null && typeof n === 'object' && Object.keys(n).every((k) => ANNOTATIONS.has(k)))) acc = [];
-      else if (!(n === false || isTypeOnly(n))) this.report(part, 'not', 'negation is supported only for `not: {type: …}`');
-    }
-    if ('if' in s && ('then' in s || 'else' in s)) this.report(part, 'if', 'if/then/else is not supported');
     stack.delete(s);
     return acc;
   }
@@ -224,50 +266,49 @@ export class SchemaCompiler {
     if (this.scanned.has(part.s)) return;
     this.scanned.add(part.s);
     for (const [k, reason] of Object.entries(UNSUPPORTED_ALWAYS)) if (k in part.s) this.report(part, k, reason);
-    const deps = part.s.dependencies;
-    if (deps !== null && typeof deps === 'object') {
-      for (const v of Object.values(deps)) {
-        if (!Array.isArray(v)) {
-          this.report(part, 'dependencies', 'schema dependencies are not supported (only property-list dependencies)');
-          break;
-        }
-      }
-    }
     const t = part.s.type;
     for (const name of typeof t === 'string' ? [t] : Array.isArray(t) ? t : []) {
       if (!TYPES.includes(name as TypeName)) throw new InvalidSchemaError(part.info.path, `unknown type ${JSON.stringify(name)}`, `Use one of ${TYPES.join(', ')}.`);
     }
   }
 
-  /** Whether oneOf's alternatives provably never overlap (different types, or different const/enum values). */
-  private pairwiseDisjoint(alts: Part[][][]): boolean {
-    const sigs = alts.map((branches) => branches.map((b) => this.signature(b)));
-    for (let i = 0; i < sigs.length; i++) {
-      for (let j = i + 1; j < sigs.length; j++) {
-        for (const a of sigs[i]!) for (const b of sigs[j]!) if (!sigDisjoint(a, b)) return false;
-      }
-    }
-    return true;
-  }
-
   private signature(b: Branch): Signature {
     const types = this.types(b);
     const values = this.enumValues(b);
+    const required = new Set<string>();
+    for (const p of b) if (Array.isArray(p.s.required)) for (const n of p.s.required) if (typeof n === 'string') required.add(n);
+    // property value constraints that can tell alternatives apart: enum/const of a required property
     const discriminators = new Map<string, string[]>();
+    let closed: Set<string> | null = null;
     for (const p of b) {
       const props = p.s.properties as Record<string, unknown> | undefined;
-      const req = Array.isArray(p.s.required) ? (p.s.required as string[]) : [];
       if (props && typeof props === 'object') {
-        for (const name of req) {
+        for (const name of required) {
           const sub = props[name];
-          if (sub !== null && typeof sub === 'object') {
-            const vals = this.enumValues([{ s: sub as Record<string, unknown>, owner: null, info: p.info }]);
-            if (vals) discriminators.set(name, vals.map(canonical));
+          if (sub === undefined || typeof sub === 'boolean') continue;
+          let vals: string[] | null = [];
+          try {
+            for (const br of this.flatten(sub as Schema, null, new Set())) {
+              const ev = this.enumValues(br);
+              if (ev === null) {
+                vals = null;
+                break;
+              }
+              vals.push(...ev.map(canonical));
+            }
+          } catch {
+            vals = null;
           }
+          if (vals !== null) discriminators.set(name, vals);
         }
       }
+      // additionalProperties: false without patterns: only the declared names may appear
+      if (p.s.additionalProperties === false && !p.s.patternProperties) {
+        const names = new Set(props && typeof props === 'object' ? Object.keys(props) : []);
+        closed = closed === null ? names : new Set([...(closed as Set<string>)].filter((n) => names.has(n)));
+      }
     }
-    return { types, values: values ? values.map(canonical) : null, discriminators };
+    return { types, values: values ? values.map(canonical) : null, discriminators, required, closed };
   }
 
   // ---- branches ----
@@ -288,15 +329,6 @@ export class SchemaCompiler {
       const t = p.s.type;
       if (typeof t === 'string') restrict([t], false);
       else if (Array.isArray(t)) restrict(t, false);
-      const n = p.s.not;
-      if (isTypeOnly(n)) {
-        const nt = (n as Record<string, unknown>).type;
-        const names = typeof nt === 'string' ? [nt] : (nt as unknown[]);
-        if (names.includes('integer') && !names.includes('number') && allowed.has('number')) {
-          this.report(p, 'not', '`not: {type: "integer"}` on numbers (non-integers only) is not supported');
-        }
-        restrict(names, true);
-      }
     }
     return allowed;
   }
@@ -421,6 +453,19 @@ export class SchemaCompiler {
           this.report(p, 'pattern', `${e.problem} (outside the supported regex subset)`);
         }
       }
+      const np = p.s['@notPattern'];
+      if (typeof np === 'string') {
+        try {
+          ms.push(new ComplementMachine(regexMachine(np, { search: true })));
+        } catch (e) {
+          if (!(e instanceof RegexError)) throw e;
+          this.report(p, 'pattern', `${e.problem} (outside the supported regex subset)`);
+        }
+      }
+      const nf = p.s['@notFormat'];
+      if (typeof nf === 'string') ms.push(new ComplementMachine(intersectAll(formatMachines(nf))!));
+      const ne = p.s['@notEnum'];
+      if (Array.isArray(ne)) ms.push(new ComplementMachine(new LiteralsMachine(ne as string[])));
       const f = p.s.format;
       if (typeof f === 'string') {
         const kind = stringFormatKind(f);
@@ -471,10 +516,16 @@ export class SchemaCompiler {
       }
       if (typeof s.multipleOf === 'number' && s.multipleOf > 0) {
         const m = s.multipleOf;
+        const n = reciprocal(m);
         if (Number.isInteger(m)) mult = mult === 0 ? m : lcm(mult, m);
-        else if (integer && Number.isInteger(1 / m) && Number.isInteger(Math.log2(1 / m))) {
-          // every integer is a multiple of 1/2^k, exactly in floating point
-        } else this.report(p, 'multipleOf', `multipleOf ${m} is not supported (only integer divisors, or 1/2^k on integers)`);
+        else if (n !== null) {
+          // ajv tests (x / m) === parseInt(x / m) in floating point; for integers x that quotient is exactly x * n
+          // here, so integer outputs are always valid (a narrowing of the schema for type "number")
+          integer = true;
+          lower(-Math.floor(2 ** 53 / n));
+          upper(Math.floor(2 ** 53 / n));
+          if (!integerOnly) this.note(p, 'multipleOf', `multipleOf ${m}: only integers are produced (exact under floating-point division)`);
+        } else this.report(p, 'multipleOf', `multipleOf ${m} is not supported (integer divisors, or 1/n where integers divide exactly in floating point)`);
       }
     }
     if (mult > 2 ** 40) {
@@ -486,82 +537,33 @@ export class SchemaCompiler {
   }
 }
 
-// ---- helpers ----
-
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$schema', '$id', '$anchor', '$defs', 'definitions']);
-const ENUM_SIBLINGS_FREE = new Set([...ANNOTATIONS, 'enum', 'const', 'type', 'id', 'contentMediaType', 'contentEncoding', '$dynamicAnchor', '$vocabulary']);
-
-function isTypeOnly(n: unknown): boolean {
-  if (n === null || typeof n !== 'object' || Array.isArray(n)) return false;
-  const keys = Object.keys(n).filter((k) => !ANNOTATIONS.has(k));
-  return keys.length === 1 && keys[0] === 'type';
-}
-
-interface Signature {
-  types: Set<TypeName>;
-  values: string[] | null;
-  discriminators: Map<string, string[]>;
-}
-
-function sigDisjoint(a: Signature, b: Signature): boolean {
-  const shared = [...a.types].filter((t) => b.types.has(t));
-  if (shared.length === 0) return true;
-  if (a.values && b.values && !a.values.some((v) => b.values!.includes(v))) return true;
-  if (shared.every((t) => t === 'object')) {
-    for (const [k, va] of a.discriminators) {
-      const vb = b.discriminators.get(k);
-      if (vb && !va.some((v) => vb.includes(v))) return true;
-    }
-  }
-  return false;
-}
-
-export function jsonType(v: unknown): TypeName {
-  if (v === null) return 'null';
-  if (typeof v === 'boolean') return 'boolean';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  if (typeof v === 'string') return 'string';
-  if (Array.isArray(v)) return 'array';
-  return 'object';
-}
-
-/** A serialization equal for deep-equal JSON values (object keys sorted). */
-export function canonical(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  const o = v as Record<string, unknown>;
-  return `{${Object.keys(o)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
-    .join(',')}}`;
-}
-
-function dedupe(values: readonly unknown[]): unknown[] {
-  const seen = new Set<string>();
-  return values.filter((v) => {
-    const c = canonical(v);
-    if (seen.has(c)) return false;
-    seen.add(c);
-    return true;
-  });
-}
-
-function gcd(a: number, b: number): number {
-  while (b) [a, b] = [b, a % b];
-  return a;
-}
-
-function lcm(a: number, b: number): number {
-  return (a / gcd(a, b)) * b;
-}
-
-export { ANY_CHARS };
 
 /**
- * Compiles a JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12) to a byte-level grammar whose documents are compact
- * (or, with `whitespace`, optionally pretty) JSON valid against the schema. Properties come in declared order;
- * optional ones may be skipped; additional properties (when the schema allows them) come after the declared ones.
- * Unsupported keywords throw UnsupportedSchemaError (strict, the default) or are dropped into `warnings`.
+ * Compiles a JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12) to a byte-level grammar. The contract: every document
+ * the grammar accepts is JSON that ajv (with ajv-formats) accepts against the schema.
+ *
+ * Output shape (the documented policies):
+ * - Compact JSON by default; `whitespace: 'pretty' | { indent }` additionally allows a newline plus indentation
+ *   where a pretty printer breaks lines, and one space after ':'.
+ * - Properties come in declared order (properties of allOf parts in order, then required names not declared);
+ *   required ones always, optional ones may be skipped. Additional properties, when the schema allows them
+ *   (additionalProperties absent/true/a schema, patternProperties), may follow the declared ones; their keys are
+ *   any string that is not a declared name.
+ * - Strings: a JSON escape denotes its character for pattern, format and length purposes (\uXXXX escapes denote
+ *   BMP characters; lone surrogates are never produced); lengths count code points, as ajv does.
+ * - Numbers: integers without exponent; bounded numbers without exponent; never "-0"; nothing that parses to
+ *   Infinity. multipleOf: integer divisors exactly; 1/n divisors (0.01, 0.5…) by producing integers only.
+ * - oneOf is exact: each alternative is combined with the negation of the alternatives it may overlap with. not,
+ *   if/then/else and dependentSchemas likewise. Negations of a few keywords (uniqueItems, multipleOf,
+ *   additionalProperties, type integer…) are under-approximated: the output stays valid, fewer values are
+ *   reachable, and `warnings` says so.
+ * - uniqueItems is enforced when items come from a small finite set (enum/const/boolean/null); otherwise reported.
+ * - Formats date-time, date, time, email, uuid, uri, uri-reference, uri-template, ipv4, ipv6, hostname, duration,
+ *   json-pointer, relative-json-pointer, byte are regular languages (subsets of ajv-formats'); formats ajv-formats
+ *   does not know are annotations; `regex` and `url` are reported.
+ * - Strict (default): unsupported keywords throw UnsupportedSchemaError listing every one with its path; with
+ *   `strict: false` they are dropped and listed in `warnings` (the output then may violate them).
+ * - Remote $refs resolve only through `options.remotes` (URI -> schema); nothing is fetched.
  *
  * @example
  * const g = compileJsonSchema({ type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
@@ -582,4 +584,3 @@ export function anyJson(options: Omit<CompileOptions, 'strict'> & { root?: 'any'
   return compileJsonSchema(options.root === 'object' ? { type: 'object' } : true, { whitespace: options.whitespace });
 }
 
-export const _internal = { ANY_CHARS };

@@ -13,9 +13,9 @@ export interface SchemaInfo {
 }
 
 const ROOT_BASE = 'intab:/root.json';
-// Values of these keywords are data, not schemas: never index inside them.
-const DATA_KEYWORDS = new Set(['enum', 'const', 'examples', 'default']);
-// Values of these keywords are maps from names to schemas: the map itself is not a schema.
+// Keywords whose values are schemas, arrays of schemas, or maps of schemas. Only these are indexed for $id and
+// $anchor (an "$id" inside an unknown keyword is not an identifier); $ref may still point anywhere by JSON pointer.
+const SCHEMA_KEYWORDS = new Set(['items', 'prefixItems', 'additionalItems', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf', 'contentSchema']);
 const MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 
 export function draftOf(schema: unknown, fallback: number): number {
@@ -65,6 +65,11 @@ export class Registry {
     this.index(root, ROOT_BASE, '', draftOf(root, 2020), true);
   }
 
+  /** Synthetic schemas (negations) report at, and resolve refs from, their owner's location. */
+  setInfo(s: object, info: SchemaInfo): void {
+    this.info.set(s, info);
+  }
+
   infoOf(s: object): SchemaInfo {
     return this.info.get(s) ?? { base: ROOT_BASE, path: '', draft: 2020 };
   }
@@ -101,10 +106,10 @@ export class Registry {
     }
     for (const [k, v] of Object.entries(o)) {
       if (v === null || typeof v !== 'object') continue;
-      if (isSchema && DATA_KEYWORDS.has(k)) continue;
-      // properties/patternProperties/$defs… hold maps of schemas; everything else is indexed as possible schemas too,
-      // because $ref may point anywhere in the document
-      this.index(v, base, `${path}/${escapePointer(k)}`, draft, !(isSchema && MAP_KEYWORDS.has(k)));
+      const child = `${path}/${escapePointer(k)}`;
+      if (!isSchema) this.index(v, base, child, draft, true); // a map's values
+      else if (MAP_KEYWORDS.has(k) && !Array.isArray(v)) this.index(v, base, child, draft, false);
+      else if (SCHEMA_KEYWORDS.has(k)) this.index(v, base, child, draft, true);
     }
   }
 

@@ -8,8 +8,10 @@
 import type { GNode, Rule } from './graph.ts';
 import { ComplementMachine, intersectAll, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
 import { RegexError, regexMachine } from './regex.ts';
-import { canonical, jsonType, type Branch, type Part, type SchemaCompiler } from './schema-compile.ts';
+import type { Branch, Part, SchemaCompiler } from './schema-compile.ts';
+import { canonical, jsonType } from './schema-values.ts';
 import type { Schema } from './schema-refs.ts';
+import { SYNTHETIC } from './schema-negate.ts';
 
 const MAX_STATES = 20_000;
 const MAX_UNROLL = 4096;
@@ -25,6 +27,7 @@ function isSchema(v: unknown): v is Schema {
 /** The parts of the branch at or below `p` in the combinator tree (what p's unevaluated* keywords can see). */
 function subtree(b: Branch, p: Part): Part[] {
   return b.filter((q) => {
+    if (q !== p && SYNTHETIC.has(q.s)) return false;
     for (let x: Part | null = q; x; x = x.owner) if (x === p) return true;
     return false;
   });
@@ -54,6 +57,7 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
   let minP = 0;
   let maxP = Infinity;
   const nameMachines: CharMachine[] = [];
+  const nameSchemas: object[] = [];
   for (const p of b) {
     const s = p.s;
     if (s.properties && typeof s.properties === 'object') for (const n of Object.keys(s.properties)) addName(n);
@@ -88,7 +92,10 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
         if (isSchema(sch)) patterns.push({ part: p, source: src, schema: sch, machine });
       }
     }
-    if ('propertyNames' in s && isSchema(s.propertyNames)) nameMachines.push(namesMachine(c, s.propertyNames, p));
+    if ('propertyNames' in s && isSchema(s.propertyNames)) {
+      nameMachines.push(namesMachine(c, s.propertyNames, p));
+      nameSchemas.push(typeof s.propertyNames === 'object' ? s.propertyNames : { b: s.propertyNames });
+    }
   }
   const nameOk = (n: string): boolean => nameMachines.every((m) => m.matches(n));
   const matching = (n: string, pp: PatternProp): boolean => pp.machine !== null && pp.machine.matches(n);
@@ -156,10 +163,12 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
     }
     if (empty) continue;
     const value = c.value(schemas);
-    const key = c.g.rule('key');
-    const close = g.node();
-    g.embed(g.text(key.start, '"'), km, 'json', close);
-    g.eps(c.ws.colon(g, g.text(close, '":')), key.end);
+    const keyId = `key\u0000${names.join('\u0000')}\u0001${usable.map((pp) => (set.includes(pp) ? '+' : '-') + pp.source).join('\u0000')}\u0001${nameSchemas.map((x) => c.idOf(x)).join(',')}`;
+    const key = c.memo(keyId, 'key', (r) => {
+      const close = g.node();
+      g.embed(g.text(r.start, '"'), km, 'json', close);
+      g.eps(c.ws.colon(g, g.text(close, '":')), r.end);
+    });
     extras.push({ key, value });
   }
 
@@ -195,6 +204,10 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
   const open = g.text(from, '{');
   g.eps(open, state(0, false, 0, 0, 0, false));
   const member = (node: GNode, any: boolean): GNode => (any ? c.ws.line(g, g.text(node, ',')) : c.ws.line(g, node));
+  // `"name":value` is a rule shared by every object with that property name and value schema
+  const member_ = (i: number): Rule => c.memo(`kv\u0000${names[i]}\u0000${values[i]!.id}`, 'member', (r) => {
+    g.call(c.ws.colon(g, g.text(r.start, JSON.stringify(names[i]!) + ':')), values[i]!, r.end);
+  });
   for (let qi = 0; qi < queue.length; qi++) {
     if (qi > MAX_STATES) {
       c.report(b[0] ?? null, 'maxProperties', 'the object constraints need too many states');
@@ -206,10 +219,7 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
     if (i < n) {
       const nm = names[i]!;
       if (!required.has(nm)) g.eps(node, state(i + 1, any, lo, hi, mask, xs));
-      if (room) {
-        const k = c.ws.colon(g, g.text(member(node, any), JSON.stringify(nm) + ':'));
-        g.call(k, values[i]!, state(i + 1, true, Math.min(lo + 1, loCap), hiTracked ? hi + 1 : 0, mask | bit(nm), xs));
-      }
+      if (room) g.call(member(node, any), member_(i), state(i + 1, true, Math.min(lo + 1, loCap), hiTracked ? hi + 1 : 0, mask | bit(nm), xs));
     } else {
       if (lo >= minP && depsOk(mask)) g.eps(g.text(any ? c.ws.line(g, node) : node, '}'), to);
       if (room) {

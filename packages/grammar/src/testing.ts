@@ -2,6 +2,8 @@
 // the grammar accepts, and generate random documents by walking a grammar with a seeded RNG.
 
 import type { Grammar, GrammarState } from './grammar.ts';
+import type { GNode, Rule } from './graph.ts';
+import type { RtnGrammar } from './matcher.ts';
 
 const enc = new TextEncoder();
 
@@ -88,36 +90,101 @@ export function allowedBytes(g: Grammar, s: GrammarState): number[] {
   return out;
 }
 
-/** The shortest byte path from s to an accepting state (BFS over interned states), or null. */
-export function shortestCompletion(g: Grammar, s: GrammarState, maxStates = 200_000): number[] | null {
-  if (g.accepting(s)) return [];
-  const prev = new Map<string, [string, number]>();
-  const byKey = new Map<string, GrammarState>([[g.key(s), s]]);
-  const queue = [s];
-  for (let h = 0; h < queue.length && queue.length < maxStates; h++) {
-    const cur = queue[h]!;
-    const ck = g.key(cur);
-    for (let b = 0; b < 256; b++) {
-      const n = g.step(cur, b);
-      if (n === null) continue;
-      const nk = g.key(n);
-      if (byKey.has(nk)) continue;
-      byKey.set(nk, n);
-      prev.set(nk, [ck, b]);
-      if (g.accepting(n)) {
-        const path: number[] = [];
-        for (let k = nk; k !== g.key(s); ) {
-          const [p, byte] = prev.get(k)!;
-          path.push(byte);
-          k = p;
-        }
-        return path.reverse();
-      }
-      queue.push(n);
-    }
+/**
+ * Bytes needed to finish from each node of a grammar graph (shortest path to its rule's end, rules' shortest
+ * derivations inlined); lazily built nodes are expanded on the way. For walking grammars toward completion.
+ */
+export class Distances {
+  private readonly node = new Map<GNode, number>();
+  private readonly rule = new Map<Rule, number>();
+  private readonly active = new Set<Rule>();
+  constructor(private readonly g: RtnGrammar) {}
+
+  ruleMin(r: Rule): number {
+    const m = this.rule.get(r);
+    if (m !== undefined) return m;
+    if (this.active.has(r) || !r.productive) return Infinity;
+    this.active.add(r);
+    const d = this.toEnd(r.start);
+    this.active.delete(r);
+    this.rule.set(r, d);
+    return d;
   }
-  return null;
+
+  /** Dijkstra from n to the end node of its rule. */
+  toEnd(n: GNode): number {
+    const known = this.node.get(n);
+    if (known !== undefined) return known;
+    const dist = new Map<GNode, number>([[n, 0]]);
+    const heap: [number, GNode][] = [[0, n]];
+    let best = Infinity;
+    while (heap.length) {
+      heap.sort((a, b) => b[0] - a[0]);
+      const [d, x] = heap.pop()!;
+      if (d > (dist.get(x) ?? Infinity) || d >= best) continue;
+      if (x.expand) {
+        const f = x.expand;
+        x.expand = null;
+        f();
+      }
+      if (x.endOf) best = Math.min(best, d);
+      const relax = (y: GNode, w: number): void => {
+        if (!y.live) return;
+        const nd = d + w;
+        if (nd < (dist.get(y) ?? Infinity)) {
+          dist.set(y, nd);
+          heap.push([nd, y]);
+        }
+      };
+      for (const y of x.to) relax(y, 1);
+      for (const y of x.eps) relax(y, 0);
+      for (let i = 0; i < x.calls.length; i++) {
+        const m = this.ruleMin(x.calls[i]!);
+        if (m < Infinity) relax(x.rets[i]!, m);
+      }
+    }
+    this.node.set(n, best);
+    return best;
+  }
+
+  /** Bytes to finish the whole document from a state. */
+  state(s: GrammarState): number {
+    if (this.g.accepting(s)) return 0;
+    let best = Infinity;
+    for (const { node, rets } of this.g.configs(s)) {
+      let d = this.toEnd(node);
+      for (const r of rets) d += this.toEnd(r);
+      best = Math.min(best, d);
+    }
+    return best;
+  }
 }
+
+/** Greedy completion: always the byte whose next state is closest to the end. */
+export function completion(g: Grammar, s: GrammarState, dist: Distances, cap = 100_000): number[] | null {
+  const out: number[] = [];
+  while (!g.accepting(s)) {
+    let bestB = -1;
+    let bestD = Infinity;
+    let bestS: GrammarState | null = null;
+    for (let b = 0; b < 256; b++) {
+      const n = g.step(s, b);
+      if (n === null) continue;
+      const d = dist.state(n);
+      if (d < bestD) {
+        bestD = d;
+        bestB = b;
+        bestS = n;
+      }
+    }
+    if (bestS === null || out.length > cap) return null;
+    out.push(bestB);
+    s = bestS;
+  }
+  return out;
+}
+
+const distances = new WeakMap<Grammar, Distances>();
 
 /**
  * A random document: `randomBytes` random allowed bytes (stopping early at random once accepting), then the
@@ -137,7 +204,9 @@ export function randomDocument(g: Grammar, r: () => number, randomBytes: number)
     out.push(b);
     s = g.step(s, b)!;
   }
-  const tail = shortestCompletion(g, s);
+  let dist = distances.get(g);
+  if (!dist) distances.set(g, (dist = new Distances(g as RtnGrammar)));
+  const tail = completion(g, s, dist);
   if (tail === null) return null;
   return new Uint8Array([...out, ...tail]);
 }
