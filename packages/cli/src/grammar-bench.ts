@@ -19,7 +19,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '../../grammar/src/index.ts';
+import { compileJsonSchema, completeDocument, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '../../grammar/src/index.ts';
 import { sampleMask } from '../../grammar/src/tokens/test-grammars.ts';
 import { schemaValidator } from '../../grammar/src/tokens/test-validator.ts';
 import { realTokenizerFiles, type RealTokenizerName } from '../../model/src/tokenizer/test-corpus.ts';
@@ -226,51 +226,9 @@ export function walk(m: TokenMatcher, closing: Int32Array, r: () => number, mask
   return { bytes, tokens, forced, searched, firstMaskUs, unfinished: false };
 }
 
-/** Byte preference on the way to the end: what closes first, then what moves on, then anything. */
-const END_ORDER = (() => {
-  const first = [...'"}]0,:1tfnaA-.eE+'].map((c) => c.charCodeAt(0));
-  return [...first, ...Array.from({ length: 256 }, (_, b) => b).filter((b) => !first.includes(b))];
-})();
-
-/**
- * Bytes from `start` to an accepting state: a depth-first search that tries closing bytes first and never revisits a
- * state (by key), as @intab/grammar's tests complete documents, but bounded: null once it has stepped the grammar
- * `budget` times (some schemas' state spaces are too large to search) or when there is no way.
- */
+/** Bytes from `start` to an accepting state (completeDocument), bounded: null after `budget` grammar steps. */
 export function searchEnd(g: Grammar, start: GrammarState, budget = 50_000, maxBytes = 8192): Uint8Array | null {
-  const seen = new Set<string>([g.key(start)]);
-  const path: number[] = [];
-  const states: GrammarState[] = [start];
-  const choice: number[] = [0];
-  let steps = 0;
-  while (states.length > 0) {
-    const s = states[states.length - 1];
-    if (g.accepting(s)) return Uint8Array.from(path);
-    let moved = false;
-    if (path.length < maxBytes) {
-      for (let c = choice[choice.length - 1]; c < 256; c++) {
-        if (++steps > budget) return null;
-        const b = END_ORDER[c];
-        const t = g.step(s, b);
-        if (t === null) continue;
-        const k = g.key(t);
-        if (seen.has(k)) continue;
-        seen.add(k);
-        choice[choice.length - 1] = c + 1;
-        path.push(b);
-        states.push(t);
-        choice.push(0);
-        moved = true;
-        break;
-      }
-    }
-    if (!moved) {
-      states.pop();
-      choice.pop();
-      path.pop();
-    }
-  }
-  return null;
+  return completeDocument(g, start, { budget, maxBytes });
 }
 
 interface DocTally {

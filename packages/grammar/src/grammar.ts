@@ -50,3 +50,52 @@ export function matches(grammar: Grammar, text: string | Uint8Array): boolean {
   const s = advance(grammar, grammar.initial, text);
   return s !== null && grammar.accepting(s);
 }
+
+/** Byte preference on the way to a document's end: what closes first, then what moves on, then anything. */
+const END_ORDER = (() => {
+  const first = [...'"}]0,:1tfnaA-.eE+'].map((c) => c.charCodeAt(0));
+  return [...first, ...Array.from({ length: 256 }, (_, b) => b).filter((b) => !first.includes(b))];
+})();
+
+/**
+ * Bytes from `start` to an accepting state: a depth-first search that tries closing bytes first and never revisits a
+ * state (by key), so it cannot loop (a fraction's zeros, a pattern's repetition). Null when there is no way within
+ * `maxBytes`, or once it has stepped the grammar `budget` times (some schemas' state spaces are too large to search).
+ */
+export function completeDocument(g: Grammar, start: GrammarState, options: { maxBytes?: number; budget?: number } = {}): Uint8Array | null {
+  const maxBytes = options.maxBytes ?? 20_000;
+  const budget = options.budget ?? Infinity;
+  const seen = new Set<string>([g.key(start)]);
+  const path: number[] = [];
+  const states: GrammarState[] = [start];
+  const choice: number[] = [0];
+  let steps = 0;
+  while (states.length > 0) {
+    const s = states[states.length - 1];
+    if (g.accepting(s)) return Uint8Array.from(path);
+    let moved = false;
+    if (path.length < maxBytes) {
+      for (let c = choice[choice.length - 1]; c < 256; c++) {
+        if (++steps > budget) return null;
+        const b = END_ORDER[c];
+        const t = g.step(s, b);
+        if (t === null) continue;
+        const k = g.key(t);
+        if (seen.has(k)) continue;
+        seen.add(k);
+        choice[choice.length - 1] = c + 1;
+        path.push(b);
+        states.push(t);
+        choice.push(0);
+        moved = true;
+        break;
+      }
+    }
+    if (!moved) {
+      states.pop();
+      choice.pop();
+      path.pop();
+    }
+  }
+  return null;
+}

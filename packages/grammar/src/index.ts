@@ -1,7 +1,7 @@
 // @intab/grammar: structured output in pure TypeScript (no GPU, no WASM).
 // Core: JSON Schema / regex / GBNF compiled to byte-level matchers (the Grammar interface).
 export type { CompileOptions, Grammar, GrammarState, GrammarWarning } from './grammar.ts';
-export { advance, matches } from './grammar.ts';
+export { advance, completeDocument, matches } from './grammar.ts';
 export { anyJson, compileJsonSchema } from './schema-compile.ts';
 export { compileRegex } from './regex-grammar.ts';
 export { compileGbnf } from './gbnf.ts';

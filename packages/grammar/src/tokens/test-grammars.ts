@@ -7,7 +7,7 @@
 //   literalGrammar   exactly one text;
 //   choiceGrammar    one of several texts (a trie).
 
-import type { Grammar, GrammarState } from '../grammar.ts';
+import { completeDocument, type Grammar, type GrammarState } from '../grammar.ts';
 
 interface State {
   readonly key: string;
@@ -381,49 +381,9 @@ export function sampleMask(mask: Uint32Array, r: () => number): number {
 
 const has = (mask: Uint32Array, id: number) => (mask[id >>> 5] & (1 << (id & 31))) !== 0;
 
-/** Byte preference on the way to the end: what closes first, then what moves on, then anything. */
-const COMPLETION_ORDER = (() => {
-  const first = [...'"}]0,:1tfnaA-.eE+'].map((c) => c.charCodeAt(0));
-  const rest = Array.from({ length: 256 }, (_, b) => b).filter((b) => !first.includes(b));
-  return [...first, ...rest];
-})();
-
-/**
- * Bytes from `start` to an accepting state: a depth-first search that tries closing bytes first and never revisits a
- * state (by key), so it cannot loop (a fraction's zeros, a pattern's repetition). Null when none is found.
- */
+/** Bytes from `start` to an accepting state (see completeDocument), null when none is found. */
 export function completion(g: Grammar, start: GrammarState, maxBytes = 20_000): Uint8Array | null {
-  const seen = new Set<string>([g.key(start)]);
-  const path: number[] = [];
-  const states: GrammarState[] = [start];
-  const choice: number[] = [0];
-  while (states.length > 0) {
-    const s = states[states.length - 1];
-    if (g.accepting(s)) return Uint8Array.from(path);
-    let moved = false;
-    if (path.length < maxBytes) {
-      for (let c = choice[choice.length - 1]; c < 256; c++) {
-        const b = COMPLETION_ORDER[c];
-        const t = g.step(s, b);
-        if (t === null) continue;
-        const k = g.key(t);
-        if (seen.has(k)) continue;
-        seen.add(k);
-        choice[choice.length - 1] = c + 1;
-        path.push(b);
-        states.push(t);
-        choice.push(0);
-        moved = true;
-        break;
-      }
-    }
-    if (!moved) {
-      states.pop();
-      choice.pop();
-      path.pop();
-    }
-  }
-  return null;
+  return completeDocument(g, start, { maxBytes });
 }
 
 /**
