@@ -7,27 +7,19 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { assembleJson, GrammarSyntaxError, UnsupportedSchemaError } from '@intab/grammar';
-import { configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { canonicalHfName, fixtureConfig, makeTensors } from '@intab/model/reference';
-import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
+import type { LlamaConfig, Tokenizer } from '@intab/model';
 import type { Chunk, GenerateRequest, JsonEvent } from './contract.ts';
 import { Engine } from './engine.ts';
 import { InvalidRequestError, TokenizerRequiredError } from './errors.ts';
 import { ReferenceRunner } from './reference-runner.ts';
+import { qwen3VocabModel } from './test-models.ts';
 
 let tokenizer: Tokenizer;
 let config: LlamaConfig;
 let tensors: Map<string, Float32Array>;
 
 beforeAll(() => {
-  tokenizer = loadTokenizer({ ...realTokenizerFiles('qwen3'), file: 'qwen3/tokenizer.json' });
-  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: 1, tie_word_embeddings: true };
-  config = configFromHf(json, 'qwen3-vocab/config.json');
-  tensors = new Map();
-  for (const [name, t] of makeTensors(json, 7)) {
-    const c = canonicalHfName(name);
-    if (typeof c === 'string') tensors.set(c, t.data);
-  }
+  ({ tokenizer, config, tensors } = qwen3VocabModel());
 });
 
 function setup(o: { tokenizer?: boolean; maxBatch?: number } = {}) {

@@ -3,27 +3,18 @@
 // different steps, give the same ids and text as each run alone; a chat request goes through Qwen3's own
 // template; stop strings cut text that spans tokens.
 import { beforeAll, describe, expect, test } from 'vitest';
-import { configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { canonicalHfName, fixtureConfig, makeTensors } from '@intab/model/reference';
-import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
+import type { LlamaConfig, Tokenizer } from '@intab/model';
 import type { Chunk, GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';
 import { ReferenceRunner } from './reference-runner.ts';
+import { qwen3VocabModel } from './test-models.ts';
 
 let tokenizer: Tokenizer;
 let config: LlamaConfig;
 let tensors: Map<string, Float32Array>;
 
 beforeAll(() => {
-  tokenizer = loadTokenizer({ ...realTokenizerFiles('qwen3'), file: 'qwen3/tokenizer.json' });
-  // Small layers, real vocabulary: every id the tokenizer can produce has an embedding row.
-  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: 1, tie_word_embeddings: true };
-  config = configFromHf(json, 'qwen3-vocab/config.json');
-  tensors = new Map();
-  for (const [name, t] of makeTensors(json, 7)) {
-    const c = canonicalHfName(name);
-    if (typeof c === 'string') tensors.set(c, t.data);
-  }
+  ({ tokenizer, config, tensors } = qwen3VocabModel());
 });
 
 function engine(): { engine: Engine; runner: ReferenceRunner } {
