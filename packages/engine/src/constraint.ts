@@ -143,11 +143,6 @@ export class Constraint {
     }
   }
 
-  /** JSON formats: whether the document is complete (parsed to its end). */
-  get complete(): boolean {
-    return this.parser?.done ?? false;
-  }
-
   /** JSON formats: the document so far. */
   get partial(): unknown {
     return this.parser?.snapshot;

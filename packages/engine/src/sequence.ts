@@ -237,11 +237,6 @@ export class Sequence {
     return this.prompt.length + this.options.maxTokens;
   }
 
-  /** Generated tokens not yet in the KV-cache: the last sampled id, and any tokens a grammar forced after it. */
-  get pending(): number[] {
-    return this.generated.slice(this.fed);
-  }
-
   /**
    * The tokens of this sequence's next step, at most `budget`: a prompt chunk, or the pending generated tokens.
    * The step samples the next token only when it takes all of them (see samplesAfter).
