@@ -9,8 +9,8 @@ struct Params {
   row_bytes: u32,  // bytes of one weight row
   row0: u32,       // first row held by this weight part
   rows: u32,       // rows held by this weight part
-  t: u32,          // T: tokens (GEMM); unused by GEMV, whose vectors are workgroup rows
-  _pad0: u32,
+  t: u32,          // T: tokens (GEMM); B: vectors (GEMV), which are workgroup rows or groups of them
+  v0: u32,         // GEMV: the first vector of this dispatch (a batch is split into several); GEMM: 0
   _pad1: u32,
 }
 

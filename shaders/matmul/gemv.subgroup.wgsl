@@ -1,8 +1,8 @@
 // gemv.subgroup: the gemv.wgsl contract (same bindings and params), for adapters with subgroups.
-// A workgroup owns ROWS consecutive rows of one vector, and each subgroup takes ROWS_PER_SG of them
-// at a time: its lanes stride over the K/CHUNK chunks, each lane loads its x chunk once and dots it
-// with those rows, and subgroupAdd reduces them. No workgroup memory, no barriers, coalesced reads
-// along each row. Correct for any subgroup size (work is handed out from the actual size).
+// A workgroup owns ROWS consecutive rows of one vector (p.v0 + wid.y), and each subgroup takes
+// ROWS_PER_SG of them at a time: its lanes stride over the K/CHUNK chunks, each lane loads its x chunk
+// once and dots it with those rows, and subgroupAdd reduces them. No workgroup memory, no barriers,
+// coalesced reads along each row. Correct for any subgroup size (work is handed out from the actual size).
 
 enable subgroups;
 diagnostic(off, subgroup_uniformity);
@@ -23,7 +23,7 @@ var<private> xc_sum: f32;
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
-  let vec = wid.y;
+  let vec = p.v0 + wid.y;
   let x_base = vec * (p.k / 4u);
   let sg = lid / sg_size;
   let n_sg = (WG_SIZE + sg_size - 1u) / sg_size;

@@ -2,11 +2,13 @@
 //   W: rows [row0, row0 + rows) of an (N, K) weight in any ggml format, raw bytes as u32 (joined with
 //      lib/bytes.wgsl, lib/weights/<dtype>.wgsl and its chunk_dot from lib/weights/*.dot.wgsl)
 //   x: (B, K) f32, read as vec4      y: (B, N) f32      bias: (N) f32 when HAS_BIAS
-// One invocation owns ROWS consecutive rows of one vector (b = wid.y) and walks all K/CHUNK chunks
+// One invocation owns ROWS consecutive rows of one vector (b = p.v0 + wid.y) and walks all K/CHUNK chunks
 // itself: each x chunk is loaded once into registers and reused for the ROWS rows, and there is no
 // workgroup memory and no barrier. That suits software adapters (SwiftShader runs neighbouring
-// invocations as SIMD lanes and pays a coroutine switch per lane group at every barrier) and GPUs
-// without subgroups; gemv.subgroup.wgsl is the variant for adapters with subgroups.
+// invocations as SIMD lanes and pays a coroutine switch per lane group at every barrier; it has
+// subgroups, but this variant measured faster there) and GPUs without subgroups; gemv.subgroup.wgsl is
+// the variant for GPUs with subgroups. B ≥ 2 vectors run gemv.multi.wgsl (each weight chunk dequantized
+// once for up to 4 vectors) except a lone vector left over from groups of 4.
 // ACCUMULATE adds into y (the residual stream), saving an add kernel.
 
 override WG_SIZE: u32 = 64u;
@@ -25,7 +27,7 @@ var<private> xc_sum: f32;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let first = (wid.x * WG_SIZE + lid) * ROWS;
   if (first >= p.rows) { return; }
-  let vec = wid.y;
+  let vec = p.v0 + wid.y;
   let x_base = vec * (p.k / 4u);
   let last = min(first + ROWS, p.rows) - 1u;
   let chunks = p.k / CHUNK;

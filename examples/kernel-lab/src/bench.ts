@@ -78,6 +78,23 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
       }
     }
   }
+  // Small steps (batched decode, speculative verify) on the first model: GEMV over B vectors against
+  // GEMM over T = B tokens, the two ways the model can route them.
+  {
+    const model = MODELS[0];
+    const small = gemvShapes(model).filter(([name]) => name !== 'attn.q' && (!quick || name !== 'lm_head'));
+    for (const b of quick ? [4] : [2, 4]) {
+      for (const [op, n, k] of small) {
+        for (const dtype of ['q4_0', 'q8_0'] as const) {
+          if (o.dtypes && !o.dtypes.includes(dtype)) continue;
+          const gemv = `gemv ${dtype} ${model.name}.${op} B=${b}`;
+          if (!o.filter || gemv.includes(o.filter)) await matmulCase(ctx, gemv, dtype, model.name, op, n, k, b, 'gemv');
+          const gemm = `gemm ${dtype} ${model.name}.${op} T=${b}`;
+          if (!o.filter || gemm.includes(o.filter)) await matmulCase(ctx, gemm, dtype, model.name, op, n, k, b, 'gemm');
+        }
+      }
+    }
+  }
   const gemmDtypes = o.dtypes ?? (quick ? ['q4_0'] : ['q4_0', 'q8_0', 'q4_K', 'f16']);
   for (const model of models) {
     const [op, n, k] = gemvShapes(model).find(([name]) => name === 'ffn.up')!;
@@ -160,9 +177,21 @@ async function guarded(report: Report, label: string, fn: () => Promise<void>): 
   }
 }
 
-/** GEMV (t = 1, one vector) or GEMM (t tokens) on an (n, k) weight of `dtype` filled with random blocks. */
-async function matmulCase(c: CaseContext, label: string, dtype: WeightDtype, model: string, op: string, n: number, k: number, t: number): Promise<void> {
-  const kernel = t === 1 ? 'gemv' : 'gemm';
+/**
+ * GEMV (over t vectors; default for t = 1) or GEMM (t tokens; default for t > 1) on an (n, k) weight of
+ * `dtype` filled with random blocks.
+ */
+async function matmulCase(
+  c: CaseContext,
+  label: string,
+  dtype: WeightDtype,
+  model: string,
+  op: string,
+  n: number,
+  k: number,
+  t: number,
+  kernel: 'gemv' | 'gemm' = t === 1 ? 'gemv' : 'gemm',
+): Promise<void> {
   const shape = t === 1 ? `${n}x${k}` : `${t}x${n}x${k}`;
   if (k % kMultiple(dtype) !== 0) {
     // llama.cpp stores such tensors in another type too (a K-quant needs K % 256 == 0).
@@ -176,14 +205,14 @@ async function matmulCase(c: CaseContext, label: string, dtype: WeightDtype, mod
     const y = gpu.device.createBuffer({ label: 'y', size: t * n * 4, usage: STORAGE });
     try {
       let record: (pass: GPUComputePassEncoder) => void;
-      if (t === 1) {
+      if (kernel === 'gemv') {
         const gemv = createGemv(gpu, { dtype });
-        record = (pass) => gemv.encode(pass, { weight, x, y });
+        record = (pass) => gemv.encode(pass, { weight, x, y, batch: t });
       } else {
         const gemm = createGemm(gpu, { dtype });
         record = (pass) => gemm.encode(pass, { weight, x, y, tokens: t });
       }
-      const timing = await timeRecording(gpu, record, { samples: c.quick ? 3 : 5, maxReps: t === 1 ? 200 : 50 });
+      const timing = await timeRecording(gpu, record, { samples: c.quick ? 3 : 5, maxReps: t <= 4 ? 200 : 50 });
       const bytes = weight.rowBytes * n + t * k * 4;
       const readGbps = await readBandwidth(gpu, bytes, c.topConfigs, c.quick);
       c.report(caseRecord(kernel, dtype, shape, model, op, timing, bytes, 2 * t * n * k, c.copyGbps, readGbps));

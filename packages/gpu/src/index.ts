@@ -35,7 +35,7 @@ export {
 export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type WeightDtype, type BlockLayout } from './reference/blocks.ts';
 
 // ---- kernels ----
-export { createGemv, type Gemv, type GemvArgs, type GemvOptions } from './kernels/gemv.ts';
+export { createGemv, type Gemv, type GemvArgs, type GemvOptions, type GemvTuning } from './kernels/gemv.ts';
 export { createGemm, type Gemm, type GemmArgs, type GemmOptions, type GemmVariant } from './kernels/gemm.ts';
 export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOptions } from './kernels/embedding.ts';
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';

@@ -9,18 +9,30 @@ import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upl
 const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });
 
 describe('gemv', () => {
+  // B = 1 runs the one-vector kernel, B = 2..4 the multi-vector one (WIDTH 2 for B = 2, else 4); each with
+  // and without bias and accumulate, on a ragged row count and a second, larger shape.
   for (const subgroups of [false, true]) {
     for (const dtype of WEIGHT_DTYPES) {
       const kq = BLOCK[dtype].elems === 256 ? 512 : dtype.startsWith('q') ? 96 : 172;
       for (const [n, k] of [[37, kq], [130, kq * 2]] as const) {
-        test(`${dtype}${subgroups ? '+subgroups' : ''} (${n}x${k}) matches CPU`, async () => {
+        test(`${dtype}${subgroups ? '+subgroups' : ''} (${n}x${k}), B = 1..4, bias and accumulate, matches CPU`, async () => {
           const gpu = await testGpu();
           const bytes = randomWeights(dtype, n, k, mulberry32(n * 31 + k));
-          const x = randomF32(k, k);
           const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
-          const y = scratch(gpu, n * 4);
-          await run(gpu, (pass) => createGemv(gpu, { dtype, subgroups }).encode(pass, { weight, x: upload(gpu, x), y }));
-          expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
+          const modes = n === 37 ? [[false, false], [true, false], [false, true], [true, true]] : [[false, false], [true, true]];
+          for (const [bias, accumulate] of modes) {
+            const gemv = createGemv(gpu, { dtype, subgroups, bias, accumulate });
+            for (let batch = 1; batch <= 4; batch++) {
+              const seed = batch * 10 + (bias ? 2 : 0) + (accumulate ? 1 : 0);
+              const x = randomF32(batch * k, k + seed);
+              const b = bias ? randomF32(n, seed + 100) : undefined;
+              const y0 = accumulate ? randomF32(batch * n, seed + 200) : undefined;
+              const y = y0 ? upload(gpu, y0) : scratch(gpu, batch * n * 4);
+              await run(gpu, (pass) => gemv.encode(pass, { weight, x: upload(gpu, x), y, bias: b && upload(gpu, b), batch }));
+              const label = `${dtype} B=${batch}${bias ? ' bias' : ''}${accumulate ? ' accumulate' : ''}`;
+              expectClose(await readF32(gpu, y, batch * n), matmul(dtype, bytes, n, k, x, batch, b, y0), { ...tol(k), label });
+            }
+          }
           weight.destroy();
         });
       }
@@ -29,7 +41,7 @@ describe('gemv', () => {
 
   for (const subgroups of [false, true]) {
     for (const rowsPerInvocation of [1, 5, 16]) {
-      test(`rows per ${subgroups ? 'subgroup' : 'invocation'} = ${rowsPerInvocation} cover ragged row counts`, async () => {
+      test(`rows per ${subgroups ? 'subgroup' : 'invocation'} = ${rowsPerInvocation} cover ragged row counts (B = 1 and 3)`, async () => {
         const gpu = await testGpu();
         const [n, k] = [83, 512];
         for (const dtype of ['q4_0', 'q6_K'] as const) {
@@ -37,9 +49,15 @@ describe('gemv', () => {
           const x = randomF32(k, 9);
           const weight = createWeight(gpu, { dtype, n, k, data: bytes, label: 'w' });
           const y = scratch(gpu, n * 4);
-          const gemv = createGemv(gpu, subgroups ? { dtype, subgroups, rowsPerInvocation, rowsPerWorkgroup: 24, workgroupSize: 16 } : { dtype, subgroups, rowsPerInvocation, workgroupSize: 16 });
+          const tuning = subgroups ? { rowsPerInvocation, rowsPerWorkgroup: 24, workgroupSize: 16 } : { rowsPerInvocation, workgroupSize: 16 };
+          const gemv = createGemv(gpu, { dtype, subgroups, ...tuning, multi: tuning });
           await run(gpu, (pass) => gemv.encode(pass, { weight, x: upload(gpu, x), y }));
           expectClose(await readF32(gpu, y, n), matmul(dtype, bytes, n, k, x, 1), { ...tol(k), label: dtype });
+          // the multi-vector kernel with the same launch shape, over 3 vectors
+          const x3 = randomF32(3 * k, 10);
+          const y3 = scratch(gpu, 3 * n * 4);
+          await run(gpu, (pass) => gemv.encode(pass, { weight, x: upload(gpu, x3), y: y3, batch: 3 }));
+          expectClose(await readF32(gpu, y3, 3 * n), matmul(dtype, bytes, n, k, x3, 3), { ...tol(k), label: `${dtype} B=3` });
           weight.destroy();
         }
       });
@@ -58,10 +76,13 @@ describe('gemv', () => {
     expectClose(await readF32(gpu, y, n), matmul('q4_0', bytes, n, k, x, 1), tol(k));
   });
 
+  // Batches past 4 run groups of 4 vectors, then the rest (1: the one-vector kernel, 2: WIDTH 2, 3: a
+  // partial group); multi: false is the one-vector kernel over B grid rows.
   for (const subgroups of [false, true])
-  test(`batched vectors, bias, accumulate, and a weight split into parts${subgroups ? ' (subgroups)' : ''}`, async () => {
+  for (const [batch, multi] of [[3, true], [5, true], [6, true], [7, true], [8, true], [9, true], [3, false]] as const)
+  test(`B = ${batch} vectors${multi ? '' : ' (one-vector kernel)'}, bias, accumulate, and a weight split into parts${subgroups ? ' (subgroups)' : ''}`, async () => {
     const gpu = await testGpu();
-    const [n, k, batch] = [301, 256, 3];
+    const [n, k] = [301, 256];
     const bytes = randomWeights('q8_0', n, k, mulberry32(5));
     const x = randomF32(batch * k, 6);
     const bias = randomF32(n, 7);
@@ -71,7 +92,7 @@ describe('gemv', () => {
     expect(weight.parts.length).toBe(5);
     const y = upload(gpu, y0);
     await run(gpu, (pass) =>
-      createGemv(gpu, { dtype: 'q8_0', bias: true, accumulate: true, subgroups }).encode(pass, {
+      createGemv(gpu, { dtype: 'q8_0', bias: true, accumulate: true, subgroups, multi }).encode(pass, {
         weight, x: upload(gpu, x), y, bias: upload(gpu, bias), batch,
       }),
     );

@@ -1,30 +1,59 @@
-// GEMV on weights in their stored format (decode: one token per sequence). See shaders/matmul/gemv.wgsl.
+// GEMV on weights in their stored format (decode: one token per sequence; steps of a few tokens: batched
+// decode, speculative verify). One vector runs shaders/matmul/gemv.wgsl (or its subgroup sibling); B ≥ 2
+// vectors run gemv.multi.wgsl (or its subgroup sibling), which dequantizes each weight chunk once for a
+// group of up to 4 vectors instead of once per vector.
 
 import plainSrc from '../../../../shaders/matmul/gemv.wgsl?raw';
 import subgroupSrc from '../../../../shaders/matmul/gemv.subgroup.wgsl?raw';
+import multiSrc from '../../../../shaders/matmul/gemv.multi.wgsl?raw';
+import multiSubgroupSrc from '../../../../shaders/matmul/gemv.multi.subgroup.wgsl?raw';
+import multiLib from '../../../../shaders/lib/weights/multi.wgsl?raw';
+import vec4Multi from '../../../../shaders/lib/weights/vec4.multi.wgsl?raw';
+import q8_0Multi from '../../../../shaders/lib/weights/q8_0.multi.wgsl?raw';
+import q4_0Multi from '../../../../shaders/lib/weights/q4_0.multi.wgsl?raw';
+import q4_KMulti from '../../../../shaders/lib/weights/q4_K.multi.wgsl?raw';
+import q6_KMulti from '../../../../shaders/lib/weights/q6_K.multi.wgsl?raw';
 import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
+import type { CachedPipeline } from '../pipeline-cache.ts';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError, UnsupportedError } from '../errors.ts';
 import type { WeightDtype } from '../reference/blocks.ts';
-import { requireWeightDtype, weightDotWgsl, type WeightTensor } from '../weights.ts';
+import { requireWeightDtype, weightDotWgsl, weightFormatWgsl, type WeightTensor } from '../weights.ts';
 
-export interface GemvOptions {
+export interface GemvOptions extends GemvTuning {
   dtype: WeightDtype | string;
   /** Add a per-row f32 bias (Qwen2 q/k/v). */
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
-  /** Use the subgroup variant; by default when the device has subgroups. */
+  /**
+   * B ≥ 2 vectors: the multi-vector kernel (default), with its own launch shape (fields left out take
+   * their defaults; `subgroups` defaults to the one-vector kernel's when that is given), or `false` for
+   * the one-vector kernel over B grid rows (each vector re-reads and re-dequantizes every weight: only
+   * for comparison).
+   */
+  multi?: boolean | GemvTuning;
+}
+
+/**
+ * Launch shape of one GEMV kernel (the one-vector or the multi-vector one). Defaults:
+ *   software adapters: the plain variant, 4 invocations per workgroup (one SwiftShader SIMD group), 16
+ *     rows each: measured fastest on SwiftShader (which has subgroups) for one vector and for several,
+ *     ahead of the subgroup variant (16 rows per subgroup, 64 per workgroup: the default before B ≥ 2
+ *     had its own kernel) and of wider workgroups, which leave cores idle on 576-row matrices
+ *   GPUs with subgroups: the subgroup variant, 32 rows per workgroup, 4 per subgroup
+ *   GPUs without: the plain variant, 64 invocations per workgroup, 2 rows each
+ * (GPUs: conservative, few rows per lane for parallelism; not measured for the multi-vector kernel.)
+ */
+export interface GemvTuning {
+  /** Use the subgroup variant (the device must have subgroups); default on GPUs that have them. */
   subgroups?: boolean;
   workgroupSize?: number;
-  /** Subgroup variant only: rows per workgroup (default 64 on software adapters, else 32). */
+  /** Subgroup variant only: rows per workgroup. */
   rowsPerWorkgroup?: number;
-  /**
-   * Rows an invocation (plain) or subgroup dots with one x chunk, 1..16. Defaults: software adapters
-   * 16 (subgroups) or 12 (plain); GPUs 4 (subgroups) or 2 (plain).
-   */
+  /** Rows an invocation (plain) or subgroup (subgroups) dots with one x chunk, 1..16 (MAX_ROWS in the kernels). */
   rowsPerInvocation?: number;
 }
 
@@ -36,7 +65,7 @@ export interface GemvArgs {
   y: BufferRef;
   /** (N) f32, when created with bias. */
   bias?: BufferRef;
-  /** Vectors B sharing this weight (default 1). */
+  /** Vectors B sharing this weight (default 1); any B, computed in groups of up to 4. */
   batch?: number;
 }
 
@@ -46,42 +75,48 @@ export interface Gemv {
 }
 
 /**
+ * y (B, N) (+)= x (B, K) · Wᵀ (+ bias), W an (N, K) WeightTensor in any supported format. One vector runs
+ * the one-vector kernel; B ≥ 2 run the multi-vector kernel in groups of 4 (a rest of 1 runs the
+ * one-vector kernel).
+ *
  * @example
  * const gemv = createGemv(gpu, { dtype: 'q4_0' });
- * gemv.encode(pass, { weight, x, y });
+ * gemv.encode(pass, { weight, x, y });                 // decode: one token
+ * gemv.encode(pass, { weight, x: x4, y: y4, batch: 4 }); // 4 sequences, or one verify step of 4 tokens
  */
 export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
-  // Tuned on SwiftShader (software: invocations run as SIMD lanes on CPU cores, so a lane should own
-  // many rows to reuse its x chunk) and kept conservative for GPUs (few rows per lane for parallelism).
-  const software = gpu.adapterInfo.isFallbackAdapter;
-  const subgroups = options.subgroups ?? gpu.features.subgroups;
-  if (subgroups && !gpu.features.subgroups) {
-    throw new UnsupportedError('gemv subgroup variant', 'this device has no subgroups feature; omit `subgroups` to use the plain variant.');
-  }
-  if (!subgroups && options.rowsPerWorkgroup !== undefined) {
-    throw new TypeError('gemv: rowsPerWorkgroup tunes the subgroup variant; the plain one covers workgroupSize × rowsPerInvocation rows.');
-  }
-  const wg = options.workgroupSize ?? 64;
-  const rowsPerInvocation = options.rowsPerInvocation ?? (software ? (subgroups ? 16 : 12) : subgroups ? 4 : 2);
-  if (!Number.isInteger(rowsPerInvocation) || rowsPerInvocation < 1 || rowsPerInvocation > 16) {
-    throw new ShapeError('gemv', 'rowsPerInvocation', 'an integer in 1..16', String(rowsPerInvocation));
-  }
-  // Rows one workgroup covers.
-  const rows = subgroups ? options.rowsPerWorkgroup ?? (software ? 64 : 32) : wg * rowsPerInvocation;
   const bias = options.bias ?? false;
-  const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
-  if (subgroups) Object.assign(constants, { ROWS: rows, ROWS_PER_SG: rowsPerInvocation });
-  else constants.ROWS = rowsPerInvocation;
-  const cached = gpu.pipelines.get({
+  const io = { HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
+  const bindings = withParams('read', 'read', 'storage', 'read');
+
+  // One vector: gemv.wgsl / gemv.subgroup.wgsl.
+  const one = launch(gpu, 'gemv', options);
+  const single = gpu.pipelines.get({
     name: 'gemv',
-    variant: `${dtype}${subgroups ? '+subgroups' : ''}`,
-    code: `${subgroups ? subgroupSrc : plainSrc}\n${matmulIo}\n${weightDotWgsl(dtype)}`,
-    bindings: withParams('read', 'read', 'storage', 'read'),
-    constants,
+    variant: `${dtype}${one.subgroups ? '+subgroups' : ''}`,
+    code: `${one.subgroups ? subgroupSrc : plainSrc}\n${matmulIo}\n${weightDotWgsl(dtype)}`,
+    bindings,
+    constants: { ...one.constants, ...io },
   });
-  const name = `gemv(${dtype}${subgroups ? '+subgroups' : ''})`;
+
+  // B ≥ 2: gemv.multi.wgsl / gemv.multi.subgroup.wgsl, one pipeline per WIDTH (2 for B = 2, else 4).
+  // Compiled here, not on first use, so that a runner's warmup (which creates its GEMVs) covers batched
+  // and verify steps too.
+  const m = options.multi ?? true;
+  const many = m === false ? undefined : launch(gpu, 'gemv multi', { subgroups: options.subgroups, ...(m === true ? {} : m) });
+  const multiPipeline = (width: number): CachedPipeline =>
+    gpu.pipelines.get({
+      name: 'gemv.multi',
+      variant: `${dtype}${many!.subgroups ? '+subgroups' : ''}`,
+      code: `${many!.subgroups ? multiSubgroupSrc : multiSrc}\n${matmulIo}\n${weightFormatWgsl(dtype)}\n${multiLib}\n${MULTI_DOT[dtype]}`,
+      bindings,
+      constants: { ...many!.constants, ...io, WIDTH: width },
+    });
+  const [multi2, multi4] = many ? [multiPipeline(2), multiPipeline(4)] : [single, single];
+
+  const name = `gemv(${dtype})`;
   return {
     dtype,
     encode(pass, a) {
@@ -95,14 +130,67 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
         if (!a.bias) throw new TypeError(`${name}: created with bias, so 'bias' is required`);
         requireBytes(name, 'bias', a.bias, w.n * 4);
       }
+      // Dispatches of [pipeline, rows per workgroup, first vector, grid rows]: the one-vector kernel has a
+      // grid row per vector; the multi-vector kernel one per group of 4, and a rest of 2 (WIDTH 2) or 1
+      // (the one-vector kernel) runs on its own.
+      const plan: [CachedPipeline, number, number, number][] = [];
+      if (batch === 1 || many === undefined) {
+        plan.push([single, one.rows, 0, batch]);
+      } else {
+        const groups = Math.floor(batch / 4);
+        const rest = batch % 4;
+        if (groups > 0) plan.push([multi4, many.rows, 0, groups]);
+        if (rest === 1) plan.push([single, one.rows, 4 * groups, 1]);
+        else if (rest > 1) plan.push([rest === 2 ? multi2 : multi4, many.rows, 4 * groups, 1]);
+      }
       const max = gpu.limits.maxComputeWorkgroupsPerDimension;
-      if (batch > max) throw new ShapeError(name, 'batch', `at most ${max}`, String(batch));
-      for (const part of w.parts) {
-        const wgx = Math.ceil(part.rows / rows);
-        if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * rows}`, String(part.rows));
-        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(0).u32(0).u32(0);
-        dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, batch]);
+      for (const [cached, rows, v0, wgy] of plan) {
+        if (wgy > max) throw new ShapeError(name, 'batch', `at most ${many ? max * 4 : max}`, String(batch));
+        for (const part of w.parts) {
+          const wgx = Math.ceil(part.rows / rows);
+          if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * rows}`, String(part.rows));
+          const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(batch).u32(v0).u32(0);
+          dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, wgy]);
+        }
       }
     },
   };
+}
+
+/** The kernels' MAX_ROWS: rowsPerInvocation's cap. */
+const MAX_ROWS = 16;
+
+/** chunk_dot4 of each format for the multi-vector kernel (joined after lib/weights/multi.wgsl). */
+const MULTI_DOT: Record<WeightDtype, string> = {
+  f32: vec4Multi,
+  f16: vec4Multi,
+  bf16: vec4Multi,
+  q8_0: q8_0Multi,
+  q4_0: q4_0Multi,
+  q4_K: q4_KMulti,
+  q6_K: q6_KMulti,
+};
+
+/** Checks a launch shape and resolves its defaults (GemvTuning): variant, override constants, rows per workgroup. */
+function launch(gpu: Gpu, kernel: string, t: GemvTuning) {
+  const software = gpu.adapterInfo.isFallbackAdapter;
+  // SwiftShader has subgroups, but the plain variant measured faster there (see GemvTuning).
+  const subgroups = t.subgroups ?? (gpu.features.subgroups && !software);
+  if (subgroups && !gpu.features.subgroups) {
+    throw new UnsupportedError(`${kernel} subgroup variant`, 'this device has no subgroups feature; omit `subgroups` to use the plain variant.');
+  }
+  if (!subgroups && t.rowsPerWorkgroup !== undefined) {
+    throw new TypeError(`${kernel}: rowsPerWorkgroup tunes the subgroup variant; the plain one covers workgroupSize × rowsPerInvocation rows.`);
+  }
+  const wg = t.workgroupSize ?? (software && !subgroups ? 4 : 64);
+  const rowsPerInvocation = t.rowsPerInvocation ?? (software ? 16 : subgroups ? 4 : 2);
+  if (!Number.isInteger(rowsPerInvocation) || rowsPerInvocation < 1 || rowsPerInvocation > MAX_ROWS) {
+    throw new ShapeError(kernel, 'rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, String(rowsPerInvocation));
+  }
+  // Rows one workgroup covers.
+  const rows = subgroups ? t.rowsPerWorkgroup ?? (software ? 64 : 32) : wg * rowsPerInvocation;
+  const constants: Record<string, number> = { WG_SIZE: wg };
+  if (subgroups) Object.assign(constants, { ROWS: rows, ROWS_PER_SG: rowsPerInvocation });
+  else constants.ROWS = rowsPerInvocation;
+  return { subgroups, rows, constants };
 }

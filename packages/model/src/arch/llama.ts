@@ -362,7 +362,7 @@ export class LlamaForward {
     this.decode.destroy();
   }
 
-  /** y (+)= W x for T rows: GEMV (one vector per row) when T is small, GEMM otherwise. */
+  /** y (+)= W x for T rows: GEMV (each weight read once for up to 4 rows) when T ≤ GEMV_MAX_ROWS, GEMM otherwise. */
   private matmul(pass: GPUComputePassEncoder, weight: WeightTensor, x: GPUBuffer, y: GPUBuffer, T: number, bias?: GPUBuffer, accumulate = false): void {
     const key = `${weight.dtype}|${bias ? 1 : 0}|${accumulate ? 1 : 0}`;
     if (T <= GEMV_MAX_ROWS) {
@@ -391,5 +391,14 @@ export class LlamaForward {
   }
 }
 
-/** Up to this many rows a step runs GEMVs (each weight read once per row, no tiling). */
+/**
+ * Up to this many rows a step runs GEMVs: one row (plain decode) the one-vector kernel, 2..4 rows (batched
+ * decode, speculative verify) the multi-vector kernel, which reads and dequantizes each weight once for all
+ * of them. Chosen from measurements on SwiftShader (SmolLM2-135M shapes, q4_0/q8_0, `intab bench kernels`
+ * and `bench decode`): 2 and 4 vectors cost ~1.4x and ~1.75x one vector through the GEMV, against ~4.5x
+ * through gemm.rows at T = 2..8 (its tile is 8 tokens), and routing T = 2..4 to GEMM halved batch-2/4
+ * decode throughput. Past 4 the GEMV runs groups of 4 and gemm.rows catches up (T = 8: even on
+ * SwiftShader; T ≤ 8 through GEMVs changed nothing measurable in `bench speculative`), while on GPUs the
+ * tiled GEMM reads each weight once for any T and the GEMV once per group of 4: so 4.
+ */
 export const GEMV_MAX_ROWS = 4;

@@ -1,0 +1,34 @@
+// weights/multi: what the multi-vector GEMV (gemv.multi*.wgsl) dots a weight chunk with: the x chunks of up
+// to 4 vectors, held as matrix columns so that one vec4 of a weight chunk times xm[i] is four dots at once.
+// Joined after lib/matmul-io.wgsl (x) and the format's lib (CHUNK, CHUNK_V4), before its chunk_dot4 lib
+// (lib/weights/<dtype>.multi.wgsl or vec4.multi.wgsl). The joining kernel declares `override WIDTH: u32`:
+// the vectors computed at once, 2 or 4 (columns 2 and 3 are zero when 2). Written out without loops:
+// SwiftShader does not unroll them, and a private array indexed by a loop counter lives in memory.
+
+var<private> xm: array<mat4x4<f32>, 8>;  // xm[i]: vec4 i of the chunk, one column per vector (CHUNK_V4 used)
+var<private> xs: vec4<f32>;              // each vector's chunk sum (32-element chunks only)
+var<private> xs_lo: vec4<f32>;           // ... of its first 16 elements
+
+// x[vectors, vec4 e] as matrix columns; xb holds the vec4 index of x[vector, 0] of the 4 vectors.
+fn x_cols(xb: vec4<u32>, e: u32) -> mat4x4<f32> {
+  if (WIDTH == 2u) { return mat4x4<f32>(x[xb.x + e], x[xb.y + e], vec4<f32>(0.0), vec4<f32>(0.0)); }
+  return mat4x4<f32>(x[xb.x + e], x[xb.y + e], x[xb.z + e], x[xb.w + e]);
+}
+
+// The x chunk starting at vec4 e (CHUNK_V4 vec4s) of the 4 vectors, into xm (and xs, xs_lo).
+fn load_x(xb: vec4<u32>, e: u32) {
+  xm[0] = x_cols(xb, e);
+  if (CHUNK_V4 == 8u) {
+    xm[1] = x_cols(xb, e + 1u); xm[2] = x_cols(xb, e + 2u); xm[3] = x_cols(xb, e + 3u);
+    xm[4] = x_cols(xb, e + 4u); xm[5] = x_cols(xb, e + 5u); xm[6] = x_cols(xb, e + 6u); xm[7] = x_cols(xb, e + 7u);
+    let ones = vec4<f32>(1.0);
+    xs_lo = ones * (xm[0] + xm[1] + xm[2] + xm[3]);
+    xs = xs_lo + ones * (xm[4] + xm[5] + xm[6] + xm[7]);
+  }
+}
+
+// One vec4 of a weight chunk against the same vec4 of the vectors' x chunks (a dot with each column).
+fn dot_cols(wv: vec4<f32>, m: mat4x4<f32>) -> vec4<f32> {
+  if (WIDTH == 2u) { return vec4<f32>(dot(wv, m[0]), dot(wv, m[1]), 0.0, 0.0); }
+  return wv * m;
+}
