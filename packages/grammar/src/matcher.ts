@@ -17,7 +17,12 @@ class Stack {
 }
 
 class State {
-  next: (State | null | undefined)[] | null = null;
+  /**
+   * Transitions computed so far, by byte: 0 unknown, -1 refused, else 1 + the target's id. Ids in a typed array, not
+   * an array of states: its bytes live outside the JS heap, so the garbage collector neither scans nor copies them
+   * (interned states survive, and a 256-slot pointer array per state made most of what each scavenge copied).
+   */
+  next: Int32Array | null = null;
   constructor(
     readonly id: number,
     readonly key: string,
@@ -36,6 +41,8 @@ export class RtnGrammar implements Grammar {
   private readonly empty = new Stack(0, null, null);
   private stackCount = 1;
   private readonly states = new Map<string, State>();
+  /** Interned states by id. */
+  private readonly byId: State[] = [];
 
   /** `live`: skip nodes the analysis marked dead (off only while checking enum literals before analysis). */
   constructor(
@@ -54,7 +61,8 @@ export class RtnGrammar implements Grammar {
     const n = s.next;
     if (n !== null) {
       const r = n[byte];
-      if (r !== undefined) return r as unknown as GrammarState | null;
+      if (r > 0) return this.byId[r - 1] as unknown as GrammarState;
+      if (r < 0) return null;
     }
     return this.slowStep(s, byte) as unknown as GrammarState | null;
   }
@@ -86,14 +94,30 @@ export class RtnGrammar implements Grammar {
     return this.states.size;
   }
 
+  /**
+   * Computes the step on `byte` and caches it for the byte's whole class: the range [from, to] around it on which
+   * every edge of the state is either all in or all out, so every byte of it leads to the same seeds (string content
+   * takes a dozen closures per state instead of 256).
+   */
   private slowStep(s: State, byte: number): State | null {
     const seeds: GNode[] = [];
     const seedStacks: Stack[] = [];
+    let from = 0;
+    let to = 255;
     for (let c = 0; c < s.nodes.length; c++) {
       const n = s.nodes[c]!;
       const lo = n.lo;
+      const hi = n.hi;
       for (let e = 0; e < lo.length; e++) {
-        if (byte >= lo[e]! && byte <= n.hi[e]!) {
+        const l = lo[e]!;
+        const h = hi[e]!;
+        if (byte < l) {
+          if (l - 1 < to) to = l - 1;
+        } else if (byte > h) {
+          if (h + 1 > from) from = h + 1;
+        } else {
+          if (l > from) from = l;
+          if (h < to) to = h;
           const t = n.to[e]!;
           if (!this.live || t.live) {
             seeds.push(t);
@@ -103,8 +127,8 @@ export class RtnGrammar implements Grammar {
       }
     }
     const r = seeds.length ? this.intern(this.closure(seeds, seedStacks)) : null;
-    if (s.next === null) s.next = new Array<State | null | undefined>(256).fill(undefined);
-    s.next[byte] = r;
+    const next = (s.next ??= new Int32Array(256));
+    next.fill(r === null ? -1 : r.id + 1, from, to + 1);
     return r;
   }
 
@@ -198,6 +222,7 @@ export class RtnGrammar implements Grammar {
     if (st === undefined) {
       st = new State(this.states.size, String(this.states.size), ns, ss, accepting, accepting && onlyFinal);
       this.states.set(key, st);
+      this.byId.push(st);
     }
     return st;
   }

@@ -176,10 +176,15 @@ export class SchemaCompiler {
 
   cross(a: Part[][], b: Part[][], at: Part | null, keyword = 'anyOf'): Part[][] {
     const out: Part[][] = [];
-    for (const x of a) for (const y of b) out.push([...x, ...y]);
-    if (out.length > MAX_BRANCHES) {
-      this.report(at, keyword, `the combinators expand to more than ${MAX_BRANCHES} alternatives (oneOf/not/if need the negation of overlapping alternatives)`);
-      return out.slice(0, MAX_BRANCHES);
+    // Stops at the cap rather than building the whole product first (two wide combinators multiply).
+    for (const x of a) {
+      for (const y of b) {
+        if (out.length === MAX_BRANCHES) {
+          this.report(at, keyword, `the combinators expand to more than ${MAX_BRANCHES} alternatives (oneOf/not/if need the negation of overlapping alternatives)`);
+          return out;
+        }
+        out.push([...x, ...y]);
+      }
     }
     return out;
   }

@@ -13,7 +13,7 @@
 //     A mask is then that bitmask OR'ed with short walks of the sub-tries from the real states after the way out.
 //       loop:  PROGRESS leads back to the state itself (an unbounded string);
 //       chain: PROGRESS leads to the next position (a string with maxLength counts characters: c0 → c1 → ...); up
-//              to 16 positions are followed and verified to have the same tables, tokens that run further are walked
+//              to 32 positions are followed and verified to have the same tables, tokens that run further are walked
 //              from the state there.
 //  3. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
 //     refused byte (the reference the others are tested against; cheap where few bytes are allowed).
@@ -163,8 +163,12 @@ const PROGRESS = -3;
 const WIDE_BYTES = 16;
 /** States probed (256 steps each) while exploring one segment. */
 const SEGMENT_MAX_PROBED = 24;
-/** Segments followed in a chain; tokens that go further are walked from the state there. */
-const CHAIN_SEGMENTS = 16;
+/**
+ * Segments followed in a chain; tokens that go further are walked from the state there. 32 rather than 16: the walk
+ * past the chain (tokens of more than 16 characters: thousands in a 151k vocabulary) cost more per mask than the
+ * extra segments, which are explored once per position and memoized.
+ */
+const CHAIN_SEGMENTS = 32;
 /** Segments memoized per grammar (by state key) before the memo is dropped. */
 const SEGMENT_MEMO_ENTRIES = 50_000;
 
@@ -212,6 +216,8 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
   const byIdentity = new Map<GrammarState, number>([[x, 0]]);
   const byKey = new Map<string, number>([[xKey, 0]]);
   const rows: (Int32Array | undefined)[] = [];
+  /** outs[i]: the distinct targets of row i (a dozen classes, where the row has 256 bytes). */
+  const outs: number[][] = [];
   const idOf = (t: GrammarState): number => {
     let id = byIdentity.get(t);
     if (id !== undefined) return id;
@@ -228,11 +234,21 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
   const probe = (i: number): Int32Array => {
     const row = new Int32Array(256);
     const from = states[i];
+    // Neighbouring bytes mostly lead to the same state (a byte class): look its id up once per run.
+    let last: GrammarState | null | undefined;
+    let lastId = FORBID;
+    const out: number[] = [];
     for (let b = 0; b < 256; b++) {
       const t = grammar.step(from, b);
-      row[b] = t === null ? FORBID : idOf(t);
+      if (t !== last) {
+        last = t;
+        lastId = t === null ? FORBID : idOf(t);
+        if (lastId >= 0 && !out.includes(lastId)) out.push(lastId);
+      }
+      row[b] = lastId;
     }
     rows[i] = row;
+    outs[i] = out;
     return row;
   };
   const first = probe(0);
@@ -257,28 +273,22 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
   // the target.
   const member: boolean[] = [true];
   const queue: number[] = [];
-  const enqueue = (row: Int32Array) => {
-    for (let b = 0; b < 256; b++) {
-      const t = row[b];
+  const enqueue = (i: number) => {
+    for (const t of outs[i]) {
       if (t > 0 && t !== target && rows[t] === undefined && !queue.includes(t)) queue.push(t);
     }
   };
-  enqueue(first);
+  enqueue(0);
   for (let probed = 1; queue.length > 0 && probed < SEGMENT_MAX_PROBED; probed++) {
     probe(queue.shift()!);
     for (let changed = true; changed; ) {
       changed = false;
       for (let i = 1; i < rows.length; i++) {
-        const row = rows[i];
-        if (row === undefined || member[i] || i === target) continue;
-        for (let b = 0; b < 256; b++) {
-          const t = row[b];
-          if (t >= 0 && (t === target || member[t])) {
-            member[i] = true;
-            changed = true;
-            enqueue(row);
-            break;
-          }
+        if (rows[i] === undefined || member[i] || i === target) continue;
+        if (outs[i].some((t) => t === target || member[t])) {
+          member[i] = true;
+          changed = true;
+          enqueue(i);
         }
       }
     }
@@ -320,6 +330,44 @@ interface ExitGroup {
   readonly byte: number;
   /** The tokens' bytes after that byte. */
   readonly trie: ByteTrie;
+  /**
+   * The tokens allowed from a state after the exit byte, by grammar and state key: the state after a string's closing
+   * quote is usually the same at every position of a chain and at every visit of a loop, so its walk is done once.
+   */
+  readonly allowed: WeakMap<Grammar, Map<string, Int32Array>>;
+}
+
+/** Exit walks memoized per grammar and exit group before that memo is dropped. */
+const EXIT_MEMO_ENTRIES = 4096;
+let exitScratch = new Uint32Array(0);
+
+/** Sets in `mask` the tokens of the exit group that the grammar accepts from `state` (the state after its byte). */
+function walkExit(grammar: Grammar, exit: ExitGroup, state: GrammarState, mask: Uint32Array): void {
+  let memo = exit.allowed.get(grammar);
+  if (!memo) exit.allowed.set(grammar, (memo = new Map()));
+  const key = grammar.key(state);
+  let ids = memo.get(key);
+  if (ids === undefined) {
+    if (exitScratch.length < mask.length) exitScratch = new Uint32Array(mask.length);
+    const scratch = exitScratch;
+    walkTrie(grammar, exit.trie, state, scratch);
+    const found: number[] = [];
+    for (const id of exit.trie.tokIds) {
+      const w = id >>> 5;
+      const bit = 1 << (id & 31);
+      if (scratch[w] & bit) {
+        found.push(id);
+        scratch[w] &= ~bit;
+      }
+    }
+    ids = Int32Array.from(found);
+    if (memo.size >= EXIT_MEMO_ENTRIES) memo.clear();
+    memo.set(key, ids);
+  }
+  for (let k = 0; k < ids.length; k++) {
+    const id = ids[k];
+    mask[id >>> 5] |= 1 << (id & 31);
+  }
 }
 
 /** What a vocabulary does under a loop (one table), or under a chain of CHAIN_SEGMENTS segment tables. */
@@ -473,7 +521,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     offset[n] = at;
     const sub = buildByteTrie({ data, offset, ids });
     bytes += sub.nodeCount * 11 + sub.tokIds.length * 4;
-    exits.push({ segment: Math.floor(key / (65536 * 256)), from: Math.floor(key / 256) % 65536, byte: key % 256, trie: sub });
+    exits.push({ segment: Math.floor(key / (65536 * 256)), from: Math.floor(key / 256) % 65536, byte: key % 256, trie: sub, allowed: new WeakMap() });
   }
   if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], bytes };
   const forwardStart = new Int32Array(segments + 1);
@@ -524,7 +572,7 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
     for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
     for (const exit of walk.exits) {
       const t = grammar.step(first.states[exit.from], exit.byte);
-      if (t !== null) walkTrie(grammar, exit.trie, t, mask);
+      if (t !== null) walkExit(grammar, exit, t, mask);
     }
     return 'loop';
   }
@@ -552,7 +600,7 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   for (const exit of walk.exits) {
     if (exit.segment >= verified) break;
     const t = grammar.step(segs[exit.segment].states[exit.from], exit.byte);
-    if (t !== null) walkTrie(grammar, exit.trie, t, mask);
+    if (t !== null) walkExit(grammar, exit, t, mask);
   }
   const [tailStart, tailNodes] = tailOf(walk, vocab.trie, verified);
   const { tokStart, tokIds } = vocab.trie;
