@@ -1,8 +1,8 @@
 // Constrained decoding through the engine, over the CPU reference runner: a generated model with Qwen3's real
 // vocabulary (151k byte-level BPE tokens) and random weights, so only the grammar stands between it and garbage.
 // JSON Schema, any-JSON, GBNF and regex outputs always match (ajv is the oracle for schemas), partial-JSON events
-// rebuild the document, forced text costs no steps, it works batched, with speculative decoding and aborts, and
-// bad formats fail typed before any step.
+// rebuild the document (value types the schema fixes are announced first), forced text costs no steps, it works
+// batched, with speculative decoding and aborts, and bad formats fail typed before any step.
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -74,6 +74,15 @@ describe('constrained decoding with a 151k vocabulary', () => {
       expect(assembleJson(events)).toEqual(value);
       expect(r.last.partial).toEqual(value);
       expect(events.filter((e: JsonEvent) => e.kind === 'key').map((e) => e.path.at(-1))).toEqual(Object.keys(value));
+      // type-ahead: `age` is an integer, announced before its first digit; every announced type is the value's
+      const typed = events.filter((e) => e.kind === 'type');
+      expect(typed.map((e) => `${JSON.stringify(e.path)} ${e.type}`)).toContain('["age"] number');
+      for (const t of typed) {
+        const at = JSON.stringify(t.path);
+        const first = events.findIndex((e) => e.kind !== 'type' && e.kind !== 'key' && JSON.stringify(e.path) === at);
+        expect(first, at).toBeGreaterThan(events.indexOf(t));
+        expect(events[first].type, at).toBe(t.type);
+      }
       // `{"name":"` and `"kind":"person"` are forced: fewer steps than tokens
       const steps = runner.log.length - stepsBefore;
       expect(steps).toBeLessThan(r.ids.length);

@@ -3,7 +3,7 @@
 // GPU sampler, accepts sampled tokens, rolls back rejected speculative proposals and reports the tokens the
 // grammar forces, and, for JSON formats, the incremental parser that turns the output into partial-JSON events.
 
-import { PartialJsonParser, TokenMatcher, TokenVocabulary, anyJson, compileGbnf, compileJsonSchema, compileRegex, type Grammar, type GrammarWarning, type JsonEvent } from '@intab/grammar';
+import { PartialJsonParser, TokenMatcher, TokenVocabulary, anyJson, compileGbnf, compileJsonSchema, compileRegex, jsonValueType, type Grammar, type GrammarWarning, type JsonEvent } from '@intab/grammar';
 import type { GenerateRequest, ResponseFormat } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 
@@ -67,6 +67,12 @@ export class Constraint {
   private readonly matcher: TokenMatcher;
   private readonly parser?: PartialJsonParser;
   readonly warnings: readonly GrammarWarning[];
+  /**
+   * UTF-8 bytes of the accepted tokens and of the text the parser has read. Type-ahead reads the grammar state, so
+   * it runs only while the two agree (text held back by the detokenizer or a stop string is not parsed yet).
+   */
+  private acceptedBytes = 0;
+  private parsedBytes = 0;
 
   constructor(
     readonly format: ResponseFormat,
@@ -120,7 +126,9 @@ export class Constraint {
 
   /** A generated token; false when the grammar refuses it (the sampler's mask makes that impossible). */
   accept(token: number): boolean {
-    return this.matcher.accept(token);
+    if (!this.matcher.accept(token)) return false;
+    if (!this.vocab.eos.includes(token)) this.acceptedBytes += this.vocab.tokens[token]?.length ?? 0;
+    return true;
   }
 
   /** Tokens the grammar forces next (emitted without sampling), or none. */
@@ -128,9 +136,21 @@ export class Constraint {
     return this.matcher.forced();
   }
 
-  /** JSON formats: the events of newly emitted text. */
+  /**
+   * JSON formats: the events of newly emitted text, then type-ahead: where a value must start and the grammar allows
+   * one type only (the schema fixes it), a `type` event for the value's path before any of its text.
+   */
   events(text: string): JsonEvent[] {
-    return this.parser && text ? this.parser.push(text) : [];
+    const parser = this.parser;
+    if (!parser) return [];
+    const out = text ? parser.push(text) : [];
+    this.parsedBytes += utf8Length(text);
+    if (this.parsedBytes === this.acceptedBytes && !this.matcher.done) {
+      const path = parser.valueAhead;
+      const type = path && jsonValueType(this.matcher.grammar, this.matcher.state);
+      if (path && type) out.push(...parser.announce(path, type));
+    }
+    return out;
   }
 
   /** JSON formats: the events that end the document, when it is complete (maxTokens may cut it short). */
@@ -147,4 +167,19 @@ export class Constraint {
   get partial(): unknown {
     return this.parser?.snapshot;
   }
+}
+
+/** Bytes of `text` in UTF-8 (lone surrogates count as U+FFFD's three, as TextEncoder writes them). */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
 }

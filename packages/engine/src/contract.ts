@@ -157,7 +157,8 @@ export interface Chunk {
   finishReason: FinishReason | null;
   /**
    * JSON formats: the partial-JSON events of this chunk's text, in document order (keys before their values;
-   * snapshots left out, see `partial`).
+   * snapshots left out, see `partial`). Where the schema fixes a value's type (`"age":` an integer), a `type` event
+   * for its path comes before any of its text.
    */
   json?: JsonEvent[];
   /** JSON formats: the whole document so far (the parsed value on the last chunk of a complete document). */

@@ -5,6 +5,7 @@ export { advance, completeDocument, matches } from './grammar.ts';
 export { anyJson, compileJsonSchema } from './schema-compile.ts';
 export { compileRegex } from './regex-grammar.ts';
 export { compileGbnf } from './gbnf.ts';
+export { jsonValueType } from './type-ahead.ts';
 export { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
 // Token masks and partial-JSON streaming (their own folders):
 export * from './partial/index.ts';

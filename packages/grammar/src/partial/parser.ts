@@ -218,6 +218,20 @@ export class PartialJsonParser {
   }
 
   /**
+   * The path of the value that must start next — the document's value, a member's value after ':', an element
+   * after '[' (where ']' may come instead) or after ',' in an array — or null when the parser is anywhere else or
+   * that value is already announced. A grammar-aware producer that knows the value's type announces it here.
+   */
+  get valueAhead(): JsonPath | null {
+    if (this.#error || this.#ended) return null;
+    if (this.#state !== S_VALUE && this.#state !== S_ARRAY_FIRST) return null;
+    const top = this.#frames[this.#frames.length - 1];
+    const path = top && !top.obj ? [...this.#path, top.index] : this.#path.slice();
+    for (let i = this.#announcedHead; i < this.#announced.length; i++) if (samePath(this.#announced[i].path, path)) return null;
+    return path;
+  }
+
+  /**
    * Type-ahead for grammar-aware producers: announces that the next key (`kind: 'key'`, `path` ending with it) or the
    * next value's type at `path` is forced, before its text is generated. Returns the `key` / `type` event at once.
    * Announce in document order (a container's type before its first key); several announcements may be queued.

@@ -275,6 +275,22 @@ describe('type-ahead: announce', () => {
     expect(assembleJson(evs)).toEqual({ name: 'Al', age: 42 });
   });
 
+  it('valueAhead: the path of the value that must start next, until it is announced or starts', () => {
+    const p = new PartialJsonParser();
+    const ahead: (string | null)[] = [];
+    const look = () => ahead.push(p.valueAhead && key(p.valueAhead));
+    look(); // the document
+    for (const part of ['{', '"a"', ':', '[', '1', ',', ' ', '2]', ',"b":', '"x', '"}']) {
+      p.push(part);
+      look();
+    }
+    expect(ahead).toEqual(['[]', null, null, '["a"]', '["a",0]', null, '["a",1]', '["a",1]', null, '["b"]', null, null]);
+    const q = new PartialJsonParser();
+    q.push('{"k":');
+    q.announce(['k'], 'number');
+    expect(q.valueAhead).toBeNull(); // announced already
+  });
+
   it('a key announced while it is being generated is not repeated', () => {
     const p = new PartialJsonParser();
     const evs = [...p.push('{"na'), ...p.announce(['name'], 'key'), ...p.push('me":1}'), ...p.end()];
