@@ -15,6 +15,12 @@
 //       chain: PROGRESS leads to the next position (a string with maxLength counts characters: c0 → c1 → ...); up
 //              to 32 positions are followed and verified to have the same tables, tokens that run further are walked
 //              from the state there.
+//       lead:  PROGRESS leads to a loop (an object key's first character, checked against the declared names, then
+//              any key): the loop's mask, corrected where the two automata disagree. The two tables are walked in
+//              lockstep over the vocabulary's trie until they meet (the same loop state at the same node: below it
+//              the loop's mask is right) or part (a byte one refuses or leaves by and the other does not: that
+//              subtree is taken out and walked from the real state). No per-vocabulary walk is built for the lead,
+//              whose table is as particular as the schema's names.
 //  3. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
 //     refused byte (the reference the others are tested against; cheap where few bytes are allowed).
 // EOS ids are allowed exactly where the grammar accepts. forced() fast-forwards through text the grammar fixes.
@@ -39,7 +45,7 @@ export class MaskCache {
   misses = 0;
   /** Masks computed on misses, by method: how many and their total time in milliseconds. */
   readonly computed: Record<MaskPath, { count: number; ms: number }> = {
-    finished: { count: 0, ms: 0 }, loop: { count: 0, ms: 0 }, chain: { count: 0, ms: 0 }, walk: { count: 0, ms: 0 },
+    finished: { count: 0, ms: 0 }, loop: { count: 0, ms: 0 }, chain: { count: 0, ms: 0 }, lead: { count: 0, ms: 0 }, walk: { count: 0, ms: 0 },
   };
 
   constructor(options: MaskCacheOptions = {}) {
@@ -563,7 +569,7 @@ function setEos(vocab: TokenVocabulary, mask: Uint32Array): void {
 }
 
 /** Loop or chain mask at `state`, or undefined when the state does not start a segment. */
-function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | undefined {
+function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | undefined {
   const first = segmentOf(grammar, state);
   if (first === null) return undefined;
   if (first.loop) {
@@ -575,6 +581,11 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
       if (t !== null) walkExit(grammar, exit, t, mask);
     }
     return 'loop';
+  }
+  const second = segmentOf(grammar, first.next);
+  if (second !== null && second.loop) {
+    leadMask(grammar, vocab, state, first, second, mask);
+    return 'lead';
   }
   // Follow the chain: each segment's PROGRESS target starts the next (a loop segment repeats itself); the state
   // after the last verified segment is the terminal, from which tokens that run past the chain are walked.
@@ -622,10 +633,81 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   return 'chain';
 }
 
+/**
+ * The mask at `state`, the start of segment `lead` whose PROGRESS target starts the loop `loop`: the loop's mask,
+ * corrected. Lockstep over the trie: side A is in the lead (local state a) or, after its PROGRESS, in the loop (local
+ * state x); side B is the loop walked from its own start (local state y). While both go on (local or PROGRESS) a token
+ * ending at the node is allowed by both; once A is in the loop at the same local state as B, the two real states are
+ * the same and so is everything below. Where they part, the subtree is taken out of the loop's mask and walked from
+ * A's real state.
+ */
+function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, lead: Segment, loop: Segment, mask: Uint32Array): void {
+  const base = computeMask(grammar, vocab, loop.states[0]).mask;
+  for (let w = 0; w < mask.length; w++) mask[w] |= base[w];
+  // The loop's EOS bits are its own: EOS follows `state` (computeMask set them before).
+  const accepting = grammar.accepting(state);
+  for (const id of vocab.eos) {
+    if (accepting) mask[id >>> 5] |= 1 << (id & 31);
+    else mask[id >>> 5] &= ~(1 << (id & 31));
+  }
+  const trie = vocab.trie;
+  const { nodeCount, byte, depth, next, tokStart, tokIds } = trie;
+  const A = lead.table;
+  const B = loop.table;
+  // Per depth: side A in the lead (inLead 1) or the loop (0), A's local state, B's local state.
+  const inLead = new Uint8Array(trie.maxDepth + 1);
+  const aAt = new Int32Array(trie.maxDepth + 1);
+  const bAt = new Int32Array(trie.maxDepth + 1);
+  inLead[0] = 1;
+  let i = 1;
+  while (i < nodeCount) {
+    const d = depth[i];
+    const b = byte[i];
+    const lead0 = inLead[d - 1];
+    const a0 = aAt[d - 1];
+    const ca = (lead0 ? A : B)[a0 * 256 + b];
+    const cb = B[bAt[d - 1] * 256 + b];
+    const aGoes = ca >= 0 || ca === PROGRESS;
+    const bGoes = cb >= 0 || cb === PROGRESS;
+    if (aGoes && bGoes) {
+      const l = lead0 && ca !== PROGRESS ? 1 : 0;
+      const a = ca === PROGRESS ? 0 : ca;
+      const y = cb === PROGRESS ? 0 : cb;
+      if (l === 0 && a === y) {
+        i = next[i]; // met: the loop's mask is right from here down
+        continue;
+      }
+      inLead[d] = l;
+      aAt[d] = a;
+      bAt[d] = y;
+      i++;
+      continue;
+    }
+    if (ca === FORBID && cb === FORBID) {
+      i = next[i]; // both refuse: the loop's mask has nothing below
+      continue;
+    }
+    // Parted: A's answer for this subtree replaces the loop's.
+    for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) {
+      const id = tokIds[k];
+      mask[id >>> 5] &= ~(1 << (id & 31));
+    }
+    const t = grammar.step((lead0 ? lead : loop).states[a0], b);
+    if (t !== null) {
+      for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
+        const id = tokIds[k];
+        mask[id >>> 5] |= 1 << (id & 31);
+      }
+      walkBelow(grammar, trie, i, t, mask);
+    }
+    i = next[i];
+  }
+}
+
 // ---- masks ----
 
 /** How computeMask made a mask (for tests and the benchmark). */
-export type MaskPath = 'finished' | 'loop' | 'chain' | 'walk';
+export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'walk';
 
 /**
  * The allowed-token mask at `state`, computed without the mask cache: EOS ids set iff the grammar accepts there.

@@ -94,6 +94,22 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
     expect(paths).toContain('loop');
   }, 120_000);
 
+  it('object keys beside declared names (a lead into the key loop) equal the reference', () => {
+    // Declared names with a shared initial, a multi-byte initial and an escaped quote; any other key is allowed, with
+    // a value of another type than the declared ones' (so `split":1` is right for the loop's keys and wrong here).
+    const schema = { type: 'object', properties: { split: { type: 'string' }, spam: { type: 'boolean' }, avg: { type: 'integer' }, été: { type: 'null' }, 'a"b': { type: 'string' } }, additionalProperties: { type: 'integer' } };
+    const g = compileJsonSchema(schema);
+    const paths = new Set<string>();
+    for (const prefix of ['{"', '{"avg":1,"', '{"avg":1,"s', '{"avg":1,"sp', '{"avg":1,"spl', '{"avg":1,"split', '{"avg":1,"spam', '{"avg":1,"\\u00e9', '{"avg":1,"\u00e9', '{"avg":1,"a', '{"avg":1,"a\\', '{"avg":1,"x']) {
+      const s = advance(g, g.initial, prefix);
+      expect(s, prefix).not.toBeNull();
+      const got = computeMask(g, vocab, s!);
+      paths.add(got.path);
+      expect(maskIds(got.mask), `${prefix} (${got.path})`).toEqual(maskIds(referenceMask(g, bytes, vocab.eos, s!, vocab.words)));
+    }
+    expect(paths).toContain('lead');
+  }, 120_000);
+
   it('forced tokens decode to the forced text', () => {
     const fixed = '{"name":"';
     const g = choiceGrammar([`${fixed}Ann","age":3}`, `${fixed}Bob","age":4}`]);
