@@ -22,22 +22,8 @@ override ACCUMULATE: bool = false;
 
 const MAX_ROWS: u32 = 16u;
 
-// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper.
-
-// y[vectors v0 .. v0 + 3 (those < B), local_row] from the row's 4 sums.
-fn store_row(local_row: u32, v0: u32, sums: vec4<f32>) {
-  let row = p.row0 + local_row;
-  var b = 0.0;
-  if (HAS_BIAS) { b = bias[row]; }
-  for (var i = 0u; i < WIDTH; i++) {
-    let v = v0 + i;
-    if (v >= p.t) { break; }
-    let yi = v * p.n + row;
-    var s = sums[i] + b;
-    if (ACCUMULATE) { s += y[yi]; }
-    y[yi] = s;
-  }
-}
+// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper; store_row:
+// lib/weights/multi.wgsl.
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

@@ -8,7 +8,8 @@ import f16 from '../../../shaders/lib/weights/f16.wgsl?raw';
 import bf16 from '../../../shaders/lib/weights/bf16.wgsl?raw';
 import q8_0 from '../../../shaders/lib/weights/q8_0.wgsl?raw';
 import q4_0 from '../../../shaders/lib/weights/q4_0.wgsl?raw';
-import q4_K from '../../../shaders/lib/weights/q4_K.wgsl?raw';
+import q4_KFormat from '../../../shaders/lib/weights/q4_K.wgsl?raw';
+import q4_KScales from '../../../shaders/lib/weights/q4_K.scales.wgsl?raw';
 import q6_K from '../../../shaders/lib/weights/q6_K.wgsl?raw';
 import vec4Dot from '../../../shaders/lib/weights/vec4.dot.wgsl?raw';
 import q8_0Dot from '../../../shaders/lib/weights/q8_0.dot.wgsl?raw';
@@ -22,6 +23,8 @@ import type { Gpu } from './device.ts';
 import { LimitError, ShapeError, UnsupportedError } from './errors.ts';
 import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './reference/blocks.ts';
 
+/** q4_K's libs share the scale and min decoding (lib/weights/q4_K.scales.wgsl). */
+const q4_K = `${q4_KScales}\n${q4_KFormat}`;
 const FORMAT_WGSL: Record<WeightDtype, string> = { f32, f16, bf16, q8_0, q4_0, q4_K, q6_K };
 
 /** Elements per dequantized chunk in WGSL (K must be a multiple). */
@@ -60,7 +63,7 @@ export function weightDotWgsl(dtype: WeightDtype): string {
 }
 
 /** Throughput load_chunk libs (whole words, unpack4x8unorm) for the formats that have one. */
-const GEMM_WGSL: Partial<Record<WeightDtype, string>> = { q4_0: q4_0Gemm, q8_0: q8_0Gemm, q4_K: q4_KGemm };
+const GEMM_WGSL: Partial<Record<WeightDtype, string>> = { q4_0: q4_0Gemm, q8_0: q8_0Gemm, q4_K: `${q4_KScales}\n${q4_KGemm}` };
 
 /**
  * The WGSL for GEMM kernels: like weightFormatWgsl, but with a faster load_chunk where one exists.

@@ -1,5 +1,6 @@
 // weights/multi: what the multi-vector GEMV (gemv.multi*.wgsl) dots a weight chunk with: the x chunks of up
-// to 4 vectors, held as matrix columns so that one vec4 of a weight chunk times xm[i] is four dots at once.
+// to 4 vectors, held as matrix columns so that one vec4 of a weight chunk times xm[i] is four dots at once;
+// and how both kernels store a row's sums (store_row).
 // Joined after lib/matmul-io.wgsl (x) and the format's lib (CHUNK, CHUNK_V4), before its chunk_dot4 lib
 // (lib/weights/<dtype>.multi.wgsl or vec4.multi.wgsl). The joining kernel declares `override WIDTH: u32`:
 // the vectors computed at once, 2 or 4 (columns 2 and 3 are zero when 2). Written out without loops:
@@ -31,4 +32,20 @@ fn load_x(xb: vec4<u32>, e: u32) {
 fn dot_cols(wv: vec4<f32>, m: mat4x4<f32>) -> vec4<f32> {
   if (WIDTH == 2u) { return vec4<f32>(dot(wv, m[0]), dot(wv, m[1]), 0.0, 0.0); }
   return wv * m;
+}
+
+// y[vectors v0 .. v0 + 3 (those < B), local_row] from the row's 4 sums, plus the bias (HAS_BIAS), added to y
+// (ACCUMULATE): both kernels' overrides.
+fn store_row(local_row: u32, v0: u32, sums: vec4<f32>) {
+  let row = p.row0 + local_row;
+  var b = 0.0;
+  if (HAS_BIAS) { b = bias[row]; }
+  for (var i = 0u; i < WIDTH; i++) {
+    let v = v0 + i;
+    if (v >= p.t) { break; }
+    let yi = v * p.n + row;
+    var s = sums[i] + b;
+    if (ACCUMULATE) { s += y[yi]; }
+    y[yi] = s;
+  }
 }

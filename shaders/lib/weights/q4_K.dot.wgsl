@@ -7,19 +7,7 @@ fn chunk_dot(row_byte: u32, c: u32) -> f32 {
   let j = c & 7u;
   let wi = o >> 2u;
   let dd = unpack2x16float(w[wi]);  // (d, dmin)
-  let s0 = w[wi + 1u]; let s1 = w[wi + 2u]; let s2 = w[wi + 3u];  // the 12 scale bytes
-  // get_scale_min_k4 on packed words: bytes j, j+4 (j < 4), or j+4, j-4, j (j >= 4)
-  let jj = (j & 3u) * 8u;
-  var sc: u32;
-  var m: u32;
-  if (j < 4u) {
-    sc = (s0 >> jj) & 63u;
-    m = (s1 >> jj) & 63u;
-  } else {
-    let b = (s2 >> jj) & 0xffu;
-    sc = (b & 0xfu) | ((((s0 >> jj) >> 6u) & 3u) << 4u);
-    m = (b >> 4u) | ((((s1 >> jj) >> 6u) & 3u) << 4u);
-  }
+  let sm = q4k_scale_min(wi, j);  // (sc_j, m_j)
   let q0 = wi + 4u + (j >> 1u) * 8u;
   let sh = vec4<u32>((j & 1u) * 4u);
   let msk = vec4<u32>(0x0f0f0f0fu);
@@ -29,5 +17,5 @@ fn chunk_dot(row_byte: u32, c: u32) -> f32 {
         + dot(unpack4x8unorm(qa.z), xc[2]) + dot(unpack4x8unorm(qa.w), xc[3])
         + dot(unpack4x8unorm(qb.x), xc[4]) + dot(unpack4x8unorm(qb.y), xc[5])
         + dot(unpack4x8unorm(qb.z), xc[6]) + dot(unpack4x8unorm(qb.w), xc[7]);
-  return dd.x * f32(sc) * 255.0 * s - dd.y * f32(m) * xc_sum;
+  return dd.x * f32(sm.x) * 255.0 * s - dd.y * f32(sm.y) * xc_sum;
 }

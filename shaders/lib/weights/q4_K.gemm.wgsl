@@ -10,23 +10,9 @@ fn load_chunk(row_byte: u32, c: u32) {
   let wi = (row_byte >> 2u) + (c >> 3u) * 36u;
   let j = c & 7u;
   let dd = unpack2x16float(w[wi]);  // (d, dmin)
-  // 12 bytes of packed 6-bit scales and mins: sc_j, m_j = bytes j, j + 4 (j < 4), else mixed with j - 4, j.
-  let s = array<u32, 3>(w[wi + 1u], w[wi + 2u], w[wi + 3u]);
-  let lo = j & 3u;
-  let b_j = (s[0] >> (8u * lo)) & 0xffu;         // byte j % 4 (byte j when j < 4, byte j - 4 otherwise)
-  let b_j4 = (s[1] >> (8u * lo)) & 0xffu;        // byte 4 + j % 4
-  let b_j8 = (s[2] >> (8u * lo)) & 0xffu;        // byte 8 + j % 4
-  var sc: u32;
-  var m: u32;
-  if (j < 4u) {
-    sc = b_j & 63u;
-    m = b_j4 & 63u;
-  } else {
-    sc = (b_j8 & 0xfu) | ((b_j >> 6u) << 4u);
-    m = (b_j8 >> 4u) | ((b_j4 >> 6u) << 4u);
-  }
-  let scale = vec4<f32>(255.0 * dd.x * f32(sc));
-  let bias = vec4<f32>(-dd.y * f32(m));
+  let sm = q4k_scale_min(wi, j);  // (sc_j, m_j): lib/weights/q4_K.scales.wgsl
+  let scale = vec4<f32>(255.0 * dd.x * f32(sm.x));
+  let bias = vec4<f32>(-dd.y * f32(sm.y));
   let q = wi + 4u + (j >> 1u) * 8u;
   let shift = (j & 1u) * 4u;
   let mk = 0x0f0f0f0fu;

@@ -7,20 +7,7 @@ fn chunk_dot4(row_byte: u32, c: u32) -> vec4<f32> {
   let wi = (row_byte >> 2u) + (c >> 3u) * 36u;
   let j = c & 7u;
   let dd = unpack2x16float(w[wi]);  // (d, dmin)
-  // 12 bytes of packed 6-bit scales and mins: sc_j, m_j = bytes j, j + 4 (j < 4), else mixed with j - 4, j.
-  let lo = 8u * (j & 3u);
-  let b_j = (w[wi + 1u] >> lo) & 0xffu;   // byte j % 4
-  let b_j4 = (w[wi + 2u] >> lo) & 0xffu;  // byte 4 + j % 4
-  let b_j8 = (w[wi + 3u] >> lo) & 0xffu;  // byte 8 + j % 4
-  var sc: u32;
-  var m: u32;
-  if (j < 4u) {
-    sc = b_j & 63u;
-    m = b_j4 & 63u;
-  } else {
-    sc = (b_j8 & 0xfu) | ((b_j >> 6u) << 4u);
-    m = (b_j8 >> 4u) | ((b_j4 >> 6u) << 4u);
-  }
+  let sm = q4k_scale_min(wi, j);  // (sc_j, m_j)
   let q = wi + 4u + (j >> 1u) * 8u;
   let sh = vec4<u32>((j & 1u) * 4u);
   let mk = vec4<u32>(0x0f0f0f0fu);
@@ -30,5 +17,5 @@ fn chunk_dot4(row_byte: u32, c: u32) -> vec4<f32> {
         + dot_cols(unpack4x8unorm(qa.z), xm[2]) + dot_cols(unpack4x8unorm(qa.w), xm[3])
         + dot_cols(unpack4x8unorm(qb.x), xm[4]) + dot_cols(unpack4x8unorm(qb.y), xm[5])
         + dot_cols(unpack4x8unorm(qb.z), xm[6]) + dot_cols(unpack4x8unorm(qb.w), xm[7]);
-  return (255.0 * dd.x * f32(sc)) * s - (dd.y * f32(m)) * xs;
+  return (255.0 * dd.x * f32(sm.x)) * s - (dd.y * f32(sm.y)) * xs;
 }
