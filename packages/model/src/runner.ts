@@ -24,7 +24,7 @@ import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { PagedKvCache } from './kv-cache.ts';
 import { checkStep } from './page-pool.ts';
-import { GEMV_MAX_ROWS, LlamaForward, checkLayers, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
+import { LlamaForward, checkLayers, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
   /** Bytes for the KV-cache of all layers (default 64 MiB). */
@@ -152,10 +152,10 @@ export class Runner {
   async warmup(): Promise<void> {
     const seq = -1;
     const token = this.config.bosId ?? 0;
-    const tokens = Array(GEMV_MAX_ROWS + 1).fill(token);
+    const tokens = Array(this.forward.gemvMaxRows + 1).fill(token);
     this.kv.alloc(seq);
     try {
-      // A verify entry past GEMV_MAX_ROWS rows: prefill attention, GEMMs, and the lm_head GEMM over several rows.
+      // A verify entry past gemvMaxRows rows: prefill attention, GEMMs, and the lm_head GEMM over several rows.
       const verify = tokens.length <= this.maxRows ? tokens.map(() => GREEDY) : undefined;
       await this.step([{ seq, tokens, verify }]);
       await this.step([{ seq, tokens: [token] }]);

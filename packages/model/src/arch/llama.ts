@@ -233,6 +233,8 @@ export class LlamaForward {
   private readonly act;
   private scratch = new Map<string, GPUBuffer>();
   private destroyed = false;
+  /** Steps of up to this many rows run GEMVs (gemvMaxRows), longer ones GEMMs. */
+  readonly gemvMaxRows: number;
 
   constructor(
     private readonly gpu: Gpu,
@@ -241,6 +243,7 @@ export class LlamaForward {
     readonly kv: PagedKvCache,
   ) {
     const c = config;
+    this.gemvMaxRows = gemvMaxRows(gpu);
     this.rope = createRope(gpu, {
       headDim: c.headDim,
       rotaryDim: c.rope.rotaryDim,
@@ -362,10 +365,10 @@ export class LlamaForward {
     this.decode.destroy();
   }
 
-  /** y (+)= W x for T rows: GEMV (each weight read once for up to 4 rows) when T ≤ GEMV_MAX_ROWS, GEMM otherwise. */
+  /** y (+)= W x for T rows: GEMV (each weight read once for up to 4 rows) when T ≤ gemvMaxRows, GEMM otherwise. */
   private matmul(pass: GPUComputePassEncoder, weight: WeightTensor, x: GPUBuffer, y: GPUBuffer, T: number, bias?: GPUBuffer, accumulate = false): void {
     const key = `${weight.dtype}|${bias ? 1 : 0}|${accumulate ? 1 : 0}`;
-    if (T <= GEMV_MAX_ROWS) {
+    if (T <= this.gemvMaxRows) {
       let g = this.gemv.get(key);
       if (!g) this.gemv.set(key, (g = createGemv(this.gpu, { dtype: weight.dtype as WeightDtype, bias: !!bias, accumulate })));
       g.encode(pass, { weight, x, y, bias, batch: T });
@@ -392,13 +395,16 @@ export class LlamaForward {
 }
 
 /**
- * Up to this many rows a step runs GEMVs: one row (plain decode) the one-vector kernel, 2..4 rows (batched
- * decode, speculative verify) the multi-vector kernel, which reads and dequantizes each weight once for all
- * of them. Chosen from measurements on SwiftShader (SmolLM2-135M shapes, q4_0/q8_0, `intab bench kernels`
- * and `bench decode`): 2 and 4 vectors cost ~1.4x and ~1.75x one vector through the GEMV, against ~4.5x
- * through gemm.rows at T = 2..8 (its tile is 8 tokens), and routing T = 2..4 to GEMM halved batch-2/4
- * decode throughput. Past 4 the GEMV runs groups of 4 and gemm.rows catches up (T = 8: even on
- * SwiftShader; T ≤ 8 through GEMVs changed nothing measurable in `bench speculative`), while on GPUs the
- * tiled GEMM reads each weight once for any T and the GEMV once per group of 4: so 4.
+ * Up to this many rows a step runs GEMVs: one row (plain decode) the one-vector kernel, more rows (batched
+ * decode, speculative verify) the multi-vector kernel, which reads and dequantizes each weight once per
+ * group of 4 rows; longer steps run the tiled GEMM.
+ *   software adapters: 8. Measured on SwiftShader (SmolLM2-135M shapes, q4_0): 2 and 4 vectors cost ~1.4x
+ *     and ~1.75x one vector through the GEMV, against ~4.5x through gemm.rows at T = 2..8 (its tile is 8
+ *     tokens); batch-8 decode (`bench decode --batch 4,8`) ran 13.5 tok/s through two GEMV groups against
+ *     10.9 through the GEMM, where dequantizing is the cost.
+ *   GPUs: 4. The tiled GEMM reads each weight once for any T, the GEMV once per group of 4, and reading
+ *     weights is the cost there (not measured: no GPU was available).
  */
-export const GEMV_MAX_ROWS = 4;
+export function gemvMaxRows(gpu: Gpu): number {
+  return gpu.adapterInfo.isFallbackAdapter ? 8 : 4;
+}
