@@ -8,11 +8,12 @@ import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { assembleJson, GrammarSyntaxError, UnsupportedSchemaError } from '@intab/grammar';
 import type { LlamaConfig, Tokenizer } from '@intab/model';
-import type { Chunk, GenerateRequest, JsonEvent } from './contract.ts';
+import type { GenerateRequest, JsonEvent } from './contract.ts';
 import { Engine } from './engine.ts';
 import { InvalidRequestError, TokenizerRequiredError } from './errors.ts';
 import { ReferenceRunner } from './reference-runner.ts';
 import { qwen3VocabModel } from './test-models.ts';
+import { collect } from './test-streams.ts';
 
 let tokenizer: Tokenizer;
 let config: LlamaConfig;
@@ -26,19 +27,6 @@ function setup(o: { tokenizer?: boolean; maxBatch?: number } = {}) {
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: 64, pageSize: 16, maxBatch: 8, yieldEachStep: false });
   const engine = new Engine({ runner, tokenizer: o.tokenizer === false ? undefined : tokenizer, options: { seed: 5, maxBatch: o.maxBatch ?? 8 } });
   return { runner, engine };
-}
-
-async function collect(e: Engine, id: number): Promise<{ ids: number[]; text: string; chunks: Chunk[]; last: Chunk }> {
-  const ids: number[] = [];
-  const chunks: Chunk[] = [];
-  let text = '';
-  for (;;) {
-    const c = await e.next(id);
-    chunks.push(c);
-    ids.push(...c.ids);
-    text += c.text;
-    if (c.finishReason) return { ids, text, chunks, last: c };
-  }
 }
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });

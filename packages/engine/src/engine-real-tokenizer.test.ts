@@ -4,10 +4,11 @@
 // template; stop strings cut text that spans tokens.
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { LlamaConfig, Tokenizer } from '@intab/model';
-import type { Chunk, GenerateRequest } from './contract.ts';
+import type { GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';
 import { ReferenceRunner } from './reference-runner.ts';
 import { qwen3VocabModel } from './test-models.ts';
+import { collect } from './test-streams.ts';
 
 let tokenizer: Tokenizer;
 let config: LlamaConfig;
@@ -20,17 +21,6 @@ beforeAll(() => {
 function engine(): { engine: Engine; runner: ReferenceRunner } {
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: 64, pageSize: 16, maxBatch: 8 });
   return { runner, engine: new Engine({ runner, tokenizer, options: { seed: 5, maxTokensPerStep: 8 } }) };
-}
-
-async function collect(e: Engine, id: number): Promise<{ ids: number[]; text: string; last: Chunk }> {
-  const ids: number[] = [];
-  let text = '';
-  for (;;) {
-    const c = await e.next(id);
-    ids.push(...c.ids);
-    text += c.text;
-    if (c.finishReason) return { ids, text, last: c };
-  }
 }
 
 describe('engine with a real tokenizer (Qwen3 vocabulary)', () => {

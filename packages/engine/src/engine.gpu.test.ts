@@ -5,8 +5,9 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
 import { Runner, bytesSource, openGguf } from '@intab/model';
-import type { Chunk, GenerateRequest } from './contract.ts';
+import type { GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';
+import { collect } from './test-streams.ts';
 
 const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
 
@@ -28,18 +29,6 @@ async function engineOverRunner(options: { maxTokensPerStep?: number; maxBatch?:
   const model = await openGguf(bytesSource('stories260K.gguf', await fetchBytes('stories260K.gguf')));
   const runner = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: 4 << 20, maxBatch: 8 });
   return { runner, engine: new Engine({ runner, options: { seed: 1, ...options } }) };
-}
-
-async function collect(engine: Engine, id: number, onChunk?: (ids: number[]) => void): Promise<{ ids: number[]; text: string; last: Chunk }> {
-  const ids: number[] = [];
-  let text = '';
-  for (;;) {
-    const c = await engine.next(id);
-    ids.push(...c.ids);
-    text += c.text;
-    if (c.finishReason) return { ids, text, last: c };
-    onChunk?.(ids);
-  }
 }
 
 describe('Engine over the GPU Runner (stories260K)', () => {
@@ -82,7 +71,7 @@ describe('Engine over the GPU Runner (stories260K)', () => {
     const free = runner.kv.freePageCount;
     const controller = new AbortController();
     const id = await engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 64, temperature: 0, ignoreEos: true }, controller.signal);
-    const r = await collect(engine, id, (ids) => {
+    const r = await collect(engine, id, (_c, ids) => {
       if (ids.length >= 4) controller.abort();
     });
     expect(r.last.finishReason).toBe('abort');

@@ -13,10 +13,11 @@ import { beforeAll, describe, expect, test, vi } from 'vitest';
 // touches the GPU, so WebGPU's constant values are enough (reported: that line should read it lazily).
 import { parseGguf, pathSource, tokenizerFromGguf, type Tokenizer } from '@intab/model';
 import { configFromGguf, readGgufLite, type LlamaConfig } from '@intab/model/reference';
-import type { Chunk, GenerateRequest } from './contract.ts';
+import type { GenerateRequest } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { EngineClosedError, InvalidRequestError, RequestTooLargeError, TokenizerRequiredError, UnknownStreamError } from './errors.ts';
 import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
+import { collect, type Collected } from './test-streams.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');
@@ -50,28 +51,6 @@ function setup(o: { runner?: ReferenceRunnerOptions; engine?: EngineOptions; tok
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: 64, pageSize: 16, ...o.runner });
   const engine = new Engine({ runner, tokenizer: o.tokenizer === false ? undefined : tokenizer, options: { now: tickClock(), seed: 99, ...o.engine } });
   return { runner, engine };
-}
-
-interface Collected {
-  ids: number[];
-  text: string;
-  chunks: Chunk[];
-  last: Chunk;
-}
-
-/** Pulls a stream to its end; `onChunk` may act between pulls (abort, start other requests). */
-async function collect(engine: Engine, id: number, onChunk?: (c: Chunk, soFar: number[]) => void | Promise<void>): Promise<Collected> {
-  const ids: number[] = [];
-  const chunks: Chunk[] = [];
-  let text = '';
-  for (;;) {
-    const c = await engine.next(id);
-    chunks.push(c);
-    ids.push(...c.ids);
-    text += c.text;
-    if (c.finishReason) return { ids, text, chunks, last: c };
-    await onChunk?.(c, ids);
-  }
 }
 
 async function alone(request: GenerateRequest, o: Parameters<typeof setup>[0] = {}): Promise<Collected> {

@@ -5,8 +5,9 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
 import { Runner, bytesSource, openGguf } from '@intab/model';
-import type { Chunk, SpeculativeMethod } from './contract.ts';
+import type { SpeculativeMethod } from './contract.ts';
 import { Engine } from './engine.ts';
+import { collect } from './test-streams.ts';
 
 const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
 
@@ -22,15 +23,6 @@ async function fetchBytes(name: string): Promise<Uint8Array> {
 
 let gpu: Gpu | undefined;
 afterAll(() => gpu?.destroy());
-
-async function collect(engine: Engine, id: number): Promise<{ ids: number[]; last: Chunk }> {
-  const ids: number[] = [];
-  for (;;) {
-    const c = await engine.next(id);
-    ids.push(...c.ids);
-    if (c.finishReason) return { ids, last: c };
-  }
-}
 
 describe('speculative decoding over the GPU Runner (stories260K)', () => {
   test('ngram, self and draft: greedy ids equal golden.json alone and in a batch of 4; pages all free', async () => {

@@ -14,12 +14,13 @@ import { mulberry32 } from '@intab/gpu/reference';
 import { loadTokenizer, type LlamaConfig } from '@intab/model';
 import { configFromGguf, createReferenceModel, fixtureWeights, readGgufLite } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
-import type { Chunk, GenerateRequest, SpeculativeOptions } from './contract.ts';
+import type { GenerateRequest, SpeculativeOptions } from './contract.ts';
 import { Engine, checkDraft } from './engine.ts';
 import { DraftMismatchError, InvalidRequestError } from './errors.ts';
 import { ReferenceRunner } from './reference-runner.ts';
 import { chooseK, expectedTokens, ngramProposals, SequenceSpeculation, Speculator, StepCosts } from './speculator.ts';
 import type { Sequence } from './sequence.ts';
+import { collect } from './test-streams.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');
@@ -57,17 +58,6 @@ function setup(proposer: Proposer | 'none', o: { maxBatch?: number; maxTokensPer
 }
 
 const methodOf = (p: Proposer) => (p === 'bad-draft' ? 'draft' : p);
-
-async function collect(engine: Engine, id: number): Promise<{ ids: number[]; last: Chunk; chunks: Chunk[] }> {
-  const ids: number[] = [];
-  const chunks: Chunk[] = [];
-  for (;;) {
-    const c = await engine.next(id);
-    chunks.push(c);
-    ids.push(...c.ids);
-    if (c.finishReason) return { ids, last: c, chunks };
-  }
-}
 
 async function run(proposer: Proposer | 'none', requests: GenerateRequest[], spec: Partial<SpeculativeOptions> = {}, o: Parameters<typeof setup>[1] = {}) {
   const s = setup(proposer, o);
