@@ -20,7 +20,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileJsonSchema, completeDocument, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '../../grammar/src/index.ts';
-import { sampleMask } from '../../grammar/src/tokens/test-grammars.ts';
+import { rng, sampleMask } from '../../grammar/src/tokens/test-grammars.ts';
 import { schemaValidator } from '../../grammar/src/tokens/test-validator.ts';
 import { realTokenizerFiles, type RealTokenizerName } from '../../model/src/tokenizer/test-corpus.ts';
 import { tokenBytes } from '../../model/src/tokenizer/token-bytes.ts';
@@ -144,15 +144,6 @@ export function closingTokens(vocab: TokenVocabulary): Int32Array {
     if (b && b.length > 0 && b.every((x) => closing.has(x))) ids.push(id);
   });
   return Int32Array.from(ids);
-}
-
-/** A seeded generator (LCG), as @intab/grammar's tests use. */
-export function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
 }
 
 interface WalkResult {
@@ -325,7 +316,7 @@ export function runNodeBench(o: NodeBenchOptions): { decodeSchema: BenchSchema |
         const seed = o.seed * 1_000_003 + i * 2 + (which === 'warm' ? 1 : 0);
         let w: ReturnType<typeof walk>;
         try {
-          w = walk(m, closing, lcg(seed), t.maskUs, t.hits);
+          w = walk(m, closing, rng(seed), t.maskUs, t.hits);
         } catch (e) {
           t.invalid++;
           failures.push(`${name} ${which} ${r.s.id}: ${(e as Error).message}`);

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { compileJsonSchema } from '../../grammar/src/index.ts';
-import { checkDocument, lcg, searchEnd } from './grammar-bench.ts';
+import { rng } from '../../grammar/src/tokens/test-grammars.ts';
+import { checkDocument, searchEnd } from './grammar-bench.ts';
 import { coverageRows, formatTable, parsePublishedCoverage, percentile, round, summarize } from './grammar-stats.mjs';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
@@ -91,8 +92,8 @@ describe('bench grammar walk helpers', () => {
   });
 
   it('the seeded generator repeats', () => {
-    const a = lcg(5);
-    const b = lcg(5);
+    const a = rng(5);
+    const b = rng(5);
     const xs = Array.from({ length: 5 }, () => a());
     expect(xs).toEqual(Array.from({ length: 5 }, () => b()));
     expect(xs.every((x) => x >= 0 && x < 1)).toBe(true);

@@ -40,6 +40,12 @@ export function fromDraft4(s: unknown): unknown {
     delete o.id;
   }
   if (typeof o.$schema === 'string' && o.$schema.includes('draft-04')) o.$schema = 'http://json-schema.org/draft-07/schema#';
+  numericExclusiveBounds(o);
+  return o;
+}
+
+/** Draft-04's boolean exclusiveMinimum/exclusiveMaximum, in place, as the numeric form later drafts (and ajv) read. */
+export function numericExclusiveBounds(o: Record<string, unknown>): void {
   for (const [ex, lim] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
     if (typeof o[ex] === 'boolean') {
       if (o[ex] === true && typeof o[lim] === 'number') {
@@ -48,7 +54,6 @@ export function fromDraft4(s: unknown): unknown {
       } else delete o[ex];
     }
   }
-  return o;
 }
 
 // Ajv instances are expensive to create (formats compile their regexes): one per draft and remotes object.

@@ -1,19 +1,10 @@
 // Test helpers for the partial-JSON parser: a seeded random JSON document generator (with its document-order path
 // list) and an independent, deliberately naive reference partial parse. Not exported from the package.
 
+import { rng } from '../testing.ts';
 import type { JsonPath } from './events.ts';
 
-/** mulberry32: a small seeded PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng };
 
 export type Tree = { t: 'obj'; members: [string, Tree][] } | { t: 'arr'; items: Tree[] } | { t: 'scalar'; type: 'string' | 'number' | 'boolean' | 'null' };
 

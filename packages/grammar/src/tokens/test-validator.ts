@@ -6,6 +6,7 @@ import Ajv from 'ajv';
 import Ajv2019 from 'ajv/dist/2019.js';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { numericExclusiveBounds } from '../oracle.ts';
 
 type AjvLike = { compile(schema: unknown): ((data: unknown) => boolean) & { errors?: unknown } };
 
@@ -24,14 +25,7 @@ function draft4Bounds(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
   const o: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) o[k] = draft4Bounds(x);
-  for (const [ex, bound] of [['exclusiveMaximum', 'maximum'], ['exclusiveMinimum', 'minimum']] as const) {
-    if (typeof o[ex] === 'boolean') {
-      if (o[ex] === true && typeof o[bound] === 'number') {
-        o[ex] = o[bound];
-        delete o[bound];
-      } else delete o[ex];
-    }
-  }
+  numericExclusiveBounds(o);
   return o;
 }
 
