@@ -250,6 +250,14 @@ export class TokenVocabulary {
   }
 
   /** The child of `node` along `b`, or -1. */
+  /** The lowest id among the tokens whose bytes end exactly at `node`, or -1 when none does. */
+  private lowestIdAt(node: number): number {
+    const { tokStart, tokIds } = this.trie;
+    let id = -1;
+    for (let k = tokStart[node]; k < tokStart[node + 1]; k++) if (id < 0 || tokIds[k] < id) id = tokIds[k];
+    return id;
+  }
+
   child(node: number, b: number): number {
     if (node === 0) return this.rootChild[b];
     const { next, byte } = this.trie;
@@ -266,7 +274,6 @@ export class TokenVocabulary {
    */
   tokenize(bytes: Uint8Array): number[] {
     const n = bytes.length;
-    const { tokStart, tokIds } = this.trie;
     // ends[i]: [id, length] of every token starting at i that stays inside the bytes.
     const ends: [number, number][][] = [];
     for (let i = 0; i < n; i++) {
@@ -275,11 +282,8 @@ export class TokenVocabulary {
       for (let j = i; j < n; j++) {
         node = this.child(node, bytes[j]);
         if (node < 0) break;
-        if (tokStart[node + 1] > tokStart[node]) {
-          let id = tokIds[tokStart[node]];
-          for (let k = tokStart[node] + 1; k < tokStart[node + 1]; k++) id = Math.min(id, tokIds[k]);
-          list.push([id, j + 1 - i]);
-        }
+        const id = this.lowestIdAt(node);
+        if (id >= 0) list.push([id, j + 1 - i]);
       }
       ends.push(list);
     }
@@ -321,17 +325,13 @@ export class TokenVocabulary {
    * starts that way. Among ids with the same bytes, the lowest.
    */
   longestPrefix(bytes: Uint8Array, from = 0, to = bytes.length): [number, number] | undefined {
-    const { tokStart, tokIds } = this.trie;
     let node = 0;
     let best: [number, number] | undefined;
     for (let i = from; i < to; i++) {
       node = this.child(node, bytes[i]);
       if (node < 0) break;
-      if (tokStart[node + 1] > tokStart[node]) {
-        let id = tokIds[tokStart[node]];
-        for (let k = tokStart[node] + 1; k < tokStart[node + 1]; k++) id = Math.min(id, tokIds[k]);
-        best = [id, i + 1 - from];
-      }
+      const id = this.lowestIdAt(node);
+      if (id >= 0) best = [id, i + 1 - from];
     }
     return best;
   }
