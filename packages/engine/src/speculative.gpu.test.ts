@@ -4,22 +4,17 @@
 // golden.json, alone and four requests in one batch, and every page of target and draft is free afterwards.
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
+import { fetchShared } from '@intab/gpu/testing';
 import { Runner, bytesSource, openGguf } from '@intab/model';
 import type { SpeculativeMethod } from './contract.ts';
 import { Engine } from './engine.ts';
 import { collect } from './test-streams.ts';
 
-const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
-
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];
 }
 
-async function fetchBytes(name: string): Promise<Uint8Array> {
-  const res = await fetch(BASE + name);
-  if (!res.ok) throw new Error(`${BASE + name}: HTTP ${res.status} (is ../shared beside the repository?)`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+const fetchBytes = (name: string) => fetchShared(`models/stories260K/${name}`);
 
 let gpu: Gpu | undefined;
 afterAll(() => gpu?.destroy());

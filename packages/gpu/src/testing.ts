@@ -7,6 +7,19 @@ import { GpuValidationError } from './errors.ts';
 
 export { mulberry32, randn, randomF32 } from './reference/random.ts';
 
+/** Where the browser test tier reads `path` of ../shared: Vite serves it under /@fs (vite.config.ts defines INTAB_SHARED). */
+export function sharedUrl(path: string): string {
+  return `/@fs${import.meta.env.INTAB_SHARED}/${path}`;
+}
+
+/** The bytes of `path` in ../shared (models, golden ids), fetched through sharedUrl. */
+export async function fetchShared(path: string): Promise<Uint8Array> {
+  const url = sharedUrl(path);
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status} (is ../shared beside the repository?)`);
+  return new Uint8Array(await res.arrayBuffer());
+}
+
 let shared: Gpu | undefined;
 const variants = new Map<string, Gpu>();
 

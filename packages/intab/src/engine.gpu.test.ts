@@ -5,6 +5,7 @@
 // tokenizer), the in-thread engine (worker: false), and destroy().
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { fixtureGguf } from '@intab/model/reference';
+import { sharedUrl } from '@intab/gpu/testing';
 import {
   DraftMismatchError,
   EngineClosedError,
@@ -20,7 +21,7 @@ import {
 } from './index.ts';
 import { tinyChatTokenizerFiles } from './test-tokenizer.ts';
 
-const BASE = new URL(`/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`, location.href).href;
+const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;
 
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];

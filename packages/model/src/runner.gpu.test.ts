@@ -3,21 +3,16 @@
 // reproduce golden.json's greedy continuations exactly, one sequence at a time and all batched together.
 import { describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
+import { fetchShared } from '@intab/gpu/testing';
 import { Runner } from './runner.ts';
 import { openGguf, openHfFolder, type ModelFiles } from './load.ts';
 import { bytesSource } from './source.ts';
-
-const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
 
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];
 }
 
-async function fetchBytes(name: string): Promise<Uint8Array> {
-  const res = await fetch(BASE + name);
-  if (!res.ok) throw new Error(`${BASE + name}: HTTP ${res.status} (is ../shared beside the repository?)`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+const fetchBytes = (name: string) => fetchShared(`models/stories260K/${name}`);
 
 async function open(layout: 'gguf' | 'hf'): Promise<ModelFiles> {
   if (layout === 'gguf') return openGguf(bytesSource('stories260K.gguf', await fetchBytes('stories260K.gguf')));

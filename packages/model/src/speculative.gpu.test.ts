@@ -6,24 +6,20 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu, type SamplingParams } from '@intab/gpu';
 import { acceptReference, sampleRow } from '@intab/gpu/reference';
+import { fetchShared } from '@intab/gpu/testing';
 import { Runner } from './runner.ts';
 import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';
 import { createReferenceModel } from './reference/llama.ts';
 import { readGgufLite } from './reference/safetensors-lite.ts';
 
-const BASE = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
 const GREEDY: SamplingParams = { temperature: 0, u: 0 };
 
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];
 }
 
-async function fetchBytes(name: string): Promise<Uint8Array> {
-  const res = await fetch(BASE + name);
-  if (!res.ok) throw new Error(`${BASE + name}: HTTP ${res.status} (is ../shared beside the repository?)`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+const fetchBytes = (name: string) => fetchShared(`models/stories260K/${name}`);
 
 let runner: Runner;
 let gpu: Gpu;

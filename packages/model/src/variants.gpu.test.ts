@@ -6,7 +6,7 @@
 // quantized GPU forward checked against the CPU reference on the same quantized weights.
 import { describe, expect, test } from 'vitest';
 import type { Gpu } from '@intab/gpu';
-import { testGpu } from '@intab/gpu/testing';
+import { fetchShared, testGpu } from '@intab/gpu/testing';
 import { dequantize, quantize } from '@intab/gpu/reference';
 import { Runner, type StepEntry } from './runner.ts';
 import { openGguf, openHfFolder, type ModelFiles } from './load.ts';
@@ -129,13 +129,7 @@ describe('GPU forward = CPU reference, every fixture variant (f32)', () => {
 
 // ---- on-load quantization: top-1 agreement with f32 ----
 
-const STORIES = `/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/`;
-
-async function fetchBytes(name: string): Promise<Uint8Array> {
-  const res = await fetch(STORIES + name);
-  if (!res.ok) throw new Error(`${STORIES + name}: HTTP ${res.status} (is ../shared beside the repository?)`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+const fetchBytes = (name: string) => fetchShared(`models/stories260K/${name}`);
 
 /** stories260K's weights as the Runner holds them after `quantize` on load: every matrix whose rows split
  * into 32-value blocks goes through quantize → dequantize (ffn_down, K = 172, stays f32, as in upload.ts). */
