@@ -78,6 +78,29 @@ describe('regex subset', () => {
     accepts(len, '"\\u00e9x"', '"😀😀"', '"\\n\\t"');
     rejects(len, '"😀"', '"abc"');
   });
+  test('one class counted (^[a-z0-9]{2,5}$), alone or with minLength/maxLength, is that language', () => {
+    const g = compileJsonSchema({ type: 'string', pattern: '^[a-z0-9]{2,5}$' });
+    accepts(g, '"ab"', '"a1b2c"');
+    rejects(g, '"a"', '"abcdef"', '"aB"', '""');
+    const both = compileJsonSchema({ type: 'string', pattern: '^([a-z])+$', minLength: 3, maxLength: 4 });
+    accepts(both, '"abc"', '"abcd"');
+    rejects(both, '"ab"', '"abcde"', '"ab1"');
+    expect(() => compileJsonSchema({ type: 'string', pattern: '^[a-z]{5}$', maxLength: 4 })).toThrow(InvalidSchemaError);
+    accepts(compileJsonSchema({ type: 'string', pattern: '^\\d+$' }), '"0"', '"12345678901234567890"');
+    const free = compileJsonSchema({ type: 'string', pattern: '[a-z]{3}' }); // unanchored: anything around it
+    accepts(free, '"--abc--"');
+    rejects(free, '"ab-c"');
+  });
+  test('\\uXXXX for control and non-ASCII characters, never for printable ASCII', () => {
+    const g = compileJsonSchema({ type: 'string' });
+    accepts(g, '"\\u00e9"', '"\\u0001"', '"\\u4f60\\n\\/"', '"\\u007f"');
+    rejects(g, '"\\u0041"', '"\\u0020"', '"\\u0022"');
+    // A class of printable ASCII has no escape at all: no backslash into a dead end.
+    const ascii = compileJsonSchema({ type: 'string', pattern: '^[a-z]+$' });
+    expect(ascii.step(feed(ascii, ascii.initial, '"')!, 0x5c)).toBeNull();
+    const slash = compileJsonSchema({ type: 'string', pattern: '^[a-z/]+$' });
+    accepts(slash, '"a\\/b"');
+  });
   test('only valid UTF-8: no surrogates, no overlong forms, even under full-range machines', () => {
     const cases: [Grammar, string][] = [
       [compileJsonSchema({ type: 'string', maxLength: 3 }), '"'],
@@ -307,7 +330,7 @@ describe('state contract', () => {
   test('states are immutable values; key() is equal for equal futures reached by different paths', () => {
     const g = compileJsonSchema({ type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, required: ['a', 'b'], additionalProperties: false });
     const s1 = feed(g, g.initial, '{"a":"xy')!;
-    const s2 = feed(g, g.initial, '{"a":"\\u0041é')!;
+    const s2 = feed(g, g.initial, '{"a":"\\u00e9é')!;
     expect(g.key(s1)).toBe(g.key(s2));
     const before = g.key(s1);
     feed(g, s1, '","b":"z"}');

@@ -25,8 +25,22 @@ export interface Grammar {
   key(state: GrammarState): string;
   /** Whether no byte can follow (the document is complete and nothing may be appended). */
   finished(state: GrammarState): boolean;
+  /**
+   * Optional: for a state inside a JSON string with a length bound (maxLength, minLength), the state at the same place
+   * of the string without the bound, and the count: at most `left` more characters (Infinity: no limit), at least
+   * `needed` before the closing quote. Null for every other state. The token masks use it to treat every position of
+   * such a string as one unbounded string.
+   */
+  counted?(state: GrammarState): CountedString | null;
   /** Keywords/constructs dropped in lenient mode, with their JSON-pointer paths (empty when everything is enforced). */
   readonly warnings: readonly GrammarWarning[];
+}
+
+/** See Grammar.counted. */
+export interface CountedString {
+  readonly free: GrammarState;
+  readonly left: number;
+  readonly needed: number;
 }
 
 /** Options shared by every compiler. */

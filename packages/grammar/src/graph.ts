@@ -4,7 +4,7 @@
 // escaping) tries, built lazily the first time the matcher reaches them. `analyze()` marks the nodes from which the
 // rule can still complete, so that the matcher never enters a dead end (every allowed prefix has a completion).
 
-import type { CharMachine } from './machine.ts';
+import { CountedMachine, type CharMachine } from './machine.ts';
 
 // Most nodes have one byte edge and nothing else: edge lists start as shared empty arrays and are allocated on
 // first use (compile time is dominated by allocation on big schemas).
@@ -24,7 +24,22 @@ export class GNode {
   /** Lazily built nodes can complete exactly when this node can (their machine state is live). */
   liveVia: GNode | null = null;
   live = false;
+  /** Set on the nodes of a JSON string with a length bound: the same place in the string without the bound. */
+  run: CountedRun | null = null;
   constructor(readonly id: number) {}
+}
+
+/**
+ * A node of a JSON string whose machine is a CountedMachine, at a state where the uncounted machine loops on itself
+ * (every character it allows keeps it there): `free`, that state's node in the string without the length bound
+ * (which leaves by the same `exit`), and the count: `left` more code points at most, `needed` at least before the
+ * string may end. The token masks run such a string as the free one plus the count.
+ */
+export interface CountedRun {
+  readonly free: GNode;
+  readonly exit: GNode;
+  readonly left: number;
+  readonly needed: number;
 }
 
 export class Rule {
@@ -127,18 +142,36 @@ export class Graph {
 
   /**
    * Embeds a character machine between `from` and `exit`: 'raw' writes code points as UTF-8; 'json' writes them as
-   * the content of a JSON string (raw where JSON allows it, else \" \\ \b \f \n \r \t or \uXXXX; \/ and \uXXXX are
-   * accepted for any BMP character too). Returns false (and adds nothing) when the machine's language is empty.
+   * the content of a JSON string (raw where JSON allows it, else \" \\ \b \f \n \r \t or \uXXXX; \/ is accepted too,
+   * and \uXXXX for every BMP character but printable ASCII). Returns false (and adds nothing) when the machine's language is empty.
    */
   embed(from: GNode, m: CharMachine, mode: 'raw' | 'json', exit: GNode): boolean {
     if (m.start < 0 || !m.live(m.start)) return false;
+    this.eps(from, this.machineNodes(m, mode, exit)(m.start));
+    return true;
+  }
+
+  /** The lazily built node of each state of `m` (embedded as by embed()), by state. */
+  private machineNodes(m: CharMachine, mode: 'raw' | 'json', exit: GNode): (q: number) => GNode {
     const memo = new Map<number, GNode>();
+    // A JSON string with a length bound also gets the nodes of the string without it (built as the masks ask).
+    const counted = mode === 'json' && m instanceof CountedMachine ? m : null;
+    let freeNode: ((q: number) => GNode) | null = null;
     const stateNode = (q: number): GNode => {
       let n = memo.get(q);
       if (n !== undefined) return n;
       n = this.node();
       n.liveVia = exit;
       memo.set(q, n);
+      if (counted !== null) {
+        // Only where every character keeps the rest machine in its state: then the free node loops on itself, one
+        // character per pass, and leaves only by the exit (what the masks' character counts rely on).
+        const { restState, left, needed } = counted.counted(q);
+        if (counted.rest.next(restState).targets.every((t) => t === restState)) {
+          freeNode ??= this.machineNodes(counted.rest, mode, exit);
+          n.run = { free: freeNode(restState), exit, left, needed };
+        }
+      }
       const self = n;
       n.expand = () => {
         if (m.accepting(q)) this.eps(self, exit);
@@ -154,8 +187,7 @@ export class Graph {
       };
       return n;
     };
-    this.eps(from, stateNode(m.start));
-    return true;
+    return stateNode;
   }
 
   /** Code-point items (disjoint, sorted) as UTF-8 byte paths from `from`. */
@@ -178,21 +210,24 @@ export class Graph {
     }
     raw.sort((x, y) => x[0] - y[0]);
     if (raw.length) this.utf8(from, raw);
-    const bmp = clip(items, 0, 0xffff);
-    if (bmp.length === 0) return;
+    // \uXXXX for control characters and the rest of the BMP, not for printable ASCII (which no serializer escapes
+    // that way: keeping \u0041 out leaves an ASCII-only string's content one byte per character, a loop).
+    const bmp = [...clip(items, 0, 0x1f), ...clip(items, 0x7f, 0xffff)];
+    const target = (cp: number): GNode | null => {
+      for (const [lo, hi, to] of items) if (cp >= lo && cp <= hi) return to;
+      return null;
+    };
+    if (bmp.length === 0 && !SHORT_ESCAPES.some(([, cp]) => target(cp) !== null)) return; // no escape: no backslash
     const esc = this.node();
     esc.liveVia = liveVia;
     if (this.analyzed) esc.live = true;
     this.edge(from, 0x5c, 0x5c, esc);
     esc.expand = () => {
-      const target = (cp: number): GNode | null => {
-        for (const [lo, hi, to] of bmp) if (cp >= lo && cp <= hi) return to;
-        return null;
-      };
       for (const [ch, cp] of SHORT_ESCAPES) {
         const t = target(cp);
         if (t) this.edge(esc, ch, ch, t);
       }
+      if (bmp.length === 0) return;
       const hex = this.node();
       this.edge(esc, 0x75, 0x75, hex); // u
       this.trie(hex, bmp, 3, 4, hexMap, hexMap, 'h');

@@ -158,6 +158,62 @@ export class LengthMachine extends CharMachine {
   }
 }
 
+/**
+ * A length bound over another machine: strings of `rest` whose length in code points lies in [min, max] (max may be
+ * Infinity). States are (count, rest state) pairs, the count capped at max (or at min when unbounded). Unlike a
+ * product with a LengthMachine, it tells its parts apart (`counted`), so that the byte-level grammar can run a string
+ * with maxLength as the unbounded string plus a count.
+ */
+export class CountedMachine extends CharMachine {
+  readonly start: number;
+  private readonly cap: number;
+  private readonly pairs = new Interner<[number, number]>();
+  constructor(
+    readonly min: number,
+    readonly max: number,
+    readonly rest: CharMachine,
+  ) {
+    super();
+    this.cap = Number.isFinite(max) ? max : min;
+    this.start = rest.start < 0 || min > max ? -1 : this.pair(0, rest.start);
+  }
+  private pair(k: number, r: number): number {
+    return this.pairs.id(`${k},${r}`, () => [k, r]);
+  }
+  accepting(q: number): boolean {
+    const [k, r] = this.pairs.items[q]!;
+    return k >= this.min && this.rest.accepting(r);
+  }
+  /** State q's rest state, how many more code points it may take (Infinity: no limit) and how many it needs at least. */
+  counted(q: number): { restState: number; left: number; needed: number } {
+    const [k, r] = this.pairs.items[q]!;
+    return { restState: r, left: this.max - k, needed: Math.max(0, this.min - k) };
+  }
+  protected compute(q: number): Trans {
+    const [k, r] = this.pairs.items[q]!;
+    if (k >= this.max) return NO_TRANS;
+    const t = this.rest.next(r);
+    const k1 = Math.min(k + 1, this.cap);
+    return { ranges: t.ranges, targets: t.targets.map((u) => this.pair(k1, u)) };
+  }
+}
+
+/** Any string of characters from one set (the regex C*): one accepting state that every character of the set keeps. */
+export class SetStarMachine extends CharMachine {
+  readonly start = 0;
+  private readonly trans: Trans;
+  constructor(set: CharSet) {
+    super();
+    this.trans = { ranges: set, targets: Array.from({ length: set.length / 2 }, () => 0) };
+  }
+  accepting(): boolean {
+    return true;
+  }
+  protected compute(): Trans {
+    return this.trans;
+  }
+}
+
 /** Exactly the given strings (a trie); `complement()` of it is "any string but these". */
 export class LiteralsMachine extends CharMachine {
   readonly start = 0;

@@ -4,7 +4,7 @@
 // (epsilon moves, rule calls with tail-call elimination, returns) of the nodes reached by the byte.
 
 import { IntabGrammarError } from './errors.ts';
-import type { Grammar, GrammarState, GrammarWarning } from './grammar.ts';
+import type { CountedString, Grammar, GrammarState, GrammarWarning } from './grammar.ts';
 import { GNode, type Graph, type Rule } from './graph.ts';
 
 class Stack {
@@ -23,6 +23,8 @@ class State {
    * (interned states survive, and a 256-slot pointer array per state made most of what each scavenge copied).
    */
   next: Int32Array | null = null;
+  /** counted(): undefined until asked. */
+  counted: CountedString | null | undefined = undefined;
   constructor(
     readonly id: number,
     readonly key: string,
@@ -77,6 +79,28 @@ export class RtnGrammar implements Grammar {
 
   key(state: GrammarState): string {
     return (state as unknown as State).key;
+  }
+
+  counted(state: GrammarState): CountedString | null {
+    const s = state as unknown as State;
+    if (s.counted !== undefined) return s.counted;
+    // One node of a counted string (on one or more stacks: the string's place in an ambiguous document), and beside
+    // it only that string's exit (where it may end) on those stacks.
+    let r: CountedString | null = null;
+    const nodes = s.nodes;
+    let node: GNode | null = null;
+    for (const n of nodes) if (n.run !== null) node = n;
+    const run = node?.run ?? null;
+    if (run !== null) {
+      const stacks: Stack[] = [];
+      for (let i = 0; i < nodes.length; i++) if (nodes[i] === node) stacks.push(s.stacks[i]!);
+      let ok = true;
+      for (let i = 0; i < nodes.length && ok; i++) ok = nodes[i] === node || (nodes[i] === run.exit && stacks.includes(s.stacks[i]!));
+      const free = ok ? this.intern(this.closure(stacks.map(() => run.free), stacks)) : null;
+      if (free !== null) r = { free: free as unknown as GrammarState, left: run.left, needed: run.needed };
+    }
+    s.counted = r;
+    return r;
   }
 
   /** The configurations of a state: node and return nodes (innermost first) — for tools and tests. */

@@ -5,7 +5,7 @@
 // Not supported (reported, never guessed): backreferences, lookaround, \b \B, \p{…}, anchors inside repetitions.
 
 import { ANY, caseFold, charSet, complement, DIGIT, DOT, SPACE, union, WORD, type CharSet } from './charset.ts';
-import { Nfa, NfaMachine, type CharMachine } from './machine.ts';
+import { CountedMachine, Nfa, NfaMachine, SetStarMachine, type CharMachine } from './machine.ts';
 
 export type RegexNode =
   | { t: 'set'; set: CharSet }
@@ -385,17 +385,32 @@ function build(nfa: Nfa, n: RegexNode, from: number): number {
   }
 }
 
+/** The node inside groups of one item: (x) and (?:x) parse as a sequence or alternation of one. */
+function single(n: RegexNode): RegexNode {
+  while ((n.t === 'seq' || n.t === 'alt') && n.items.length === 1) n = n.items[0]!;
+  return n;
+}
+
 /**
  * The machine of a pattern. `search` (JSON Schema semantics): the pattern may match anywhere unless anchored;
  * otherwise the whole string must match (anchors at the ends are accepted and mean nothing more).
  */
 export function regexMachine(pattern: string, opts: { search: boolean; ignoreCase?: boolean }): CharMachine {
   const ast = parseRegex(pattern, opts.ignoreCase);
+  const options = anchorOptions(ast);
+  // A whole string of one class, e.g. ^[a-z0-9]{1,64}$: a count over C*, which the grammar runs as one loop.
+  const only = options.length === 1 ? options[0]! : null;
+  const whole = only !== null && (!opts.search || (only.start && only.end));
+  const counted = whole ? single(only.node) : null;
+  if (counted !== null && counted.t === 'rep') {
+    const item = single(counted.item);
+    if (item.t === 'set') return new CountedMachine(counted.min, counted.max, new SetStarMachine(item.set));
+  }
   const nfa = new Nfa();
   const start = nfa.state();
   const accept = nfa.state();
   nfa.accept = accept;
-  for (const opt of anchorOptions(ast)) {
+  for (const opt of options) {
     let cur = nfa.state();
     nfa.eps[start]!.push(cur);
     if (opts.search && !opt.start) cur = build(nfa, { t: 'rep', item: { t: 'set', set: ANY }, min: 0, max: Infinity }, cur);

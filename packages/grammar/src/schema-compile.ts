@@ -8,7 +8,7 @@ import { IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type Uns
 import { formatMachines, numberFormat, stringFormatKind } from './formats.ts';
 import type { CompileOptions, Grammar, GrammarWarning } from './grammar.ts';
 import { Graph, type GNode, type Rule } from './graph.ts';
-import { ComplementMachine, intersectAll, LengthMachine, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
+import { ComplementMachine, CountedMachine, intersectAll, LengthMachine, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
 import { RtnGrammar } from './matcher.ts';
 import { nextDouble, NumberMachine, prevDouble } from './numbers.ts';
 import { RegexError, regexMachine } from './regex.ts';
@@ -448,7 +448,6 @@ export class SchemaCompiler {
       if (typeof p.s.minLength === 'number') min = Math.max(min, Math.ceil(p.s.minLength));
       if (typeof p.s.maxLength === 'number') max = Math.min(max, Math.floor(p.s.maxLength));
     }
-    if (min > 0 || max < Infinity) ms.push(new LengthMachine(min, max));
     for (const p of b) {
       if (typeof p.s.pattern === 'string') {
         try {
@@ -478,7 +477,17 @@ export class SchemaCompiler {
         else if (kind === 'unsupported') this.report(p, 'format', `format "${f}" is not supported`);
       }
     }
-    return intersectAll(ms) ?? new LengthMachine(0, Infinity);
+    // A pattern that counts a class (^[a-z]{1,64}$) joins its bounds to the length's: one count over both.
+    for (let i = 0; i < ms.length; i++) {
+      const m = ms[i]!;
+      if (!(m instanceof CountedMachine)) continue;
+      min = Math.max(min, m.min);
+      max = Math.min(max, m.max);
+      ms[i] = m.rest;
+    }
+    const rest = intersectAll(ms) ?? new LengthMachine(0, Infinity);
+    // The length bound outermost and apart, so that the grammar can run the string as `rest` plus a count.
+    return min > 0 || max < Infinity ? new CountedMachine(min, max, rest) : rest;
   }
 
   emitString(from: GNode, b: Branch, to: GNode): void {
@@ -555,7 +564,8 @@ export class SchemaCompiler {
  *   (additionalProperties absent/true/a schema, patternProperties), may follow the declared ones; their keys are
  *   any string that is not a declared name.
  * - Strings: a JSON escape denotes its character for pattern, format and length purposes (\uXXXX escapes denote
- *   BMP characters; lone surrogates are never produced); lengths count code points, as ajv does.
+ *   control and non-ASCII BMP characters, never printable ASCII, which is written as itself or \" \\ \/; lone
+ *   surrogates are never produced); lengths count code points, as ajv does.
  * - Numbers: integers without exponent; bounded numbers without exponent; never "-0"; nothing that parses to
  *   Infinity. multipleOf: integer divisors exactly; 1/n divisors (0.01, 0.5…) by producing integers only.
  * - oneOf is exact: each alternative is combined with the negation of the alternatives it may overlap with. not,

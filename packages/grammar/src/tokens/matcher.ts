@@ -12,20 +12,24 @@
 //     content", precomputed), and for each way out the sub-trie of what those tokens continue with ('",' '"}' ...).
 //     A mask is then that bitmask OR'ed with short walks of the sub-tries from the real states after the way out.
 //       loop:  PROGRESS leads back to the state itself (an unbounded string);
-//       chain: PROGRESS leads to the next position (a string with maxLength counts characters: c0 → c1 → ...); up
-//              to 32 positions are followed and verified to have the same tables, tokens that run further are walked
-//              from the state there.
-//       lead:  PROGRESS leads to a loop (an object key's first character, checked against the declared names, then
-//              any key): the loop's mask, corrected where the two automata disagree. The two tables are walked in
-//              lockstep over the vocabulary's trie until they meet (the same loop state at the same node: below it
-//              the loop's mask is right) or part (a byte one refuses or leaves by and the other does not: that
-//              subtree is taken out and walked from the real state). No per-vocabulary walk is built for the lead,
-//              whose table is as particular as the schema's names.
+//       counted: a string with a length bound (maxLength, minLength, a pattern that counts one class such as
+//              ^[a-z0-9]{1,64}$): the grammar names, for each position, the same place of the string without the
+//              bound (Grammar.counted), whose loop walk also counts each token's characters. The mask is that loop's
+//              tokens of at most `left` characters, plus the closing tokens after `needed` to `left` characters: no
+//              per-position work.
+//       chain: PROGRESS leads to the next position (other counted automata: a regex counting more than one class):
+//              up to 32 positions are followed and verified to have the same tables, tokens that run further are
+//              walked from the state there.
+//       lead:  most bytes lead to a loop (an object key's first character, checked against the declared names, then
+//              any key; a character's continuation bytes, then the string): the loop's mask, corrected where the two
+//              differ. The real states from here and from the loop's start are stepped in lockstep over the
+//              vocabulary's trie until they meet (the same state: below it the loop's mask is right) or one refuses
+//              (that subtree is cleared, or walked from the real state). The lead's own segment is never built.
 //  3. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
 //     refused byte (the reference the others are tested against; cheap where few bytes are allowed).
 // EOS ids are allowed exactly where the grammar accepts. forced() fast-forwards through text the grammar fixes.
 
-import type { Grammar, GrammarState } from '../grammar.ts';
+import type { CountedString, Grammar, GrammarState } from '../grammar.ts';
 import { buildByteTrie, type ByteTrie, type TokenVocabulary } from './vocabulary.ts';
 
 // ---- the mask cache ----
@@ -45,7 +49,7 @@ export class MaskCache {
   misses = 0;
   /** Masks computed on misses, by method: how many and their total time in milliseconds. */
   readonly computed: Record<MaskPath, { count: number; ms: number }> = {
-    finished: { count: 0, ms: 0 }, loop: { count: 0, ms: 0 }, chain: { count: 0, ms: 0 }, lead: { count: 0, ms: 0 }, walk: { count: 0, ms: 0 },
+    finished: { count: 0, ms: 0 }, loop: { count: 0, ms: 0 }, chain: { count: 0, ms: 0 }, lead: { count: 0, ms: 0 }, counted: { count: 0, ms: 0 }, walk: { count: 0, ms: 0 },
   };
 
   constructor(options: MaskCacheOptions = {}) {
@@ -168,7 +172,9 @@ const PROGRESS = -3;
 /** A segment needs at least this many bytes going to one target (else a plain walk is cheap). */
 const WIDE_BYTES = 16;
 /** States probed (256 steps each) while exploring one segment. */
-const SEGMENT_MAX_PROBED = 24;
+const SEGMENT_MAX_PROBED = 40;
+/** Steps away from the segment that exploration follows before a state must have joined. */
+const DETOUR_DEPTH = 4;
 /**
  * Segments followed in a chain; tokens that go further are walked from the state there. 32 rather than 16: the walk
  * past the chain (tokens of more than 16 characters: thousands in a 151k vocabulary) cost more per mask than the
@@ -215,6 +221,34 @@ function segmentOf(grammar: Grammar, x: GrammarState, key = grammar.key(x)): Seg
   if (memo.size >= SEGMENT_MEMO_ENTRIES) memo.clear();
   memo.set(key, seg);
   return seg;
+}
+
+const targetMemo = new WeakMap<Grammar, Map<string, GrammarState | null>>();
+
+/** The state most bytes lead to from `x` when at least WIDE_BYTES do (else null); memoized per grammar by key. */
+function dominantTarget(grammar: Grammar, x: GrammarState): GrammarState | null {
+  let memo = targetMemo.get(grammar);
+  if (!memo) targetMemo.set(grammar, (memo = new Map()));
+  const key = grammar.key(x);
+  const hit = memo.get(key);
+  if (hit !== undefined) return hit;
+  const counts = new Map<GrammarState, number>();
+  let best = 0;
+  let target: GrammarState | null = null;
+  for (let b = 0; b < 256; b++) {
+    const t = grammar.step(x, b);
+    if (t === null) continue;
+    const c = (counts.get(t) ?? 0) + 1;
+    counts.set(t, c);
+    if (c > best) {
+      best = c;
+      target = t;
+    }
+  }
+  const found = best >= WIDE_BYTES ? target : null;
+  if (memo.size >= SEGMENT_MEMO_ENTRIES) memo.clear();
+  memo.set(key, found);
+  return found;
 }
 
 function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segment | null {
@@ -277,22 +311,35 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
 
   // Probe the targets of members (never the PROGRESS target); a probed state joins when it leads to a member or to
   // the target.
+  // Probe outward from the members, nearest first: a probed state joins when it leads to a member or to the target;
+  // states that have not joined are followed up to DETOUR_DEPTH steps from the members inside a character (the hex
+  // digits of a \uXXXX escape), not from the start.
   const member: boolean[] = [true];
+  const dist: number[] = [0];
   const queue: number[] = [];
   const enqueue = (i: number) => {
+    // The start's other targets are where the text ends (its closing quote): probed, but not followed.
+    const d = i === 0 ? DETOUR_DEPTH : dist[i] + 1;
     for (const t of outs[i]) {
-      if (t > 0 && t !== target && rows[t] === undefined && !queue.includes(t)) queue.push(t);
+      if (t <= 0 || t === target || rows[t] !== undefined) continue;
+      if (dist[t] === undefined || d < dist[t]) dist[t] = d;
+      if (!queue.includes(t)) queue.push(t);
     }
   };
   enqueue(0);
   for (let probed = 1; queue.length > 0 && probed < SEGMENT_MAX_PROBED; probed++) {
-    probe(queue.shift()!);
+    let best = 0;
+    for (let q = 1; q < queue.length; q++) if (dist[queue[q]] < dist[queue[best]]) best = q;
+    const i = queue.splice(best, 1)[0];
+    probe(i);
+    if (dist[i] < DETOUR_DEPTH) enqueue(i);
     for (let changed = true; changed; ) {
       changed = false;
       for (let i = 1; i < rows.length; i++) {
         if (rows[i] === undefined || member[i] || i === target) continue;
         if (outs[i].some((t) => t === target || member[t])) {
           member[i] = true;
+          dist[i] = 0;
           changed = true;
           enqueue(i);
         }
@@ -347,14 +394,14 @@ interface ExitGroup {
 const EXIT_MEMO_ENTRIES = 4096;
 let exitScratch = new Uint32Array(0);
 
-/** Sets in `mask` the tokens of the exit group that the grammar accepts from `state` (the state after its byte). */
-function walkExit(grammar: Grammar, exit: ExitGroup, state: GrammarState, mask: Uint32Array): void {
+/** The tokens of the exit group that the grammar accepts from `state` (the state after its byte); memoized. */
+function exitAllowed(grammar: Grammar, exit: ExitGroup, state: GrammarState, words: number): Int32Array {
   let memo = exit.allowed.get(grammar);
   if (!memo) exit.allowed.set(grammar, (memo = new Map()));
   const key = grammar.key(state);
   let ids = memo.get(key);
   if (ids === undefined) {
-    if (exitScratch.length < mask.length) exitScratch = new Uint32Array(mask.length);
+    if (exitScratch.length < words) exitScratch = new Uint32Array(words);
     const scratch = exitScratch;
     walkTrie(grammar, exit.trie, state, scratch);
     const found: number[] = [];
@@ -370,6 +417,12 @@ function walkExit(grammar: Grammar, exit: ExitGroup, state: GrammarState, mask: 
     if (memo.size >= EXIT_MEMO_ENTRIES) memo.clear();
     memo.set(key, ids);
   }
+  return ids;
+}
+
+/** Sets in `mask` the tokens of the exit group that the grammar accepts from `state` (the state after its byte). */
+function walkExit(grammar: Grammar, exit: ExitGroup, state: GrammarState, mask: Uint32Array): void {
+  const ids = exitAllowed(grammar, exit, state, mask.length);
   for (let k = 0; k < ids.length; k++) {
     const id = ids[k];
     mask[id >>> 5] |= 1 << (id & 31);
@@ -393,6 +446,13 @@ interface SegmentWalk {
   readonly forwardStart: Int32Array | null;
   /** Per k, the children of those nodes bucketed by byte (built on first use): [start (257), nodes]. */
   readonly tails: ([Int32Array, Int32Array] | undefined)[];
+  /**
+   * Loops: characters per token id (PROGRESS moves) — for a token that stays inside, the characters it starts (one
+   * more when it ends inside a character); for one that leaves, the characters before it leaves. Counted strings use it.
+   */
+  readonly chars: Uint16Array | null;
+  /** Loops: the inner tokens by characters, built on first use by a counted string. */
+  byChars: InnerByChars | undefined;
   /** Approximate size in bytes (the cache is bounded by it). */
   readonly bytes: number;
 }
@@ -431,6 +491,9 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
   const inner = Array.from({ length: segments }, () => new Uint32Array(vocab.words));
   const st = new Int32Array(trie.maxDepth + 1);
   const seg = new Int32Array(trie.maxDepth + 1);
+  // Loops: characters completed per depth, and per token (see SegmentWalk.chars).
+  const done = new Uint16Array(trie.maxDepth + 1);
+  const chars = loop ? new Uint16Array(vocab.tokens.length) : null;
   const exitNodes = new Map<number, number[]>();
   // Nodes where a PROGRESS happened, and which one (k - 1), in walk order (chains only).
   let fwdNodes = new Int32Array(loop ? 0 : 1024);
@@ -444,9 +507,11 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     const c = tables[u][e * 256 + byte[i]];
     if (c >= 0 || c === PROGRESS) {
       const m = inner[u];
+      if (chars !== null) done[d] = done[d - 1] + (c === PROGRESS ? 1 : 0);
       for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
         const id = tokIds[k];
         m[id >>> 5] |= 1 << (id & 31);
+        if (chars !== null) chars[id] = done[d] + (c >= 0 ? 1 : 0); // a loop's local states but the start are mid-character
       }
       if (c >= 0) {
         st[d] = c;
@@ -481,6 +546,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
         let list = exitNodes.get(key);
         if (!list) exitNodes.set(key, (list = []));
         list.push(i);
+        if (chars !== null) for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) chars[tokIds[k]] = done[d - 1];
       }
       i = next[i];
     }
@@ -490,7 +556,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     const m = inner[u];
     for (let w = 0; w < m.length; w++) m[w] |= a[w];
   }
-  let bytes = segments * vocab.words * 4;
+  let bytes = segments * vocab.words * 4 + (chars === null ? 0 : chars.length * 2);
   const exits: ExitGroup[] = [];
   for (const key of [...exitNodes.keys()].sort((x, y) => x - y)) {
     // The tokens under the exit nodes, packed with their bytes after the exit byte.
@@ -529,7 +595,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     bytes += sub.nodeCount * 11 + sub.tokIds.length * 4;
     exits.push({ segment: Math.floor(key / (65536 * 256)), from: Math.floor(key / 256) % 65536, byte: key % 256, trie: sub, allowed: new WeakMap() });
   }
-  if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], bytes };
+  if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], chars, byChars: undefined, bytes };
   const forwardStart = new Int32Array(segments + 1);
   for (let j = 0; j < fwdCount; j++) forwardStart[fwdK[j] + 1]++;
   for (let k = 0; k < segments; k++) forwardStart[k + 1] += forwardStart[k];
@@ -537,7 +603,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
   const forward = new Int32Array(fwdCount);
   for (let j = 0; j < fwdCount; j++) forward[fill[fwdK[j]]++] = fwdNodes[j];
   bytes += forward.length * 4 * 3;
-  return { inner, exits, forward, forwardStart, tails: [], bytes };
+  return { inner, exits, forward, forwardStart, tails: [], chars: null, byChars: undefined, bytes };
 }
 
 /** The children of the nodes of the k-th PROGRESS (k = 1..), bucketed by byte. */
@@ -569,7 +635,20 @@ function setEos(vocab: TokenVocabulary, mask: Uint32Array): void {
 }
 
 /** Loop or chain mask at `state`, or undefined when the state does not start a segment. */
-function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | undefined {
+function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | 'counted' | undefined {
+  const run = grammar.counted?.(state);
+  if (run && countedMask(grammar, vocab, run, mask)) return 'counted';
+  // Where most bytes lead decides the way: back here (a loop), to a loop (a lead: its own segment is not needed), or
+  // on to another segment (a chain).
+  const target = dominantTarget(grammar, state);
+  if (target === null) return undefined;
+  if (target !== state) {
+    const loop = segmentOf(grammar, target);
+    if (loop !== null && loop.loop) {
+      leadMask(grammar, vocab, state, loop, mask);
+      return 'lead';
+    }
+  }
   const first = segmentOf(grammar, state);
   if (first === null) return undefined;
   if (first.loop) {
@@ -581,11 +660,6 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
       if (t !== null) walkExit(grammar, exit, t, mask);
     }
     return 'loop';
-  }
-  const second = segmentOf(grammar, first.next);
-  if (second !== null && second.loop) {
-    leadMask(grammar, vocab, state, first, second, mask);
-    return 'lead';
   }
   // Follow the chain: each segment's PROGRESS target starts the next (a loop segment repeats itself); the state
   // after the last verified segment is the terminal, from which tokens that run past the chain are walked.
@@ -633,81 +707,176 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   return 'chain';
 }
 
-/**
- * The mask at `state`, the start of segment `lead` whose PROGRESS target starts the loop `loop`: the loop's mask,
- * corrected. Lockstep over the trie: side A is in the lead (local state a) or, after its PROGRESS, in the loop (local
- * state x); side B is the loop walked from its own start (local state y). While both go on (local or PROGRESS) a token
- * ending at the node is allowed by both; once A is in the loop at the same local state as B, the two real states are
- * the same and so is everything below. Where they part, the subtree is taken out of the loop's mask and walked from
- * A's real state.
- */
-function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, lead: Segment, loop: Segment, mask: Uint32Array): void {
-  const base = computeMask(grammar, vocab, loop.states[0]).mask;
-  for (let w = 0; w < mask.length; w++) mask[w] |= base[w];
-  // The loop's EOS bits are its own: EOS follows `state` (computeMask set them before).
-  const accepting = grammar.accepting(state);
-  for (const id of vocab.eos) {
-    if (accepting) mask[id >>> 5] |= 1 << (id & 31);
-    else mask[id >>> 5] &= ~(1 << (id & 31));
+/** Inner tokens by characters; upTo[c] (c ≤ UP_TO_CHARS) as masks, the longer ones as a list. */
+interface InnerByChars {
+  /** upTo[c]: the inner tokens of at most c characters. */
+  readonly upTo: readonly Uint32Array[];
+  /** Inner tokens of more than UP_TO_CHARS characters, most characters first. */
+  readonly long: Int32Array;
+  /** The most characters of an inner token. */
+  readonly most: number;
+}
+
+/** Counted-string masks of up to this many characters left are one precomputed mask. */
+const UP_TO_CHARS = 16;
+
+function innerByChars(walk: SegmentWalk): InnerByChars {
+  if (walk.byChars) return walk.byChars;
+  const inner = walk.inner[0];
+  const chars = walk.chars!;
+  const upTo = Array.from({ length: UP_TO_CHARS + 1 }, () => new Uint32Array(inner.length));
+  const long: number[] = [];
+  let most = 0;
+  for (let w = 0; w < inner.length; w++) {
+    for (let bits = inner[w]; bits !== 0; bits &= bits - 1) {
+      const id = w * 32 + (31 - Math.clz32(bits & -bits));
+      const c = chars[id];
+      if (c > most) most = c;
+      if (c > UP_TO_CHARS) long.push(id);
+      else upTo[c][w] |= 1 << (id & 31);
+    }
   }
+  for (let c = 1; c <= UP_TO_CHARS; c++) {
+    const a = upTo[c - 1];
+    const m = upTo[c];
+    for (let w = 0; w < m.length; w++) m[w] |= a[w];
+  }
+  long.sort((x, y) => chars[y] - chars[x]);
+  walk.byChars = { upTo, long: Int32Array.from(long), most };
+  return walk.byChars;
+}
+
+/**
+ * The mask inside a counted string (see Grammar.counted), from the free string's loop walk: the inner tokens of at
+ * most `left` characters, and the tokens that close the string after `needed` to `left` characters and go on as the
+ * state after the closing quote allows. False (mask untouched) when the free string is not a loop left by its quote.
+ */
+function countedMask(grammar: Grammar, vocab: TokenVocabulary, run: CountedString, mask: Uint32Array): boolean {
+  const free = segmentOf(grammar, run.free);
+  if (free === null || !free.loop) return false;
+  const walk = cachedWalk(vocab, `L${free.sig}`, () => buildSegmentWalk(vocab, [free.table], true));
+  for (const exit of walk.exits) if (exit.from !== 0 || exit.byte !== QUOTE) return false;
+  const { left, needed } = run;
+  const chars = walk.chars!;
+  const inner = walk.inner[0];
+  const by = innerByChars(walk);
+  if (left >= by.most) {
+    for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
+  } else if (left <= UP_TO_CHARS) {
+    const m = by.upTo[left];
+    for (let w = 0; w < mask.length; w++) mask[w] |= m[w];
+  } else {
+    for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
+    const long = by.long;
+    for (let k = 0; k < long.length && chars[long[k]] > left; k++) mask[long[k] >>> 5] &= ~(1 << (long[k] & 31));
+  }
+  // The state after the closing quote: the same at every position where the string may end.
+  const after = walk.exits.length > 0 ? grammar.step(free.states[0], QUOTE) : null;
+  for (const exit of after === null ? [] : walk.exits) {
+    const ids = exitAllowed(grammar, exit, after!, mask.length);
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[k];
+      const c = chars[id];
+      if (c >= needed && c <= left) mask[id >>> 5] |= 1 << (id & 31);
+    }
+  }
+  return true;
+}
+
+const QUOTE = 0x22;
+
+/**
+ * The mask at `state`, most of whose bytes lead to the start of the loop `loop`, from the loop's mask. Lockstep over the trie from the two real states: side A from `state`, side B from the loop's start. Where both reach
+ * the same state (A has left the lead for the loop: an object key past the declared names' letters, a character
+ * completed), everything below agrees; where one refuses, the other's answer for the subtree is right (nothing, or a
+ * walk from A's state); elsewhere (a declared name's prefix) both go on. The mask starts as the loop's, with the
+ * subtrees A refuses cleared, or (where those hold more tokens than the ones both agree on: A is inside a character
+ * and refuses nearly every first byte) starts empty, with the loop's bits copied where they meet.
+ */
+function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, loop: Segment, mask: Uint32Array): void {
   const trie = vocab.trie;
   const { nodeCount, byte, depth, next, tokStart, tokIds } = trie;
-  const A = lead.table;
-  const B = loop.table;
-  // Per depth: side A in the lead (inLead 1) or the loop (0), A's local state, B's local state.
-  const inLead = new Uint8Array(trie.maxDepth + 1);
-  const aAt = new Int32Array(trie.maxDepth + 1);
-  const bAt = new Int32Array(trie.maxDepth + 1);
-  inLead[0] = 1;
+  const start = loop.states[0];
+  let refused = 0;
+  let agreed = 0;
+  for (let i = 1; i < nodeCount; i = next[i]) {
+    const a = grammar.step(state, byte[i]);
+    const y = grammar.step(start, byte[i]);
+    if (a === null && y !== null) refused += tokStart[next[i]] - tokStart[i];
+    else if (a !== null && a === y) agreed += tokStart[next[i]] - tokStart[i];
+  }
+  const fromLoop = refused <= agreed;
+  let base: Uint32Array | null = null;
+  if (fromLoop) {
+    base = computeMask(grammar, vocab, start).mask;
+    for (let w = 0; w < mask.length; w++) mask[w] |= base[w];
+    // The loop's EOS bits are its own: EOS follows `state` (computeMask set them before).
+    const accepting = grammar.accepting(state);
+    for (const id of vocab.eos) {
+      if (accepting) mask[id >>> 5] |= 1 << (id & 31);
+      else mask[id >>> 5] &= ~(1 << (id & 31));
+    }
+  }
+  if (leadA.length <= trie.maxDepth) {
+    leadA = new Array(trie.maxDepth + 1);
+    leadB = new Array(trie.maxDepth + 1);
+  }
+  const as = leadA;
+  const bs = leadB;
+  as[0] = state;
+  bs[0] = start;
   let i = 1;
   while (i < nodeCount) {
     const d = depth[i];
     const b = byte[i];
-    const lead0 = inLead[d - 1];
-    const a0 = aAt[d - 1];
-    const ca = (lead0 ? A : B)[a0 * 256 + b];
-    const cb = B[bAt[d - 1] * 256 + b];
-    const aGoes = ca >= 0 || ca === PROGRESS;
-    const bGoes = cb >= 0 || cb === PROGRESS;
-    if (aGoes && bGoes) {
-      const l = lead0 && ca !== PROGRESS ? 1 : 0;
-      const a = ca === PROGRESS ? 0 : ca;
-      const y = cb === PROGRESS ? 0 : cb;
-      if (l === 0 && a === y) {
-        i = next[i]; // met: the loop's mask is right from here down
-        continue;
+    const a = grammar.step(as[d - 1], b);
+    const y = grammar.step(bs[d - 1], b);
+    if (a === y) {
+      // Met (or both refuse): the loop's mask is right from here down.
+      if (a !== null && !fromLoop) {
+        base ??= computeMask(grammar, vocab, start).mask;
+        for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) {
+          const id = tokIds[k];
+          mask[id >>> 5] |= base[id >>> 5] & (1 << (id & 31));
+        }
       }
-      inLead[d] = l;
-      aAt[d] = a;
-      bAt[d] = y;
-      i++;
+      i = next[i];
       continue;
     }
-    if (ca === FORBID && cb === FORBID) {
-      i = next[i]; // both refuse: the loop's mask has nothing below
+    if (a === null) {
+      if (fromLoop) {
+        for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) {
+          const id = tokIds[k];
+          mask[id >>> 5] &= ~(1 << (id & 31));
+        }
+      }
+      i = next[i];
       continue;
     }
-    // Parted: A's answer for this subtree replaces the loop's.
-    for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) {
+    for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
       const id = tokIds[k];
-      mask[id >>> 5] &= ~(1 << (id & 31));
+      mask[id >>> 5] |= 1 << (id & 31);
     }
-    const t = grammar.step((lead0 ? lead : loop).states[a0], b);
-    if (t !== null) {
-      for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
-        const id = tokIds[k];
-        mask[id >>> 5] |= 1 << (id & 31);
-      }
-      walkBelow(grammar, trie, i, t, mask);
+    if (y === null) {
+      walkBelow(grammar, trie, i, a, mask);
+      i = next[i];
+      continue;
     }
-    i = next[i];
+    as[d] = a; // both go on
+    bs[d] = y;
+    i++;
   }
+  as.fill(undefined as unknown as GrammarState);
+  bs.fill(undefined as unknown as GrammarState);
 }
+
+let leadA: GrammarState[] = [];
+let leadB: GrammarState[] = [];
 
 // ---- masks ----
 
 /** How computeMask made a mask (for tests and the benchmark). */
-export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'walk';
+export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'counted' | 'walk';
 
 /**
  * The allowed-token mask at `state`, computed without the mask cache: EOS ids set iff the grammar accepts there.

@@ -61,19 +61,33 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
 
   it('loop walks and plain walks agree on string states of every kind', () => {
     const g = jsonGrammar(3);
-    for (const prefix of ['{"a":"', '{"a":"x\\', '{"a":"\u00e9', '{"a":["\u4f60', '{"a":{"b":"\\u00', '{"', '{"a":1', '{"a":[']) {
+    const utf8 = (text: string, ...more: number[]) => Uint8Array.from([...new TextEncoder().encode(text), ...more]);
+    const paths = new Set<string>();
+    // The last two end inside a character (the first bytes of 你, E4 BD A0): a lead into the string's loop.
+    for (const prefix of ['{"a":"', '{"a":"x\\', '{"a":"\u00e9', '{"a":["\u4f60', '{"a":{"b":"\\u00', '{"', '{"a":1', '{"a":[', utf8('{"a":"', 0xe4), utf8('{"a":"x', 0xe4, 0xbd)]) {
       const s = advance(g, g.initial, prefix)!;
       const want = referenceMask(g, bytes, vocab.eos, s, vocab.words);
-      expect(maskIds(computeMask(g, vocab, s).mask), prefix).toEqual(maskIds(want));
-      expect(maskIds(computeMask(g, vocab, s, 'walk').mask), prefix).toEqual(maskIds(want));
+      const got = computeMask(g, vocab, s);
+      paths.add(got.path);
+      expect(maskIds(got.mask), String(prefix)).toEqual(maskIds(want));
+      expect(maskIds(computeMask(g, vocab, s, 'walk').mask), String(prefix)).toEqual(maskIds(want));
     }
+    expect(paths).toContain('lead');
   }, 60_000);
 
-  it('compiled schemas: string masks at every length equal the reference (loops, chains, chain ends)', () => {
+  it('compiled schemas: string masks at every length equal the reference (loops, counted strings, chains, chain ends)', () => {
+    const counted = { type: 'string', maxLength: 8 };
     const cases: [unknown, string[]][] = [
-      [{ type: 'object', properties: { s: { type: 'string', minLength: 3, maxLength: 24 } }, required: ['s'] }, ['x', '\u00e9', '\u4f60']],
+      [{ type: 'object', properties: { s: { type: 'string', minLength: 3, maxLength: 24 } }, required: ['s'] }, ['x', '\u00e9', '\u4f60', 'a\\n', '\\u00e9']],
       [{ type: 'object', properties: { s: { type: 'string', maxLength: 300 } }, required: ['s'] }, ['ab']],
       [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z]{2,30}$' } }, required: ['s'] }, ['q']],
+      [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z0-9]+$', minLength: 4, maxLength: 12 } }, required: ['s'] }, ['q', '7']],
+      // Not one class counted: the regex automaton's states go one by one (a chain).
+      [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z]{2,30}-?$' } }, required: ['s'] }, ['q']],
+      // A first letter, then anything: a lead whose first byte most tokens fail.
+      [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z]' } }, required: ['s'] }, ['q']],
+      // The string on two stacks (either branch may go on after it).
+      [{ anyOf: [{ type: 'object', properties: { s: counted, a: { type: 'integer' } }, required: ['s', 'a'] }, { type: 'object', properties: { s: counted, b: { type: 'boolean' } }, required: ['s', 'b'] }] }, ['x']],
       [{ type: 'object', properties: { s: { type: 'string' }, n: { type: 'integer', minimum: 10, maximum: 999 } }, required: ['s', 'n'] }, ['a\\n']],
     ];
     const paths = new Set<string>();
@@ -90,6 +104,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
         }
       }
     }
+    expect(paths).toContain('counted');
     expect(paths).toContain('chain');
     expect(paths).toContain('loop');
   }, 120_000);
