@@ -28,8 +28,8 @@ export interface Grammar {
   /**
    * Optional: for a state inside a JSON string with a length bound (maxLength, minLength), the state at the same place
    * of the string without the bound, and the count: at most `left` more characters (Infinity: no limit), at least
-   * `needed` before the closing quote. Null for every other state. The token masks use it to treat every position of
-   * such a string as one unbounded string.
+   * `needed` before the closing quote, and `reserve`. Null for every other state. The token masks use it to treat every
+   * position of such a string as one unbounded string.
    */
   counted?(state: GrammarState): CountedString | null;
   /** Keywords/constructs dropped in lenient mode, with their JSON-pointer paths (empty when everything is enforced). */
@@ -41,6 +41,12 @@ export interface CountedString {
   readonly free: GrammarState;
   readonly left: number;
   readonly needed: number;
+  /**
+   * The most characters the string may still need to end, from any place the free string reaches (0 when it may end
+   * anywhere): a token that leaves at least this many of `left` unused is allowed exactly when the free string allows
+   * it; closer to the bound, the bounded string may refuse it.
+   */
+  readonly reserve: number;
 }
 
 /** Options shared by every compiler. */

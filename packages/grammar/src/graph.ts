@@ -30,16 +30,17 @@ export class GNode {
 }
 
 /**
- * A node of a JSON string whose machine is a CountedMachine, at a state where the uncounted machine loops on itself
- * (every character it allows keeps it there): `free`, that state's node in the string without the length bound
- * (which leaves by the same `exit`), and the count: `left` more code points at most, `needed` at least before the
- * string may end. The token masks run such a string as the free one plus the count.
+ * A node of a JSON string whose machine is a CountedMachine (a character boundary): `free`, the node of the same rest
+ * state in the string without the length bound (which leaves by the same `exit`), and the count: `left` more code
+ * points at most, `needed` at least before the string may end, `reserve` (see CountedMachine.counted). The token
+ * masks run such a string as the free one plus the count.
  */
 export interface CountedRun {
   readonly free: GNode;
   readonly exit: GNode;
   readonly left: number;
   readonly needed: number;
+  readonly reserve: number;
 }
 
 export class Rule {
@@ -164,13 +165,9 @@ export class Graph {
       n.liveVia = exit;
       memo.set(q, n);
       if (counted !== null) {
-        // Only where every character keeps the rest machine in its state: then the free node loops on itself, one
-        // character per pass, and leaves only by the exit (what the masks' character counts rely on).
-        const { restState, left, needed } = counted.counted(q);
-        if (counted.rest.next(restState).targets.every((t) => t === restState)) {
-          freeNode ??= this.machineNodes(counted.rest, mode, exit);
-          n.run = { free: freeNode(restState), exit, left, needed };
-        }
+        const { restState, left, needed, reserve } = counted.counted(q);
+        freeNode ??= this.machineNodes(counted.rest, mode, exit);
+        n.run = { free: freeNode(restState), exit, left, needed, reserve };
       }
       const self = n;
       n.expand = () => {

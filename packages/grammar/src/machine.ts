@@ -15,6 +15,8 @@ export interface Trans {
 
 const NO_TRANS: Trans = { ranges: [], targets: [] };
 const LIVENESS_BUDGET = 200_000;
+/** Rest states CountedMachine looks through for its reserve before calling it unknown. */
+const RESERVE_STATES = 256;
 
 export class MachineTooLargeError extends Error {
   constructor(what: string) {
@@ -184,10 +186,50 @@ export class CountedMachine extends CharMachine {
     const [k, r] = this.pairs.items[q]!;
     return k >= this.min && this.rest.accepting(r);
   }
-  /** State q's rest state, how many more code points it may take (Infinity: no limit) and how many it needs at least. */
-  counted(q: number): { restState: number; left: number; needed: number } {
+  /**
+   * State q's rest state, how many more code points it may take (Infinity: no limit), how many it needs at least, and
+   * `reserve`: the most code points the rest machine needs to end from any state it can reach from there (0 when
+   * every such state accepts; Infinity when unknown), so that a string `reserve` or more short of `left` stays live.
+   */
+  counted(q: number): { restState: number; left: number; needed: number; reserve: number } {
     const [k, r] = this.pairs.items[q]!;
-    return { restState: r, left: this.max - k, needed: Math.max(0, this.min - k) };
+    return { restState: r, left: this.max - k, needed: Math.max(0, this.min - k), reserve: this.reserve(r) };
+  }
+  private readonly reserves = new Map<number, number>();
+  private reserve(r: number): number {
+    let v = this.reserves.get(r);
+    if (v !== undefined) return v;
+    // The states reachable from r (few, for the patterns that take a length bound), then their distances to an
+    // accepting state by relaxation.
+    const seen = [r];
+    const index = new Map<number, number>([[r, 0]]);
+    for (let i = 0; i < seen.length && seen.length <= RESERVE_STATES; i++) {
+      for (const t of this.rest.next(seen[i]!).targets) {
+        if (!index.has(t) && this.rest.live(t)) {
+          index.set(t, seen.length);
+          seen.push(t);
+        }
+      }
+    }
+    if (seen.length > RESERVE_STATES) v = Infinity;
+    else {
+      const dist = seen.map((s) => (this.rest.accepting(s) ? 0 : Infinity));
+      for (let changed = true; changed; ) {
+        changed = false;
+        for (let i = 0; i < seen.length; i++) {
+          for (const t of this.rest.next(seen[i]!).targets) {
+            const j = index.get(t);
+            if (j !== undefined && dist[j]! + 1 < dist[i]!) {
+              dist[i] = dist[j]! + 1;
+              changed = true;
+            }
+          }
+        }
+      }
+      v = Math.max(...dist);
+    }
+    this.reserves.set(r, v);
+    return v;
   }
   protected compute(q: number): Trans {
     const [k, r] = this.pairs.items[q]!;

@@ -84,20 +84,28 @@ export class RtnGrammar implements Grammar {
   counted(state: GrammarState): CountedString | null {
     const s = state as unknown as State;
     if (s.counted !== undefined) return s.counted;
-    // One node of a counted string (on one or more stacks: the string's place in an ambiguous document), and beside
-    // it only that string's exit (where it may end) on those stacks.
+    // Nodes of counted strings at the same count (one string on several stacks: its place in an ambiguous document,
+    // or several strings of alternatives), and beside them only their exits (where they may end).
     let r: CountedString | null = null;
     const nodes = s.nodes;
-    let node: GNode | null = null;
-    for (const n of nodes) if (n.run !== null) node = n;
-    const run = node?.run ?? null;
-    if (run !== null) {
+    const first = nodes.find((n) => n.run !== null)?.run ?? null;
+    if (first !== null) {
+      const frees: GNode[] = [];
       const stacks: Stack[] = [];
-      for (let i = 0; i < nodes.length; i++) if (nodes[i] === node) stacks.push(s.stacks[i]!);
+      let reserve = first.reserve;
       let ok = true;
-      for (let i = 0; i < nodes.length && ok; i++) ok = nodes[i] === node || (nodes[i] === run.exit && stacks.includes(s.stacks[i]!));
-      const free = ok ? this.intern(this.closure(stacks.map(() => run.free), stacks)) : null;
-      if (free !== null) r = { free: free as unknown as GrammarState, left: run.left, needed: run.needed };
+      for (let i = 0; i < nodes.length && ok; i++) {
+        const run = nodes[i]!.run;
+        if (run === null) ok = nodes.some((n) => n.run?.exit === nodes[i]);
+        else if (run.left !== first.left || run.needed !== first.needed) ok = false;
+        else if (run.reserve > reserve) reserve = run.reserve;
+        else {
+          frees.push(run.free);
+          stacks.push(s.stacks[i]!);
+        }
+      }
+      const free = ok ? this.intern(this.closure(frees, stacks)) : null;
+      if (free !== null) r = { free: free as unknown as GrammarState, left: first.left, needed: first.needed, reserve };
     }
     s.counted = r;
     return r;

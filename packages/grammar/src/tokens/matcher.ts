@@ -73,6 +73,11 @@ export class MaskCache {
     return m;
   }
 
+  /** The mask by key without counting a hit or a miss (masks made from other masks). */
+  peek(key: string): Uint32Array | undefined {
+    return this.masks.get(key);
+  }
+
   set(key: string, mask: Uint32Array): void {
     this.masks.delete(key);
     this.masks.set(key, mask);
@@ -446,13 +451,6 @@ interface SegmentWalk {
   readonly forwardStart: Int32Array | null;
   /** Per k, the children of those nodes bucketed by byte (built on first use): [start (257), nodes]. */
   readonly tails: ([Int32Array, Int32Array] | undefined)[];
-  /**
-   * Loops: characters per token id (PROGRESS moves) — for a token that stays inside, the characters it starts (one
-   * more when it ends inside a character); for one that leaves, the characters before it leaves. Counted strings use it.
-   */
-  readonly chars: Uint16Array | null;
-  /** Loops: the inner tokens by characters, built on first use by a counted string. */
-  byChars: InnerByChars | undefined;
   /** Approximate size in bytes (the cache is bounded by it). */
   readonly bytes: number;
 }
@@ -491,9 +489,6 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
   const inner = Array.from({ length: segments }, () => new Uint32Array(vocab.words));
   const st = new Int32Array(trie.maxDepth + 1);
   const seg = new Int32Array(trie.maxDepth + 1);
-  // Loops: characters completed per depth, and per token (see SegmentWalk.chars).
-  const done = new Uint16Array(trie.maxDepth + 1);
-  const chars = loop ? new Uint16Array(vocab.tokens.length) : null;
   const exitNodes = new Map<number, number[]>();
   // Nodes where a PROGRESS happened, and which one (k - 1), in walk order (chains only).
   let fwdNodes = new Int32Array(loop ? 0 : 1024);
@@ -507,11 +502,9 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     const c = tables[u][e * 256 + byte[i]];
     if (c >= 0 || c === PROGRESS) {
       const m = inner[u];
-      if (chars !== null) done[d] = done[d - 1] + (c === PROGRESS ? 1 : 0);
       for (let k = tokStart[i], end = tokStart[i + 1]; k < end; k++) {
         const id = tokIds[k];
         m[id >>> 5] |= 1 << (id & 31);
-        if (chars !== null) chars[id] = done[d] + (c >= 0 ? 1 : 0); // a loop's local states but the start are mid-character
       }
       if (c >= 0) {
         st[d] = c;
@@ -546,7 +539,6 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
         let list = exitNodes.get(key);
         if (!list) exitNodes.set(key, (list = []));
         list.push(i);
-        if (chars !== null) for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) chars[tokIds[k]] = done[d - 1];
       }
       i = next[i];
     }
@@ -556,7 +548,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     const m = inner[u];
     for (let w = 0; w < m.length; w++) m[w] |= a[w];
   }
-  let bytes = segments * vocab.words * 4 + (chars === null ? 0 : chars.length * 2);
+  let bytes = segments * vocab.words * 4;
   const exits: ExitGroup[] = [];
   for (const key of [...exitNodes.keys()].sort((x, y) => x - y)) {
     // The tokens under the exit nodes, packed with their bytes after the exit byte.
@@ -595,7 +587,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
     bytes += sub.nodeCount * 11 + sub.tokIds.length * 4;
     exits.push({ segment: Math.floor(key / (65536 * 256)), from: Math.floor(key / 256) % 65536, byte: key % 256, trie: sub, allowed: new WeakMap() });
   }
-  if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], chars, byChars: undefined, bytes };
+  if (loop) return { inner, exits, forward: null, forwardStart: null, tails: [], bytes };
   const forwardStart = new Int32Array(segments + 1);
   for (let j = 0; j < fwdCount; j++) forwardStart[fwdK[j] + 1]++;
   for (let k = 0; k < segments; k++) forwardStart[k + 1] += forwardStart[k];
@@ -603,7 +595,7 @@ function buildSegmentWalk(vocab: TokenVocabulary, tables: readonly Int16Array[],
   const forward = new Int32Array(fwdCount);
   for (let j = 0; j < fwdCount; j++) forward[fill[fwdK[j]]++] = fwdNodes[j];
   bytes += forward.length * 4 * 3;
-  return { inner, exits, forward, forwardStart, tails: [], chars: null, byChars: undefined, bytes };
+  return { inner, exits, forward, forwardStart, tails: [], bytes };
 }
 
 /** The children of the nodes of the k-th PROGRESS (k = 1..), bucketed by byte. */
@@ -635,9 +627,7 @@ function setEos(vocab: TokenVocabulary, mask: Uint32Array): void {
 }
 
 /** Loop or chain mask at `state`, or undefined when the state does not start a segment. */
-function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | 'counted' | undefined {
-  const run = grammar.counted?.(state);
-  if (run && countedMask(grammar, vocab, run, mask)) return 'counted';
+function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | undefined {
   // Where most bytes lead decides the way: back here (a loop), to a loop (a lead: its own segment is not needed), or
   // on to another segment (a chain).
   const target = dominantTarget(grammar, state);
@@ -707,34 +697,71 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   return 'chain';
 }
 
-/** Inner tokens by characters; upTo[c] (c ≤ UP_TO_CHARS) as masks, the longer ones as a list. */
-interface InnerByChars {
-  /** upTo[c]: the inner tokens of at most c characters. */
+// ---- counted strings ----
+//
+// Inside a JSON string, a token's characters are lexical: from a character boundary, each byte that starts a UTF-8
+// sequence or an escape starts a character, and the first unescaped quote closes the string. So the mask at a
+// position of a counted string (Grammar.counted) is the mask of the same place without the bound (one state for
+// every position, its mask cached), keeping the tokens that stay inside with at most `left` characters started and
+// those that close the string after `needed` to `left` characters.
+
+/** What a vocabulary's tokens do from a character boundary inside a JSON string. */
+interface StringLex {
+  /** upTo[c]: the tokens that stay inside with at most c characters started (c ≤ UP_TO_CHARS). */
   readonly upTo: readonly Uint32Array[];
-  /** Inner tokens of more than UP_TO_CHARS characters, most characters first. */
+  /** Tokens that stay inside with more than UP_TO_CHARS characters, most first, and their characters. */
   readonly long: Int32Array;
-  /** The most characters of an inner token. */
-  readonly most: number;
+  readonly longChars: Uint16Array;
+  /** Tokens that close the string, and their characters before the quote. */
+  readonly closing: Int32Array;
+  readonly closingChars: Uint16Array;
 }
 
-/** Counted-string masks of up to this many characters left are one precomputed mask. */
+const QUOTE = 0x22;
+/** Counted-string filters for up to this many characters left are one precomputed mask. */
 const UP_TO_CHARS = 16;
+const stringLexes = new WeakMap<TokenVocabulary, StringLex>();
 
-function innerByChars(walk: SegmentWalk): InnerByChars {
-  if (walk.byChars) return walk.byChars;
-  const inner = walk.inner[0];
-  const chars = walk.chars!;
-  const upTo = Array.from({ length: UP_TO_CHARS + 1 }, () => new Uint32Array(inner.length));
-  const long: number[] = [];
-  let most = 0;
-  for (let w = 0; w < inner.length; w++) {
-    for (let bits = inner[w]; bits !== 0; bits &= bits - 1) {
-      const id = w * 32 + (31 - Math.clz32(bits & -bits));
-      const c = chars[id];
-      if (c > most) most = c;
-      if (c > UP_TO_CHARS) long.push(id);
-      else upTo[c][w] |= 1 << (id & 31);
+/** Characters a token starts inside a JSON string from a character boundary; negative (-1 - n) when it closes after n. */
+function stringChars(bytes: Uint8Array): number {
+  let n = 0;
+  let owed = 0; // bytes still owed to the current character (UTF-8 continuation bytes, hex digits)
+  let escape = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (escape) {
+      escape = false;
+      if (b === 0x75) owed = 4; // \uXXXX
+      continue;
     }
+    if (owed > 0) {
+      owed--;
+      continue;
+    }
+    if (b === QUOTE) return -1 - n;
+    n++;
+    if (b === 0x5c) escape = true;
+    else if (b >= 0xf0) owed = 3;
+    else if (b >= 0xe0) owed = 2;
+    else if (b >= 0xc0) owed = 1;
+  }
+  return n;
+}
+
+function stringLex(vocab: TokenVocabulary): StringLex {
+  let lex = stringLexes.get(vocab);
+  if (lex) return lex;
+  const upTo = Array.from({ length: UP_TO_CHARS + 1 }, () => new Uint32Array(vocab.words));
+  const long: number[] = [];
+  const closing: number[] = [];
+  const chars = new Int32Array(vocab.tokens.length);
+  for (let id = 0; id < vocab.tokens.length; id++) {
+    const bytes = vocab.tokens[id];
+    if (!bytes || bytes.length === 0) continue;
+    const c = (chars[id] = stringChars(bytes));
+    if (c < 0) closing.push(id);
+    else if (c > UP_TO_CHARS) long.push(id);
+    else upTo[c][id >>> 5] |= 1 << (id & 31);
   }
   for (let c = 1; c <= UP_TO_CHARS; c++) {
     const a = upTo[c - 1];
@@ -742,48 +769,71 @@ function innerByChars(walk: SegmentWalk): InnerByChars {
     for (let w = 0; w < m.length; w++) m[w] |= a[w];
   }
   long.sort((x, y) => chars[y] - chars[x]);
-  walk.byChars = { upTo, long: Int32Array.from(long), most };
-  return walk.byChars;
+  lex = {
+    upTo,
+    long: Int32Array.from(long),
+    longChars: Uint16Array.from(long, (id) => chars[id]),
+    closing: Int32Array.from(closing),
+    closingChars: Uint16Array.from(closing, (id) => -1 - chars[id]),
+  };
+  stringLexes.set(vocab, lex);
+  return lex;
 }
 
+/** Tokens within `reserve` characters of a counted string's bound that are checked one by one (else: other paths). */
+const BAND_TOKENS = 256;
+
 /**
- * The mask inside a counted string (see Grammar.counted), from the free string's loop walk: the inner tokens of at
- * most `left` characters, and the tokens that close the string after `needed` to `left` characters and go on as the
- * state after the closing quote allows. False (mask untouched) when the free string is not a loop left by its quote.
+ * The mask inside a counted string (see above): the free string's mask, filtered by the count. Tokens that come
+ * within `reserve` characters of the bound are stepped from the real state (the bound may refuse what the free
+ * string allows: "abc" where a pattern still needs "@x"); false (mask untouched) when there are too many of them.
  */
-function countedMask(grammar: Grammar, vocab: TokenVocabulary, run: CountedString, mask: Uint32Array): boolean {
-  const free = segmentOf(grammar, run.free);
-  if (free === null || !free.loop) return false;
-  const walk = cachedWalk(vocab, `L${free.sig}`, () => buildSegmentWalk(vocab, [free.table], true));
-  for (const exit of walk.exits) if (exit.from !== 0 || exit.byte !== QUOTE) return false;
-  const { left, needed } = run;
-  const chars = walk.chars!;
-  const inner = walk.inner[0];
-  const by = innerByChars(walk);
-  if (left >= by.most) {
-    for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
-  } else if (left <= UP_TO_CHARS) {
-    const m = by.upTo[left];
-    for (let w = 0; w < mask.length; w++) mask[w] |= m[w];
-  } else {
-    for (let w = 0; w < mask.length; w++) mask[w] |= inner[w];
-    const long = by.long;
-    for (let k = 0; k < long.length && chars[long[k]] > left; k++) mask[long[k] >>> 5] &= ~(1 << (long[k] & 31));
+function countedMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, run: CountedString, mask: Uint32Array, cache?: MaskCache): boolean {
+  const { left, needed, reserve } = run;
+  const lex = stringLex(vocab);
+  const { long, longChars } = lex;
+  // Inner tokens of at most `sure` characters are allowed exactly when the free string allows them.
+  const sure = reserve === 0 ? left : left - reserve;
+  let band = long.length;
+  if (sure < left) {
+    if (!(sure >= UP_TO_CHARS)) return false; // every short token is within reach of the bound
+    while (band > 0 && longChars[band - 1] <= sure) band--;
+    let first = band;
+    while (first > 0 && longChars[first - 1] <= left) first--;
+    if (band - first > BAND_TOKENS) return false;
   }
-  // The state after the closing quote: the same at every position where the string may end.
-  const after = walk.exits.length > 0 ? grammar.step(free.states[0], QUOTE) : null;
-  for (const exit of after === null ? [] : walk.exits) {
-    const ids = exitAllowed(grammar, exit, after!, mask.length);
-    for (let k = 0; k < ids.length; k++) {
-      const id = ids[k];
-      const c = chars[id];
-      if (c >= needed && c <= left) mask[id >>> 5] |= 1 << (id & 31);
-    }
+  const key = grammar.key(run.free);
+  let free = cache?.peek(key);
+  if (free === undefined) {
+    free = computeMask(grammar, vocab, run.free, undefined, cache).mask;
+    cache?.set(key, free);
+  }
+  // Staying inside.
+  const upTo = lex.upTo[Math.min(sure, UP_TO_CHARS)];
+  for (let w = 0; w < mask.length; w++) mask[w] |= free[w] & upTo[w];
+  for (let k = long.length - 1; k >= 0 && longChars[k] <= left; k--) {
+    const id = long[k];
+    const bit = 1 << (id & 31);
+    if (!(free[id >>> 5] & bit)) continue;
+    if (longChars[k] <= sure || stepsThrough(grammar, state, vocab.tokens[id]!)) mask[id >>> 5] |= bit;
+  }
+  // Closing: after `needed` to `left` characters (the string ends there, so the bound refuses nothing more).
+  const { closing, closingChars } = lex;
+  for (let k = 0; k < closing.length; k++) {
+    const c = closingChars[k];
+    if (c < needed || c > left) continue;
+    const id = closing[k];
+    mask[id >>> 5] |= free[id >>> 5] & (1 << (id & 31));
   }
   return true;
 }
 
-const QUOTE = 0x22;
+/** Whether the grammar takes every byte of `bytes` from `state`. */
+function stepsThrough(grammar: Grammar, state: GrammarState, bytes: Uint8Array): boolean {
+  let s: GrammarState | null = state;
+  for (let i = 0; i < bytes.length && s !== null; i++) s = grammar.step(s, bytes[i]);
+  return s !== null;
+}
 
 /**
  * The mask at `state`, most of whose bytes lead to the start of the loop `loop`, from the loop's mask. Lockstep over the trie from the two real states: side A from `state`, side B from the loop's start. Where both reach
@@ -879,14 +929,17 @@ let leadB: GrammarState[] = [];
 export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'counted' | 'walk';
 
 /**
- * The allowed-token mask at `state`, computed without the mask cache: EOS ids set iff the grammar accepts there.
- * `method: 'walk'` forces the plain trie walk (the reference the other methods are tested against).
+ * The allowed-token mask at `state`, computed (not looked up): EOS ids set iff the grammar accepts there. `method:
+ * 'walk'` forces the plain trie walk (the reference the other methods are tested against). `cache` holds masks this
+ * one is made from (a counted string's free mask).
  */
-export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk'): { mask: Uint32Array; path: MaskPath } {
+export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk', cache?: MaskCache): { mask: Uint32Array; path: MaskPath } {
   const mask = new Uint32Array(vocab.words);
   if (grammar.accepting(state)) setEos(vocab, mask);
   if (grammar.finished(state)) return { mask, path: 'finished' };
   if (method !== 'walk') {
+    const run = grammar.counted?.(state);
+    if (run && countedMask(grammar, vocab, state, run, mask, cache)) return { mask, path: 'counted' };
     const path = segmentMask(grammar, vocab, state, mask);
     if (path !== undefined) return { mask, path };
   }
@@ -990,7 +1043,7 @@ export class TokenMatcher {
     let mask = this.maskCache.get(key);
     if (mask === undefined) {
       const t0 = performance.now();
-      const made = computeMask(this.grammar, this.vocab, state);
+      const made = computeMask(this.grammar, this.vocab, state, undefined, this.maskCache);
       const c = this.maskCache.computed[made.path];
       c.count++;
       c.ms += performance.now() - t0;

@@ -10,6 +10,7 @@ import { advance } from '../grammar.ts';
 import { compileJsonSchema } from '../index.ts';
 import { computeMask, MaskCache, TokenMatcher } from './matcher.ts';
 import { choiceGrammar, jsonGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
+import { schemaValidator } from './test-validator.ts';
 import { TokenVocabulary } from './vocabulary.ts';
 
 const fatal = new TextDecoder('utf-8', { fatal: true });
@@ -107,6 +108,48 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
     expect(paths).toContain('counted');
     expect(paths).toContain('chain');
     expect(paths).toContain('loop');
+  }, 120_000);
+
+  it('counted strings under random walks: every counted mask equals the reference', () => {
+    // Length bounds over rest machines that loop on one state (any string, one class) and that do not (\S+@\S+, a
+    // word pattern: tokens near the bound are refused unless the pattern can still end), a string on several stacks
+    // (array items), and the closing quote at every count.
+    const schema = {
+      type: 'object',
+      properties: {
+        a: { type: 'string', minLength: 2, maxLength: 6 },
+        b: { type: 'string', pattern: '^\\S+@\\S+$', maxLength: 20 },
+        c: { type: 'string', pattern: '^[a-z0-9_]{3,8}$' },
+        d: { type: 'array', items: { type: 'string', maxLength: 3 }, maxItems: 3 },
+        e: { type: 'string', pattern: '^[a-z]+( [a-z]+)*$', maxLength: 20 },
+      },
+      required: ['a', 'b', 'c', 'd', 'e'],
+      additionalProperties: false,
+    };
+    const g = compileJsonSchema(schema);
+    const validate = schemaValidator(schema);
+    const want = name === 'llama2' ? 60 : 24;
+    let compared = 0;
+    for (let seed = 1; seed <= 40 && compared < want; seed++) {
+      const m = new TokenMatcher(g, vocab, { maskCache: new MaskCache() });
+      const walk = randomWalk(m, bytes, vocab.eos, rng(seed * 104729), {
+        budget: 60,
+        maxTokens: 200,
+        forcedRate: 1,
+        onMask: (mask) => {
+          const got = mask();
+          if (m.lastPath === 'counted' && compared < want) {
+            expect(maskIds(got), `${name} seed ${seed} after ${JSON.stringify(fatal.decode(Uint8Array.from(m.accepted.flatMap((id) => [...(bytes[id] ?? [])]))))}`).toEqual(maskIds(referenceMask(g, bytes, vocab.eos, m.state, vocab.words)));
+            compared++;
+          }
+          return got;
+        },
+      });
+      expect(walk.finished).toBe(true);
+      const doc = JSON.parse(fatal.decode(walk.bytes));
+      expect(validate!(doc).valid, JSON.stringify(doc)).toBe(true);
+    }
+    expect(compared).toBe(want);
   }, 120_000);
 
   it('object keys beside declared names (a lead into the key loop) equal the reference', () => {
