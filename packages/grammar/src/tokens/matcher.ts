@@ -201,16 +201,31 @@ interface Segment {
   readonly loop: boolean;
 }
 
-const sigIds = new Map<string, number>();
+/** Interned tables by hash (colliding tables compared): keys and tables stay off the JS heap's strings. */
+const sigIds = new Map<number, { table: Int16Array; loop: boolean; id: number }[]>();
+let sigCount = 0;
 let sigCounter = 0;
 
 /** A small id per table; ids are never reused, so dropping the interner only costs cache misses. */
-function internSig(text: string): number {
-  let id = sigIds.get(text);
-  if (id === undefined) {
-    if (sigIds.size > 100_000) sigIds.clear();
-    sigIds.set(text, (id = ++sigCounter));
+function internSig(table: Int16Array, loop: boolean): number {
+  let h = loop ? 0x811c9dc5 : 0x01000193;
+  for (let i = 0; i < table.length; i++) h = Math.imul(h ^ (table[i] & 0xffff), 0x01000193);
+  let list = sigIds.get(h);
+  if (list === undefined) sigIds.set(h, (list = []));
+  for (const e of list) {
+    if (e.loop !== loop || e.table.length !== table.length) continue;
+    let same = true;
+    for (let i = 0; i < table.length && same; i++) same = e.table[i] === table[i];
+    if (same) return e.id;
   }
+  if (sigCount >= 100_000) {
+    sigIds.clear();
+    sigCount = 0;
+    sigIds.set(h, (list = []));
+  }
+  const id = ++sigCounter;
+  list.push({ table, loop, id });
+  sigCount++;
   return id;
 }
 
@@ -362,21 +377,16 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
   }
   const n = segStates.length;
   const table = new Int16Array(n * 256);
-  const chars: number[] = new Array(256);
-  let text = `${loop ? 'L' : 'S'}${n}|`;
   for (let i = 0, e = 0; i < states.length; i++) {
     if (local[i] < 0) continue;
     const row = rows[i]!;
     for (let b = 0; b < 256; b++) {
       const t = row[b];
-      const v = t === FORBID ? FORBID : t === target ? PROGRESS : local[t] >= 0 ? local[t] : EXIT;
-      table[e * 256 + b] = v;
-      chars[b] = v + 3;
+      table[e * 256 + b] = t === FORBID ? FORBID : t === target ? PROGRESS : local[t] >= 0 ? local[t] : EXIT;
     }
-    text += String.fromCharCode(...chars);
     e++;
   }
-  return { states: segStates, table, sig: internSig(text), next: states[target], loop };
+  return { states: segStates, table, sig: internSig(table, loop), next: states[target], loop };
 }
 
 // ---- loop and chain walks (per vocabulary) ----
