@@ -42,7 +42,8 @@ export class RtnGrammar implements Grammar {
   readonly initial: GrammarState;
   private readonly empty = new Stack(0, null, null);
   private stackCount = 1;
-  private readonly states = new Map<string, State>();
+  /** Interned states by a hash of their configurations. */
+  private readonly states = new Map<number, State[]>();
   /** Interned states by id. */
   private readonly byId: State[] = [];
 
@@ -123,7 +124,7 @@ export class RtnGrammar implements Grammar {
 
   /** Number of interned states (for tests and memory reports). */
   get stateCount(): number {
-    return this.states.size;
+    return this.byId.length;
   }
 
   /**
@@ -234,28 +235,35 @@ export class RtnGrammar implements Grammar {
     idx.sort((a, b) => nodes[a]!.id - nodes[b]!.id || stacks[a]!.id - stacks[b]!.id);
     const ns: GNode[] = [];
     const ss: Stack[] = [];
-    let key = '';
     let accepting = false;
-    let onlyFinal = true;
     for (const i of idx) {
       const n = nodes[i]!;
       const s = stacks[i]!;
       const l = ns.length;
-      if (l > 0 && ns[l - 1] === n && ss[l - 1] === s) continue;
       if (n === FINAL) accepting = true;
-      else {
-        onlyFinal = false;
+      else if (l === 0 || ns[l - 1] !== n || ss[l - 1] !== s) {
         ns.push(n);
         ss.push(s);
       }
-      key += `${n.id}.${s.id};`;
     }
-    let st = this.states.get(key);
-    if (st === undefined) {
-      st = new State(this.states.size, String(this.states.size), ns, ss, accepting, accepting && onlyFinal);
-      this.states.set(key, st);
-      this.byId.push(st);
+    // Looked up by a hash of the configurations (no key string per step: most closures find a known state).
+    let h = accepting ? 0x9e3779b9 : 0x811c9dc5;
+    for (let i = 0; i < ns.length; i++) {
+      h = Math.imul(h ^ ns[i]!.id, 0x01000193);
+      h = Math.imul(h ^ ss[i]!.id, 0x01000193);
     }
+    let list = this.states.get(h);
+    if (list === undefined) this.states.set(h, (list = []));
+    for (const st of list) {
+      if (st.accepting !== accepting || st.nodes.length !== ns.length) continue;
+      let same = true;
+      for (let i = 0; i < ns.length && same; i++) same = st.nodes[i] === ns[i] && st.stacks[i] === ss[i];
+      if (same) return st;
+    }
+    const id = this.byId.length;
+    const st = new State(id, String(id), ns, ss, accepting, accepting && ns.length === 0);
+    list.push(st);
+    this.byId.push(st);
     return st;
   }
 }
