@@ -4,7 +4,12 @@
 // How a mask is made, cheapest first:
 //  1. The MaskCache: masks by grammar key (equal keys accept the same future, so they allow the same tokens). Shared
 //     by every matcher of one grammar and vocabulary (LRU-bounded); in steady state most masks are hits.
-//  2. Segment walks, for states where many bytes lead to one place (inside a string, a free-text pattern). The small
+//  2. Counted strings (maxLength, minLength, a pattern that counts one class such as ^[a-z0-9]{1,64}$): the grammar
+//     names, for each position, the same place of the string without the bound (Grammar.counted), one state for
+//     every position, whose mask is cached. The mask is that mask filtered by the tokens' characters, which are
+//     lexical inside a JSON string: those that stay inside with at most `left` characters, those that close it after
+//     `needed` to `left`. No per-position work but for tokens within the pattern's reserve of the bound.
+//  3. Segment walks, for states where many bytes lead to one place (inside a string, a free-text pattern). The small
 //     automaton around such a state (UTF-8 continuation states, escapes), its transitions coded as local moves,
 //     FORBID, EXIT (the closing quote) or PROGRESS, is a table that does not depend on the rest of the grammar (the
 //     parser stack). What the vocabulary does under a table is computed once per vocabulary and shared by every
@@ -12,11 +17,6 @@
 //     content", precomputed), and for each way out the sub-trie of what those tokens continue with ('",' '"}' ...).
 //     A mask is then that bitmask OR'ed with short walks of the sub-tries from the real states after the way out.
 //       loop:  PROGRESS leads back to the state itself (an unbounded string);
-//       counted: a string with a length bound (maxLength, minLength, a pattern that counts one class such as
-//              ^[a-z0-9]{1,64}$): the grammar names, for each position, the same place of the string without the
-//              bound (Grammar.counted), whose loop walk also counts each token's characters. The mask is that loop's
-//              tokens of at most `left` characters, plus the closing tokens after `needed` to `left` characters: no
-//              per-position work.
 //       chain: PROGRESS leads to the next position (other counted automata: a regex counting more than one class):
 //              up to 32 positions are followed and verified to have the same tables, tokens that run further are
 //              walked from the state there.
@@ -25,7 +25,7 @@
 //              differ. The real states from here and from the loop's start are stepped in lockstep over the
 //              vocabulary's trie until they meet (the same state: below it the loop's mask is right) or one refuses
 //              (that subtree is cleared, or walked from the real state). The lead's own segment is never built.
-//  3. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
+//  4. A walk of the vocabulary's byte trie, stepping the grammar byte by byte and skipping the subtree under every
 //     refused byte (the reference the others are tested against; cheap where few bytes are allowed).
 // EOS ids are allowed exactly where the grammar accepts. forced() fast-forwards through text the grammar fixes.
 
@@ -166,7 +166,7 @@ function walkBelow(grammar: Grammar, trie: ByteTrie, node: number, state: Gramma
 // around it: the state, and the states reached from it that lead back to it or on to that target (UTF-8 continuation
 // states, escapes), each with its 256 transitions coded as a local index, FORBID, EXIT (somewhere else: the closing
 // quote) or PROGRESS (to the target). When the target is the state itself, the segment is a loop (an unbounded
-// string). Otherwise the target starts the next segment (a string with maxLength counts characters: c0 → c1 → ...),
+// string). Otherwise the target starts the next segment (a pattern that counts characters: c0 → c1 → ...),
 // and a run of segments is a chain. The coded tables do not depend on the rest of the grammar, so what the vocabulary
 // does under a loop or a chain of given tables is computed once per vocabulary and shared by every state, grammar and
 // matcher with those tables.
@@ -203,7 +203,9 @@ interface Segment {
 
 /** Interned tables by hash (colliding tables compared): keys and tables stay off the JS heap's strings. */
 const sigIds = new Map<number, { table: Int16Array; loop: boolean; id: number }[]>();
-let sigCount = 0;
+/** Table bytes the interner keeps before it starts over. */
+const SIG_BYTES = 16 * 1024 * 1024;
+let sigBytes = 0;
 let sigCounter = 0;
 
 /** A small id per table; ids are never reused, so dropping the interner only costs cache misses. */
@@ -218,14 +220,14 @@ function internSig(table: Int16Array, loop: boolean): number {
     for (let i = 0; i < table.length && same; i++) same = e.table[i] === table[i];
     if (same) return e.id;
   }
-  if (sigCount >= 100_000) {
+  if (sigBytes >= SIG_BYTES) {
     sigIds.clear();
-    sigCount = 0;
+    sigBytes = 0;
     sigIds.set(h, (list = []));
   }
   const id = ++sigCounter;
   list.push({ table, loop, id });
-  sigCount++;
+  sigBytes += table.byteLength;
   return id;
 }
 
@@ -803,7 +805,7 @@ function countedMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   const lex = stringLex(vocab);
   const { long, longChars } = lex;
   // Inner tokens of at most `sure` characters are allowed exactly when the free string allows them.
-  const sure = reserve === 0 ? left : left - reserve;
+  const sure = reserve === 0 || left === Infinity ? left : left - reserve;
   let band = long.length;
   if (sure < left) {
     if (!(sure >= UP_TO_CHARS)) return false; // every short token is within reach of the bound
