@@ -99,10 +99,10 @@ export class RtnGrammar implements Grammar {
         const run = nodes[i]!.run;
         if (run === null) ok = nodes.some((n) => n.run?.exit === nodes[i]);
         else if (run.left !== first.left || run.needed !== first.needed) ok = false;
-        else if (run.reserve > reserve) reserve = run.reserve;
         else {
           frees.push(run.free);
           stacks.push(s.stacks[i]!);
+          reserve = Math.max(reserve, run.reserve);
         }
       }
       const free = ok ? this.intern(this.closure(frees, stacks)) : null;

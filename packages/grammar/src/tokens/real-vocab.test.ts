@@ -85,6 +85,8 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
       [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z0-9]+$', minLength: 4, maxLength: 12 } }, required: ['s'] }, ['q', '7']],
       // Not one class counted: the regex automaton's states go one by one (a chain).
       [{ type: 'object', properties: { s: { type: 'string', pattern: '^[a-z]{2,30}-?$' } }, required: ['s'] }, ['q']],
+      // Two strings at one place (either branch), the same bound, different reserves (0, and 3 for \S+@\S+).
+      [{ anyOf: [{ type: 'object', properties: { s: { type: 'string', maxLength: 40, pattern: '^\\S+@\\S+$' }, b: { type: 'boolean' } }, required: ['s', 'b'] }, { type: 'object', properties: { s: { type: 'string', maxLength: 40, pattern: '^[a-z]+$' }, a: { type: 'integer' } }, required: ['s', 'a'] }] }, ['x', 'x@']],
       // No upper bound, and a format whose reserve is not known (too many states to look through).
       [{ type: 'object', properties: { s: { type: 'string', format: 'uri', minLength: 3 } }, required: ['s'] }, ['h']],
       // A first letter, then anything: a lead whose first byte most tokens fail.
