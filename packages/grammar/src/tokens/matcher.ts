@@ -313,26 +313,12 @@ function exploreSegment(grammar: Grammar, x: GrammarState, xKey: string): Segmen
     outs[i] = out;
     return row;
   };
-  const first = probe(0);
-  // The dominant target: the one most bytes lead to.
-  const counts = new Map<number, number>();
-  let target = -1;
-  let best = 0;
-  for (let b = 0; b < 256; b++) {
-    const t = first[b];
-    if (t < 0) continue;
-    const c = (counts.get(t) ?? 0) + 1;
-    counts.set(t, c);
-    if (c > best) {
-      best = c;
-      target = t;
-    }
-  }
-  if (best < WIDE_BYTES) return null;
+  const dominant = dominantTarget(grammar, x);
+  if (dominant === null) return null;
+  probe(0);
+  const target = idOf(dominant);
   const loop = target === 0;
 
-  // Probe the targets of members (never the PROGRESS target); a probed state joins when it leads to a member or to
-  // the target.
   // Probe outward from the members, nearest first: a probed state joins when it leads to a member or to the target;
   // states that have not joined are followed up to DETOUR_DEPTH steps from the members inside a character (the hex
   // digits of a \uXXXX escape), not from the start.
@@ -639,7 +625,7 @@ function setEos(vocab: TokenVocabulary, mask: Uint32Array): void {
 }
 
 /** Loop or chain mask at `state`, or undefined when the state does not start a segment. */
-function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array): 'loop' | 'chain' | 'lead' | undefined {
+function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, mask: Uint32Array, cache?: MaskCache): 'loop' | 'chain' | 'lead' | undefined {
   // Where most bytes lead decides the way: back here (a loop), to a loop (a lead: its own segment is not needed), or
   // on to another segment (a chain).
   const target = dominantTarget(grammar, state);
@@ -647,7 +633,7 @@ function segmentMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   if (target !== state) {
     const loop = segmentOf(grammar, target);
     if (loop !== null && loop.loop) {
-      leadMask(grammar, vocab, state, loop, mask);
+      leadMask(grammar, vocab, state, loop, mask, cache);
       return 'lead';
     }
   }
@@ -814,12 +800,7 @@ function countedMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
     while (first > 0 && longChars[first - 1] <= left) first--;
     if (band - first > BAND_TOKENS) return false;
   }
-  const key = grammar.key(run.free);
-  let free = cache?.peek(key);
-  if (free === undefined) {
-    free = computeMask(grammar, vocab, run.free, undefined, cache).mask;
-    cache?.set(key, free);
-  }
+  const free = maskFrom(grammar, vocab, run.free, cache);
   // Staying inside.
   const upTo = lex.upTo[Math.min(sure, UP_TO_CHARS)];
   for (let w = 0; w < mask.length; w++) mask[w] |= free[w] & upTo[w];
@@ -840,6 +821,17 @@ function countedMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarSta
   return true;
 }
 
+/** The mask at a state another mask is made from (a counted string's free state, a lead's loop): cached. */
+function maskFrom(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, cache?: MaskCache): Uint32Array {
+  const key = grammar.key(state);
+  let mask = cache?.peek(key);
+  if (mask === undefined) {
+    mask = computeMask(grammar, vocab, state, undefined, cache).mask;
+    cache?.set(key, mask);
+  }
+  return mask;
+}
+
 /** Whether the grammar takes every byte of `bytes` from `state`. */
 function stepsThrough(grammar: Grammar, state: GrammarState, bytes: Uint8Array): boolean {
   let s: GrammarState | null = state;
@@ -855,7 +847,7 @@ function stepsThrough(grammar: Grammar, state: GrammarState, bytes: Uint8Array):
  * subtrees A refuses cleared, or (where those hold more tokens than the ones both agree on: A is inside a character
  * and refuses nearly every first byte) starts empty, with the loop's bits copied where they meet.
  */
-function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, loop: Segment, mask: Uint32Array): void {
+function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, loop: Segment, mask: Uint32Array, cache?: MaskCache): void {
   const trie = vocab.trie;
   const { nodeCount, byte, depth, next, tokStart, tokIds } = trie;
   const start = loop.states[0];
@@ -870,7 +862,7 @@ function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState,
   const fromLoop = refused <= agreed;
   let base: Uint32Array | null = null;
   if (fromLoop) {
-    base = computeMask(grammar, vocab, start).mask;
+    base = maskFrom(grammar, vocab, start, cache);
     for (let w = 0; w < mask.length; w++) mask[w] |= base[w];
     // The loop's EOS bits are its own: EOS follows `state` (computeMask set them before).
     const accepting = grammar.accepting(state);
@@ -896,7 +888,7 @@ function leadMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState,
     if (a === y) {
       // Met (or both refuse): the loop's mask is right from here down.
       if (a !== null && !fromLoop) {
-        base ??= computeMask(grammar, vocab, start).mask;
+        base ??= maskFrom(grammar, vocab, start, cache);
         for (let k = tokStart[i], end = tokStart[next[i]]; k < end; k++) {
           const id = tokIds[k];
           mask[id >>> 5] |= base[id >>> 5] & (1 << (id & 31));
@@ -943,7 +935,7 @@ export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'counted' | 'wal
 /**
  * The allowed-token mask at `state`, computed (not looked up): EOS ids set iff the grammar accepts there. `method:
  * 'walk'` forces the plain trie walk (the reference the other methods are tested against). `cache` holds masks this
- * one is made from (a counted string's free mask).
+ * one is made from (a counted string's free mask, a lead's loop mask).
  */
 export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk', cache?: MaskCache): { mask: Uint32Array; path: MaskPath } {
   const mask = new Uint32Array(vocab.words);
@@ -952,7 +944,7 @@ export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: Gra
   if (method !== 'walk') {
     const run = grammar.counted?.(state);
     if (run && countedMask(grammar, vocab, state, run, mask, cache)) return { mask, path: 'counted' };
-    const path = segmentMask(grammar, vocab, state, mask);
+    const path = segmentMask(grammar, vocab, state, mask, cache);
     if (path !== undefined) return { mask, path };
   }
   walkTrie(grammar, vocab.trie, state, mask);
