@@ -18,16 +18,14 @@ override ACCUMULATE: bool = false;
 
 const MAX_ROWS: u32 = 16u;
 
-// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper; store_row:
-// lib/weights/multi.wgsl.
+// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper; group_x, load_x and
+// store_row: lib/weights/multi.wgsl.
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let v0 = p.v0 + wid.y * 4u;
-  let v_last = p.t - 1u;
-  let k4 = p.k / 4u;
-  let xb = min(vec4<u32>(v0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(v_last)) * k4;
+  let xb = group_x(v0);
   let sg = lid / sg_size;
   let n_sg = (WG_SIZE + sg_size - 1u) / sg_size;
   let chunks = p.k / CHUNK;

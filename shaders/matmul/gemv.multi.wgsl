@@ -22,8 +22,8 @@ override ACCUMULATE: bool = false;
 
 const MAX_ROWS: u32 = 16u;
 
-// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper; store_row:
-// lib/weights/multi.wgsl.
+// Params and bindings (p, w, x, y, bias): lib/matmul-io.wgsl, joined by the wrapper; group_x, load_x and
+// store_row: lib/weights/multi.wgsl.
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -31,9 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (first >= p.rows) { return; }
   let last = min(first + ROWS, p.rows) - 1u;
   let v0 = p.v0 + wid.y * 4u;
-  let v_last = p.t - 1u;
-  let k4 = p.k / 4u;
-  let xb = min(vec4<u32>(v0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(v_last)) * k4;
+  let xb = group_x(v0);
   var acc: array<vec4<f32>, MAX_ROWS>;
   for (var r = 0u; r < ROWS; r++) { acc[r] = vec4<f32>(0.0); }
   let chunks = p.k / CHUNK;

@@ -1,6 +1,6 @@
 // weights/multi: what the multi-vector GEMV (gemv.multi*.wgsl) dots a weight chunk with: the x chunks of up
 // to 4 vectors, held as matrix columns so that one vec4 of a weight chunk times xm[i] is four dots at once;
-// and how both kernels store a row's sums (store_row).
+// where the group's vectors start (group_x) and how both kernels store a row's sums (store_row).
 // Joined after lib/matmul-io.wgsl (x) and the format's lib (CHUNK, CHUNK_V4), before its chunk_dot4 lib
 // (lib/weights/<dtype>.multi.wgsl or vec4.multi.wgsl). The joining kernel declares `override WIDTH: u32`:
 // the vectors computed at once, 2 or 4 (columns 2 and 3 are zero when 2). Written out without loops:
@@ -10,7 +10,12 @@ var<private> xm: array<mat4x4<f32>, 8>;  // xm[i]: vec4 i of the chunk, one colu
 var<private> xs: vec4<f32>;              // each vector's chunk sum (32-element chunks only)
 var<private> xs_lo: vec4<f32>;           // ... of its first 16 elements
 
-// x[vectors, vec4 e] as matrix columns; xb holds the vec4 index of x[vector, 0] of the 4 vectors.
+// The vec4 index of x[v, 0] for the group's vectors v0 .. v0 + 3, those past B repeating the last one.
+fn group_x(v0: u32) -> vec4<u32> {
+  return min(vec4<u32>(v0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.t - 1u)) * (p.k / 4u);
+}
+
+// x[vectors, vec4 e] as matrix columns; xb holds the vec4 index of x[vector, 0] of the 4 vectors (group_x).
 fn x_cols(xb: vec4<u32>, e: u32) -> mat4x4<f32> {
   if (WIDTH == 2u) { return mat4x4<f32>(x[xb.x + e], x[xb.y + e], vec4<f32>(0.0), vec4<f32>(0.0)); }
   return mat4x4<f32>(x[xb.x + e], x[xb.y + e], x[xb.z + e], x[xb.w + e]);
