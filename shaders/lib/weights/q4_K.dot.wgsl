@@ -8,11 +8,9 @@ fn chunk_dot(row_byte: u32, c: u32) -> f32 {
   let wi = o >> 2u;
   let dd = unpack2x16float(w[wi]);  // (d, dmin)
   let sm = q4k_scale_min(wi, j);  // (sc_j, m_j)
-  let q0 = wi + 4u + (j >> 1u) * 8u;
-  let sh = vec4<u32>((j & 1u) * 4u);
-  let msk = vec4<u32>(0x0f0f0f0fu);
-  let qa = (vec4<u32>(w[q0], w[q0 + 1u], w[q0 + 2u], w[q0 + 3u]) >> sh) & msk;
-  let qb = (vec4<u32>(w[q0 + 4u], w[q0 + 5u], w[q0 + 6u], w[q0 + 7u]) >> sh) & msk;
+  let qs = q4k_quants(wi, j);
+  let qa = qs.a;
+  let qb = qs.b;
   let s = dot(unpack4x8unorm(qa.x), xc[0]) + dot(unpack4x8unorm(qa.y), xc[1])
         + dot(unpack4x8unorm(qa.z), xc[2]) + dot(unpack4x8unorm(qa.w), xc[3])
         + dot(unpack4x8unorm(qb.x), xc[4]) + dot(unpack4x8unorm(qb.y), xc[5])

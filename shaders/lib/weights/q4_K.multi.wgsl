@@ -8,11 +8,9 @@ fn chunk_dot4(row_byte: u32, c: u32) -> vec4<f32> {
   let j = c & 7u;
   let dd = unpack2x16float(w[wi]);  // (d, dmin)
   let sm = q4k_scale_min(wi, j);  // (sc_j, m_j)
-  let q = wi + 4u + (j >> 1u) * 8u;
-  let sh = vec4<u32>((j & 1u) * 4u);
-  let mk = vec4<u32>(0x0f0f0f0fu);
-  let qa = (vec4<u32>(w[q], w[q + 1u], w[q + 2u], w[q + 3u]) >> sh) & mk;
-  let qb = (vec4<u32>(w[q + 4u], w[q + 5u], w[q + 6u], w[q + 7u]) >> sh) & mk;
+  let qs = q4k_quants(wi, j);
+  let qa = qs.a;
+  let qb = qs.b;
   let s = dot_cols(unpack4x8unorm(qa.x), xm[0]) + dot_cols(unpack4x8unorm(qa.y), xm[1])
         + dot_cols(unpack4x8unorm(qa.z), xm[2]) + dot_cols(unpack4x8unorm(qa.w), xm[3])
         + dot_cols(unpack4x8unorm(qb.x), xm[4]) + dot_cols(unpack4x8unorm(qb.y), xm[5])
