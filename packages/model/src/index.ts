@@ -10,7 +10,7 @@ export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
 export { openGguf, openHfFolder, openTokenizer, type ModelFiles } from './load.ts';
 export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
-export { PagePool, checkStep, stepRows } from './page-pool.ts';
+export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions, type StepEntry, type StepResult, type StepOptions } from './runner.ts';
 export { uploadMatrix, uploadVector, readVector, type UploadOptions } from './upload.ts';

@@ -1,13 +1,44 @@
 // Page accounting of the paged KV-cache, without the GPU: a pool of page ids, a page list and a length
-// per sequence, and reference counts so fork() can share pages. A sequence about to append into a shared,
-// partly filled page gets a private copy first (copy-on-write); the pool records those copies for whoever
-// owns the memory (PagedKvCache on the GPU; the CPU reference runner keeps none).
+// per sequence, and reference counts so pages can be shared (fork, a prefix cache's pages mapped into new
+// sequences). A sequence about to append into a shared, partly filled page gets a private copy first
+// (copy-on-write); the pool records those copies for whoever owns the memory (PagedKvCache on the GPU, the
+// CPU reference runner's arrays). Besides sequences, one holder (a prefix cache) may keep references to
+// pages; when the free list runs short, the pool asks it to give back pages it alone holds (reclaim).
 
 import { IntabModelError, KvCacheFullError } from './errors.ts';
 
 export { KvCacheFullError };
 
-export class PagePool {
+/**
+ * Something beside the sequences that holds page references (a prefix cache) and gives pages back on demand.
+ * The pool calls reclaim() from grow() when the free list is short, so a page the holder keeps never makes a
+ * step fail while it could be given back.
+ */
+export interface PageHolder {
+  /** Pages the holder would give back if asked: those it alone references. */
+  readonly reclaimable: number;
+  /** Release at least `pages` pages (least recently used first) if it can; returns how many it released. */
+  reclaim(pages: number): number;
+}
+
+/** What the engine and a prefix cache read and do of a runner's page pool (PagePool implements it). */
+export interface KvPages {
+  readonly pages: number;
+  readonly pageSize: number;
+  readonly freePageCount: number;
+  /** Free pages plus those the holder would give back. */
+  readonly availablePageCount: number;
+  length(seq: number): number;
+  pagesNeeded(seq: number, length: number): number;
+  has(seq: number): boolean;
+  pagesOf(seq: number): readonly number[];
+  refCount(page: number): number;
+  retain(page: number): void;
+  release(page: number): void;
+  setHolder(holder: PageHolder | undefined): void;
+}
+
+export class PagePool implements KvPages {
   private readonly freePages: number[] = [];
   /** Sequences holding each page. */
   private readonly refs: Uint32Array;
@@ -15,6 +46,7 @@ export class PagePool {
   private readonly seqLength = new Map<number, number>();
   /** Page copies (from → to) owed before the next write: see takeCopies(). */
   private copies: [number, number][] = [];
+  private holder?: PageHolder;
 
   constructor(
     readonly pages: number,
@@ -26,6 +58,33 @@ export class PagePool {
 
   get freePageCount(): number {
     return this.freePages.length;
+  }
+
+  /** Free pages plus those the holder (a prefix cache) would give back when asked. */
+  get availablePageCount(): number {
+    return this.freePages.length + (this.holder?.reclaimable ?? 0);
+  }
+
+  /** The holder grow() asks for pages when the free list is short (undefined: none). */
+  setHolder(holder: PageHolder | undefined): void {
+    this.holder = holder;
+  }
+
+  /** References to a page: the sequences mapping it, plus the holder's (0 = free). */
+  refCount(page: number): number {
+    return this.refs[page];
+  }
+
+  /** The holder takes a reference to a page in use (a sequence's page entering a prefix cache). */
+  retain(page: number): void {
+    if (!(page >= 0 && page < this.pages) || this.refs[page] === 0) throw new IntabModelError(`KV-cache: page ${page} is not in use: only a page some sequence holds can be retained.`);
+    this.refs[page]++;
+  }
+
+  /** Drops one reference to a page (the holder's); the page is free once nobody references it. */
+  release(page: number): void {
+    if (!(page >= 0 && page < this.pages) || this.refs[page] === 0) throw new IntabModelError(`KV-cache: page ${page} is already free: a reference was released twice.`);
+    if (--this.refs[page] === 0) this.freePages.push(page);
   }
 
   /** Sequences allocated. */
@@ -61,11 +120,28 @@ export class PagePool {
     return fresh + copy;
   }
 
+  /**
+   * A new sequence over existing pages (a prefix cache's): it holds `length` tokens, the first `length` of
+   * `pages` (each page gains a reference). Appending into the last page, when it is partly filled and shared,
+   * copies it first.
+   */
+  adopt(seq: number, pages: readonly number[], length: number): void {
+    if (this.seqPages.has(seq)) throw new IntabModelError(`KV-cache: sequence ${seq} already exists; free it first.`);
+    if (!Number.isInteger(length) || length < 0 || Math.ceil(length / this.pageSize) !== pages.length) {
+      throw new IntabModelError(`KV-cache: adopting ${pages.length} pages for ${length} tokens: give exactly ceil(length / ${this.pageSize}) pages.`);
+    }
+    for (const p of pages) if (!(p >= 0 && p < this.pages) || this.refs[p] === 0) throw new IntabModelError(`KV-cache: page ${p} is free: only pages in use can be shared.`);
+    for (const p of pages) this.refs[p]++;
+    this.seqPages.set(seq, [...pages]);
+    this.seqLength.set(seq, length);
+  }
+
   /** Make room for `extra` more tokens (all-or-nothing); returns the position of the first. */
   grow(seq: number, extra: number): number {
     const pages = this.mutablePages(seq);
     const start = this.seqLength.get(seq)!;
     const need = this.pagesNeeded(seq, start + extra);
+    if (need > this.freePages.length && this.holder) this.holder.reclaim(need - this.freePages.length);
     if (need > this.freePages.length) throw new KvCacheFullError(need, this.freePages.length, this.pages);
     if (extra > 0 && start % this.pageSize !== 0) {
       const last = pages[pages.length - 1];
@@ -89,7 +165,7 @@ export class PagePool {
     const length = Math.max(0, this.seqLength.get(seq)! - n);
     this.seqLength.set(seq, length);
     const keep = Math.ceil(length / this.pageSize);
-    while (pages.length > keep) this.release(pages.pop()!);
+    while (pages.length > keep) this.unref(pages.pop()!);
   }
 
   /**
@@ -108,7 +184,7 @@ export class PagePool {
   free(seq: number): void {
     const pages = this.seqPages.get(seq);
     if (!pages) return;
-    for (const p of pages) this.release(p);
+    for (const p of pages) this.unref(p);
     this.seqPages.delete(seq);
     this.seqLength.delete(seq);
   }
@@ -116,6 +192,26 @@ export class PagePool {
   /** The page ids of a sequence, in position order. */
   pagesOf(seq: number): readonly number[] {
     return this.mutablePages(seq);
+  }
+
+  /**
+   * Checks the accounting against what the holder says it references (tests, debugging): every page's count is
+   * the sequences mapping it plus the holder's references, a page is free exactly when nobody references it, and
+   * no page is listed free twice. Throws IntabModelError naming the first page that disagrees.
+   */
+  audit(held: ReadonlyMap<number, number> = new Map()): void {
+    const expected = new Uint32Array(this.pages);
+    for (const pages of this.seqPages.values()) for (const p of pages) expected[p]++;
+    for (const [p, n] of held) expected[p] += n;
+    const free = new Uint8Array(this.pages);
+    for (const p of this.freePages) {
+      if (free[p]) throw new IntabModelError(`KV-cache audit: page ${p} is on the free list twice.`);
+      free[p] = 1;
+    }
+    for (let p = 0; p < this.pages; p++) {
+      if (this.refs[p] !== expected[p]) throw new IntabModelError(`KV-cache audit: page ${p} has ${this.refs[p]} references, but ${expected[p]} holders map it.`);
+      if (free[p] !== (expected[p] === 0 ? 1 : 0)) throw new IntabModelError(`KV-cache audit: page ${p} is ${free[p] ? 'free' : 'not free'} with ${expected[p]} holders.`);
+    }
   }
 
   /** The copy-on-write copies (from page → to page) owed since the last call; the caller performs them. */
@@ -137,7 +233,7 @@ export class PagePool {
     return p;
   }
 
-  private release(p: number): void {
+  private unref(p: number): void {
     if (--this.refs[p] === 0) this.freePages.push(p);
   }
 }
@@ -189,5 +285,5 @@ export function checkStep(pool: PagePool, entries: readonly CheckedEntry[], voca
     }
   }
   const need = entries.reduce((n, e) => n + pool.pagesNeeded(e.seq, pool.length(e.seq) + e.tokens.length), 0);
-  if (need > pool.freePageCount) throw new KvCacheFullError(need, pool.freePageCount, pool.pages);
+  if (need > pool.availablePageCount) throw new KvCacheFullError(need, pool.availablePageCount, pool.pages);
 }

@@ -168,6 +168,11 @@ export class Runner {
     this.kv.alloc(seq);
   }
 
+  /** A new sequence over pages in use (a prefix cache's), holding `length` tokens (see PagePool.adopt). */
+  adopt(seq: number, pages: readonly number[], length: number): void {
+    this.kv.adopt(seq, pages, length);
+  }
+
   free(seq: number): void {
     this.kv.free(seq);
   }

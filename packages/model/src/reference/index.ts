@@ -11,6 +11,7 @@ export {
   splitFused,
   type ReferenceModel,
   type ReferenceModelOptions,
+  type ReferenceKv,
   type WeightsFn,
   type FusedTensor,
 } from './llama.ts';

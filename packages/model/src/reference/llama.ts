@@ -30,6 +30,20 @@ export interface ReferenceModel {
 export interface ReferenceModelOptions {
   /** Name for error messages (the weights' file or folder). */
   file?: string;
+  /**
+   * KV rows held outside the model (a paged cache shared between sequences): the model writes and reads position
+   * p's K/V at row kv.row(p) of kv.k[l] / kv.v[l]. The owner decides which positions are valid, so forward may
+   * start at any position. Default: the model's own contiguous cache.
+   */
+  kv?: ReferenceKv;
+}
+
+/** K and V rows of a cache the model does not own: per layer (rows, Hkv·D) f32, and where each position lives. */
+export interface ReferenceKv {
+  readonly k: readonly Float32Array[];
+  readonly v: readonly Float32Array[];
+  /** The row that holds position `pos` (already allocated when the model writes it). */
+  row(pos: number): number;
 }
 
 interface LayerWeights {
@@ -171,7 +185,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const group = H / Hkv;
   const window = config.slidingWindow ?? Infinity;
 
-  // RunState: scratch of one token, and the KV cache grown by doubling up to maxContext.
+  // RunState: scratch of one token, and the KV cache (own: grown by doubling up to maxContext; or external rows).
   const x = new Float32Array(C); // residual stream
   const xb = new Float32Array(C); // normed input of a sublayer
   const q = new Float32Array(H * D);
@@ -181,14 +195,17 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const proj = new Float32Array(C);
   const gate = new Float32Array(F);
   const up = new Float32Array(F);
+  const external = options.kv;
   let capacity = 0;
-  let kCache: Float32Array[] = []; // L × (capacity, Hkv, D)
-  let vCache: Float32Array[] = []; // L × (capacity, Hkv, D)
+  let kCache: readonly Float32Array[] = external?.k ?? []; // L × (rows, Hkv, D)
+  let vCache: readonly Float32Array[] = external?.v ?? []; // L × (rows, Hkv, D)
   let length = 0;
   const row = Hkv * D;
+  const rowOf = external ? (pos: number) => external.row(pos) : (pos: number) => pos;
+  let rows = new Int32Array(16); // rowOf(j) of the positions a token attends to
 
   const ensure = (n: number) => {
-    if (n <= capacity) return;
+    if (external || n <= capacity) return;
     const cap = Math.min(config.maxContext, Math.max(n, capacity * 2, 16));
     kCache = kCache.length ? kCache.map((c) => grow(c, cap * row)) : Array.from({ length: L }, () => new Float32Array(cap * row));
     vCache = vCache.length ? vCache.map((c) => grow(c, cap * row)) : Array.from({ length: L }, () => new Float32Array(cap * row));
@@ -199,6 +216,9 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const step = (token: number, pos: number, layers: number) => {
     x.set(tokenEmbd.subarray(token * C, (token + 1) * C)); // x = embed[token]
     const scores = new Float64Array(pos + 1);
+    if (rows.length < pos + 1) rows = new Int32Array(Math.max(pos + 1, rows.length * 2));
+    const first = Math.max(0, pos - window + 1); // sliding window: pos - j < window
+    for (let j = first; j <= pos; j++) rows[j] = rowOf(j) * row;
     for (let l = 0; l < layers; l++) {
       const w = weightsOf[l];
       // ---- attention ----
@@ -212,16 +232,15 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
       }
       rope(q, H, D, pos, invFreq, neox);
       rope(k, Hkv, D, pos, invFreq, neox);
-      kCache[l].set(k, pos * row);
-      vCache[l].set(v, pos * row);
-      const first = Math.max(0, pos - window + 1); // sliding window: pos - j < window
+      kCache[l].set(k, rows[pos]);
+      vCache[l].set(v, rows[pos]);
       for (let h = 0; h < H; h++) {
         const qo = h * D;
         const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
         let max = -Infinity;
         for (let j = first; j <= pos; j++) {
           let s = 0;
-          const ko = j * row + kvo;
+          const ko = rows[j] + kvo;
           for (let i = 0; i < D; i++) s += q[qo + i] * kCache[l][ko + i];
           scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
           if (scores[j] > max) max = scores[j];
@@ -230,7 +249,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
         for (let j = first; j <= pos; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
         for (let i = 0; i < D; i++) {
           let o = 0;
-          for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][j * row + kvo + i];
+          for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][rows[j] + kvo + i];
           att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
         }
       }
@@ -250,7 +269,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     if (!Number.isInteger(layers) || layers < 1 || layers > L) {
       throw new IntabModelError(`reference-llama: layers = ${layers} is outside 1..${L}: pass an integer from 1 (a one-layer draft) to ${L} (the full model), or leave it out.`);
     }
-    if (!Number.isInteger(startPos) || startPos < 0 || startPos > length) {
+    if (!Number.isInteger(startPos) || startPos < 0 || (!external && startPos > length)) {
       throw new ShapeError('reference-llama', 'startPos', `an integer in [0, ${length}] (the cached length; smaller rewinds)`, String(startPos));
     }
     if (tokens.length === 0) throw new ShapeError('reference-llama', 'tokens', 'at least one token', 'empty');
