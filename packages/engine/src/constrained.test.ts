@@ -106,7 +106,7 @@ describe('constrained decoding with a 151k vocabulary', () => {
     expect(outs[2].text).toMatch(/^(yes|no)!$/);
     expect(outs[3].ids).toHaveLength(8);
     expect(runner.log.some((s) => s.length >= 3)).toBe(true);
-    expect(engine.stats().freePages).toBe(64);
+    expect(engine.stats().availablePages).toBe(64);
   });
 
   test('with speculative decoding: the same ids as without, still valid', { timeout: 120_000 }, async () => {
@@ -139,7 +139,7 @@ describe('constrained decoding with a 151k vocabulary', () => {
     let last = first;
     while (!last.finishReason) last = await engine.next(id);
     expect(last.finishReason).toBe('abort');
-    expect(engine.stats()).toMatchObject({ freePages: 64, streams: 0 });
+    expect(engine.stats()).toMatchObject({ availablePages: 64, streams: 0 });
   });
 
   test('bad formats fail typed at start, before any step', async () => {

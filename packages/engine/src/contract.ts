@@ -60,6 +60,11 @@ export interface GenerationOptions {
   grammar?: string;
   /** Short for responseFormat { type: 'regex', pattern } (the whole output matches). */
   regex?: string;
+  /**
+   * Use the prefix cache [true]: the prompt's longest cached prefix is not prefilled again, and this request's
+   * pages stay cached for later requests. false does neither (the output is the same either way).
+   */
+  cache?: boolean;
 }
 
 /** What a constrained request's output must be. */
@@ -137,7 +142,10 @@ export interface RequestMetrics {
   /** From generate() to the first token. */
   ttftMs: number;
   promptTokens: number;
+  /** Prompt tokens whose K/V came from the prefix cache (their prefill was skipped). */
+  cachedTokens: number;
   completionTokens: number;
+  /** Prefilled tokens (the prompt less the cached ones) per second. */
   prefillTokensPerSecond: number;
   decodeTokensPerSecond: number;
   /** Time the sequence spent paused because its consumer did not pull. */
@@ -192,6 +200,73 @@ export interface LoadOptions {
   draft?: ModelSource;
   /** Default speculation of requests that say nothing ['auto' with a draft model, else false]. */
   speculative?: SpeculativeMethod | SpeculativeOptions | false;
+  /**
+   * The prefix cache [true]: K/V pages of finished requests (prompt and reply) and of running prompts stay in
+   * the KV-cache, and a request that starts with a cached prefix (the earlier turns of a chat, a shared system
+   * prompt) prefills only the rest. Outputs are the same with it off, only slower.
+   */
+  prefixCache?: boolean;
+  /** Prefixes to prefill and pin during load (a system prompt), as engine.preload() does. */
+  preload?: PreloadRequest | PreloadRequest[];
+  /**
+   * Read the prefix cache saved by saveCache() back at load [true where the Origin Private File System exists].
+   * Only a save of the same weights, quantization, KV layout and architecture is used; anything else is ignored.
+   */
+  restoreCache?: boolean;
+}
+
+/** A prefix to prefill and pin: chat messages (rendered up to their end, no generation prompt), text, or ids. */
+export type PreloadRequest = { messages: ChatMessage[] } | { prompt: string } | { promptIds: number[] };
+
+/** A preloaded prefix (release it to let its pages be evicted). */
+export interface PreloadInfo {
+  /** What release() takes. */
+  id: number;
+  /** Tokens of the prefix, now pinned in the KV-cache. */
+  tokens: number;
+  /** Of them, those already cached (not prefilled again). */
+  cachedTokens: number;
+  /** Wall-clock ms the preload took. */
+  ms: number;
+}
+
+/** What saveCache() wrote. */
+export interface SaveCacheResult {
+  /** The file in the origin's private file system. */
+  file: string;
+  pages: number;
+  /** Token positions the saved pages hold. */
+  tokens: number;
+  bytes: number;
+  ms: number;
+}
+
+/** Figures of the prefix cache. */
+export interface PrefixCacheStats {
+  /** Pages the cache holds, those pinned by preloads, and those nothing else references (evictable). */
+  cachedPages: number;
+  pinnedPages: number;
+  evictablePages: number;
+  /** Prompt tokens found in the cache at admission (hits) and prefilled (misses), since load. */
+  hitTokens: number;
+  missTokens: number;
+  /** Pages given back to the pool under pressure. */
+  evictions: number;
+}
+
+/** Figures of the engine as a whole (dashboards, tests). */
+export interface EngineStats {
+  /** Streams not yet delivered to the end. */
+  streams: number;
+  waiting: number;
+  running: number;
+  paused: number;
+  freePages: number;
+  /** Free pages plus those the prefix cache would give back (what requests can use): totalPages when nothing runs and nothing is pinned. */
+  availablePages: number;
+  totalPages: number;
+  /** When the prefix cache is on. */
+  prefixCache?: PrefixCacheStats;
 }
 
 export interface ModelInfo {
@@ -207,6 +282,14 @@ export interface ModelInfo {
   adapter: string;
   /** The draft model, when one was loaded. */
   draft?: { arch: string; layers: number; hidden: number; weightBytes: number };
+  /** Whether the prefix cache is on. */
+  prefixCache?: boolean;
+  /** The prefixes LoadOptions.preload pinned. */
+  preloaded?: PreloadInfo[];
+  /** What LoadOptions.restoreCache read back (absent when nothing was restored). */
+  restored?: { pages: number; tokens: number; bytes: number; ms: number };
+  /** Things that went wrong without failing the load (a corrupted cache file, deleted), each saying what happened. */
+  warnings?: string[];
 }
 
 export interface LoadProgress {
@@ -226,6 +309,13 @@ export interface EngineApi {
   next(stream: number): Promise<Chunk>;
   /** Cancel a stream (what `break` out of for-await does); resolves when its pages are freed. */
   cancel(stream: number): Promise<void>;
+  /** Prefills a prefix and pins it in the prefix cache; requests that start with it skip its prefill. */
+  preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo>;
+  /** Unpins a preloaded prefix (its pages stay cached until evicted). Idempotent. */
+  release(preload: number): void | Promise<void>;
+  /** Writes the pinned prefixes (with `all`, the whole prefix cache) to the origin's private file system. */
+  saveCache(options?: { all?: boolean }): Promise<SaveCacheResult>;
+  stats(): EngineStats | Promise<EngineStats>;
   /** Free every GPU resource; the engine cannot be used afterwards. */
   destroy(): Promise<void>;
 }

@@ -32,7 +32,7 @@ describe('Engine over the GPU Runner (stories260K)', () => {
   test('4 concurrent greedy requests equal golden.json and each alone', async () => {
     const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
     const { engine, runner } = await engineOverRunner({ maxTokensPerStep: 16, maxBatch: 4 });
-    const free = runner.kv.freePageCount;
+    const free = runner.kv.availablePageCount;
     const long = [1, ...golden.cases[1].prompt.slice(1), ...golden.cases[1].greedy.slice(0, 24)]; // 29 tokens: two prefill chunks
     const requests: GenerateRequest[] = [
       { promptIds: golden.cases[0].prompt, maxTokens: golden.cases[0].greedy.length },
@@ -58,14 +58,14 @@ describe('Engine over the GPU Runner (stories260K)', () => {
     expect(log.some((s) => s.length === 4)).toBe(true);
     expect(log.some((s) => s.includes(1) && s.some((t) => t > 1))).toBe(true); // a prefill chunk beside decodes
     expect(log.every((s) => s.reduce((a, t) => a + t, 0) <= 16)).toBe(true);
-    expect(runner.kv.freePageCount).toBe(free);
+    expect(runner.kv.availablePageCount).toBe(free);
     await engine.destroy();
   });
 
   test('an abort mid-decode frees the pages before the stream ends; the next request is correct', async () => {
     const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
     const { engine, runner } = await engineOverRunner();
-    const free = runner.kv.freePageCount;
+    const free = runner.kv.availablePageCount;
     const controller = new AbortController();
     const id = await engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 64, temperature: 0, ignoreEos: true }, controller.signal);
     const r = await collect(engine, id, (_c, ids) => {
@@ -75,7 +75,7 @@ describe('Engine over the GPU Runner (stories260K)', () => {
     expect(r.ids.length).toBeLessThan(64);
     expect(r.ids).toEqual(golden.cases[0].greedy.slice(0, r.ids.length));
     expect(runner.kv.has(id)).toBe(false);
-    expect(runner.kv.freePageCount).toBe(free);
+    expect(runner.kv.availablePageCount).toBe(free);
     const next = await collect(engine, await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 48, temperature: 0, ignoreEos: true }));
     expect(next.ids).toEqual(golden.cases[1].greedy);
     await engine.destroy();
@@ -123,7 +123,7 @@ test('1000 abort cycles on the GPU leak no buffer and no page; the next request 
   try {
     const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
     const { engine, runner } = await engineOverRunner({ maxTokensPerStep: 4 });
-    const pages = runner.kv.freePageCount;
+    const pages = runner.kv.availablePageCount;
     // One request to completion first, so every per-step scratch buffer exists at its steady size.
     const warm = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 8, temperature: 0, ignoreEos: true });
     await collect(engine, warm);
@@ -147,7 +147,7 @@ test('1000 abort cycles on the GPU leak no buffer and no page; the next request 
     }
     expect(reasons.abort).toBeGreaterThanOrEqual(700); // a few may finish (6 tokens) before their abort lands
     expect(reasons.cancel).toBe(250);
-    expect(runner.kv.freePageCount).toBe(pages);
+    expect(runner.kv.availablePageCount).toBe(pages);
     expect(live.size).toBe(baseline);
     const next = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: golden.cases[1].greedy.length, temperature: 0, ignoreEos: true });
     expect((await collect(engine, next)).ids).toEqual(golden.cases[1].greedy);

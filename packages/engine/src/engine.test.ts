@@ -113,7 +113,7 @@ describe('greedy ids', () => {
     expect(runner.log.some((s) => s.some((e) => e.tokens > 1) && s.some((e) => e.tokens === 1))).toBe(true);
     expect(stepsWith(runner, 1).filter((s) => s.find((e) => e.seq === 1)!.tokens > 1).length).toBeGreaterThan(3); // 45 tokens in chunks
     expect(runner.log.every((s) => s.length <= 4 && s.reduce((n, e) => n + e.tokens, 0) <= 12)).toBe(true);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     await engine.destroy();
   });
 });
@@ -220,7 +220,7 @@ describe('backpressure', () => {
     expect(first.text + rest.text).toBe(tokenizer.decode(ids, { skipSpecialTokens: true }));
     expect(rest.last.metrics!.pausedMs).toBeGreaterThan(0);
     expect(fastOut.last.metrics!.pausedMs).toBe(0);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     await engine.destroy();
   });
 });
@@ -240,7 +240,7 @@ describe('cancellation', () => {
     expect(c).toMatchObject({ finishReason: 'abort', ids: [], text: '' });
     expect(stepsWith(runner, id)).toHaveLength(3); // 3 chunks of 8, then nothing
     expect(runner.kv.has(id)).toBe(false);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     runner.step = step;
     const after = await collect(engine, await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 20, temperature: 0, ignoreEos: true }));
     expect(after.ids).toEqual(golden.cases[1].greedy.slice(0, 20));
@@ -267,7 +267,7 @@ describe('cancellation', () => {
     expect(runner.log.slice(logAtAbort).some((s) => s.some((e) => e.seq === id))).toBe(false);
     expect(r.last.metrics?.completionTokens).toBe(r.ids.length);
     expect((await otherOut).ids).toEqual(golden.cases[0].greedy.slice(0, 30));
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     await engine.destroy();
   });
 
@@ -277,14 +277,14 @@ describe('cancellation', () => {
     expect((await engine.next(id)).finishReason).toBeNull();
     await engine.cancel(id);
     expect(runner.kv.has(id)).toBe(false);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     await expect(engine.next(id)).rejects.toBeInstanceOf(UnknownStreamError);
     await engine.cancel(id); // idempotent
     await engine.destroy();
   });
 
-  test('1000 abort cycles (signal before start, while queued, mid-prefill, mid-decode, cancel) leak no pages', async () => {
-    const { engine, runner } = setup({ runner: { pages: 6 }, engine: { maxTokensPerStep: 4 } });
+  test.each([false, true])('1000 abort cycles (signal before start, while queued, mid-prefill, mid-decode, cancel) leak no pages (prefix cache %s)', async (prefixCache) => {
+    const { engine, runner } = setup({ runner: { pages: 6 }, engine: { maxTokensPerStep: 4, prefixCache } });
     // A holder reserves 5 of the 6 pages (1 + 64 tokens), so during the first 100 cycles every request waits in the queue.
     const holder = await engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 64, temperature: 0, ignoreEos: true });
     const holderFirst = await engine.next(holder); // admitted and decoding: its pages are reserved from here on
@@ -317,10 +317,12 @@ describe('cancellation', () => {
     }
     expect(reasons.get('abort')! + reasons.get('cancel')!).toBe(1000);
     expect(queuedAborts).toBe(67);
-    expect(runner.log.length).toBeGreaterThan(1000); // cycles after the holder really ran steps
+    // Cycles after the holder really ran steps (fewer with the cache: its 7 prompts are mostly cached).
+    expect(runner.log.length).toBeGreaterThan(prefixCache ? 700 : 1000);
     expect(engine.stats()).toMatchObject({ streams: 0, waiting: 0, running: 0 });
+    if (prefixCache) expect(engine.stats().prefixCache!.hitTokens).toBeGreaterThan(1000);
     expect(runner.kv.sequences).toBe(0);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     const after = await collect(engine, await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 48, temperature: 0, ignoreEos: true }));
     expect(after.ids).toEqual(golden.cases[1].greedy);
     await engine.destroy();
@@ -348,7 +350,7 @@ describe('KV budget', () => {
     const firstB = runner.log.findIndex((s) => s.some((e) => e.seq === b));
     expect(firstB).toBeGreaterThan(lastA);
     expect(outB.last.metrics!.queueMs).toBeGreaterThan(outA.last.metrics!.queueMs);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     await engine.destroy();
   });
 
@@ -410,7 +412,7 @@ describe('requests and errors', () => {
     };
     const id = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 10 });
     await expect(collect(engine, id)).rejects.toThrow('device lost (simulated)');
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     const r = await collect(engine, await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 10, temperature: 0, ignoreEos: true }));
     expect(r.ids).toEqual(golden.cases[1].greedy.slice(0, 10));
     await engine.destroy();
@@ -424,7 +426,7 @@ describe('requests and errors', () => {
     await engine.destroy();
     const c = await pending;
     expect(['abort', null]).toContain(c.finishReason);
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
   });
 });
 

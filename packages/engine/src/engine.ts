@@ -26,7 +26,7 @@ import {
   type Tokenizer,
 } from '@intab/model';
 import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, TokenVocabulary, UnsupportedSchemaError } from '@intab/grammar';
-import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
+import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from './contract.ts';
 import {
   EngineClosedError,
   EngineStateError,
@@ -38,8 +38,9 @@ import {
   UnknownStreamError,
   registerErrorClass,
 } from './errors.ts';
-import { Scheduler, type PlannedEntry } from './scheduler.ts';
-import { Sequence, resolveOptions } from './sequence.ts';
+import { Scheduler, plainAdmission, type Admission, type PlannedEntry } from './scheduler.ts';
+import { Sequence, resolveOptions, type ResolvedOptions } from './sequence.ts';
+import { PrefixCache, type Pin, type PrefixMatch } from './prefix-cache.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
@@ -61,17 +62,6 @@ export interface EngineInit {
   info?: ModelInfo;
 }
 
-/** Figures of the engine as a whole (tests, dashboards). */
-export interface EngineStats {
-  /** Streams not yet delivered to the end. */
-  streams: number;
-  waiting: number;
-  running: number;
-  paused: number;
-  freePages: number;
-  totalPages: number;
-}
-
 interface Waiter {
   resolve(c: Chunk): void;
   reject(e: unknown): void;
@@ -86,6 +76,8 @@ interface Stream {
   released: Promise<void>;
   release(): void;
   detach?: () => void;
+  /** A preload's pin, once its prefix is in the cache. */
+  pin?: Pin;
 }
 
 // The model's errors cross the worker as themselves (errors.ts cannot import @intab/model: see there).
@@ -112,6 +104,13 @@ export class Engine implements EngineApi {
   private info?: ModelInfo;
   private gpu?: Gpu;
   private scheduler?: Scheduler;
+  /** The prefix cache (LoadOptions.prefixCache, on by default). */
+  private cache?: PrefixCache;
+  /** What each waiting request matched in the cache when the scheduler last asked (admit() maps it). */
+  private readonly matches = new WeakMap<Sequence, PrefixMatch>();
+  /** Preloaded prefixes by id. */
+  private readonly pins = new Map<number, Pin>();
+  private nextPin = 0;
   private options: EngineOptions;
   private readonly now: () => number;
   private readonly seeds: () => number;
@@ -188,8 +187,11 @@ export class Engine implements EngineApi {
         throw new EngineClosedError('destroyed');
       }
       this.gpu = gpu;
-      const info = describeModel(gpu, runner, tokenizer, draft);
+      const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
       this.attach(runner, tokenizer, info, draft);
+      const preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
+      if (preloads.length) info.preloaded = [];
+      for (const p of preloads) info.preloaded!.push(await this.preload(p, signal));
       return info;
     } finally {
       this.loading = false;
@@ -203,56 +205,59 @@ export class Engine implements EngineApi {
 
   /** Registers a request; its stream id is what next() and cancel() take. Validation errors throw here. */
   async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
-    const { runner, scheduler } = this.ready();
+    const { runner } = this.ready();
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
     const prompt = this.encode(request);
     if (prompt.length === 0) throw new InvalidRequestError('prompt', request.prompt, 'text that encodes to at least one token');
     const constraint = this.constraintOf(request, runner);
-    // The most tokens one sequence can ever hold: the context, or every page of the KV-cache.
-    const kvLimit = runner.kv.pages * runner.kv.pageSize;
-    const limit = Math.min(runner.config.maxContext, kvLimit);
-    const limitedBy = kvLimit < runner.config.maxContext ? 'kv-cache' : 'context';
-    if (prompt.length + options.maxTokens > limit) {
-      // A default maxTokens shrinks to what is left; one the caller asked for must fit as asked.
-      if (options.maxTokensGiven || prompt.length >= limit) throw new RequestTooLargeError(prompt.length, options.maxTokensGiven ? options.maxTokens : 1, limit, limitedBy);
-      options.maxTokens = limit - prompt.length;
-    }
-    const id = this.nextId++;
-    const seq = new Sequence({
-      id,
-      prompt,
-      options,
-      defaultSeed: this.seeds(),
-      eosIds: [...new Set([...runner.config.eosIds, ...(this.tokenizer?.stopIds ?? [])])],
-      tokenizer: this.tokenizer,
-      maxQueued: Math.max(1, this.options.maxQueuedChunks ?? DEFAULTS.maxQueuedChunks),
-      startedAt: this.now(),
-      constraint,
-    });
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
+    this.fitContext(prompt, options);
     const spec = resolveSpeculative(request.speculative ?? this.options.speculative ?? (this.draft ? 'auto' : false), {
       hasDraft: this.draft !== undefined,
       layers: runner.config.layers,
     });
-    const stream: Stream = { seq, waiters: [], released, release };
-    if (spec) {
-      stream.spec = new SequenceSpeculation(spec);
-      seq.speculative = stream.spec.metrics;
+    return this.begin(prompt, options, signal, { constraint, spec }).id;
+  }
+
+  /**
+   * Prefills a prefix (chat messages rendered up to their end, text, or ids) and pins it in the prefix cache, so
+   * requests that start with it skip its prefill. It runs as a request would (sharing steps with others); the
+   * part already cached is not prefilled again.
+   * @example
+   * const sys = await engine.preload({ messages: [{ role: 'system', content: 'You are terse.' }] });
+   * // ...requests that start with that system message prefill only what follows it...
+   * await engine.release(sys.id);
+   */
+  async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {
+    const { runner } = this.ready();
+    if (!this.cache) throw new EngineStateError('preload() pins a prefix in the prefix cache, which this engine has off: load it with prefixCache: true (the default).');
+    const prompt = this.encodePrefix(request);
+    const options = resolveOptions({ promptIds: prompt, maxTokens: 1, temperature: 0 }, runner.config.vocab, false);
+    this.fitContext(prompt, options);
+    const t0 = this.now();
+    const { id, stream } = this.begin(prompt, options, signal, { prefillOnly: true });
+    let last: Chunk;
+    do last = await this.next(id);
+    while (!last.finishReason);
+    if (last.finishReason !== 'stop' || !stream.pin) {
+      if (this.closed) throw new EngineClosedError('destroyed');
+      throw signal?.reason ?? new DOMException('The preload was aborted.', 'AbortError');
     }
-    this.streams.set(id, stream);
-    if (signal?.aborted) {
-      this.abort(stream);
-      return id;
-    }
-    if (signal) {
-      const onAbort = () => this.abort(stream);
-      signal.addEventListener('abort', onAbort, { once: true });
-      stream.detach = () => signal.removeEventListener('abort', onAbort);
-    }
-    scheduler.add(seq);
-    this.wake();
-    return id;
+    const pin = this.nextPin++;
+    this.pins.set(pin, stream.pin);
+    return { id: pin, tokens: prompt.length, cachedTokens: last.metrics?.cachedTokens ?? 0, ms: this.now() - t0 };
+  }
+
+  /** Unpins a preloaded prefix; its pages stay cached (evictable) until pages run short. Idempotent. */
+  release(preload: number): void {
+    const pin = this.pins.get(preload);
+    if (!pin) return;
+    this.pins.delete(preload);
+    this.cache?.unpin(pin);
+  }
+
+  /** Writes the pinned prefixes (with `all`, every cached page) to the Origin Private File System. */
+  async saveCache(_options: { all?: boolean } = {}): Promise<SaveCacheResult> {
+    throw new EngineStateError('saveCache is not available yet.');
   }
 
   /** Everything the stream produced since the last pull (waits when nothing is ready). */
@@ -299,7 +304,9 @@ export class Engine implements EngineApi {
       running: s?.running.length ?? 0,
       paused: s?.running.filter((q) => q.paused).length ?? 0,
       freePages: this.runner?.kv.freePageCount ?? 0,
+      availablePages: this.runner?.kv.availablePageCount ?? 0,
       totalPages: this.runner?.kv.pages ?? 0,
+      ...(this.cache ? { prefixCache: this.cache.stats() } : {}),
     };
   }
 
@@ -312,10 +319,105 @@ export class Engine implements EngineApi {
     this.speculator = new Speculator(runner, draft, this.now);
     this.tokenizer = tokenizer;
     this.info = info;
-    this.scheduler = new Scheduler(runner, {
-      maxBatch: Math.max(1, Math.min(this.options.maxBatch ?? DEFAULTS.maxBatch, runner.maxBatch)),
-      maxTokensPerStep: Math.max(1, this.options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep),
+    this.cache = this.options.prefixCache === false ? undefined : new PrefixCache(runner);
+    this.scheduler = new Scheduler(
+      runner,
+      {
+        maxBatch: Math.max(1, Math.min(this.options.maxBatch ?? DEFAULTS.maxBatch, runner.maxBatch)),
+        maxTokensPerStep: Math.max(1, this.options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep),
+      },
+      this.admission(runner),
+    );
+  }
+
+  /**
+   * How the scheduler admits requests: with the prefix cache, a request maps its prompt's longest cached prefix
+   * (all of it for a preload; all but the last token otherwise, whose logits are sampled) and needs pages only for
+   * the rest.
+   */
+  private admission(runner: StepRunner): Admission {
+    const plain = plainAdmission(runner);
+    const cache = this.cache;
+    if (!cache) return plain;
+    const matchOf = (seq: Sequence) => cache.lookup(seq.prompt, seq.prefillOnly ? seq.prompt.length : seq.prompt.length - 1);
+    return {
+      cost: (seq) => {
+        if (!seq.options.cache) return plain.cost(seq);
+        const match = matchOf(seq);
+        this.matches.set(seq, match);
+        return cache.cost(match, seq.reserveLength);
+      },
+      admit: (seq) => {
+        if (!seq.options.cache) return plain.admit(seq);
+        const match = this.matches.get(seq) ?? matchOf(seq);
+        this.matches.delete(seq);
+        cache.attach(seq.id, match, seq.prompt.length);
+        seq.admitted(match.tokens);
+      },
+    };
+  }
+
+  /**
+   * Refuses a request that could never run (RequestTooLargeError), or shrinks a default maxTokens to fit: the
+   * most tokens one sequence can hold is the context, or every KV page not pinned by a preload it does not
+   * start with.
+   */
+  private fitContext(prompt: readonly number[], options: ResolvedOptions): void {
+    const runner = this.runner!;
+    const pinned = this.cache ? this.cache.pinnedPagesOutside(this.cache.lookup(prompt)) : 0;
+    const kvLimit = (runner.kv.pages - pinned) * runner.kv.pageSize;
+    const limit = Math.min(runner.config.maxContext, kvLimit);
+    const limitedBy = kvLimit < runner.config.maxContext ? 'kv-cache' : 'context';
+    if (prompt.length + options.maxTokens > limit) {
+      // A default maxTokens shrinks to what is left; one the caller asked for must fit as asked.
+      if (options.maxTokensGiven || prompt.length >= limit) {
+        throw new RequestTooLargeError(prompt.length, options.maxTokensGiven ? options.maxTokens : 1, limit, limitedBy, limitedBy === 'kv-cache' ? pinned : 0);
+      }
+      options.maxTokens = limit - prompt.length;
+    }
+  }
+
+  /** Registers a checked request as a stream and hands it to the scheduler. */
+  private begin(
+    prompt: number[],
+    options: ResolvedOptions,
+    signal: AbortSignal | undefined,
+    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean },
+  ): { id: number; stream: Stream } {
+    const { runner, scheduler } = this.ready();
+    const id = this.nextId++;
+    const seq = new Sequence({
+      id,
+      prompt,
+      options,
+      defaultSeed: this.seeds(),
+      eosIds: [...new Set([...runner.config.eosIds, ...(this.tokenizer?.stopIds ?? [])])],
+      tokenizer: extra.prefillOnly ? undefined : this.tokenizer,
+      maxQueued: Math.max(1, this.options.maxQueuedChunks ?? DEFAULTS.maxQueuedChunks),
+      startedAt: this.now(),
+      constraint: extra.constraint,
+      prefillOnly: extra.prefillOnly,
     });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const stream: Stream = { seq, waiters: [], released, release };
+    if (extra.spec) {
+      stream.spec = new SequenceSpeculation(extra.spec);
+      seq.speculative = stream.spec.metrics;
+    }
+    this.streams.set(id, stream);
+    if (signal?.aborted) {
+      this.abort(stream);
+      return { id, stream };
+    }
+    if (signal) {
+      const onAbort = () => this.abort(stream);
+      signal.addEventListener('abort', onAbort, { once: true });
+      stream.detach = () => signal.removeEventListener('abort', onAbort);
+    }
+    scheduler.add(seq);
+    this.wake();
+    return { id, stream };
   }
 
   private ready(): { runner: StepRunner; scheduler: Scheduler } {
@@ -335,6 +437,24 @@ export class Engine implements EngineApi {
       return encodeChat(tok, renderChat(tok, messages, { addGenerationPrompt: true }));
     }
     return tok.encode(r.prompt!, { addSpecialTokens: true });
+  }
+
+  /** A preload's tokens: messages rendered up to their end (no generation prompt), text with BOS, or ids. */
+  private encodePrefix(r: PreloadRequest): number[] {
+    const vocab = this.runner!.config.vocab;
+    const given = typeof r === 'object' && r !== null ? ['messages', 'prompt', 'promptIds'].filter((k) => (r as Record<string, unknown>)[k] !== undefined) : [];
+    if (given.length !== 1) throw new InvalidRequestError('preload', r, 'exactly one of { messages }, { prompt } or { promptIds }');
+    const q = r as GenerateRequest;
+    resolveOptions({ ...q, maxTokens: 1 }, vocab, this.tokenizer !== undefined); // checks the prompt's fields
+    let ids: number[];
+    if (q.messages) {
+      const tok = this.tokenizer;
+      if (!tok) throw new TokenizerRequiredError('tokenizer');
+      if (tok.chatTemplate === undefined) throw new TokenizerRequiredError('chat-template');
+      ids = encodeChat(tok, renderChat(tok, q.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m })), { addGenerationPrompt: false }));
+    } else ids = this.encode(q);
+    if (ids.length === 0) throw new InvalidRequestError('preload', r, 'a prefix that encodes to at least one token');
+    return ids;
   }
 
   /** The request's constraint (responseFormat, grammar, regex), compiled; undefined when it has none. */
@@ -376,7 +496,13 @@ export class Engine implements EngineApi {
         rowsLeft -= k;
         return k;
       });
-      if (plan.length === 0) return;
+      // Preloads admitted with their whole prefix cached are done without a step.
+      const preloaded = scheduler.running.filter((s) => s.prefillOnly && s.prefillLeft === 0 && !s.finished);
+      for (const s of preloaded) this.prefilled(s);
+      if (plan.length === 0) {
+        if (preloaded.length) continue;
+        return;
+      }
       const started = this.now();
       for (const p of plan) p.seq.scheduled(started);
       this.inFlight = new Set(plan.map((p) => p.seq));
@@ -462,7 +588,10 @@ export class Engine implements EngineApi {
       }
       const r = results[i];
       const accepted = e.verify ? (r.accepted ?? 0) : 0;
+      const prefilling = seq.prefillLeft > 0;
       seq.advanced(p.tokens.length + accepted);
+      if (prefilling) this.cachePrompt(seq);
+      if (seq.prefillOnly && seq.prefillLeft === 0) return this.prefilled(seq);
       if (!p.samples) return this.notify(stream);
       for (let j = 0; j < accepted; j++) seq.accept(r.acceptedRows?.[j] ?? { id: e.tokens[j + 1], logprob: NaN, top: [] }, t);
       seq.accept(r, t);
@@ -471,11 +600,40 @@ export class Engine implements EngineApi {
     });
   }
 
-  /** Takes a finished sequence out of the batch and frees its pages. */
+  /** A preload's prefix is in the cache: it ends (retire() pins it). */
+  private prefilled(seq: Sequence): void {
+    const stream = this.streams.get(seq.id);
+    seq.finish('stop', this.now());
+    if (!stream) return;
+    this.retire(stream);
+    this.notify(stream);
+  }
+
+  /** Hands a running sequence's newly full prompt pages to the prefix cache, so requests admitted now share them. */
+  private cachePrompt(seq: Sequence): void {
+    if (!this.cache || !seq.options.cache || !this.runner?.kv.has(seq.id)) return;
+    const full = Math.floor(seq.prefilled / this.cache.pageSize);
+    if (full <= seq.cachedPages) return;
+    this.cache.insert(seq.id, seq.prompt.slice(0, full * this.cache.pageSize), 'running');
+    seq.cachedPages = full;
+  }
+
+  /**
+   * Takes a finished sequence out of the batch and frees its pages; with the prefix cache, what its cache holds
+   * (prompt and generated tokens, unless the sequence failed) stays cached first, and a preload's prefix is pinned.
+   */
   private retire(stream: Stream): void {
     const seq = stream.seq;
     const admitted = this.scheduler?.remove(seq);
-    if (admitted || this.runner?.kv.has(seq.id)) this.runner?.free(seq.id);
+    const runner = this.runner;
+    if (runner && (admitted || runner.kv.has(seq.id))) {
+      if (this.cache && seq.options.cache && seq.finishReason !== 'error' && runner.kv.has(seq.id)) {
+        const tokens = seq.text.slice(0, runner.kv.length(seq.id));
+        const path = this.cache.insert(seq.id, tokens, 'finished');
+        if (seq.prefillOnly && seq.finishReason === 'stop') stream.pin = this.cache.pin(path, tokens.length);
+      }
+      runner.free(seq.id);
+    }
     this.speculator?.release(seq.id);
     stream.detach?.();
     stream.release();

@@ -49,18 +49,23 @@ export class RequestTooLargeError extends IntabEngineError {
   readonly limit: number;
   /** What sets the limit: the model's context length or the KV-cache pages. */
   readonly limitedBy: 'context' | 'kv-cache';
-  constructor(promptTokens: number, maxTokens: number, limit: number, limitedBy: 'context' | 'kv-cache') {
-    const what = limitedBy === 'context' ? "the model's context length" : 'the KV-cache (all its pages)';
+  /** KV pages held by preloaded prefixes this request does not start with (they take room from it). */
+  readonly pinnedPages: number;
+  constructor(promptTokens: number, maxTokens: number, limit: number, limitedBy: 'context' | 'kv-cache', pinnedPages = 0) {
+    const what = limitedBy === 'context' ? "the model's context length" : pinnedPages > 0 ? `the KV-cache (its pages less the ${pinnedPages} pinned by preloaded prefixes)` : 'the KV-cache (all its pages)';
     const fix =
       limitedBy === 'context'
         ? 'shorten the prompt or lower maxTokens'
-        : 'shorten the prompt, lower maxTokens, or load the model with a larger kvBudgetBytes';
+        : pinnedPages > 0
+          ? 'shorten the prompt, lower maxTokens, release() preloaded prefixes, or load the model with a larger kvBudgetBytes'
+          : 'shorten the prompt, lower maxTokens, or load the model with a larger kvBudgetBytes';
     super(`The request needs ${promptTokens} prompt + ${maxTokens} new tokens = ${promptTokens + maxTokens}, but ${what} holds at most ${limit}: ${fix}.`);
     this.name = 'RequestTooLargeError';
     this.promptTokens = promptTokens;
     this.maxTokens = maxTokens;
     this.limit = limit;
     this.limitedBy = limitedBy;
+    this.pinnedPages = pinnedPages;
   }
 }
 
@@ -78,7 +83,7 @@ export class EngineClosedError extends IntabEngineError {
   }
 }
 
-/** load() was called on an engine that already holds a model. */
+/** The engine cannot do this in its state (load() on an engine that holds a model, preload with the prefix cache off...). */
 export class EngineStateError extends IntabEngineError {
   constructor(message: string) {
     super(message);

@@ -3,10 +3,11 @@
 // and a CPU reference runner for tests. worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink.
 
 export * from './contract.ts';
-export type { StepRunner, RunnerEntry, RunnerResult, StepOptions } from './step-runner.ts';
+export type { StepRunner, RunnerEntry, RunnerResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
 export { Speculator, SequenceSpeculation, StepCosts, resolveSpeculative, ngramProposals, chooseK, expectedTokens, MAX_SPECULATIVE_K, type SpeculationConfig, type SpeculationItem } from './speculator.ts';
-export { Engine, openModel, describeModel, checkDraft, type EngineOptions, type EngineInit, type EngineStats } from './engine.ts';
-export { Scheduler, waterFill, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
+export { Engine, openModel, describeModel, checkDraft, type EngineOptions, type EngineInit } from './engine.ts';
+export { PrefixCache, type CacheNode, type PrefixMatch, type Pin, type CacheRunner } from './prefix-cache.ts';
+export { Scheduler, waterFill, plainAdmission, type Admission, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';
 export { ReferenceRunner, type ReferenceRunnerOptions, type StepLogEntry } from './reference-runner.ts';

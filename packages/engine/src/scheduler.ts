@@ -6,10 +6,28 @@
 //   3. prefill chunks for the remaining token budget, shared evenly (water-filling) among prefilling sequences.
 // KV pages are reserved at admission for the whole request (prompt + maxTokens), so a running sequence can
 // never hit a full cache mid-stream: a request that does not fit now waits; one that never can is refused
-// earlier (Engine.start). Paused sequences (backpressure) keep their pages and their reservation.
+// earlier (Engine.start). Paused sequences (backpressure) keep their pages and their reservation. How a request
+// is admitted (a fresh sequence, or one that maps pages of the prefix cache and so needs fewer) is the
+// Admission's business; pages a prefix cache holds and would give back count as available.
 
 import type { StepRunner } from './step-runner.ts';
 import type { Sequence } from './sequence.ts';
+
+/** How waiting requests get their KV: the pages each would take now, and the allocation itself. */
+export interface Admission {
+  /** Pages `seq` takes from the pool if admitted now, and the pages available to it (before reservations). */
+  cost(seq: Sequence): { need: number; available: number };
+  /** Allocates `seq` in the runner (right after cost() said it fits). */
+  admit(seq: Sequence): void;
+}
+
+/** Admission without a prefix cache: every request starts empty. */
+export function plainAdmission(runner: Pick<StepRunner, 'kv' | 'alloc'>): Admission {
+  return {
+    cost: (seq) => ({ need: Math.ceil(seq.reserveLength / runner.kv.pageSize), available: runner.kv.availablePageCount }),
+    admit: (seq) => runner.alloc(seq.id),
+  };
+}
 
 export interface SchedulerLimits {
   /** Most sequences in one step. */
@@ -41,6 +59,7 @@ export class Scheduler {
   constructor(
     private readonly runner: Pick<StepRunner, 'kv' | 'alloc'>,
     readonly limits: SchedulerLimits,
+    private readonly admission: Admission = plainAdmission(runner),
   ) {}
 
   add(seq: Sequence): void {
@@ -65,14 +84,13 @@ export class Scheduler {
 
   /** Whether `seq` (not admitted) fits beside every admitted sequence's reservation right now. */
   fits(seq: Sequence): boolean {
-    const kv = this.runner.kv;
-    const need = Math.ceil(seq.reserveLength / kv.pageSize);
-    return need <= kv.freePageCount - this.reservedPages();
+    const { need, available } = this.admission.cost(seq);
+    return need <= available - this.reservedPages();
   }
 
   /** Whether plan() would return a non-empty step right now. */
   get plannable(): boolean {
-    if (this.running.some((s) => !s.finished && !s.paused && !s.abortRequested)) return true;
+    if (this.running.some((s) => !s.finished && !s.paused && !s.abortRequested && !(s.prefillOnly && s.prefillLeft === 0))) return true;
     const head = this.waiting[0];
     return head !== undefined && (head.abortRequested || head.finished || this.fits(head));
   }
@@ -88,7 +106,8 @@ export class Scheduler {
     const n = this.running.length;
     const start = n ? this.cursor % n : 0;
     this.cursor = start + 1;
-    const order = [...this.running.slice(start), ...this.running.slice(0, start)].filter((s) => !s.finished && !s.paused && !s.abortRequested);
+    // (A prefill-only sequence (a preload) with nothing left to prefill is done: the engine retires it.)
+    const order = [...this.running.slice(start), ...this.running.slice(0, start)].filter((s) => !s.finished && !s.paused && !s.abortRequested && !(s.prefillOnly && s.prefillLeft === 0));
 
     // 1. decode: the pending token each (more when a grammar forced some), plus what speculation sets aside
     const decoding = Math.min(maxBatch, order.filter((s) => s.prefillLeft === 0).length);
@@ -113,10 +132,10 @@ export class Scheduler {
       }
       if (entries.length + prefilling.length >= maxBatch || budget <= prefilling.length || !this.fits(head)) break;
       this.waiting.shift();
-      this.runner.alloc(head.id);
+      this.admission.admit(head);
       head.state = 'running';
       this.running.push(head);
-      prefilling.push(head);
+      if (head.prefillLeft > 0) prefilling.push(head);
     }
 
     // 3. prefill chunks: the budget shared evenly, short prompts giving their surplus to long ones

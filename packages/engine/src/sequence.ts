@@ -35,6 +35,8 @@ export interface ResolvedOptions {
   ignoreEos: boolean;
   logprobs: boolean;
   topLogprobs: number;
+  /** Use the prefix cache: map cached pages of the prompt, and leave this request's pages to it. */
+  cache: boolean;
 }
 
 const num = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
@@ -106,6 +108,7 @@ export function resolveOptions(r: GenerateRequest, vocab: number, hasTokenizer: 
   const maxTop = Math.min(MAX_TOP_LOGPROBS, vocab);
   if (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > maxTop) bad('topLogprobs', r.topLogprobs, `an integer in [0, ${maxTop}]`);
   if (topLogprobs > 0 && !r.logprobs) bad('topLogprobs', r.topLogprobs, '0 unless logprobs is true (set logprobs: true to get alternatives)');
+  if (r.cache !== undefined && typeof r.cache !== 'boolean') bad('cache', r.cache, 'a boolean (false: neither read nor fill the prefix cache)');
   return {
     maxTokens,
     maxTokensGiven,
@@ -123,6 +126,7 @@ export function resolveOptions(r: GenerateRequest, vocab: number, hasTokenizer: 
     ignoreEos: r.ignoreEos ?? false,
     logprobs: r.logprobs ?? false,
     topLogprobs,
+    cache: r.cache ?? true,
   };
 }
 
@@ -149,6 +153,8 @@ export interface SequenceInit {
   startedAt: number;
   /** Constrained decoding (responseFormat, grammar, regex). */
   constraint?: Constraint;
+  /** Only fill the KV-cache with the prompt, sample nothing (a preloaded prefix): done once prefilled. */
+  prefillOnly?: boolean;
 }
 
 export type SequenceState = 'waiting' | 'running' | 'finished';
@@ -168,6 +174,12 @@ export class Sequence {
   error?: unknown;
   /** Abort asked for (signal or cancel); the engine frees the pages and ends the stream. */
   abortRequested = false;
+  /** A preload: the prompt goes into the KV-cache and nothing is sampled (see SequenceInit.prefillOnly). */
+  readonly prefillOnly: boolean;
+  /** Prompt tokens the prefix cache held at admission (their prefill was skipped). */
+  cachedTokens = 0;
+  /** Full prompt pages already handed to the prefix cache while the sequence runs. */
+  cachedPages = 0;
 
   private readonly rng: () => number;
   /** Uniform draws of the next tokens (index 0 = the next token), drawn ahead by speculative rows. */
@@ -198,6 +210,7 @@ export class Sequence {
     this.options = init.options;
     this.tokenizer = init.tokenizer;
     this.constraint = init.constraint;
+    this.prefillOnly = init.prefillOnly ?? false;
     this.maxQueued = init.maxQueued;
     this.startedAt = init.startedAt;
     this.rng = mulberry32(init.options.seed ?? init.defaultSeed);
@@ -248,6 +261,7 @@ export class Sequence {
 
   /** Whether a step that feeds `tokens` (from nextTokens) ends at the sequence's last token, so it samples the next. */
   samplesAfter(tokens: readonly number[]): boolean {
+    if (this.prefillOnly) return false;
     return tokens.length === (this.prefillLeft > 0 ? this.prefillLeft + this.generated.length - this.fed : this.generated.length - this.fed);
   }
 
@@ -277,6 +291,12 @@ export class Sequence {
     if (o.logprobs) p.topLogprobs = o.topLogprobs;
     if (this.constraint && mask) p.allowed = this.constraint.mask(proposals.slice(0, offset));
     return p;
+  }
+
+  /** Admitted with `tokens` of the prompt already in the KV-cache (the prefix cache's): their prefill is skipped. */
+  admitted(cachedTokens: number): void {
+    this.cachedTokens = cachedTokens;
+    this.prefilled = cachedTokens;
   }
 
   /** The step that included this sequence started (queue time ends at the first). */
@@ -378,8 +398,9 @@ export class Sequence {
       queueMs: firstStep - this.startedAt,
       ttftMs: firstToken !== undefined ? firstToken - this.startedAt : now - this.startedAt,
       promptTokens: this.prompt.length,
+      cachedTokens: this.cachedTokens,
       completionTokens: this.generated.length,
-      prefillTokensPerSecond: firstToken !== undefined && prefillMs > 0 ? (this.prompt.length / prefillMs) * 1000 : 0,
+      prefillTokensPerSecond: firstToken !== undefined && prefillMs > 0 ? ((this.prompt.length - this.cachedTokens) / prefillMs) * 1000 : 0,
       decodeTokensPerSecond: decoded > 0 && decodeMs > 0 ? (decoded / decodeMs) * 1000 : 0,
       pausedMs: this.pausedTotal,
       ...(this.speculative ? { speculative: { ...this.speculative } } : {}),

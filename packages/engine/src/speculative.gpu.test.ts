@@ -42,7 +42,7 @@ describe('speculative decoding over the GPU Runner (stories260K)', () => {
         const ids = await Promise.all(batch.map((r) => engine.start({ ...r, speculative })));
         const outs = await Promise.all(ids.map((id) => collect(engine, id)));
         outs.forEach((o, i) => expect(o.ids, `${method} batched ${i}`).toEqual(golden.cases[i % golden.cases.length].greedy));
-        expect(engine.stats(), method).toMatchObject({ streams: 0, freePages: runner.kv.pages });
+        expect(engine.stats(), method).toMatchObject({ streams: 0, availablePages: runner.kv.pages });
         expect(draft.kv.freePageCount, method).toBe(draft.kv.pages);
       }
     } finally {

@@ -90,7 +90,7 @@ describe('lossless greedy', () => {
       const batch = [...requests, ...requests].slice(0, 4);
       const { out, engine } = await run(p, batch, { adaptive: false, k: 3 }, { maxBatch: 4 });
       out.forEach((o, i) => expect(o.ids, `batched ${i}`).toEqual(golden.cases[i % golden.cases.length].greedy));
-      expect(engine.stats()).toMatchObject({ freePages: 64, streams: 0 });
+      expect(engine.stats()).toMatchObject({ availablePages: 64, streams: 0 });
     });
   }
 
@@ -136,7 +136,7 @@ describe('lossless greedy on generated models (every architecture variant)', () 
         const outs = await Promise.all(ids.map((id) => collect(engine, id)));
         outs.forEach((o, i) => expect(o.ids, `${proposer} batched ${i}`).toEqual(plain[i]));
         expect(outs.reduce((n, o) => n + o.last.metrics!.speculative!.verifySteps, 0), proposer).toBeGreaterThan(0);
-        expect(engine.stats().freePages).toBe(64);
+        expect(engine.stats().availablePages).toBe(64);
       }
     });
   }
@@ -277,7 +277,7 @@ describe('rewind', () => {
       expect(seen.get(id)).toEqual([...c.prompt, ...c.greedy.slice(0, -1)]);
       const draftCache = seen.get(-1 - id);
       if (draftCache) expect(draftCache).toEqual([...c.prompt, ...c.greedy].slice(0, draftCache.length));
-      expect(s.engine.stats().freePages).toBe(64);
+      expect(s.engine.stats().availablePages).toBe(64);
       if (s.draft) expect(s.draft.kv.freePageCount).toBe(64);
     });
   }
@@ -310,7 +310,7 @@ describe('stops, max_tokens, abort', () => {
       const { out, engine } = await run('ngram', [{ promptIds: grounded(), maxTokens: max, temperature: 0, ignoreEos: true }], { adaptive: false, k: 8 });
       expect(out[0].ids).toHaveLength(max);
       expect(out[0].last.finishReason).toBe('length');
-      expect(engine.stats().freePages).toBe(64);
+      expect(engine.stats().availablePages).toBe(64);
     }
   });
 
@@ -331,7 +331,7 @@ describe('stops, max_tokens, abort', () => {
     expect(ids.length).toBeLessThan(60);
     expect(s.runner.kv.has(id)).toBe(false);
     expect(s.draft!.kv.has(id)).toBe(false);
-    expect(s.runner.kv.freePageCount).toBe(64);
+    expect(s.runner.kv.availablePageCount).toBe(64);
     expect(s.draft!.kv.freePageCount).toBe(64);
   });
 });

@@ -225,7 +225,7 @@ describe('chat.completions.create, streaming', () => {
     expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(seen.length).toBeLessThan(10);
     expect(seen.every((c) => c.choices[0].finish_reason === null)).toBe(true);
-    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, freePages: runner.kv.pages });
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: runner.kv.pages });
   });
 
   test('an invalid request rejects create() with a typed error', async () => {
@@ -272,7 +272,7 @@ describe('chat.completions.create, non-streaming', () => {
     const pending = engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 150 }, { signal: controller.signal });
     setTimeout(() => controller.abort(reason), 0);
     await expect(pending).rejects.toBe(reason);
-    expect(inner.stats()).toMatchObject({ streams: 0, freePages: runner.kv.pages });
+    expect(inner.stats()).toMatchObject({ streams: 0, availablePages: runner.kv.pages });
   });
 });
 
@@ -283,7 +283,7 @@ describe('generate', () => {
       expect(c.finishReason).toBeNull();
       if (++n === 2) break;
     }
-    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, waiting: 0, freePages: runner.kv.pages });
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, waiting: 0, availablePages: runner.kv.pages });
     // The next request on the same engine runs normally.
     const again = await collect(engine.generate({ messages, ...sampling, maxTokens: 5 }));
     expect(again.at(-1)!.finishReason).toBe('length');

@@ -80,7 +80,7 @@ describe('across the port', () => {
     expect(chunks.at(-1)!.finishReason).toBe('abort');
     expect(chunks.slice(0, -1).every((c) => c.finishReason === null)).toBe(true);
     expect(chunks.flatMap((c) => c.ids).length).toBeLessThan(150);
-    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, freePages: runner.kv.pages });
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: runner.kv.pages });
   });
 
   test('the abort reason reaches the other side', async () => {
@@ -140,7 +140,7 @@ describe('across the port', () => {
       expect(c.finishReason).toBeNull();
       if (++n === 3) break;
     }
-    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, freePages: runner.kv.pages });
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: runner.kv.pages });
     const next = await collect(engine.generate({ messages, maxTokens: 4, temperature: 0 }));
     expect(next.at(-1)!.finishReason).toBe('length');
   });
@@ -157,7 +157,7 @@ describe('across the port', () => {
     const it = engine.generate({ messages, maxTokens: 150, temperature: 0 })[Symbol.asyncIterator]();
     await it.next();
     await engine.destroy();
-    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     expect(runner.kv.sequences).toBe(0);
     await expect(collect(engine.generate({ messages }))).rejects.toMatchObject({ name: 'EngineClosedError', reason: 'destroyed' });
   });

@@ -35,6 +35,7 @@ export interface KvPages {
   refCount(page: number): number;
   retain(page: number): void;
   release(page: number): void;
+  acquire(): number;
   setHolder(holder: PageHolder | undefined): void;
 }
 
@@ -79,6 +80,13 @@ export class PagePool implements KvPages {
   retain(page: number): void {
     if (!(page >= 0 && page < this.pages) || this.refs[page] === 0) throw new IntabModelError(`KV-cache: page ${page} is not in use: only a page some sequence holds can be retained.`);
     this.refs[page]++;
+  }
+
+  /** A free page for the holder, which holds its one reference (pages restored from disk). */
+  acquire(): number {
+    if (this.freePages.length === 0 && this.holder) this.holder.reclaim(1);
+    if (this.freePages.length === 0) throw new KvCacheFullError(1, 0, this.pages);
+    return this.take();
   }
 
   /** Drops one reference to a page (the holder's); the page is free once nobody references it. */
