@@ -198,6 +198,11 @@ export class Engine implements EngineApi {
     }
   }
 
+  /** The prefix cache (undefined when it is off): for tools and tests in this thread; the API is preload/release/saveCache/stats. */
+  get prefixCache(): PrefixCache | undefined {
+    return this.cache;
+  }
+
   /** What load() returned (or what the constructor was told). */
   get modelInfo(): ModelInfo | undefined {
     return this.info;

@@ -210,9 +210,9 @@ export class PrefixCache implements PageHolder {
     for (const n of pin.nodes) n.pins--;
   }
 
-  /** Pinned pages that a prompt does not map (they take room from it), for capacity checks. */
+  /** Pinned pages that a prompt does not keep (they take room from it), for capacity checks: all but its whole matched pages. */
   pinnedPagesOutside(match: PrefixMatch): number {
-    const mine = new Set(match.nodes);
+    const mine = new Set(match.nodes.slice(0, Math.floor(match.tokens / this.pageSize)));
     let n = 0;
     for (const node of this.nodes) if (node.pins > 0 && !mine.has(node)) n++;
     return n;

@@ -131,6 +131,12 @@ export class ReferenceRunner implements StepRunner {
     return Array.from({ length: this.kv.length(seq) }, (_, pos) => this.slotTokens[pages[Math.floor(pos / P)] * P + (pos % P)]);
   }
 
+  /** The tokens whose K/V a page's slots hold, in slot order (-1: a slot never written, or restored from disk). */
+  pageTokens(page: number): number[] {
+    const P = this.kv.pageSize;
+    return [...this.slotTokens.subarray(page * P, (page + 1) * P)];
+  }
+
   fork(src: number, dst: number): void {
     this.kv.fork(src, dst);
     this.models.set(dst, this.modelOf(dst));
