@@ -41,6 +41,8 @@ import {
 import { Scheduler, plainAdmission, type Admission, type PlannedEntry } from './scheduler.ts';
 import { Sequence, resolveOptions, type ResolvedOptions } from './sequence.ts';
 import { PrefixCache, type Pin, type PrefixMatch } from './prefix-cache.ts';
+import { opfsFolder } from './kv-file.ts';
+import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
@@ -189,6 +191,7 @@ export class Engine implements EngineApi {
       this.gpu = gpu;
       const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
       this.attach(runner, tokenizer, info, draft);
+      await this.restore(info);
       const preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
       if (preloads.length) info.preloaded = [];
       for (const p of preloads) info.preloaded!.push(await this.preload(p, signal));
@@ -201,6 +204,22 @@ export class Engine implements EngineApi {
   /** The prefix cache (undefined when it is off): for tools and tests in this thread; the API is preload/release/saveCache/stats. */
   get prefixCache(): PrefixCache | undefined {
     return this.cache;
+  }
+
+  /**
+   * Reads the prefix cache saved for this model back (LoadOptions.restoreCache, on where the OPFS exists) and notes
+   * what happened in `info`. Called by load(); in-thread users with a runner of their own may call it after
+   * construction.
+   */
+  async restore(info: ModelInfo | undefined = this.info): Promise<void> {
+    const { runner } = this.ready();
+    if (!this.cache || this.options.restoreCache === false) return;
+    const folder = await opfsFolder();
+    if (!folder) return;
+    const outcome = await restoreKvCache(this.cache, runner, folder, this.now);
+    if (!info) return;
+    if (outcome.restored) info.restored = outcome.restored;
+    if (outcome.warning) info.warnings = [...(info.warnings ?? []), outcome.warning];
   }
 
   /** What load() returned (or what the constructor was told). */
@@ -260,9 +279,19 @@ export class Engine implements EngineApi {
     this.cache?.unpin(pin);
   }
 
-  /** Writes the pinned prefixes (with `all`, every cached page) to the Origin Private File System. */
-  async saveCache(_options: { all?: boolean } = {}): Promise<SaveCacheResult> {
-    throw new EngineStateError('saveCache is not available yet.');
+  /**
+   * Writes the pinned prefixes (with `all`, every cached page) to the Origin Private File System, so the next load of
+   * the same model restores them (LoadOptions.restoreCache) instead of prefilling them again.
+   * @example
+   * await engine.preload({ messages: [system] });
+   * await engine.saveCache(); // { file, pages, tokens, bytes, ms }
+   */
+  async saveCache(options: { all?: boolean } = {}): Promise<SaveCacheResult> {
+    const { runner } = this.ready();
+    if (!this.cache) throw new EngineStateError('saveCache() writes the prefix cache, which this engine has off: load it with prefixCache: true (the default).');
+    const folder = await opfsFolder();
+    if (!folder) throw new EngineStateError("saveCache() writes to the Origin Private File System, which this context lacks (navigator.storage.getDirectory): the prefix cache is kept in memory only.");
+    return saveKvCache(this.cache, runner, folder, options, this.now);
   }
 
   /** Everything the stream produced since the last pull (waits when nothing is ready). */

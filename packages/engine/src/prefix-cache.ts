@@ -194,7 +194,13 @@ export class PrefixCache implements PageHolder {
    * (the root when undefined). The cache takes over the page's one reference.
    */
   adoptPage(parent: CacheNode | undefined, tokens: readonly number[], page: number): CacheNode {
-    const node = this.addChild(parent ?? this.root, tokens, page, false);
+    const at = parent ?? this.root;
+    const same = (at.byFirst.get(tokens[0]) ?? []).find((c) => c.tokens.length === tokens.length && commonPrefix(c.tokens, tokens, 0, tokens.length) === tokens.length);
+    if (same) {
+      this.runner.kv.release(page); // already cached: the restored copy is not needed
+      return same;
+    }
+    const node = this.addChild(at, tokens, page, false);
     node.used = ++this.tick;
     return node;
   }

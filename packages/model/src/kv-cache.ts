@@ -4,9 +4,13 @@
 // sequences of any lengths never copies; the only copies are the copy-on-write ones, recorded before a step.
 
 import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu } from '@intab/gpu';
+import { IntabModelError } from './errors.ts';
 import { PagePool } from './page-pool.ts';
 
 export { KvCacheFullError } from './errors.ts';
+
+/** Pages the copy-on-write staging buffer holds (copies of a step beyond that run in rounds). */
+const COW_STAGING_PAGES = 16;
 
 export interface KvCacheShape {
   layers: number;
@@ -26,7 +30,8 @@ export class PagedKvCache extends PagePool {
   /** Per layer: K and V, each (pages, PAGE, Hkv, D) f32. */
   readonly k: GPUBuffer[] = [];
   readonly v: GPUBuffer[] = [];
-  private staging?: GPUBuffer;
+  /** Copy-on-write staging: COW_STAGING_PAGES pages of one layer's K (or V). */
+  private readonly staging: GPUBuffer;
   private destroyed = false;
 
   constructor(
@@ -56,6 +61,7 @@ export class PagedKvCache extends PagePool {
       this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size: pages * pageBytes, usage }));
       this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size: pages * pageBytes, usage }));
     }
+    this.staging = gpu.device.createBuffer({ label: `${label}.cow`, size: COW_STAGING_PAGES * pageBytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   }
 
   /** Bytes on the GPU. */
@@ -74,18 +80,57 @@ export class PagedKvCache extends PagePool {
   /** Record the pending copy-on-write page copies (every layer's K and V) into `encoder`, before the step. */
   recordCopies(encoder: GPUCommandEncoder): void {
     const copies = this.takeCopies();
-    if (!copies.length) return;
     const bytes = this.pageBytes;
-    // WebGPU copies never have the same buffer at both ends: go through a staging buffer.
-    if (!this.staging || this.staging.size < copies.length * bytes) {
-      this.staging?.destroy();
-      this.staging = this.gpu.device.createBuffer({ label: 'kv.cow', size: copies.length * bytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    // WebGPU copies never have the same buffer at both ends: go through the staging buffer (made at load), in
+    // rounds of as many pages as it holds, so a step never allocates.
+    for (let first = 0; first < copies.length; first += COW_STAGING_PAGES) {
+      const round = copies.slice(first, first + COW_STAGING_PAGES);
+      for (const buffer of [...this.k, ...this.v]) {
+        round.forEach(([from], i) => encoder.copyBufferToBuffer(buffer, from * bytes, this.staging, i * bytes, bytes));
+        round.forEach(([, to], i) => encoder.copyBufferToBuffer(this.staging, i * bytes, buffer, to * bytes, bytes));
+      }
     }
-    const staging = this.staging;
-    for (const buffer of [...this.k, ...this.v]) {
-      copies.forEach(([from], i) => encoder.copyBufferToBuffer(buffer, from * bytes, staging, i * bytes, bytes));
-      copies.forEach(([, to], i) => encoder.copyBufferToBuffer(staging, i * bytes, buffer, to * bytes, bytes));
+  }
+
+  /** Bytes of one page across all layers, in readPages' layout: per layer its K block, then its V block. */
+  get pageBytesAllLayers(): number {
+    return this.pageBytes * 2 * this.shape.layers;
+  }
+
+  /**
+   * The pages' K/V, page after page (pages.length · pageBytesAllLayers bytes), copied into staging buffers of at
+   * most `chunkBytes` each and read back one after the other, so JS memory holds one chunk beyond the result.
+   */
+  async readPages(pages: readonly number[], chunkBytes = 16 << 20): Promise<Uint8Array> {
+    const perPage = this.pageBytesAllLayers;
+    const out = new Uint8Array(pages.length * perPage);
+    const perChunk = Math.max(1, Math.floor(chunkBytes / perPage));
+    for (let first = 0; first < pages.length; first += perChunk) {
+      const part = pages.slice(first, first + perChunk);
+      const staging = this.gpu.device.createBuffer({ label: 'kv.read', size: part.length * perPage, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      try {
+        const encoder = this.gpu.device.createCommandEncoder({ label: 'kv.read' });
+        part.forEach((p, i) => this.blocks((buffer, block) => encoder.copyBufferToBuffer(buffer, p * this.pageBytes, staging, i * perPage + block * this.pageBytes, this.pageBytes)));
+        this.gpu.device.queue.submit([encoder.finish()]);
+        await staging.mapAsync(GPUMapMode.READ);
+        out.set(new Uint8Array(staging.getMappedRange()), first * perPage);
+        staging.unmap();
+      } finally {
+        staging.destroy();
+      }
     }
+    return out;
+  }
+
+  /** Overwrites the pages with `bytes` in readPages' layout (restoring saved pages). */
+  writePages(pages: readonly number[], bytes: Uint8Array): void {
+    const perPage = this.pageBytesAllLayers;
+    if (bytes.byteLength !== pages.length * perPage) {
+      throw new IntabModelError(`KV-cache: ${bytes.byteLength} bytes for ${pages.length} pages of ${perPage}: give the bytes readPages() returned for the same number of pages.`);
+    }
+    pages.forEach((p, i) =>
+      this.blocks((buffer, block) => this.gpu.device.queue.writeBuffer(buffer, p * this.pageBytes, bytes.buffer, bytes.byteOffset + i * perPage + block * this.pageBytes, this.pageBytes)),
+    );
   }
 
   describe(): string {
@@ -96,11 +141,19 @@ export class PagedKvCache extends PagePool {
     if (this.destroyed) return;
     this.destroyed = true;
     for (const b of [...this.k, ...this.v]) b.destroy();
-    this.staging?.destroy();
+    this.staging.destroy();
   }
 
   /** Bytes of one page of one layer's K (or V). */
   private get pageBytes(): number {
     return this.pageSize * this.shape.kvHeads * this.shape.headDim * 4;
+  }
+
+  /** Each layer's K and V buffer with its block index in a page's bytes (K of layer l = 2l, V = 2l + 1). */
+  private blocks(f: (buffer: GPUBuffer, block: number) => void): void {
+    for (let l = 0; l < this.shape.layers; l++) {
+      f(this.k[l], 2 * l);
+      f(this.v[l], 2 * l + 1);
+    }
   }
 }

@@ -85,6 +85,15 @@ export interface StepOptions {
 
 const GREEDY: SamplingParams = { temperature: 0, u: 0 };
 
+/** What a KV page's bytes depend on (see @intab/engine's KvKey): saved pages are restored only under the same key. */
+export interface RunnerKvKey {
+  weights: string;
+  quantize: string | null;
+  kvDtype: 'f32';
+  pageSize: number;
+  arch: LlamaConfig;
+}
+
 export class Runner {
   private readonly sampler: Sampler;
   private readonly accept: Accept;
@@ -95,6 +104,14 @@ export class Runner {
   private gpuError?: GPUError;
   private readonly onGpuError: (e: Event) => void;
 
+  /** Reading and writing whole KV pages, for a prefix cache saved to disk (PageIO in @intab/engine). */
+  readonly pageIO: {
+    readonly pageBytes: number;
+    key(): Promise<RunnerKvKey>;
+    read(pages: readonly number[]): Promise<Uint8Array>;
+    write(pages: readonly number[], bytes: Uint8Array): Promise<void>;
+  };
+
   private constructor(
     private readonly gpu: Gpu,
     readonly config: LlamaConfig,
@@ -102,7 +119,15 @@ export class Runner {
     readonly kv: PagedKvCache,
     readonly maxBatch: number,
     readonly maxRows: number,
+    quantize: 'q8_0' | 'q4_0' | undefined,
   ) {
+    const key: RunnerKvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
+    this.pageIO = {
+      pageBytes: kv.pageBytesAllLayers,
+      key: async () => key,
+      read: (pages) => kv.readPages(pages),
+      write: async (pages, bytes) => kv.writePages(pages, bytes),
+    };
     this.forward = new LlamaForward(gpu, config, weights, kv);
     this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
     this.accept = createAccept(gpu);
@@ -137,7 +162,7 @@ export class Runner {
         { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize },
         { budgetBytes: o.kvBudgetBytes ?? 64 << 20 },
       );
-      return new Runner(gpu, config, weights, kv, maxBatch, maxRows);
+      return new Runner(gpu, config, weights, kv, maxBatch, maxRows, o.quantize);
     } catch (err) {
       weights.destroy();
       throw err;

@@ -16,6 +16,8 @@ export interface UploadOptions {
   signal?: AbortSignal;
   /** Called with the bytes of this tensor uploaded so far, after each chunk. */
   onBytes?: (bytes: number) => void;
+  /** Fed every byte of the tensor as read from its file (before any quantization), in order: a hash of the weights. */
+  hash?: { update(bytes: Uint8Array): unknown };
 }
 
 function requireReadable(info: TensorInfo): asserts info is TensorInfo & { dtype: WeightDtype } {
@@ -48,6 +50,7 @@ export async function uploadMatrix(gpu: Gpu, info: TensorInfo, label: string, o:
       o.signal?.throwIfAborted();
       const count = Math.min(rows, n - r);
       let bytes = await info.source.read(info.offset + r * srcRowBytes, count * srcRowBytes, o.signal);
+      o.hash?.update(bytes);
       if (convert) bytes = quantize(o.quantize!, dequantize(stored, bytes, count, k), count, k);
       writeRows(gpu, weight, r, bytes);
       o.onBytes?.((r + count) * srcRowBytes);
@@ -64,6 +67,7 @@ export async function readVector(info: TensorInfo, o: UploadOptions = {}): Promi
   requireReadable(info);
   const n = info.shape.reduce((a, b) => a * b, 1);
   const bytes = await info.source.read(info.offset, info.byteLength, o.signal);
+  o.hash?.update(bytes);
   o.onBytes?.(info.byteLength);
   return dequantizeRow(info.dtype, bytes, 0, n);
 }

@@ -24,6 +24,7 @@ import type { LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
 import type { PagedKvCache } from '../kv-cache.ts';
 import type { TensorInfo } from '../types.ts';
+import { createXXHash128 } from 'hash-wasm';
 import { readVector, uploadMatrix, uploadVector, type UploadOptions } from '../upload.ts';
 
 // ---- weights ----
@@ -53,6 +54,11 @@ export interface LlamaWeights {
   /** (rotaryDim/2) llama.cpp rope_freqs factors, when config.rope.freqFactors. */
   ropeFreqs?: Float32Array;
   bytes: number;
+  /**
+   * 'xxh128:<hex>' over every tensor as read from its file, in load order, each with its name, shape and stored
+   * dtype: what identifies these weights (saved KV pages are only restored into the same weights).
+   */
+  hash: string;
   destroy(): void;
 }
 
@@ -107,12 +113,18 @@ export async function loadLlamaWeights(
 
   let loaded = 0;
   const owned: { destroy(): void }[] = [];
-  const progress = (_name: string): UploadOptions => {
+  // Hashed as they stream past (xxh128 in wasm: several GB/s, never the whole model in memory).
+  const hash = await createXXHash128();
+  hash.init();
+  const progress = (name: string): UploadOptions => {
     const base = loaded;
+    const t = tensors.get(name)!;
+    hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
     return {
       signal: options.signal,
       quantize: options.quantize,
       onBytes: (b) => options.onProgress?.({ loaded: base + b, total }),
+      hash,
     };
   };
   const matrix = async (name: string, label: string) => {
@@ -164,6 +176,7 @@ export async function loadLlamaWeights(
       output,
       ropeFreqs,
       bytes: total,
+      hash: `xxh128:${hash.digest('hex')}`,
       destroy() {
         if (destroyed) return;
         destroyed = true;
