@@ -5,10 +5,11 @@
 // token and the final figures through window.__intabReport. The job comes from window.__intabJob. Several
 // streams (--concurrency, --batch) share one engine, so they share its steps.
 
-import { requestGpu } from '@intab/gpu';
+import { requestGpu, type Gpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
 import {
   Engine,
+  type EngineOptions,
   checkDraft,
   describeModel,
   resolveSpeculative,
@@ -22,6 +23,7 @@ import {
 import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, tokenBytes, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
 // The grammar package by path (the CLI does not depend on it; the engine does): bench grammar replays documents.
 import { TokenMatcher, TokenVocabulary, compileJsonSchema } from '../../grammar/src/index.ts';
+import { benchChat, type ChatJob, type LoadedEngine } from './bench-chat.ts';
 
 /** Where a model's files are: GGUF (one file or splits) or a Hugging Face folder. */
 interface ModelRef {
@@ -31,11 +33,11 @@ interface ModelRef {
   urls: string[];
 }
 
-export interface Job extends ModelRef {
+export interface Job extends ModelRef, ChatJob {
   /** intab generate: constrained output (--json-schema, --json-object, --grammar, --regex). */
   format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
-  /** 'bench' is intab bench decode, 'speculative' intab bench speculative, 'grammar' the decode part of intab bench grammar. */
-  mode: 'generate' | 'bench' | 'speculative' | 'grammar';
+  /** 'bench' is intab bench decode, 'speculative' intab bench speculative, 'grammar' the decode part of intab bench grammar, 'chat' intab bench chat. */
+  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat';
   /** grammar: the id of the JSONSchemaBench schema in format.responseFormat (reported). */
   schemaId?: string;
   /** grammar: the model's tokenizer by name, when the CLI knows it (the model it made); reported. */
@@ -202,41 +204,21 @@ async function main(): Promise<void> {
   const draftModel = job.draft ? await openModel(job.draft) : undefined;
   if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
   const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
-  const progress = (which?: 'draft') => {
-    let last = 0;
-    return (p: { loaded: number; total: number }) => {
-      if (p.loaded === p.total || p.loaded - last > p.total / 10) {
-        last = p.loaded;
-        report({ type: 'progress', ...(which ? { model: which } : {}), loaded: p.loaded, total: p.total });
-      }
-    };
-  };
-  const kvBudgetBytes = 256 << 20;
-  const maxBatch = Math.max(16, widest);
-  const runner = await Runner.load(gpu, model.config, model.tensors, { quantize: job.quantize, kvBudgetBytes, maxBatch, onProgress: progress() });
-  await runner.warmup();
-  let draft: RunnerType | undefined;
-  if (draftModel) {
-    // As Engine.load sizes it: as many pages as the target (a sequence's draft never holds more tokens
-    // than its target reservation), so whatever the scheduler admits fits in the draft's cache too.
-    const d = draftModel.config;
-    const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
+  // The benchmarks of decoding run the same prompts again and again: the prefix cache would skip their prefill.
+  const prefixCache = job.mode === 'generate' || job.mode === 'chat';
+  const load = () => loadEngine(gpu, job, model, tokenizer, draftModel, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
+  if (job.mode === 'chat') {
     try {
-      draft = await Runner.load(gpu, d, draftModel.tensors, { quantize: job.quantize, kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, onProgress: progress('draft') });
-      await draft.warmup();
-    } catch (err) {
-      draft?.destroy();
-      runner.destroy();
+      await benchChat(job, tokenizer, load, report);
+    } finally {
       gpu.destroy();
-      throw err;
     }
+    return;
   }
+  const { engine, runner, draft, info } = await load();
   const loadMs = performance.now() - t0;
   const c = model.config;
-  const info = describeModel(gpu, runner, tokenizer, draft);
   const adapter = info.adapter;
-  // The engine owns the runners from here (engine.destroy() frees them); the GPU device stays ours.
-  const engine = new Engine({ runner, draft, tokenizer, info, options: { maxBatch: Math.max(8, widest), kvBudgetBytes, seed: job.seed } });
   const rng = mulberry32(job.seed);
   const benchPrompt = () =>
     Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
@@ -259,6 +241,44 @@ async function main(): Promise<void> {
     await engine.destroy();
     gpu.destroy();
   }
+}
+
+/**
+ * Uploads the job's model (and its draft) to the GPU, compiles every pipeline, and wraps them in an engine that owns
+ * them from then on (engine.destroy() frees them; the GPU device stays the caller's).
+ */
+async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenizer: Tokenizer | undefined, draftModel: ModelFiles | undefined, options: EngineOptions): Promise<LoadedEngine> {
+  const t0 = performance.now();
+  const progress = (which?: 'draft') => {
+    let last = 0;
+    return (p: { loaded: number; total: number }) => {
+      if (p.loaded === p.total || p.loaded - last > p.total / 10) {
+        last = p.loaded;
+        report({ type: 'progress', ...(which ? { model: which } : {}), loaded: p.loaded, total: p.total });
+      }
+    };
+  };
+  const maxBatch = Math.max(16, options.maxBatch ?? 8);
+  const runner = await Runner.load(gpu, model.config, model.tensors, { quantize: job.quantize, kvBudgetBytes: options.kvBudgetBytes, maxBatch, onProgress: progress() });
+  await runner.warmup();
+  let draft: RunnerType | undefined;
+  if (draftModel) {
+    // As Engine.load sizes it: as many pages as the target (a sequence's draft never holds more tokens
+    // than its target reservation), so whatever the scheduler admits fits in the draft's cache too.
+    const d = draftModel.config;
+    const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
+    try {
+      draft = await Runner.load(gpu, d, draftModel.tensors, { quantize: job.quantize, kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, onProgress: progress('draft') });
+      await draft.warmup();
+    } catch (err) {
+      draft?.destroy();
+      runner.destroy();
+      throw err;
+    }
+  }
+  const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
+  const engine = new Engine({ runner, draft, tokenizer, info, options });
+  return { engine, runner, draft, info, loadMs: performance.now() - t0 };
 }
 
 interface Facts {

@@ -2,6 +2,7 @@
 // Command dispatch and argument parsing for the intab CLI.
 import { benchKernels } from './bench.mjs';
 import { benchGrammar } from './bench-grammar.mjs';
+import { benchChat } from './bench-chat.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 
@@ -71,6 +72,23 @@ const USAGE = `usage:
       the last constrained document with a fresh grammar; the documents are validated with ajv. Without --model, a random-weight
       smollm2-135m body with the Qwen3 tokenizer (vocab 151,669) is made in a temp folder.
       JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"decode","tokenizer",...}; tables without --json.
+  intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
+                 [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (3)] [--quantize q8_0|q4_0]
+      Time to first token over a conversation, in headless Chromium on WebGPU. FILE is a JSON array of OpenAI-style
+      messages: a system message, then user messages (assistant messages are ignored); without it a built-in 8-turn
+      chat. For each user message in order, the conversation so far (the system message, the earlier user messages,
+      the model's own earlier replies, this message) is one chat request (greedy, --max-tokens) through one engine.
+      One JSON line per turn: {"bench":"chat","prefix_cache":"on"|"off","turn":i,"prompt_tokens","cached_tokens",
+      "ttft_ms","ids"}. both (the default) runs the conversation with the cache off and on, alternating turn by turn,
+      then {"bench":"chat","summary":true,"identical_ids","ttft_ratio_last_turn" (off/on),"ttft_growth_on"
+      (last/first turn),...}. A model without a chat template gets a plain transcript.
+      --preload: the first request's TTFT after engine.preload() of the system prompt, against the same request
+      without it and against prefilling only the request's own tokens (medians of --repeats):
+      {"bench":"chat","preload":true,"ttft_ms_no_preload","ttft_ms_preloaded","ttft_ms_user_only",
+      "preloaded_vs_user_only","speedup",...}.
+      --persist: a prefix of --persist-tokens tokens preloaded (recompute_ms), saved to the Origin Private File
+      System, the engine loaded again and the prefix restored (restore_ms): {"bench":"chat","persist":true,
+      "recompute_ms","restore_ms","restore_speedup","identical_ids",...}.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
@@ -101,7 +119,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode', 'preload', 'persist']);
 
 /** @param {string[]} argv */
 export async function main(argv) {
@@ -115,6 +133,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
   if (cmd === 'bench' && sub === 'speculative') return generate(flags, 'speculative');
   if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
+  if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);

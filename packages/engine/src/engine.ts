@@ -191,7 +191,7 @@ export class Engine implements EngineApi {
       this.gpu = gpu;
       const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
       this.attach(runner, tokenizer, info, draft);
-      await this.restore(info);
+      if (options.restoreCache !== false) await this.restore(info);
       const preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
       if (preloads.length) info.preloaded = [];
       for (const p of preloads) info.preloaded!.push(await this.preload(p, signal));
@@ -207,13 +207,13 @@ export class Engine implements EngineApi {
   }
 
   /**
-   * Reads the prefix cache saved for this model back (LoadOptions.restoreCache, on where the OPFS exists) and notes
-   * what happened in `info`. Called by load(); in-thread users with a runner of their own may call it after
-   * construction.
+   * Reads the prefix cache saved for this model back, where the OPFS exists, and notes what happened in `info`.
+   * load() calls it (unless LoadOptions.restoreCache is false); in-thread users with a runner of their own may call
+   * it after construction.
    */
   async restore(info: ModelInfo | undefined = this.info): Promise<void> {
     const { runner } = this.ready();
-    if (!this.cache || this.options.restoreCache === false) return;
+    if (!this.cache) return;
     const folder = await opfsFolder();
     if (!folder) return;
     const outcome = await restoreKvCache(this.cache, runner, folder, this.now);

@@ -5,7 +5,7 @@
 // rejects every pending call instead of leaving it hanging.
 
 import * as Comlink from 'comlink';
-import type { Chunk, EngineApi, GenerateRequest, LoadOptions, LoadProgress, ModelInfo } from '@intab/engine/contract';
+import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, registerErrorClass } from '@intab/engine/errors';
 import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model/errors';
 import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError } from '@intab/grammar/errors';
@@ -43,6 +43,12 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   worker?: boolean;
   /** Called as weights load (bytes so far, of total). */
   onProgress?: (p: LoadProgress) => void;
+}
+
+/** A preloaded prefix, pinned in the prefix cache until released. */
+export interface Preloaded extends PreloadInfo {
+  /** Unpins the prefix (its pages stay cached until pages run short). Idempotent. */
+  release(): Promise<void>;
 }
 
 /** Options of one request; the signal is always last. */
@@ -86,6 +92,29 @@ export interface IntabEngine {
    */
   generate(request: GenerateRequest, options?: RequestOptions): AsyncIterable<Chunk>;
   readonly chat: { readonly completions: ChatCompletions };
+  /**
+   * Prefills a prefix and pins it in the prefix cache: a system prompt (`{ messages }`, rendered up to the end of
+   * the messages), text or token ids. Requests that start with it skip its prefill, so their time to first token
+   * is that of their own tokens.
+   * @example
+   * const system = { role: 'system', content: 'You are a terse assistant.' };
+   * const pinned = await engine.preload({ messages: [system] });
+   * await engine.chat.completions.create({ messages: [system, { role: 'user', content: 'Hi' }] }); // usage.prompt_tokens_details.cached_tokens
+   * await pinned.release();
+   */
+  preload(request: PreloadRequest, options?: RequestOptions): Promise<Preloaded>;
+  /** The prefixes createEngine's `preload` pinned. */
+  readonly preloaded: readonly Preloaded[];
+  /**
+   * Writes the pinned prefixes (with `all: true`, every cached page) to the origin's private file system; the next
+   * createEngine() of the same model restores them instead of prefilling (`restoreCache`, on by default).
+   * @example
+   * await engine.preload({ messages: [system] });
+   * const { pages, bytes } = await engine.saveCache();
+   */
+  saveCache(options?: { all?: boolean }): Promise<SaveCacheResult>;
+  /** Streams, pages and prefix-cache figures (cached pages, hits and misses in tokens, evictions). */
+  stats(): Promise<EngineStats>;
   /**
    * Frees every GPU resource and ends the worker; pending and later calls reject with EngineClosedError.
    * Idempotent.
@@ -188,6 +217,9 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   if (o.maxTokensPerStep !== undefined) out.maxTokensPerStep = o.maxTokensPerStep;
   if (o.maxQueuedChunks !== undefined) out.maxQueuedChunks = o.maxQueuedChunks;
   if (o.speculative !== undefined) out.speculative = o.speculative;
+  if (o.prefixCache !== undefined) out.prefixCache = o.prefixCache;
+  if (o.preload !== undefined) out.preload = o.preload;
+  if (o.restoreCache !== undefined) out.restoreCache = o.restoreCache;
   return out;
 }
 
@@ -195,6 +227,7 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
 
 class Engine implements IntabEngine {
   readonly chat: { readonly completions: ChatCompletions };
+  readonly preloaded: readonly Preloaded[];
   private destroying?: Promise<void>;
 
   constructor(
@@ -204,6 +237,37 @@ class Engine implements IntabEngine {
   ) {
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
+    this.preloaded = (info.preloaded ?? []).map((p) => this.handle(p));
+  }
+
+  async preload(request: PreloadRequest, options: RequestOptions = {}): Promise<Preloaded> {
+    const { api, guard } = this.backend;
+    const local = new AbortController();
+    const forward = () => local.abort(options.signal?.reason);
+    if (options.signal?.aborted) forward();
+    else options.signal?.addEventListener('abort', forward, { once: true });
+    try {
+      return this.handle(await guard.call(() => api.preload(request, local.signal)));
+    } finally {
+      options.signal?.removeEventListener('abort', forward);
+      releaseSignal(local.signal);
+    }
+  }
+
+  saveCache(options: { all?: boolean } = {}): Promise<SaveCacheResult> {
+    const { api, guard } = this.backend;
+    return guard.call(() => api.saveCache(options));
+  }
+
+  stats(): Promise<EngineStats> {
+    const { api, guard } = this.backend;
+    return guard.call(async () => api.stats());
+  }
+
+  private handle(p: PreloadInfo): Preloaded {
+    const { api, guard } = this.backend;
+    let released: Promise<void> | undefined;
+    return { ...p, release: () => (released ??= guard.closed ? Promise.resolve() : guard.call(async () => api.release(p.id))) };
   }
 
   get inWorker(): boolean {

@@ -8,6 +8,7 @@ export {
   type IntabEngine,
   type RequestOptions,
   type ChatCompletions,
+  type Preloaded,
 } from './engine.ts';
 export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
@@ -49,6 +50,11 @@ export type {
   ModelInfo,
   LoadProgress,
   EngineApi,
+  EngineStats,
+  PrefixCacheStats,
+  PreloadRequest,
+  PreloadInfo,
+  SaveCacheResult,
   SpeculativeMethod,
   SpeculativeOptions,
   SpeculativeMetrics,

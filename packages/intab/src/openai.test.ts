@@ -190,7 +190,10 @@ describe('chat.completions.create, streaming', () => {
       prompt_tokens: ref.last.metrics!.promptTokens,
       completion_tokens: 10,
       total_tokens: ref.last.metrics!.promptTokens + 10,
+      // The reference run left the prompt (and its reply) in the prefix cache: all but the last prompt token are reused.
+      prompt_tokens_details: { cached_tokens: ref.last.metrics!.promptTokens - 1 },
     });
+    expect(ref.last.metrics!.cachedTokens).toBe(0);
     expect(ref.last.metrics!.promptTokens).toBeGreaterThan(10);
   });
 
@@ -263,7 +266,7 @@ describe('chat.completions.create, non-streaming', () => {
       },
     ]);
     const p = ref.last.metrics!.promptTokens;
-    expect(res.usage).toEqual({ prompt_tokens: p, completion_tokens: 7, total_tokens: p + 7 });
+    expect(res.usage).toEqual({ prompt_tokens: p, completion_tokens: 7, total_tokens: p + 7, prompt_tokens_details: { cached_tokens: p - 1 } });
   });
 
   test('an aborted non-streaming request rejects with the signal reason', async () => {

@@ -92,6 +92,8 @@ export interface CompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** cached_tokens: prompt tokens whose K/V came from the prefix cache (not prefilled again). */
+  prompt_tokens_details?: { cached_tokens: number };
 }
 
 /** OpenAI's finish reasons that a local model produces. */
@@ -287,13 +289,21 @@ export async function* toChatCompletionChunks(
     const reason = finish(c.finishReason);
     if (reason === undefined) return;
     yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
-    if (options.includeUsage) {
-      const promptTokens = c.metrics?.promptTokens ?? 0;
-      const completion = c.metrics?.completionTokens ?? completionTokens;
-      yield { ...base([]), usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion } };
-    }
+    if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
     return;
   }
+}
+
+/** OpenAI's usage of a finished request, from its last chunk's metrics (`counted`: ids seen, when metrics are absent). */
+function usageOf(last: Chunk, counted: number): CompletionUsage {
+  const promptTokens = last.metrics?.promptTokens ?? 0;
+  const completion = last.metrics?.completionTokens ?? counted;
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: last.metrics?.cachedTokens ?? 0 },
+  };
 }
 
 /**
@@ -320,8 +330,6 @@ export async function toChatCompletion(
     if (reason === undefined) {
       throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     }
-    const promptTokens = c.metrics?.promptTokens ?? 0;
-    const completion = c.metrics?.completionTokens ?? completionTokens;
     return {
       id: meta.id,
       object: 'chat.completion',
@@ -335,7 +343,7 @@ export async function toChatCompletion(
           finish_reason: reason,
         },
       ],
-      usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion },
+      usage: usageOf(c, completionTokens),
     };
   }
   throw new IntabEngineError('The engine ended the stream without a last chunk: the request failed; retry it or reload the model.');

@@ -161,4 +161,27 @@ describe('across the port', () => {
     expect(runner.kv.sequences).toBe(0);
     await expect(collect(engine.generate({ messages }))).rejects.toMatchObject({ name: 'EngineClosedError', reason: 'destroyed' });
   });
+
+  test('preload, release, stats and saveCache cross the port', async () => {
+    const system = { role: 'system', content: 'You answer in one short line, and you never use more words than you must.' };
+    const pinned = await engine.preload({ messages: [system] });
+    expect(pinned.tokens).toBeGreaterThan(16);
+    expect(pinned.cachedTokens).toBe(0);
+    const stats = await engine.stats();
+    expect(stats.prefixCache).toMatchObject({ pinnedPages: Math.ceil(pinned.tokens / 16) });
+    const chunks = await collect(engine.generate({ messages: [system, ...messages], maxTokens: 3, temperature: 0 }));
+    expect(chunks.at(-1)!.metrics!.cachedTokens).toBe(pinned.tokens);
+    await pinned.release();
+    await pinned.release();
+    expect((await engine.stats()).prefixCache!.pinnedPages).toBe(0);
+    // A signal aborts a preload across the port; a typed error comes back for what this context cannot do.
+    const controller = new AbortController();
+    const aborted = engine.preload({ prompt: 'x'.repeat(120) }, { signal: controller.signal });
+    controller.abort(new Error('enough'));
+    await expect(aborted).rejects.toThrow('enough');
+    const noDisk = await engine.saveCache().catch((e) => e);
+    expect(noDisk.name).toBe('EngineStateError');
+    expect(noDisk.message).toMatch(/Origin Private File System/);
+    expect(inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: runner.kv.pages });
+  });
 });
