@@ -1,5 +1,6 @@
 // The demo chat page as a visitor uses it, offline: a local GGUF picked with the file input (every
-// request off localhost is blocked), a streamed answer that grows, the stop button, and a next turn.
+// request off localhost is blocked), a streamed answer that grows, the stop button, and a next turn whose
+// prompt comes mostly from the prefix cache (the preloaded system prompt and the first turn).
 import { expect, test } from '@playwright/test';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,12 +38,25 @@ test('chat page: local model offline, streaming, stop, next message', async ({ p
   await page.waitForTimeout(500);
   expect((await answer.textContent())!.length).toBe(stoppedAt);
 
-  // The next turn works and carries TTFT / tok/s.
+  // The first answer's prompt started with the preloaded system prompt.
+  const cached = async (i: number) => {
+    const m = /cached (\d+) of (\d+) prompt tokens/.exec((await page.locator('.msg.assistant .stats').nth(i).textContent()) ?? '');
+    expect(m, `answer ${i}: a "cached N of M prompt tokens" stat`).not.toBeNull();
+    return { cached: Number(m![1]), prompt: Number(m![2]) };
+  };
+  const turn1 = await cached(0);
+  expect(turn1.cached).toBeGreaterThan(0);
+
+  // The next turn works, carries TTFT / tok/s, and reuses the first turn from the cache.
   await page.locator('#input').fill('And then?');
   await page.locator('#max-tokens').fill('12');
   await page.locator('#send').click();
   await expect(page.locator('.msg.assistant')).toHaveCount(2);
   await expect(page.locator('.msg.assistant .stats').last()).toContainText('TTFT', { timeout: 60_000 });
+  const second = await cached(1);
+  expect(second.prompt).toBeGreaterThan(turn1.prompt);
+  expect(second.cached).toBeGreaterThanOrEqual(turn1.prompt);
+  expect(second.cached).toBeLessThan(second.prompt);
   await page.screenshot({ path: 'test-results/chat.png', fullPage: true });
   expect(errors).toEqual([]);
   expect(offsite).toEqual([]);

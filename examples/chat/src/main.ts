@@ -1,8 +1,10 @@
 // The demo chat page: loads a model into a Web Worker (never blocking this thread), then streams chat
 // completions through intab's OpenAI-compatible API, with a stop button, a system prompt, sampling
-// settings, a multi-turn history, load progress, and TTFT / tok/s per answer.
+// settings, a multi-turn history, load progress, and TTFT / tok/s per answer. The system prompt is
+// preloaded into the prefix cache (and saved, so the next visit restores it), and each answer says how
+// many of its prompt tokens came from the cache: earlier turns are never prefilled twice.
 
-import { createEngine, type ChatMessage, type IntabEngine } from 'intab';
+import { createEngine, type ChatMessage, type IntabEngine, type Preloaded } from 'intab';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
 const DEFAULT_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
@@ -33,6 +35,8 @@ const ui = {
 
 let engine: IntabEngine | undefined;
 let history: ChatMessage[] = [];
+/** The system prompt pinned in the prefix cache, and its text. */
+let preloaded: { text: string; handle: Preloaded } | undefined;
 let answering: AbortController | undefined;
 let loading: AbortController | undefined;
 
@@ -68,7 +72,11 @@ async function load(model: ModelInput, label: string): Promise<void> {
     const info = engine.info;
     ui.status.textContent = `${label} — ${info.arch}, ${info.layers} layers, ${(info.weightBytes / 2 ** 20).toFixed(0)} MiB, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s on ${info.adapter || 'WebGPU'}`;
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
+    if (info.restored) ui.status.textContent += ` · ${info.restored.tokens} cached tokens restored from the last visit`;
+    for (const w of info.warnings ?? []) console.warn(w);
+    preloaded = undefined;
     setReady(true);
+    await preloadSystem();
   } catch (err) {
     if (controller.signal.aborted) return;
     ui.status.textContent = `Could not load ${label}: ${(err as Error).message}`;
@@ -122,6 +130,34 @@ async function droppedFiles(dt: DataTransfer | null): Promise<File[]> {
   return out.length ? out : [...dt.files];
 }
 
+// ---- the system prompt, preloaded ----
+
+/**
+ * Pins the system prompt in the prefix cache (releasing the previous one), so every answer prefills only what
+ * follows it, and saves it for the next visit. Best effort: a failure only costs speed.
+ */
+async function preloadSystem(): Promise<void> {
+  const eng = engine;
+  const text = ui.system.value.trim();
+  if (!eng || preloaded?.text === text) return;
+  const old = preloaded;
+  preloaded = undefined;
+  await old?.handle.release();
+  if (!text) return;
+  try {
+    // The same text the answers start with: the chat template's system message, or the transcript's first line.
+    const handle = await eng.preload(eng.info.hasChatTemplate ? { messages: [{ role: 'system', content: text }] } : { prompt: transcriptLine({ role: 'system', content: text }) });
+    if (eng !== engine) return;
+    preloaded = { text, handle };
+    ui.system.title = `Preloaded: ${handle.tokens} tokens${handle.cachedTokens ? ` (${handle.cachedTokens} already cached)` : ''}, ${handle.ms.toFixed(0)} ms`;
+    await eng.saveCache().catch((err: Error) => console.warn(`The prefix cache was not saved: ${err.message}`));
+  } catch (err) {
+    console.warn(`The system prompt was not preloaded: ${(err as Error).message}`);
+  }
+}
+
+ui.system.onchange = () => void preloadSystem();
+
 // ---- chatting ----
 
 function setReady(ready: boolean): void {
@@ -168,6 +204,7 @@ ui.composer.onsubmit = async (e) => {
   let answer = '';
   let tokens = 0;
   let finish: string | null = null;
+  let usage: { prompt: number; cached: number } | undefined;
   const sampling = { temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed) };
   try {
     for await (const piece of answerStream(engine, messages, sampling, controller.signal)) {
@@ -179,6 +216,7 @@ ui.composer.onsubmit = async (e) => {
       }
       if (piece.finish) finish = piece.finish;
       if (piece.tokens !== undefined) tokens = piece.tokens;
+      if (piece.prompt !== undefined) usage = { prompt: piece.prompt, cached: piece.cached ?? 0 };
     }
   } catch (err) {
     if (!controller.signal.aborted) {
@@ -194,6 +232,7 @@ ui.composer.onsubmit = async (e) => {
       tFirst ? `TTFT ${(tFirst - t0).toFixed(0)} ms` : '',
       tokens > 1 && decodeS > 0 ? `${((tokens - 1) / decodeS).toFixed(1)} tok/s` : '',
       tokens ? `${tokens} tokens` : '',
+      usage ? `cached ${usage.cached} of ${usage.prompt} prompt tokens` : '',
       stopped ? 'stopped' : finish === 'length' ? 'max tokens reached' : '',
     ]
       .filter(Boolean)
@@ -224,7 +263,7 @@ async function* answerStream(
   messages: ChatMessage[],
   s: Sampling,
   signal: AbortSignal,
-): AsyncGenerator<{ text?: string; finish?: string; tokens?: number }> {
+): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
   if (eng.info.hasChatTemplate) {
     const stream = await eng.chat.completions.create(
       { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed },
@@ -232,16 +271,23 @@ async function* answerStream(
     );
     for await (const chunk of stream) {
       const choice = chunk.choices[0];
-      yield { text: choice?.delta?.content ?? undefined, finish: choice?.finish_reason ?? undefined, tokens: chunk.usage?.completion_tokens };
+      const u = chunk.usage;
+      yield { text: choice?.delta?.content ?? undefined, finish: choice?.finish_reason ?? undefined, tokens: u?.completion_tokens, prompt: u?.prompt_tokens, cached: u?.prompt_tokens_details?.cached_tokens };
     }
     return;
   }
-  const prompt = `${messages.map((m) => `${m.role[0].toUpperCase()}${m.role.slice(1)}: ${m.content}`).join('\n')}\nAssistant:`;
+  const prompt = `${messages.map(transcriptLine).join('\n')}\nAssistant:`;
   let tokens = 0;
   for await (const chunk of eng.generate({ prompt, stop: ['\nUser:'], ...s }, { signal })) {
     tokens += chunk.ids.length;
-    yield { text: chunk.text, finish: chunk.finishReason ?? undefined, tokens };
+    const m = chunk.metrics;
+    yield { text: chunk.text, finish: chunk.finishReason ?? undefined, tokens, prompt: m?.promptTokens, cached: m?.cachedTokens };
   }
+}
+
+/** One message of the plain-text transcript a model without a chat template gets. */
+function transcriptLine(m: ChatMessage): string {
+  return `${m.role[0].toUpperCase()}${m.role.slice(1)}: ${m.content}`;
 }
 
 ui.clear.onclick = () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { grammarBenchOptions } from './bench-grammar.mjs';
+import { chatJobFromFlags, readConversation } from './bench-chat.mjs';
 import { jobFromFlags } from './generate.mjs';
 import { main, parseArgs } from './main.mjs';
 import { makeModelOptions } from './make-model.mjs';
@@ -31,7 +32,8 @@ describe('intab CLI arguments', () => {
       console.error = err;
     }
     expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
-    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
+    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench chat', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
+    for (const flag of ['--conversation FILE', '--prefix-cache on|off|both', '--preload', '--persist', '"ttft_ratio_last_turn"', '"ttft_growth_on"']) expect(out.join('\n')).toContain(flag);
     for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8', '--speculative ngram|draft|self|auto', '--draft', '--spec-k K', '--no-adaptive', '--methods ngram,self,draft', '--grounded-prompt']) {
       expect(out.join('\n')).toContain(flag);
     }
@@ -184,5 +186,44 @@ describe('intab CLI arguments', () => {
     expect(() => opts(['--tokenizer', 'llama2', '--out', 'm.gguf'])).toThrow(/--tokenizer takes qwen3 or llama3/);
     expect(() => opts(['--tokenizer', '--out', 'm.gguf'])).toThrow(/--tokenizer takes/);
     expect(() => opts(['--tokenizer', 'qwen3'])).toThrow(/--out <file.gguf> is required/);
+  });
+});
+
+describe('intab bench chat arguments', () => {
+  const model = { kind: 'gguf' as const, files: ['m.gguf'], urls: ['/m/m.gguf'] };
+  const file = (content: string) => {
+    const path = join(mkdtempSync(join(tmpdir(), 'intab-chat-')), 'conversation.json');
+    writeFileSync(path, content);
+    return path;
+  };
+
+  test('defaults, and a conversation whose assistant messages are dropped', () => {
+    expect(chatJobFromFlags({}, model)).toMatchObject({ mode: 'chat', cacheModes: 'both', maxTokens: 32, temperature: 0, preload: false, persist: false, persistTokens: 2048 });
+    expect(chatJobFromFlags({}, model).conversation).toBeUndefined(); // the page's built-in 8-turn chat
+    const path = file(JSON.stringify([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'ignored' },
+      { role: 'user', content: 'b' },
+    ]));
+    const job = chatJobFromFlags({ conversation: path, 'prefix-cache': 'on', 'max-tokens': '8', preload: true, persist: true }, model);
+    expect(job).toMatchObject({ cacheModes: 'on', maxTokens: 8, preload: true, persist: true });
+    expect(job.conversation).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'a' },
+      { role: 'user', content: 'b' },
+    ]);
+  });
+
+  test('bad flags and bad files say what to do', () => {
+    expect(() => chatJobFromFlags({ 'prefix-cache': 'maybe' }, model)).toThrow(/on, off or both/);
+    expect(() => chatJobFromFlags({ 'max-tokens': '0' }, model)).toThrow(/--max-tokens needs a whole number/);
+    expect(() => readConversation('/nonexistent/c.json')).toThrow(/cannot read it/);
+    expect(() => readConversation(file('{'))).toThrow(/not JSON/);
+    expect(() => readConversation(file('{"role":"user"}'))).toThrow(/JSON array/);
+    expect(() => readConversation(file('[{"role":"user","content":1}]'))).toThrow(/message 0 should be/);
+    expect(() => readConversation(file('[{"role":"user","content":"a"},{"role":"system","content":"b"}]'))).toThrow(/only the first/);
+    expect(() => readConversation(file('[{"role":"tool","content":"a"}]'))).toThrow(/role 'tool'/);
+    expect(() => readConversation(file('[{"role":"system","content":"a"}]'))).toThrow(/no user message/);
   });
 });

@@ -267,6 +267,8 @@ export interface EngineStats {
   totalPages: number;
   /** When the prefix cache is on. */
   prefixCache?: PrefixCacheStats;
+  /** The draft model's own prefix cache (speculative decoding with a draft model). */
+  draftPrefixCache?: PrefixCacheStats;
 }
 
 export interface ModelInfo {

@@ -13,16 +13,10 @@ import {
   ModelMismatchError,
   Runner,
   UnsupportedModelError,
-  blobSource,
   encodeChat,
-  openGguf,
-  openHfFolder,
   openTokenizer,
   renderChat,
   tokenBytes,
-  urlSource,
-  type ByteSource,
-  type ModelFiles,
   type Tokenizer,
 } from '@intab/model';
 import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, TokenVocabulary, UnsupportedSchemaError } from '@intab/grammar';
@@ -31,7 +25,6 @@ import {
   EngineClosedError,
   EngineStateError,
   InvalidRequestError,
-  ModelSourceError,
   DraftMismatchError,
   RequestTooLargeError,
   TokenizerRequiredError,
@@ -46,6 +39,7 @@ import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
+import { checkDraft, describeModel, openModel } from './open-model.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -341,6 +335,7 @@ export class Engine implements EngineApi {
       availablePages: this.runner?.kv.availablePageCount ?? 0,
       totalPages: this.runner?.kv.pages ?? 0,
       ...(this.cache ? { prefixCache: this.cache.stats() } : {}),
+      ...(this.speculator?.draftCache ? { draftPrefixCache: this.speculator.draftCache.stats() } : {}),
     };
   }
 
@@ -350,7 +345,7 @@ export class Engine implements EngineApi {
     this.runner = runner;
     this.draft = draft;
     if (draft && draft.config.vocab !== runner.config.vocab) throw new DraftMismatchError('vocabulary size', String(runner.config.vocab), String(draft.config.vocab));
-    this.speculator = new Speculator(runner, draft, this.now);
+    this.speculator = new Speculator(runner, draft, this.now, undefined, draft && this.options.prefixCache !== false ? new PrefixCache(draft) : undefined);
     this.tokenizer = tokenizer;
     this.info = info;
     this.cache = this.options.prefixCache === false ? undefined : new PrefixCache(runner);
@@ -668,7 +663,7 @@ export class Engine implements EngineApi {
       }
       runner.free(seq.id);
     }
-    this.speculator?.release(seq.id);
+    this.speculator?.release(seq);
     stream.detach?.();
     stream.release();
     this.wake(); // freed pages may admit a waiting request
@@ -717,91 +712,4 @@ export class Engine implements EngineApi {
     else if (wasPaused) this.wake(); // the sequence rejoins the batch
     return chunk;
   }
-}
-
-// ---- opening a model ----
-
-const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
-const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
-const isGguf = (name: string) => /\.gguf$/i.test(baseName(name.split(/[?#]/)[0]));
-
-/** The model files behind a ModelSource: GGUF (one file or splits) or a Hugging Face folder. */
-export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
-  switch (source.kind) {
-    case 'url': {
-      if (!source.url.endsWith('/')) return openGguf(await urlSource(source.url, { signal }), { signal });
-      // A folder URL: fetch what exists of the usual Hugging Face files.
-      const found = new Map<string, ByteSource>();
-      await Promise.all(
-        HF_FILES.map(async (name) => {
-          try {
-            found.set(name, await urlSource(new URL(name, source.url).href, { signal }));
-          } catch (err) {
-            if (name === 'config.json' || signal?.aborted) throw err;
-          }
-        }),
-      );
-      return openHfUrls(found, (name) => new URL(name, source.url).href, signal);
-    }
-    case 'hf-urls': {
-      const names = Object.keys(source.files);
-      const ggufs = names.filter(isGguf);
-      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => urlSource(source.files[n], { signal }))), { signal });
-      const found = new Map<string, ByteSource>();
-      await Promise.all(names.map(async (n) => found.set(baseName(n), await urlSource(source.files[n], { signal }))));
-      return openHfUrls(found, undefined, signal);
-    }
-    case 'files': {
-      const ggufs = source.files.filter((f) => isGguf(f.name));
-      if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
-      if (!source.files.some((f) => baseName(f.name) === 'config.json')) {
-        throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file or a Hugging Face model folder');
-      }
-      return openHfFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])));
-    }
-    default:
-      throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");
-  }
-}
-
-/** A Hugging Face folder over URLs; shards named by model.safetensors.index.json are fetched as needed. */
-async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string) => string) | undefined, signal?: AbortSignal): Promise<ModelFiles> {
-  const index = found.get('model.safetensors.index.json');
-  if (index && urlOf) {
-    const json = JSON.parse(new TextDecoder().decode(await index.read(0, index.size, signal))) as { weight_map?: Record<string, string> };
-    const shards = [...new Set(Object.values(json.weight_map ?? {}))].filter((s) => !found.has(s));
-    await Promise.all(shards.map(async (s) => found.set(s, await urlSource(urlOf(s), { signal }))));
-  }
-  return openHfFolder(found);
-}
-
-/** What the main thread is told about a loaded model. */
-export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner): ModelInfo {
-  const c = runner.config;
-  return {
-    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
-    arch: c.arch,
-    layers: c.layers,
-    hidden: c.hidden,
-    vocab: c.vocab,
-    contextLength: c.maxContext,
-    hasTokenizer: tokenizer !== undefined,
-    hasChatTemplate: tokenizer?.chatTemplate !== undefined,
-    weightBytes: runner.weights.bytes,
-    kvPages: runner.kv.pages,
-    adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
-  };
-}
-
-/**
- * A draft must share the target's tokenizer: the same vocabulary size, and when both carry a tokenizer the
- * same tokens under the same ids. Anything else would verify garbage, so it is refused at load.
- */
-export function checkDraft(target: ModelFiles, targetTokenizer: Tokenizer | undefined, draft: ModelFiles, draftTokenizer: Tokenizer | undefined): void {
-  if (target.config.vocab !== draft.config.vocab) throw new DraftMismatchError('vocabulary size', String(target.config.vocab), String(draft.config.vocab));
-  if (!targetTokenizer || !draftTokenizer) return;
-  const vocabOf = (t: Tokenizer) => JSON.stringify((t.json as { model?: { vocab?: unknown } }).model?.vocab ?? null);
-  if (vocabOf(targetTokenizer) !== vocabOf(draftTokenizer)) throw new DraftMismatchError('tokenizer vocabulary', targetTokenizer.file, draftTokenizer.file);
-  const added = (t: Tokenizer) => JSON.stringify(t.addedTokens.map((a) => [a.id, a.content]));
-  if (added(targetTokenizer) !== added(draftTokenizer)) throw new DraftMismatchError('added (special) tokens', targetTokenizer.file, draftTokenizer.file);
 }

@@ -32,9 +32,9 @@ beforeAll(() => {
   golden = JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8'));
 });
 
-function setup(o: { runner?: ReferenceRunnerOptions; engine?: EngineOptions; draft?: boolean } = {}) {
+function setup(o: { runner?: ReferenceRunnerOptions; engine?: EngineOptions; draft?: boolean; draftPages?: number } = {}) {
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: 64, pageSize: 16, maxBatch: 8, yieldEachStep: false, ...o.runner });
-  const draft = o.draft ? new ReferenceRunner({ ...config, layers: 2 }, (n) => tensors.get(n), { pages: 64, pageSize: 16, maxBatch: 8, yieldEachStep: false }) : undefined;
+  const draft = o.draft ? new ReferenceRunner({ ...config, layers: 2 }, (n) => tensors.get(n), { pages: o.draftPages ?? 64, pageSize: 16, maxBatch: 8, yieldEachStep: false }) : undefined;
   const engine = new Engine({ runner, draft, options: { seed: 3, maxBatch: 8, ...o.engine } });
   return { runner, engine };
 }
@@ -136,9 +136,28 @@ describe('prefix cache: the same ids, less prefill', () => {
       expect(spec.last.metrics!.cachedTokens).toBeGreaterThanOrEqual(c.prompt.length + 20);
       expect(spec.ids).toEqual(plain.ids);
       expect(engine.stats().availablePages).toBe(runner.kv.pages);
+      // A draft model keeps a prefix cache of its own: the later runs' drafts did not read the cached text again.
+      if (method === 'draft') expect(engine.stats().draftPrefixCache!.hitTokens).toBeGreaterThanOrEqual(c.prompt.length + 20);
       await engine.destroy();
     });
   }
+
+  test('a draft model short of pages (the target shares pages it cannot) proposes less, and the ids stay plain decoding\'s', async () => {
+    // 6 draft pages (96 tokens) under a target of 64: the target holds four requests sharing a 60-token prefix, the draft one or two.
+    const prefix = [1, ...words(31, 59)];
+    const requests = [0, 1, 2, 3].map((i): GenerateRequest => ({ promptIds: [...prefix, ...words(40 + i, 3)], maxTokens: 12, temperature: 0, ignoreEos: true }));
+    const off = setup({ engine: { prefixCache: false } });
+    const expected: number[][] = [];
+    for (const r of requests) expected.push((await run(off.engine, r)).ids);
+    const { engine } = setup({ draft: true, draftPages: 6 });
+    const speculative = { method: 'draft' as const, k: 4, adaptive: false };
+    await run(engine, { ...requests[0], speculative });
+    const out = await Promise.all(requests.map((r) => run(engine, { ...r, speculative })));
+    expect(out.map((r) => r.ids)).toEqual(expected);
+    expect(out.every((r) => r.last.finishReason === 'length')).toBe(true);
+    expect(out.some((r) => r.last.metrics!.speculative!.verifySteps > 0)).toBe(true);
+    await Promise.all([off.engine.destroy(), engine.destroy()]);
+  });
 
   test('constrained: a JSON schema request over a cached prompt gives the same document as without the cache', { timeout: 120_000 }, async () => {
     const { tokenizer, config: qc, tensors: qt } = qwen3VocabModel();

@@ -9,7 +9,8 @@ import { fetchShared, sharedUrl } from '@intab/gpu/testing';
 import { mulberry32 } from '@intab/gpu/reference';
 import { Runner, bytesSource, openGguf, openTokenizer, type ModelFiles } from '@intab/model';
 import type { GenerateRequest, ModelInfo, SpeculativeMethod } from './contract.ts';
-import { Engine, describeModel, type EngineOptions } from './engine.ts';
+import { Engine, type EngineOptions } from './engine.ts';
+import { describeModel } from './open-model.ts';
 import { kvFileName, opfsFolder } from './kv-file.ts';
 import { collect, type Collected } from './test-streams.ts';
 

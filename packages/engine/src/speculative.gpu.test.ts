@@ -43,7 +43,7 @@ describe('speculative decoding over the GPU Runner (stories260K)', () => {
         const outs = await Promise.all(ids.map((id) => collect(engine, id)));
         outs.forEach((o, i) => expect(o.ids, `${method} batched ${i}`).toEqual(golden.cases[i % golden.cases.length].greedy));
         expect(engine.stats(), method).toMatchObject({ streams: 0, availablePages: runner.kv.pages });
-        expect(draft.kv.freePageCount, method).toBe(draft.kv.pages);
+        expect(draft.kv.availablePageCount, method).toBe(draft.kv.pages);
       }
     } finally {
       await engine.destroy();

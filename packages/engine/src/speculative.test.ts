@@ -15,7 +15,8 @@ import { loadTokenizer, type LlamaConfig } from '@intab/model';
 import { configFromGguf, createReferenceModel, fixtureWeights, readGgufLite } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
 import type { GenerateRequest, SpeculativeOptions } from './contract.ts';
-import { Engine, checkDraft } from './engine.ts';
+import { Engine } from './engine.ts';
+import { checkDraft } from './open-model.ts';
 import { DraftMismatchError, InvalidRequestError } from './errors.ts';
 import { ReferenceRunner } from './reference-runner.ts';
 import { chooseK, expectedTokens, ngramProposals, SequenceSpeculation, Speculator, StepCosts } from './speculator.ts';
@@ -278,7 +279,7 @@ describe('rewind', () => {
       const draftCache = seen.get(-1 - id);
       if (draftCache) expect(draftCache).toEqual([...c.prompt, ...c.greedy].slice(0, draftCache.length));
       expect(s.engine.stats().availablePages).toBe(64);
-      if (s.draft) expect(s.draft.kv.freePageCount).toBe(64);
+      if (s.draft) expect(s.draft.kv.availablePageCount).toBe(64);
     });
   }
 
@@ -332,7 +333,7 @@ describe('stops, max_tokens, abort', () => {
     expect(s.runner.kv.has(id)).toBe(false);
     expect(s.draft!.kv.has(id)).toBe(false);
     expect(s.runner.kv.availablePageCount).toBe(64);
-    expect(s.draft!.kv.freePageCount).toBe(64);
+    expect(s.draft!.kv.availablePageCount).toBe(64);
   });
 });
 

@@ -17,6 +17,7 @@
 
 import type { SpeculativeMethod, SpeculativeMetrics, SpeculativeOptions } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
+import type { PrefixCache } from './prefix-cache.ts';
 import type { Sequence } from './sequence.ts';
 import type { RunnerEntry, StepRunner } from './step-runner.ts';
 
@@ -226,6 +227,11 @@ export class Speculator {
     private readonly now: () => number,
     /** Most tokens one draft catch-up step feeds per sequence. */
     private readonly chunk = 256,
+    /**
+     * The draft model's own prefix cache (its pages are its own): a draft sequence starts from the longest cached
+     * prefix of its text, so a chat's next turn does not make the draft read the whole history again.
+     */
+    readonly draftCache?: PrefixCache,
   ) {}
 
   /** How many proposals `seq` should get this step (0 = decode plainly), `decoding` sequences decoding in it. */
@@ -292,9 +298,13 @@ export class Speculator {
     if (accepted > 0) state.paid();
   }
 
-  /** The sequence is gone: free its draft pages. */
-  release(seqId: number): void {
-    if (this.draft?.kv.has(seqId)) this.draft.free(seqId);
+  /** The sequence is gone: its draft pages go to the draft's prefix cache (unless it failed), then are freed. */
+  release(seq: Sequence): void {
+    const draft = this.draft;
+    if (!draft?.kv.has(seq.id)) return;
+    // The draft cache holds the text's first tokens (drafted, unverified positions lie beyond the text).
+    if (this.draftCache && seq.options.cache && seq.finishReason !== 'error') this.draftCache.insert(seq.id, seq.text.slice(0, draft.kv.length(seq.id)), 'finished');
+    draft.free(seq.id);
   }
 
   /**
@@ -306,13 +316,20 @@ export class Speculator {
   private async runDraft(runner: StepRunner, items: SpeculationItem[], out: Map<Sequence, number[]>, kind: 'draft' | 'self'): Promise<void> {
     const layers = kind === 'self' ? items[0].state.config.layers : undefined;
     const costs = kind === 'self' ? this.selfCosts : this.draftCosts;
+    // A draft model's pool holds as many pages as the target's, but the target shares prompt pages through its
+    // prefix cache and the draft may not: a sequence the draft has no room for gets no proposals this step (it
+    // decodes plainly, with the same output), never a failure.
+    if (kind === 'draft') items = this.withDraftRoom(runner, items, out);
     const drafts = new Map<Sequence, number[]>(items.map((it) => [it.seq, []]));
     const grown = new Map<Sequence, number>(items.map((it) => [it.seq, 0]));
     // The tokens each sequence still has to feed before its first proposal.
     const pending = new Map<Sequence, number[]>();
     for (const it of items) {
       const text = it.seq.text;
-      if (kind === 'draft' && !runner.kv.has(it.seq.id)) runner.alloc(it.seq.id);
+      if (kind === 'draft' && !runner.kv.has(it.seq.id)) {
+        if (this.draftCache && it.seq.options.cache) this.draftCache.attach(it.seq.id, this.draftCache.lookup(text, text.length - 1), text.length);
+        else runner.alloc(it.seq.id);
+      }
       const cached = kind === 'self' ? text.length - 1 : runner.kv.length(it.seq.id);
       pending.set(it.seq, text.slice(cached));
     }
@@ -344,6 +361,22 @@ export class Speculator {
       if (kind === 'self') for (const it of items) runner.rewind(it.seq.id, grown.get(it.seq)!);
     }
     for (const [seq, d] of drafts) out.set(seq, d);
+  }
+
+  /** The items whose draft sequence can grow by its text's backlog and k proposals now; the others get none. */
+  private withDraftRoom(runner: StepRunner, items: SpeculationItem[], out: Map<Sequence, number[]>): SpeculationItem[] {
+    let available = runner.kv.availablePageCount;
+    return items.filter((it) => {
+      const kv = runner.kv;
+      const length = it.seq.text.length + it.k;
+      const need = kv.has(it.seq.id) ? kv.pagesNeeded(it.seq.id, length) : Math.ceil(length / kv.pageSize);
+      if (need > available) {
+        out.set(it.seq, []);
+        return false;
+      }
+      available -= need;
+      return true;
+    });
   }
 
   private async timed(runner: StepRunner, entries: RunnerEntry[], layers: number | undefined, costs: StepCosts, items: SpeculationItem[]) {

@@ -1,0 +1,93 @@
+// Opening a model for the engine: the files behind a ModelSource (a GGUF file or its splits, a Hugging Face folder,
+// by URL or as blobs), what the main thread is told about a loaded model, and the check that a draft model shares
+// the target's tokenizer.
+
+import type { Gpu } from '@intab/gpu';
+import { blobSource, openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import type { ModelInfo, ModelSource } from './contract.ts';
+import { DraftMismatchError, ModelSourceError } from './errors.ts';
+
+const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
+const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
+const isGguf = (name: string) => /\.gguf$/i.test(baseName(name.split(/[?#]/)[0]));
+
+/** The model files behind a ModelSource: GGUF (one file or splits) or a Hugging Face folder. */
+export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
+  switch (source.kind) {
+    case 'url': {
+      if (!source.url.endsWith('/')) return openGguf(await urlSource(source.url, { signal }), { signal });
+      // A folder URL: fetch what exists of the usual Hugging Face files.
+      const found = new Map<string, ByteSource>();
+      await Promise.all(
+        HF_FILES.map(async (name) => {
+          try {
+            found.set(name, await urlSource(new URL(name, source.url).href, { signal }));
+          } catch (err) {
+            if (name === 'config.json' || signal?.aborted) throw err;
+          }
+        }),
+      );
+      return openHfUrls(found, (name) => new URL(name, source.url).href, signal);
+    }
+    case 'hf-urls': {
+      const names = Object.keys(source.files);
+      const ggufs = names.filter(isGguf);
+      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => urlSource(source.files[n], { signal }))), { signal });
+      const found = new Map<string, ByteSource>();
+      await Promise.all(names.map(async (n) => found.set(baseName(n), await urlSource(source.files[n], { signal }))));
+      return openHfUrls(found, undefined, signal);
+    }
+    case 'files': {
+      const ggufs = source.files.filter((f) => isGguf(f.name));
+      if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
+      if (!source.files.some((f) => baseName(f.name) === 'config.json')) {
+        throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file or a Hugging Face model folder');
+      }
+      return openHfFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])));
+    }
+    default:
+      throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");
+  }
+}
+
+/** A Hugging Face folder over URLs; shards named by model.safetensors.index.json are fetched as needed. */
+async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string) => string) | undefined, signal?: AbortSignal): Promise<ModelFiles> {
+  const index = found.get('model.safetensors.index.json');
+  if (index && urlOf) {
+    const json = JSON.parse(new TextDecoder().decode(await index.read(0, index.size, signal))) as { weight_map?: Record<string, string> };
+    const shards = [...new Set(Object.values(json.weight_map ?? {}))].filter((s) => !found.has(s));
+    await Promise.all(shards.map(async (s) => found.set(s, await urlSource(urlOf(s), { signal }))));
+  }
+  return openHfFolder(found);
+}
+
+/** What the main thread is told about a loaded model. */
+export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner): ModelInfo {
+  const c = runner.config;
+  return {
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    contextLength: c.maxContext,
+    hasTokenizer: tokenizer !== undefined,
+    hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+    weightBytes: runner.weights.bytes,
+    kvPages: runner.kv.pages,
+    adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
+  };
+}
+
+/**
+ * A draft must share the target's tokenizer: the same vocabulary size, and when both carry a tokenizer the
+ * same tokens under the same ids. Anything else would verify garbage, so it is refused at load.
+ */
+export function checkDraft(target: ModelFiles, targetTokenizer: Tokenizer | undefined, draft: ModelFiles, draftTokenizer: Tokenizer | undefined): void {
+  if (target.config.vocab !== draft.config.vocab) throw new DraftMismatchError('vocabulary size', String(target.config.vocab), String(draft.config.vocab));
+  if (!targetTokenizer || !draftTokenizer) return;
+  const vocabOf = (t: Tokenizer) => JSON.stringify((t.json as { model?: { vocab?: unknown } }).model?.vocab ?? null);
+  if (vocabOf(targetTokenizer) !== vocabOf(draftTokenizer)) throw new DraftMismatchError('tokenizer vocabulary', targetTokenizer.file, draftTokenizer.file);
+  const added = (t: Tokenizer) => JSON.stringify(t.addedTokens.map((a) => [a.id, a.content]));
+  if (added(targetTokenizer) !== added(draftTokenizer)) throw new DraftMismatchError('added (special) tokens', targetTokenizer.file, draftTokenizer.file);
+}
