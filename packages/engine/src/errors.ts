@@ -142,6 +142,24 @@ export class DraftMismatchError extends IntabEngineError {
   }
 }
 
+/** Saving the prefix cache to the Origin Private File System failed (the storage quota, most often); the old save is kept. */
+export class CacheStorageError extends IntabEngineError {
+  /** The file, in the origin's private file system. */
+  readonly file: string;
+  /** The storage error's name (QuotaExceededError, NotAllowedError...). */
+  readonly reason: string;
+  constructor(file: string, reason: string, detail: string, options?: { cause?: unknown }) {
+    const fix =
+      reason === 'QuotaExceededError'
+        ? "this origin's storage quota is full: save the pinned prefixes only (saveCache() without all), free space this origin uses, or ask for more with navigator.storage.persist()"
+        : 'the storage refused it: the prefix cache stays in memory; retry later';
+    super(`Saving the prefix cache to ${file} failed (${reason}: ${detail}); the previous save, if any, is unchanged. ${fix[0].toUpperCase()}${fix.slice(1)}.`, options);
+    this.name = 'CacheStorageError';
+    this.file = file;
+    this.reason = reason;
+  }
+}
+
 function describeValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
@@ -185,6 +203,7 @@ for (const [name, cls] of Object.entries({
   TokenizerRequiredError,
   ModelSourceError,
   DraftMismatchError,
+  CacheStorageError,
   IntabGpuError,
   WebGpuUnavailableError,
   DeviceLostError,

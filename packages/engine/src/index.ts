@@ -22,6 +22,7 @@ export {
   TokenizerRequiredError,
   ModelSourceError,
   DraftMismatchError,
+  CacheStorageError,
   serializeError,
   deserializeError,
   isSerializedError,

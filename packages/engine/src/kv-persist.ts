@@ -4,7 +4,7 @@
 // and reported. Pages restored enter the tree unpinned (a preload pins them again, at no cost).
 
 import type { SaveCacheResult } from './contract.ts';
-import { EngineStateError } from './errors.ts';
+import { CacheStorageError, EngineStateError } from './errors.ts';
 import { KV_FILE_VERSION, kvFileName, opfsDelete, opfsSink, opfsSource, readKvFile, writeKvFile, type KvFileNode } from './kv-file.ts';
 import type { CacheNode, PrefixCache } from './prefix-cache.ts';
 import type { PageIO, StepRunner } from './step-runner.ts';
@@ -32,12 +32,17 @@ export async function saveKvCache(cache: PrefixCache, runner: StepRunner, folder
   const index = new Map<CacheNode, number>(nodes.map((n, i) => [n, i]));
   const entries: KvFileNode[] = nodes.map((n) => ({ parent: n.parent && index.has(n.parent) ? index.get(n.parent)! : -1, tokens: [...n.tokens] }));
   const pages = nodes.map((n) => n.page);
+  const file = `intab/kv-cache/${name}`;
   for (const p of pages) runner.kv.retain(p);
   try {
+    // An OPFS writable replaces the file only when closed, so a failure leaves the previous save as it was.
     const bytes = await writeKvFile(await opfsSink(folder, name), { key, pageSize: cache.pageSize, pageBytes: io.pageBytes, nodes: entries }, (first, count) =>
       io.read(pages.slice(first, first + count)),
     );
-    return { file: `intab/kv-cache/${name}`, pages: nodes.length, tokens: entries.reduce((n, e) => n + e.tokens.length, 0), bytes, ms: now() - t0 };
+    return { file, pages: nodes.length, tokens: entries.reduce((n, e) => n + e.tokens.length, 0), bytes, ms: now() - t0 };
+  } catch (err) {
+    if (err instanceof DOMException) throw new CacheStorageError(file, err.name, err.message, { cause: err });
+    throw err;
   } finally {
     for (const p of pages) runner.kv.release(p);
   }
@@ -104,7 +109,7 @@ export async function restoreKvCache(cache: PrefixCache, runner: StepRunner, fol
     nodes[i] = cache.adoptPage(n.parent >= 0 ? nodes[n.parent] : undefined, n.tokens, targets[i]);
     tokens += n.tokens.length;
   }
-  return { restored: { pages: acquired.length, tokens, bytes: source.size, ms: now() - t0 } };
+  return acquired.length ? { restored: { pages: acquired.length, tokens, bytes: source.size, ms: now() - t0 } } : {};
 }
 
 function release(runner: StepRunner, pages: number[]): void {

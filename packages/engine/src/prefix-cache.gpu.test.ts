@@ -4,6 +4,7 @@
 // System: save → a new engine → restore gives the same ids without prefilling; a save for other weights is ignored;
 // a damaged or truncated file is detected, deleted and reported, and the load still succeeds.
 import { afterAll, describe, expect, test } from 'vitest';
+import { cdp } from 'vitest/browser';
 import { requestGpu, type Gpu } from '@intab/gpu';
 import { fetchShared, sharedUrl } from '@intab/gpu/testing';
 import { mulberry32 } from '@intab/gpu/reference';
@@ -12,6 +13,7 @@ import type { GenerateRequest, ModelInfo, SpeculativeMethod } from './contract.t
 import { Engine, type EngineOptions } from './engine.ts';
 import { describeModel } from './open-model.ts';
 import { kvFileName, opfsFolder } from './kv-file.ts';
+import { CacheStorageError } from './errors.ts';
 import { collect, type Collected } from './test-streams.ts';
 
 let gpu: Gpu | undefined;
@@ -211,6 +213,33 @@ describe('prefix cache in the Origin Private File System', () => {
       await Promise.all([b.engine.destroy(), ref.engine.destroy()]);
     });
   }
+
+  test('a full storage quota is a CacheStorageError that says what to do; the previous save stays usable', async () => {
+    const folder = await clean();
+    const a = await setup();
+    await a.engine.preload({ promptIds: system });
+    const saved = await a.engine.saveCache();
+    // Let the origin store little more than what it holds (CDP's quota override, as a full disk would).
+    const session = cdp();
+    const { usage = 0 } = await navigator.storage.estimate();
+    await session.send('Storage.overrideQuotaForOrigin', { origin: location.origin, quotaSize: usage + (64 << 10) });
+    try {
+      await run(a.engine, { promptIds: [1, ...words(5, 300)], maxTokens: 2, temperature: 0 });
+      const err = await a.engine.saveCache({ all: true }).catch((e) => e);
+      expect(err).toBeInstanceOf(CacheStorageError);
+      expect(err).toMatchObject({ reason: 'QuotaExceededError', file: saved.file });
+      expect(err.message).toMatch(/quota is full: save the pinned prefixes only/);
+    } finally {
+      await session.send('Storage.overrideQuotaForOrigin', { origin: location.origin });
+    }
+    await a.engine.destroy();
+    const name = saved.file.split('/').pop()!;
+    expect((await (await folder.getFileHandle(name)).getFile()).size).toBe(saved.bytes);
+    const b = await setup();
+    await b.engine.restore(b.info);
+    expect(b.info.restored).toMatchObject({ pages: 7, tokens: 101 });
+    await b.engine.destroy();
+  });
 
   test('Engine.load restores by itself, and preloads after restoring', async () => {
     await clean();

@@ -76,6 +76,7 @@ export {
   TokenizerRequiredError,
   ModelSourceError,
   DraftMismatchError,
+  CacheStorageError,
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
 export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, type UnsupportedKeyword } from '@intab/grammar/errors';
