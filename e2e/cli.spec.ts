@@ -1,8 +1,9 @@
-// The CLI as a user runs it: `intab generate` and `intab bench decode` on stories260K in headless
-// Chromium (WebGPU), checked against golden.json and for the figures they promise to print.
+// The CLI as a user runs it: `intab generate`, `intab bench decode` and `intab bench chat` on stories260K in
+// headless Chromium (WebGPU), checked against golden.json and for the figures they promise to print.
 import { expect, test } from '@playwright/test';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -133,4 +134,39 @@ test('intab generate --speculative: self and draft speculation give the plain gr
   expect(draft.ids).toEqual(plain.ids);
   expect(draft.speculative).toMatchObject({ method: 'draft', acceptance_rate: 1 });
   expect((draft.speculative as Record<string, number>).tokens_per_target_step).toBeGreaterThan(2);
+});
+
+test('intab bench chat: a turn line per mode and turn, the summary, --preload and --persist, with their promised fields', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'intab-chat-'));
+  const conversation = join(dir, 'chat.json');
+  writeFileSync(
+    conversation,
+    JSON.stringify([
+      { role: 'system', content: 'You tell short stories about a cat and a dog.' },
+      { role: 'user', content: 'Once upon a time' },
+      { role: 'assistant', content: 'ignored: the model answers with its own replies' },
+      { role: 'user', content: 'And then?' },
+      { role: 'user', content: 'The end.' },
+    ]),
+  );
+  const lines = await intab('bench', 'chat', '--model', join(MODEL, 'stories260K-vocab-ud.gguf'), '--conversation', conversation, '--max-tokens', '8', '--preload', '--persist', '--persist-tokens', '200', '--repeats', '1');
+  const turns = lines.filter((l) => l.turn !== undefined);
+  expect(turns.map((l) => `${l.prefix_cache}${l.turn}`).sort()).toEqual(['off0', 'off1', 'off2', 'on0', 'on1', 'on2']);
+  for (const t of turns) {
+    expect(Object.keys(t).sort()).toEqual(['bench', 'cached_tokens', 'ids', 'prefix_cache', 'prompt_tokens', 'ttft_ms', 'turn']);
+    expect(t.bench).toBe('chat');
+    expect(t.ids).toHaveLength(8);
+    if (t.prefix_cache === 'off' || t.turn === 0) expect(t.cached_tokens).toBe(0);
+    else expect(t.cached_tokens).toBeGreaterThan(0);
+  }
+  const summary = lines.find((l) => l.summary)!;
+  expect(summary).toMatchObject({ bench: 'chat', summary: true, identical_ids: true });
+  for (const k of ['ttft_ratio_last_turn', 'ttft_growth_on']) expect(summary[k]).toBeGreaterThan(0);
+  const preload = lines.find((l) => l.preload)!;
+  expect(preload).toMatchObject({ bench: 'chat', preload: true, identical_ids: true });
+  expect(preload.cached_tokens).toBe(preload.system_tokens);
+  for (const k of ['ttft_ms_no_preload', 'ttft_ms_preloaded', 'ttft_ms_user_only', 'preloaded_vs_user_only']) expect(preload[k]).toBeGreaterThan(0);
+  const persist = lines.find((l) => l.persist)!;
+  expect(persist).toMatchObject({ bench: 'chat', persist: true, prefix_tokens: 200, restored_tokens: 200, cached_tokens: 200, identical_ids: true, warnings: [] });
+  for (const k of ['recompute_ms', 'restore_ms', 'restore_speedup']) expect(persist[k]).toBeGreaterThan(0);
 });

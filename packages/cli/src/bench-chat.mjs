@@ -3,7 +3,7 @@
 // Chromium on WebGPU (packages/cli/page/bench-chat.ts runs it in the page). Flags are checked here, before any
 // browser starts; the page prints one JSON line per turn and a summary.
 import { readFileSync } from 'node:fs';
-import { runPage } from './browser.mjs';
+import { runJob } from './browser.mjs';
 import { resolveModel } from './model-files.mjs';
 
 const MODES = ['on', 'off', 'both'];
@@ -85,24 +85,13 @@ export async function benchChat(flags) {
   if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required (a model with a tokenizer, e.g. intab make-model --tokenizer qwen3)');
   const model = resolveModel(flags.model);
   const job = chatJobFromFlags(flags, model);
-  let failed = false;
   let header = false;
-  await runPage({
-    path: '/packages/cli/page/run.html',
-    timeoutMs: Number(flags.timeout ?? 3600) * 1000,
+  const failed = await runJob({
+    timeoutS: Number(flags.timeout ?? 3600),
     headed: Boolean(flags.headed),
     modelDir: model.dir,
     job,
     onRecord(r) {
-      if (r.type === 'error') {
-        failed = true;
-        console.error(`intab: ${r.name}: ${r.message}`);
-        return;
-      }
-      if (r.type === 'progress') {
-        process.stderr.write(`loading ${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
-        return;
-      }
       if (r.type !== 'bench') return;
       const { type, ...rest } = r;
       if (flags.json || rest.summary || rest.preload || rest.persist) {

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runPage } from './browser.mjs';
+import { runJob } from './browser.mjs';
 import { formatTable } from './grammar-stats.mjs';
 import { withSsr, writeSyntheticModel } from './make-model.mjs';
 import { resolveModel } from './model-files.mjs';
@@ -147,21 +147,17 @@ export async function benchGrammar(flags) {
       };
       /** @type {Record<string, unknown> | undefined} */
       let line;
-      await runPage({
-        path: '/packages/cli/page/run.html',
-        timeoutMs: o.timeoutS * 1000,
+      const pageFailed = await runJob({
+        timeoutS: o.timeoutS,
         headed: o.headed,
         modelDir: model.dir,
         job,
         onRecord(r) {
-          if (r.type === 'error') {
-            failed = true;
-            console.error(`intab: ${r.name}: ${r.message}`);
-          } else if (r.type === 'progress') process.stderr.write(`loading ${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
-          else if (r.type === 'grammar-text') texts.push(r.text);
+          if (r.type === 'grammar-text') texts.push(r.text);
           else if (r.type === 'bench' && r.bench === 'grammar') line = r;
         },
       });
+      if (pageFailed) failed = true;
       if (line) {
         // Documents that the grammar completed (not cut by max tokens) must validate.
         let complete = 0;

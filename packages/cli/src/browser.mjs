@@ -54,3 +54,32 @@ export async function runPage(o) {
     await server.close();
   }
 }
+
+/**
+ * Runs a job on the CLI's model page (packages/cli/page/run.html), serving the model's files (and a draft's): loading
+ * progress goes to stderr and a page error is printed as `intab: Name: message`; every other record reaches
+ * `onRecord`. Resolves with true when the page reported an error.
+ * @param {{ job: unknown, modelDir?: string, draftDir?: string, timeoutS: number, headed?: boolean, onRecord: (r: any) => void }} o
+ * @returns {Promise<boolean>}
+ */
+export async function runJob(o) {
+  let failed = false;
+  await runPage({
+    path: '/packages/cli/page/run.html',
+    timeoutMs: o.timeoutS * 1000,
+    headed: o.headed,
+    modelDir: o.modelDir,
+    draftDir: o.draftDir,
+    job: o.job,
+    onRecord(r) {
+      if (r.type === 'error') {
+        failed = true;
+        console.error(`intab: ${r.name}: ${r.message}`);
+      } else if (r.type === 'progress') {
+        // stdout holds only the records; loading progress goes to stderr
+        process.stderr.write(`loading ${r.model === 'draft' ? 'draft ' : ''}${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
+      } else o.onRecord(r);
+    },
+  });
+  return failed;
+}

@@ -4,7 +4,7 @@
 // WebGPU through the Engine, print its records. jobFromFlags turns the flags into the page's job (validated
 // here, before any browser starts).
 import { readFileSync } from 'node:fs';
-import { runPage } from './browser.mjs';
+import { runJob } from './browser.mjs';
 import { DRAFT_PREFIX, resolveModel } from './model-files.mjs';
 
 /** Speculative methods `--speculative` takes, and those `--methods` (bench speculative) measures. */
@@ -195,27 +195,15 @@ export async function generate(flags, mode) {
   if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
   const draft = typeof flags.draft === 'string' ? resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' }) : undefined;
   const job = jobFromFlags(flags, mode, model, draft);
-  let failed = false;
   let header = false;
-  await runPage({
-    path: '/packages/cli/page/run.html',
-    timeoutMs: Number(flags.timeout ?? 3600) * 1000,
+  const failed = await runJob({
+    timeoutS: Number(flags.timeout ?? 3600),
     headed: Boolean(flags.headed),
     modelDir: model.dir,
     draftDir: draft?.dir,
     job,
     onRecord(r) {
-      if (r.type === 'error') {
-        failed = true;
-        console.error(`intab: ${r.name}: ${r.message}`);
-        return;
-      }
       if (mode !== 'generate' && r.type === 'token') return;
-      if (r.type === 'progress') {
-        // stdout holds only token lines and the final lines; loading progress goes to stderr
-        process.stderr.write(`loading ${r.model === 'draft' ? 'draft ' : ''}${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
-        return;
-      }
       if (flags.json) {
         const { type, ...rest } = r;
         process.stdout.write(`${JSON.stringify(mode === 'bench' && type === 'done' ? { bench: 'decode', ...rest } : rest)}\n`);

@@ -4,32 +4,22 @@
 // one step, speculative requests (ngram, self, draft) and constrained ones over shared pages — while later turns
 // prefill only what is new. Preload pins a prefix; eviction under a tiny KV budget never fails a request that fits
 // without the cache; random starts, aborts, preloads and releases end with every page back.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu/reference';
-import { configFromGguf, readGgufLite, type LlamaConfig } from '@intab/model/reference';
+import type { LlamaConfig } from '@intab/model/reference';
 import type { GenerateRequest, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { EngineStateError, RequestTooLargeError } from './errors.ts';
 import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
-import { qwen3VocabModel } from './test-models.ts';
+import { qwen3VocabModel, stories260K } from './test-models.ts';
 import { collect, type Collected } from './test-streams.ts';
-
-const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
-const STORIES = join(SHARED, 'models/stories260K');
 
 let config: LlamaConfig;
 let tensors: Map<string, Float32Array>;
 let golden: { cases: { prompt: number[]; greedy: number[] }[] };
 
 beforeAll(() => {
-  const path = join(STORIES, 'stories260K.gguf');
-  const gguf = readGgufLite(new Uint8Array(readFileSync(path)), path);
-  config = configFromGguf(gguf.metadata, path, gguf.tensorInfos);
-  tensors = new Map([...gguf.tensors].map(([name, t]) => [name, t.data]));
-  golden = JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8'));
+  ({ config, tensors, golden } = stories260K());
 });
 
 function setup(o: { runner?: ReferenceRunnerOptions; engine?: EngineOptions; draft?: boolean; draftPages?: number } = {}) {

@@ -6,13 +6,10 @@
 // free the draft's pages too; stops and maxTokens are never overrun; a draft with another vocabulary is a
 // typed error. Counts (proposed, accepted, steps) are asserted, never time.
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu/reference';
 import { loadTokenizer, type LlamaConfig } from '@intab/model';
-import { configFromGguf, createReferenceModel, fixtureWeights, readGgufLite } from '@intab/model/reference';
+import { createReferenceModel, fixtureWeights } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
 import type { GenerateRequest, SpeculativeOptions } from './contract.ts';
 import { Engine } from './engine.ts';
@@ -22,9 +19,8 @@ import { ReferenceRunner } from './reference-runner.ts';
 import { chooseK, expectedTokens, ngramProposals, SequenceSpeculation, Speculator, StepCosts } from './speculator.ts';
 import type { Sequence } from './sequence.ts';
 import { collect } from './test-streams.ts';
+import { stories260K } from './test-models.ts';
 
-const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
-const STORIES = join(SHARED, 'models/stories260K');
 
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];
@@ -37,11 +33,7 @@ let golden: Golden;
 let badTensors: Map<string, Float32Array>;
 
 beforeAll(() => {
-  const path = join(STORIES, 'stories260K.gguf');
-  const gguf = readGgufLite(new Uint8Array(readFileSync(path)), path);
-  config = configFromGguf(gguf.metadata, path, gguf.tensorInfos);
-  tensors = new Map([...gguf.tensors].map(([name, t]) => [name, t.data]));
-  golden = JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8'));
+  ({ config, tensors, golden } = stories260K());
   const rng = mulberry32(4242);
   badTensors = new Map([...tensors].map(([name, t]) => [name, t.map((x) => x + (rng() - 0.5) * 0.1)]));
 });

@@ -1,6 +1,9 @@
 // Test models for the engine's node tests (not part of the package's API).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { canonicalHfName, fixtureConfig, makeTensors } from '@intab/model/reference';
+import { canonicalHfName, configFromGguf, fixtureConfig, makeTensors, readGgufLite } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
 
 /**
@@ -17,4 +20,19 @@ export function qwen3VocabModel(): { tokenizer: Tokenizer; config: LlamaConfig; 
     if (typeof c === 'string') tensors.set(c, t.data);
   }
   return { tokenizer, config, tensors };
+}
+
+/** ../shared/models/stories260K (INTAB_SHARED overrides ../shared). */
+export const STORIES = join(process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url)), 'models/stories260K');
+
+/** stories260K's real weights (f32, canonical names) from one of its GGUF files, and golden.json's greedy continuations. */
+export function stories260K(file = 'stories260K.gguf'): { config: LlamaConfig; tensors: Map<string, Float32Array>; golden: { cases: { prompt: number[]; greedy: number[] }[] }; path: string } {
+  const path = join(STORIES, file);
+  const gguf = readGgufLite(new Uint8Array(readFileSync(path)), path);
+  return {
+    config: configFromGguf(gguf.metadata, path, gguf.tensorInfos),
+    tensors: new Map([...gguf.tensors].map(([name, t]) => [name, t.data])),
+    golden: JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8')),
+    path,
+  };
 }
