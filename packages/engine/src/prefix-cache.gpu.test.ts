@@ -131,9 +131,13 @@ describe('prefix cache in the Origin Private File System', () => {
   const system = [1, ...words(77, 100)]; // 101 tokens: 6 full pages and a partial one
   const request: GenerateRequest = { promptIds: [...system, ...words(78, 6)], maxTokens: 16, temperature: 0, ignoreEos: true };
 
+  /** The saved-cache folder, without this model's file (other test files save files of their own models there). */
   async function clean(): Promise<FileSystemDirectoryHandle> {
     const folder = (await opfsFolder())!;
-    for await (const name of (folder as unknown as { keys(): AsyncIterable<string> }).keys()) await folder.removeEntry(name);
+    const { runner, engine } = await setup();
+    const name = await kvFileName(JSON.stringify({ format: 1, ...(await runner.pageIO.key()) }));
+    await engine.destroy();
+    await folder.removeEntry(name).catch(() => {});
     return folder;
   }
 

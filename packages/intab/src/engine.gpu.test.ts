@@ -277,3 +277,46 @@ describe('in-thread engine (worker: false)', () => {
     expect(err.reason).toBe('destroyed');
   });
 });
+
+describe('prefix cache in the worker', () => {
+  test('createEngine({ preload }) pins a prefix; saveCache in the worker; the next createEngine restores it', async () => {
+    // A generated model of its own: its saved cache is keyed by its weights, apart from other test files' saves.
+    const model = () => new File([fixtureGguf('llama', 4321) as BlobPart], 'prefix-fixture.gguf');
+    const system = Array.from({ length: 69 }, (_, i) => 3 + ((i * 7) % 120)); // 4 pages of 16 and a partial one
+    const request = { promptIds: [...system, 30, 31], maxTokens: 8, temperature: 0, ignoreEos: true };
+    const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system } });
+    try {
+      expect(first.info.prefixCache).toBe(true);
+      expect(first.preloaded).toHaveLength(1);
+      expect(first.preloaded[0]).toMatchObject({ tokens: 69, cachedTokens: 0 });
+      expect((await first.stats()).prefixCache).toMatchObject({ pinnedPages: 5 });
+      const a = await collect(first.generate(request));
+      expect(a.at(-1)!.metrics!.cachedTokens).toBe(69);
+      const saved = await first.saveCache();
+      expect(saved).toMatchObject({ pages: 5, tokens: 69 });
+      await first.preloaded[0].release();
+      expect((await first.stats()).prefixCache!.pinnedPages).toBe(0);
+      const second = await createEngine({ model: model(), kvBudgetBytes: 4 << 20 });
+      try {
+        expect(second.info.restored).toMatchObject({ pages: 5, tokens: 69, bytes: saved.bytes });
+        const b = await collect(second.generate(request));
+        expect(ids(b)).toEqual(ids(a));
+        expect(b.at(-1)!.metrics!.cachedTokens).toBe(69);
+        const pinned = await second.preload({ promptIds: system });
+        expect(pinned.cachedTokens).toBe(69);
+        await pinned.release();
+      } finally {
+        await second.destroy();
+      }
+      const off = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, prefixCache: false, restoreCache: false });
+      try {
+        expect(off.info.restored).toBeUndefined();
+        await expect(off.preload({ promptIds: system })).rejects.toMatchObject({ name: 'EngineStateError' });
+      } finally {
+        await off.destroy();
+      }
+    } finally {
+      await first.destroy();
+    }
+  }, 180_000);
+});
