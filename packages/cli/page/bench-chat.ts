@@ -68,10 +68,12 @@ export async function benchChat(job: ChatJob & { maxTokens: number; seed: number
       // Without a template the system prompt is the transcript's first line.
       const prefix = template ? undefined : transcript([system]).replace(/\nAssistant:$/, '');
       const firstIds = template ? encodeChat(tokenizer, renderChat(tokenizer, first.map((m) => ({ ...m })), { addGenerationPrompt: true })) : tokenizer.encode(transcript(first), { addSpecialTokens: true });
-      const repeats = job.repeats ?? 3;
+      const systemIds = template ? encodeChat(tokenizer, renderChat(tokenizer, [{ ...system }], { addGenerationPrompt: false })) : tokenizer.encode(prefix!, { addSpecialTokens: true });
+      const repeats = job.repeats ?? 5;
       const none: number[] = [];
       const preloaded: number[] = [];
       const alone: number[] = [];
+      const ratios: number[] = [];
       const preloadMs: number[] = [];
       let systemTokens = 0;
       let cached = 0;
@@ -79,18 +81,24 @@ export async function benchChat(job: ChatJob & { maxTokens: number; seed: number
       for (let i = 0; i < repeats; i++) {
         const plain = await turn(engine, request(first, false));
         none.push(plain.ttftMs);
-        const p = await engine.preload(prefix === undefined ? { messages: [system] } : { prompt: prefix });
-        systemTokens = p.tokens;
-        preloadMs.push(p.ms);
-        const after = await turn(engine, request(first, true));
+        // The request's own tokens alone (what follows the system prompt), prefilled from nothing.
+        const userOnly = () => turn(engine, { promptIds: firstIds.slice(systemIds.length), maxTokens: job.maxTokens, temperature: 0, cache: false });
+        const withPreload = async () => {
+          const p = await engine.preload(prefix === undefined ? { messages: [system] } : { prompt: prefix });
+          systemTokens = p.tokens;
+          preloadMs.push(p.ms);
+          const after = await turn(engine, request(first, true));
+          await engine.release(p.id);
+          engine.prefixCache!.clear();
+          return after;
+        };
+        // The two measured requests back to back, in alternating order: the adapter's drift hits both alike.
+        const [after, own] = i % 2 === 0 ? [await withPreload(), await userOnly()] : (([o, a]) => [a, o])([await userOnly(), await withPreload()]);
         preloaded.push(after.ttftMs);
+        alone.push(own.ttftMs);
+        ratios.push(after.ttftMs / own.ttftMs);
         cached = after.cachedTokens;
         identical &&= after.ids.join() === plain.ids.join();
-        await engine.release(p.id);
-        engine.prefixCache!.clear();
-        // The request's own tokens alone (what follows the system prompt), prefilled from nothing.
-        const userOnly = await turn(engine, { promptIds: firstIds.slice(p.tokens), maxTokens: job.maxTokens, temperature: 0, cache: false });
-        alone.push(userOnly.ttftMs);
       }
       report({
         type: 'bench',
@@ -103,9 +111,10 @@ export async function benchChat(job: ChatJob & { maxTokens: number; seed: number
         ttft_ms_no_preload: round(median(none)),
         ttft_ms_preloaded: round(median(preloaded)),
         ttft_ms_user_only: round(median(alone)),
-        preloaded_vs_user_only: round(median(preloaded) / median(alone)),
+        preloaded_vs_user_only: round(median(ratios)),
         speedup: round(median(none) / median(preloaded)),
         repeats,
+        samples: { no_preload: none.map(round), preloaded: preloaded.map(round), user_only: alone.map(round) },
         identical_ids: identical,
         ...facts,
       });

@@ -73,7 +73,7 @@ export function chatJobFromFlags(flags, model) {
     preload: Boolean(flags.preload),
     persist: Boolean(flags.persist),
     persistTokens: whole('persist-tokens', 2048, 16, 32768),
-    repeats: whole('repeats', 3, 1, 20),
+    repeats: whole('repeats', 5, 1, 20),
   };
 }
 

@@ -73,7 +73,7 @@ const USAGE = `usage:
       smollm2-135m body with the Qwen3 tokenizer (vocab 151,669) is made in a temp folder.
       JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"decode","tokenizer",...}; tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
-                 [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (3)] [--quantize q8_0|q4_0]
+                 [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (5)] [--quantize q8_0|q4_0]
       Time to first token over a conversation, in headless Chromium on WebGPU. FILE is a JSON array of OpenAI-style
       messages: a system message, then user messages (assistant messages are ignored); without it a built-in 8-turn
       chat. For each user message in order, the conversation so far (the system message, the earlier user messages,
@@ -83,7 +83,8 @@ const USAGE = `usage:
       then {"bench":"chat","summary":true,"identical_ids","ttft_ratio_last_turn" (off/on),"ttft_growth_on"
       (last/first turn),...}. A model without a chat template gets a plain transcript.
       --preload: the first request's TTFT after engine.preload() of the system prompt, against the same request
-      without it and against prefilling only the request's own tokens (medians of --repeats):
+      without it and against prefilling only the request's own tokens (--repeats pairs run back to back, in
+      alternating order; preloaded_vs_user_only is the median of the pairs' ratios):
       {"bench":"chat","preload":true,"ttft_ms_no_preload","ttft_ms_preloaded","ttft_ms_user_only",
       "preloaded_vs_user_only","speedup",...}.
       --persist: a prefix of --persist-tokens tokens preloaded (recompute_ms), saved to the Origin Private File

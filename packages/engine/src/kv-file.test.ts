@@ -83,6 +83,9 @@ describe('kv file', () => {
     const f = memoryFile();
     await writeKvFile(f.sink, { ...header, nodes: [{ parent: 1, tokens: [1] }, { parent: -1, tokens: [2] }, { parent: -1, tokens: [] }] }, async (_a, n) => new Uint8Array(n * 8));
     expect((await read(f.bytes())).problem).toMatchObject({ kind: 'corrupt', reason: /page 0/ });
+    const g = memoryFile();
+    await writeKvFile(g.sink, { ...header, nodes: [{ parent: -1, tokens: [1, 2] }, { parent: 0, tokens: [3] }] }, async (_a, n) => new Uint8Array(n * 8));
+    expect((await read(g.bytes())).problem).toMatchObject({ kind: 'corrupt', reason: /follows a partial page/ });
   });
 
   test('another key, page size or page layout is a mismatch, not damage', async () => {

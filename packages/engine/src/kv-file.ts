@@ -132,6 +132,8 @@ export async function readKvFile(
     if (!Number.isInteger(n?.parent) || n.parent < -1 || n.parent >= i || !Array.isArray(tokens) || tokens.length < 1 || tokens.length > header.pageSize || !tokens.every((t) => Number.isInteger(t) && t >= 0)) {
       return corrupt(`its page ${i} is not a valid tree entry`);
     }
+    // Only a full page has children (a partial one is the end of its prefix).
+    if (n.parent >= 0 && header.nodes[n.parent].tokens.length !== header.pageSize) return corrupt(`its page ${i} follows a partial page`);
   }
   const targets = begin(header);
   const start = PREFIX_BYTES + headerBytes;
