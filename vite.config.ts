@@ -35,6 +35,8 @@ export default defineConfig({
         test: {
           name: 'gpu',
           include: ['packages/**/*.gpu.test.ts'],
+          // A local model hub (Range, CORS, LFS hashes, misbehaviour on request) for the model store's tests.
+          globalSetup: ['./scripts/hub-server-setup.mjs'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           browser: {

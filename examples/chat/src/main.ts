@@ -2,9 +2,10 @@
 // completions through intab's OpenAI-compatible API, with a stop button, a system prompt, sampling
 // settings, a multi-turn history, load progress, and TTFT / tok/s per answer. The system prompt is
 // preloaded into the prefix cache (and saved, so the next visit restores it), and each answer says how
-// many of its prompt tokens came from the cache: earlier turns are never prefilled twice.
+// many of its prompt tokens came from the cache: earlier turns are never prefilled twice. A model loaded by
+// id or URL goes into the model store (downloading / verifying / from the store, in the status line).
 
-import { createEngine, type ChatMessage, type IntabEngine, type Preloaded } from 'intab';
+import { createEngine, type ChatMessage, type IntabEngine, type LoadProgress, type Preloaded } from 'intab';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
 const DEFAULT_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
@@ -62,9 +63,9 @@ async function load(model: ModelInput, label: string): Promise<void> {
       {
         model,
         quantize: (ui.quantize.value || undefined) as 'q8_0' | 'q4_0' | undefined,
-        onProgress: ({ loaded, total }) => {
-          ui.progress.value = total ? loaded / total : 0;
-          ui.status.textContent = `Loading ${label}: ${(loaded / 2 ** 20).toFixed(0)} / ${(total / 2 ** 20).toFixed(0)} MiB`;
+        onProgress: (p) => {
+          ui.progress.value = p.total ? p.loaded / p.total : 0;
+          ui.status.textContent = `${label}: ${describeProgress(p)}`;
         },
       },
       { signal: controller.signal },
@@ -72,6 +73,7 @@ async function load(model: ModelInput, label: string): Promise<void> {
     const info = engine.info;
     ui.status.textContent = `${label} — ${info.arch}, ${info.layers} layers, ${(info.weightBytes / 2 ** 20).toFixed(0)} MiB, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s on ${info.adapter || 'WebGPU'}`;
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
+    if (info.store) ui.status.textContent += info.store.downloaded ? ` · downloaded ${(info.store.downloaded / 2 ** 20).toFixed(0)} MiB into the model store` : ' · from the model store (verified)';
     if (info.restored) ui.status.textContent += ` · ${info.restored.tokens} cached tokens restored from the last visit`;
     for (const w of info.warnings ?? []) console.warn(w);
     preloaded = undefined;
@@ -83,6 +85,19 @@ async function load(model: ModelInput, label: string): Promise<void> {
   } finally {
     ui.progress.hidden = true;
   }
+}
+
+/** What loading is doing: downloading (with speed and time left), verifying the stored copy, or uploading to the GPU. */
+function describeProgress(p: LoadProgress): string {
+  const mib = (n: number) => (n / 2 ** 20).toFixed(0);
+  const of = `${mib(p.loaded)} / ${mib(p.total)} MiB`;
+  if (p.phase === 'download') {
+    const speed = p.bytesPerSecond ? `, ${(p.bytesPerSecond / 2 ** 20).toFixed(1)} MiB/s` : '';
+    const eta = p.etaSeconds !== undefined && Number.isFinite(p.etaSeconds) ? `, ${Math.ceil(p.etaSeconds)} s left` : '';
+    return `downloading ${of}${speed}${eta}`;
+  }
+  if (p.phase === 'verify') return `verifying the stored copy ${of}`;
+  return `loading to the GPU ${of}`;
 }
 
 ui.loadRemote.onclick = () => {

@@ -292,11 +292,26 @@ export interface ModelInfo {
   restored?: { pages: number; tokens: number; bytes: number; ms: number };
   /** Things that went wrong without failing the load (a corrupted cache file, deleted), each saying what happened. */
   warnings?: string[];
+  /**
+   * The model store (createEngine, main thread): the model's id there, the bytes downloaded now (0: every file came
+   * from the store), whether every file's hash was checked, and the answer to navigator.storage.persist().
+   */
+  store?: { id: string; downloaded: number; verified: boolean; persisted?: boolean };
 }
 
 export interface LoadProgress {
   loaded: number;
   total: number;
+  /**
+   * What is in progress: the model's files downloading into the model store, their hashes checked there, or the
+   * weights uploaded to the GPU [upload].
+   */
+  phase?: 'download' | 'verify' | 'upload';
+  /** Download: bytes per second over the last seconds, and the seconds left at that speed. */
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  /** Download and verify: each file's bytes. */
+  files?: { name: string; loaded: number; total: number }[];
 }
 
 /**

@@ -3,10 +3,11 @@
 // at once, batched), abort through the signal ends with 'abort', `break` cancels, typed errors cross the
 // worker with name and fields, OpenAI chat shapes (stories260K's HF folder as Files plus a tiny ChatML
 // tokenizer), the in-thread engine (worker: false), and destroy().
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { fixtureGguf } from '@intab/model/reference';
 import { sharedUrl } from '@intab/gpu/testing';
 import {
+  DownloadError,
   DraftMismatchError,
   EngineClosedError,
   IntabModelError,
@@ -15,6 +16,7 @@ import {
   TokenizerRequiredError,
   UnsupportedSchemaError,
   createEngine,
+  modelStore,
   type Chunk,
   type IntabEngine,
   type LoadProgress,
@@ -113,11 +115,15 @@ describe('createEngine with the worker', () => {
     expect(invalid).toMatchObject({ name: 'InvalidRequestError', field: 'n' });
   });
 
-  test('a load failure in the worker rejects createEngine with the typed error', async () => {
-    const err = await createEngine({ model: BASE + 'no-such-model.gguf' }).catch((e) => e);
+  test('a load failure in the worker rejects createEngine with the typed error (and the store\'s download, with its own)', async () => {
+    const err = await createEngine({ model: BASE + 'no-such-model.gguf', cache: false }).catch((e) => e);
     expect(err).toBeInstanceOf(IntabModelError);
     expect(err.name).toBe('IntabModelError');
     expect(err.message).toContain('no-such-model.gguf: HTTP 404');
+    const stored = await createEngine({ model: BASE + 'no-such-model.gguf' }).catch((e) => e);
+    expect(stored).toBeInstanceOf(DownloadError);
+    expect(stored).toMatchObject({ status: 404 });
+    expect(stored.message).toMatch(/HTTP 404: check the URL/);
   });
 
   test('an aborted createEngine rejects with the reason', async () => {
@@ -319,4 +325,38 @@ describe('prefix cache in the worker', () => {
       await first.destroy();
     }
   }, 180_000);
+});
+
+describe('the model store through createEngine', () => {
+  test('the first load downloads into the store, the next one reads it from disk without a request for the model; both give golden ids', async () => {
+    const hub = inject('hubUrl');
+    const url = `${hub}/test/stories/resolve/main/stories260K.gguf?tag=create-engine`;
+    const path = 'GET /test/stories/resolve/main/stories260K.gguf';
+    const requests = async () => ((await (await fetch(`${hub}/__requests`)).json()) as Record<string, number>)[path] ?? 0;
+    await modelStore.delete(`test/stories@main/stories260K.gguf?tag=create-engine`);
+    const phases = (list: LoadProgress[]) => [...new Set(list.map((p) => p.phase))];
+    const first: LoadProgress[] = [];
+    const before = await requests();
+    const a = await createEngine({ model: url, kvBudgetBytes: 4 << 20, onProgress: (p) => first.push(p) });
+    try {
+      expect(a.info.store).toMatchObject({ id: 'test/stories@main/stories260K.gguf?tag=create-engine', downloaded: 1043424, verified: true });
+      expect(phases(first)).toEqual(['download', 'upload']);
+      expect(first.find((p) => p.phase === 'download' && p.loaded === p.total)).toBeDefined();
+      expect(ids(await collect(a.generate(greedy(1))))).toEqual(golden.cases[1].greedy);
+    } finally {
+      await a.destroy();
+    }
+    expect(await requests()).toBe(before + 1);
+    const second: LoadProgress[] = [];
+    const b = await createEngine({ model: url, kvBudgetBytes: 4 << 20, onProgress: (p) => second.push(p) });
+    try {
+      expect(b.info.store).toMatchObject({ downloaded: 0, verified: true });
+      expect(phases(second)).toEqual(['verify', 'upload']);
+      expect(ids(await collect(b.generate(greedy(1))))).toEqual(golden.cases[1].greedy);
+    } finally {
+      await b.destroy();
+    }
+    expect(await requests()).toBe(before + 1);
+    expect((await modelStore.list()).some((m) => m.id === 'test/stories@main/stories260K.gguf?tag=create-engine' && m.complete)).toBe(true);
+  });
 });

@@ -12,6 +12,7 @@ import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedS
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { resolveModelSource, type ModelInput } from './model-source.ts';
+import { modelStore, type ModelStore } from './store/model-store.ts';
 import {
   completionId,
   toChatCompletion,
@@ -41,7 +42,18 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   name?: string;
   /** Run the engine in a dedicated module Worker [true]; false runs it on this thread (tests, workers of your own). */
   worker?: boolean;
-  /** Called as weights load (bytes so far, of total). */
+  /**
+   * Keep the model's files in the model store [true where the OPFS or the Cache API exists]: the first load
+   * downloads them (resuming an interrupted download, checking every file's SHA-256), later loads read them from
+   * disk and check them again. false streams the model from the network each time.
+   */
+  cache?: boolean;
+  /** The store to use [modelStore, this origin's]. */
+  store?: ModelStore;
+  /**
+   * Called as the model loads: `phase` 'download' (bytes, speed, ETA; files), 'verify' (stored files' hashes), then
+   * 'upload' (weights to the GPU).
+   */
   onProgress?: (p: LoadProgress) => void;
 }
 
@@ -377,8 +389,19 @@ export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?:
  */
 export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
   signal?.throwIfAborted();
-  const source = await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal });
-  const draft = options.draft === undefined ? undefined : await resolveModelSource(options.draft, { signal });
+  let source = await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal });
+  let draft = options.draft === undefined ? undefined : await resolveModelSource(options.draft, { signal });
+  // The model store: files from disk when stored, else downloaded into it (the worker then reads Blobs over them).
+  let stored: ModelInfo['store'];
+  if (options.cache !== false) {
+    const store = options.store ?? modelStore;
+    const report = options.onProgress;
+    const onProgress = report && ((p: LoadProgress) => report(p));
+    const r = await store.ensure(source, { onProgress, signal });
+    if (r.model.id) stored = { id: r.model.id, downloaded: r.downloaded, verified: r.verified, ...(r.persisted !== undefined ? { persisted: r.persisted } : {}) };
+    source = r.source;
+    if (draft) draft = (await store.ensure(draft, { onProgress, signal })).source;
+  }
   signal?.throwIfAborted();
   const backend = options.worker === false ? await inThreadBackend() : workerBackend();
   const { api, guard } = backend;
@@ -389,7 +412,8 @@ export async function createEngine(options: CreateEngineOptions, { signal }: { s
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const report = options.onProgress;
-    const progress = report && (backend.inWorker ? Comlink.proxy((p: LoadProgress) => report(p)) : report);
+    const upload = report && ((p: LoadProgress) => report({ ...p, phase: 'upload' }));
+    const progress = upload && (backend.inWorker ? Comlink.proxy(upload) : upload);
     // Engine.load takes the signal as a fourth argument (an addition to EngineApi): an in-thread load stops
     // at once; a worker's is terminated below anyway.
     // (A method call, not .call(): on a Comlink proxy `.call` would be a remote property.)
@@ -401,7 +425,7 @@ export async function createEngine(options: CreateEngineOptions, { signal }: { s
       load.then(() => signal?.aborted && backend.kill(), () => {});
     }
     const info = await guard.call(() => load);
-    return new Engine(backend, info, modelName(options));
+    return new Engine(backend, stored ? { ...info, store: stored } : info, modelName(options));
   } catch (err) {
     if (!signal?.aborted) {
       guard.close(err);

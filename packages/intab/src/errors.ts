@@ -29,3 +29,52 @@ export class SseFormatError extends Error {
     this.data = shown;
   }
 }
+
+/** A stored model file's SHA-256 does not match what it must be (the hub's LFS hash, or what was recorded at its first download), even after downloading it again. */
+export class IntegrityError extends Error {
+  readonly url: string;
+  readonly expected: string;
+  readonly actual: string;
+  constructor(url: string, expected: string, actual: string, recorded: boolean) {
+    super(
+      `${url}: its SHA-256 is ${actual}, not ${expected}${recorded ? ' (recorded when it was first downloaded)' : " (the hub's)"}, even after downloading it again. ` +
+        (recorded
+          ? 'The file on the server has changed since it was stored: delete the model from the store (modelStore.delete) and load it again.'
+          : 'The server or a proxy sends other bytes than the hub lists: check the network (proxy, mirror) and try again later.'),
+    );
+    this.name = 'IntegrityError';
+    this.url = url;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** The model cannot fit in this origin's storage: found before any byte is written. */
+export class QuotaError extends Error {
+  /** Bytes the model still needs, and bytes the origin has left. */
+  readonly needed: number;
+  readonly available: number;
+  constructor(needed: number, available: number, what: string) {
+    const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+    super(
+      `${what} needs ${mb(needed)} of storage but this site has ${mb(Math.max(0, available))} left: delete stored models you no longer need (modelStore.list() / delete(id)), free disk space, ` +
+        'or load it with { cache: false } to stream it without keeping it.',
+    );
+    this.name = 'QuotaError';
+    this.needed = needed;
+    this.available = available;
+  }
+}
+
+/** A download failed, or the server answered something that is not the file (an HTML page, a wrong length or format): nothing of it was kept. */
+export class DownloadError extends Error {
+  readonly url: string;
+  /** The HTTP status, when the server answered. */
+  readonly status?: number;
+  constructor(url: string, problem: string, options?: { status?: number; cause?: unknown }) {
+    super(`${url}: ${problem}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'DownloadError';
+    this.url = url;
+    if (options?.status !== undefined) this.status = options.status;
+  }
+}

@@ -32,7 +32,10 @@ export {
   type ChatFinishReason,
   type CompletionMeta,
 } from './openai.ts';
-export { WorkerError, SseFormatError } from './errors.ts';
+export { WorkerError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
+// The model store: models kept in this origin's storage, verified by SHA-256 (createEngine uses it by default).
+export { modelStore, ModelStore, type StoredModel, type StoredFile, type StoreProgress, type EnsureOptions, type EnsureResult, type ModelStoreOptions } from './store/model-store.ts';
+export { opfsBackend, cacheBackend, type StoreBackend } from './store/backend.ts';
 // Partial-JSON events from any text stream (a remote server's deltas), as constrained requests stream them.
 export { jsonEvents, PartialJsonParser, PartialJsonError, JsonAssembler, assembleJson } from '@intab/grammar/partial';
 
