@@ -2,6 +2,7 @@
 // request off localhost is blocked), a streamed answer that grows, the stop button, and a next turn whose
 // prompt comes mostly from the prefix cache (the preloaded system prompt and the first turn).
 import { expect, test } from '@playwright/test';
+import { streamThenStop } from './chat-steps.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,18 +26,7 @@ test('chat page: local model offline, streaming, stop, next message', async ({ p
   await expect(page.locator('#input')).toBeEnabled();
 
   // Streaming: the answer grows over several observations, then stop halts it.
-  await page.locator('#input').fill('Tell me a story');
-  await page.locator('#send').click();
-  const answer = page.locator('.msg.assistant .body').last();
-  await expect(answer).not.toBeEmpty({ timeout: 60_000 });
-  const first = (await answer.textContent())!.length;
-  await expect.poll(async () => (await answer.textContent())!.length, { timeout: 60_000 }).toBeGreaterThan(first);
-  await page.locator('#stop').click();
-  await expect(page.locator('#stop')).toBeHidden();
-  await expect(page.locator('.msg.assistant .stats').last()).toContainText('stopped');
-  const stoppedAt = (await answer.textContent())!.length;
-  await page.waitForTimeout(500);
-  expect((await answer.textContent())!.length).toBe(stoppedAt);
+  await streamThenStop(page, 'Tell me a story');
 
   // The first answer's prompt started with the preloaded system prompt.
   const cached = async (i: number) => {

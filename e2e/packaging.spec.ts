@@ -70,11 +70,14 @@ test('intab packed as a tarball: a fresh Vite app type-checks, builds, and strea
 
     const listing = (await sh('tar', ['tzf', tgz], tmp)).split('\n').filter(Boolean);
     expect(listing).toContain('package/dist/index.js');
+    expect(listing).toContain('package/dist/service-worker.js');
+    expect(listing).toContain('package/dist/types/intab/src/service-worker.d.ts');
     expect(listing).toContain('package/dist/types/intab/src/index.d.ts');
     expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f))).toBe(true);
     expect(listing.filter((f) => f.startsWith('package/src/'))).toEqual([]);
     const manifest = JSON.parse(await sh('tar', ['xzfO', tgz, 'package/package.json'], tmp));
     expect(manifest.exports['.']).toMatchObject({ types: './dist/types/intab/src/index.d.ts', import: './dist/index.js' });
+    expect(manifest.exports['./service-worker']).toMatchObject({ types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js' });
     expect(manifest.types).toBe('./dist/types/intab/src/index.d.ts');
     expect(manifest.files).toEqual(['dist']);
     expect(Object.keys(manifest.dependencies).sort()).toEqual(['@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm']);

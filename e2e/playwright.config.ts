@@ -3,6 +3,8 @@ import { defineConfig } from '@playwright/test';
 import { chromiumArgs, chromiumPath } from '../scripts/chromium.mjs';
 
 const PORT = 4318;
+/** The offline assistant (examples/pwa), built and served by scripts/pwa.mjs. */
+export const PWA_PORT = 4319;
 
 export default defineConfig({
   testDir: '.',
@@ -14,11 +16,21 @@ export default defineConfig({
     baseURL: `http://127.0.0.1:${PORT}`,
     launchOptions: { executablePath: chromiumPath(), args: chromiumArgs() },
   },
-  webServer: {
-    command: `node node_modules/vite/bin/vite.js --host 127.0.0.1 --port ${PORT} --strictPort`,
-    cwd: '..',
-    url: `http://127.0.0.1:${PORT}/examples/kernel-lab/`,
-    reuseExistingServer: false,
-    timeout: 120_000,
-  },
+  webServer: [
+    {
+      command: `node node_modules/vite/bin/vite.js --host 127.0.0.1 --port ${PORT} --strictPort`,
+      cwd: '..',
+      url: `http://127.0.0.1:${PORT}/examples/kernel-lab/`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+    },
+    {
+      // The offline assistant as its README command serves it: a production build and a static server.
+      command: `node scripts/pwa.mjs --port ${PWA_PORT}`,
+      cwd: '..',
+      url: `http://127.0.0.1:${PWA_PORT}/`,
+      reuseExistingServer: false,
+      timeout: 180_000,
+    },
+  ],
 });

@@ -110,7 +110,7 @@ export default defineConfig({
     // Workers must stay separate files, never base64 data URLs: a data-URL module worker cannot import.
     assetsInlineLimit: 0,
     lib: {
-      entry: { index: here('src/index.ts') },
+      entry: { index: here('src/index.ts'), 'service-worker': here('src/service-worker.ts') },
       formats: ['es'],
       fileName: (_format, name) => `${name}.js`,
     },

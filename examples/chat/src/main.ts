@@ -5,7 +5,8 @@
 // many of its prompt tokens came from the cache: earlier turns are never prefilled twice. A model loaded by
 // id or URL goes into the model store (downloading / verifying / from the store, in the status line).
 
-import { createEngine, type ChatMessage, type IntabEngine, type LoadProgress, type Preloaded } from 'intab';
+import { createEngine, type IntabEngine, type Preloaded } from 'intab';
+import { chatView, describeProgress, originNote, preloadSystemPrompt } from './chat-view.ts';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
 const DEFAULT_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
@@ -35,11 +36,17 @@ const ui = {
 };
 
 let engine: IntabEngine | undefined;
-let history: ChatMessage[] = [];
 /** The system prompt pinned in the prefix cache, and its text. */
-let preloaded: { text: string; handle: Preloaded } | undefined;
-let answering: AbortController | undefined;
+let preloaded: { text: string; handle?: Preloaded } | undefined;
 let loading: AbortController | undefined;
+
+const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
+const view = chatView(ui, {
+  engine: () => engine,
+  system: () => ui.system.value,
+  sampling: () => ({ temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed) }),
+});
+const setReady = view.setReady;
 
 ui.modelId.value = new URLSearchParams(location.search).get('model') ?? DEFAULT_MODEL;
 
@@ -73,9 +80,7 @@ async function load(model: ModelInput, label: string): Promise<void> {
     const info = engine.info;
     ui.status.textContent = `${label} — ${info.arch}, ${info.layers} layers, ${(info.weightBytes / 2 ** 20).toFixed(0)} MiB, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s on ${info.adapter || 'WebGPU'}`;
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
-    if (info.store) ui.status.textContent += info.store.downloaded ? ` · downloaded ${(info.store.downloaded / 2 ** 20).toFixed(0)} MiB into the model store` : ' · from the model store (verified)';
-    if (info.restored) ui.status.textContent += ` · ${info.restored.tokens} cached tokens restored from the last visit`;
-    for (const w of info.warnings ?? []) console.warn(w);
+    ui.status.textContent += originNote(engine);
     preloaded = undefined;
     setReady(true);
     await preloadSystem();
@@ -85,19 +90,6 @@ async function load(model: ModelInput, label: string): Promise<void> {
   } finally {
     ui.progress.hidden = true;
   }
-}
-
-/** What loading is doing: downloading (with speed and time left), verifying the stored copy, or uploading to the GPU. */
-function describeProgress(p: LoadProgress): string {
-  const mib = (n: number) => (n / 2 ** 20).toFixed(0);
-  const of = `${mib(p.loaded)} / ${mib(p.total)} MiB`;
-  if (p.phase === 'download') {
-    const speed = p.bytesPerSecond ? `, ${(p.bytesPerSecond / 2 ** 20).toFixed(1)} MiB/s` : '';
-    const eta = p.etaSeconds !== undefined && Number.isFinite(p.etaSeconds) ? `, ${Math.ceil(p.etaSeconds)} s left` : '';
-    return `downloading ${of}${speed}${eta}`;
-  }
-  if (p.phase === 'verify') return `verifying the stored copy ${of}`;
-  return `loading to the GPU ${of}`;
 }
 
 ui.loadRemote.onclick = () => {
@@ -147,166 +139,21 @@ async function droppedFiles(dt: DataTransfer | null): Promise<File[]> {
 
 // ---- the system prompt, preloaded ----
 
-/**
- * Pins the system prompt in the prefix cache (releasing the previous one), so every answer prefills only what
- * follows it, and saves it for the next visit. Best effort: a failure only costs speed.
- */
+/** Pins the system prompt in the prefix cache (again when it changes), and saves it for the next visit. */
 async function preloadSystem(): Promise<void> {
   const eng = engine;
   const text = ui.system.value.trim();
   if (!eng || preloaded?.text === text) return;
-  const old = preloaded;
-  preloaded = undefined;
-  await old?.handle.release();
-  if (!text) return;
-  try {
-    // The same text the answers start with: the chat template's system message, or the transcript's first line.
-    const handle = await eng.preload(eng.info.hasChatTemplate ? { messages: [{ role: 'system', content: text }] } : { prompt: transcriptLine({ role: 'system', content: text }) });
-    if (eng !== engine) return;
-    preloaded = { text, handle };
-    ui.system.title = `Preloaded: ${handle.tokens} tokens${handle.cachedTokens ? ` (${handle.cachedTokens} already cached)` : ''}, ${handle.ms.toFixed(0)} ms`;
-    await eng.saveCache().catch((err: Error) => console.warn(`The prefix cache was not saved: ${err.message}`));
-  } catch (err) {
-    console.warn(`The system prompt was not preloaded: ${(err as Error).message}`);
-  }
+  const old = preloaded?.handle;
+  preloaded = { text };
+  const handle = await preloadSystemPrompt(eng, text, old);
+  if (eng !== engine || preloaded?.text !== text) return void handle?.release();
+  preloaded.handle = handle;
+  if (handle) ui.system.title = `Preloaded: ${handle.tokens} tokens${handle.cachedTokens ? ` (${handle.cachedTokens} already cached)` : ''}, ${handle.ms.toFixed(0)} ms`;
 }
 
 ui.system.onchange = () => void preloadSystem();
 
 // ---- chatting ----
 
-function setReady(ready: boolean): void {
-  ui.input.disabled = !ready;
-  ui.send.disabled = !ready;
-  ui.input.placeholder = ready ? 'Type a message… (Enter to send, Shift+Enter for a new line)' : 'Load a model, then type a message…';
-}
-
-function addMessage(role: string, text: string): { body: HTMLDivElement; stats: HTMLDivElement; root: HTMLDivElement } {
-  const root = document.createElement('div');
-  root.className = `msg ${role}`;
-  root.innerHTML = '<div class="who"></div><div class="body"></div><div class="stats"></div>';
-  root.querySelector('.who')!.textContent = role;
-  const body = root.querySelector<HTMLDivElement>('.body')!;
-  body.textContent = text;
-  ui.messages.append(root);
-  ui.messages.scrollTop = ui.messages.scrollHeight;
-  return { body, stats: root.querySelector<HTMLDivElement>('.stats')!, root };
-}
-
-ui.input.onkeydown = (e) => {
-  if (e.key === 'Enter' && !e.shiftKey) {
-    e.preventDefault();
-    ui.composer.requestSubmit();
-  }
-};
-
-ui.composer.onsubmit = async (e) => {
-  e.preventDefault();
-  const text = ui.input.value.trim();
-  if (!text || !engine || answering) return;
-  ui.input.value = '';
-  history.push({ role: 'user', content: text });
-  addMessage('user', text);
-  const out = addMessage('assistant', '');
-  const controller = (answering = new AbortController());
-  ui.send.hidden = true;
-  ui.stop.hidden = false;
-  const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
-  const system = ui.system.value.trim();
-  const messages: ChatMessage[] = system ? [{ role: 'system', content: system }, ...history] : [...history];
-  const t0 = performance.now();
-  let tFirst = 0;
-  let answer = '';
-  let tokens = 0;
-  let finish: string | null = null;
-  let usage: { prompt: number; cached: number } | undefined;
-  const sampling = { temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed) };
-  try {
-    for await (const piece of answerStream(engine, messages, sampling, controller.signal)) {
-      if (piece.text) {
-        tFirst ||= performance.now();
-        answer += piece.text;
-        out.body.textContent = answer;
-        ui.messages.scrollTop = ui.messages.scrollHeight;
-      }
-      if (piece.finish) finish = piece.finish;
-      if (piece.tokens !== undefined) tokens = piece.tokens;
-      if (piece.prompt !== undefined) usage = { prompt: piece.prompt, cached: piece.cached ?? 0 };
-    }
-  } catch (err) {
-    if (!controller.signal.aborted) {
-      out.root.classList.add('error');
-      out.body.textContent = `${answer}\n[${(err as Error).name}: ${(err as Error).message}]`;
-    }
-  } finally {
-    const tEnd = performance.now();
-    const stopped = controller.signal.aborted;
-    if (answer) history.push({ role: 'assistant', content: answer });
-    const decodeS = tFirst ? (tEnd - tFirst) / 1000 : 0;
-    out.stats.textContent = [
-      tFirst ? `TTFT ${(tFirst - t0).toFixed(0)} ms` : '',
-      tokens > 1 && decodeS > 0 ? `${((tokens - 1) / decodeS).toFixed(1)} tok/s` : '',
-      tokens ? `${tokens} tokens` : '',
-      usage ? `cached ${usage.cached} of ${usage.prompt} prompt tokens` : '',
-      stopped ? 'stopped' : finish === 'length' ? 'max tokens reached' : '',
-    ]
-      .filter(Boolean)
-      .join(' · ');
-    answering = undefined;
-    ui.send.hidden = false;
-    ui.stop.hidden = true;
-    ui.input.focus();
-  }
-};
-
-ui.stop.onclick = () => answering?.abort();
-
-interface Sampling {
-  temperature?: number;
-  topP?: number;
-  topK?: number;
-  maxTokens?: number;
-  seed?: number;
-}
-
-/**
- * The answer as text pieces: through the OpenAI-compatible chat API when the model has a chat template,
- * else (base models) through generate() on a plain-text transcript.
- */
-async function* answerStream(
-  eng: IntabEngine,
-  messages: ChatMessage[],
-  s: Sampling,
-  signal: AbortSignal,
-): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
-  if (eng.info.hasChatTemplate) {
-    const stream = await eng.chat.completions.create(
-      { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed },
-      { signal },
-    );
-    for await (const chunk of stream) {
-      const choice = chunk.choices[0];
-      const u = chunk.usage;
-      yield { text: choice?.delta?.content ?? undefined, finish: choice?.finish_reason ?? undefined, tokens: u?.completion_tokens, prompt: u?.prompt_tokens, cached: u?.prompt_tokens_details?.cached_tokens };
-    }
-    return;
-  }
-  const prompt = `${messages.map(transcriptLine).join('\n')}\nAssistant:`;
-  let tokens = 0;
-  for await (const chunk of eng.generate({ prompt, stop: ['\nUser:'], ...s }, { signal })) {
-    tokens += chunk.ids.length;
-    const m = chunk.metrics;
-    yield { text: chunk.text, finish: chunk.finishReason ?? undefined, tokens, prompt: m?.promptTokens, cached: m?.cachedTokens };
-  }
-}
-
-/** One message of the plain-text transcript a model without a chat template gets. */
-function transcriptLine(m: ChatMessage): string {
-  return `${m.role[0].toUpperCase()}${m.role.slice(1)}: ${m.content}`;
-}
-
-ui.clear.onclick = () => {
-  answering?.abort();
-  history = [];
-  ui.messages.replaceChildren();
-};
+ui.clear.onclick = () => view.clear();

@@ -11,7 +11,7 @@ import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError,
 import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError } from '@intab/grammar/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
-import { resolveModelSource, type ModelInput } from './model-source.ts';
+import { isHfId, resolveModelSource, type ModelInput } from './model-source.ts';
 import { modelStore, type ModelStore } from './store/model-store.ts';
 import {
   completionId,
@@ -221,6 +221,15 @@ function modelName(o: CreateEngineOptions): string {
   return first?.webkitRelativePath?.split('/')[0] || first?.name || 'local';
 }
 
+/** The model store's id of a Hugging Face model input (`org/name@revision[/file]`), or undefined for other inputs. */
+function storeIdOf(model: ModelInput, o: { file?: string; revision?: string }): string | undefined {
+  const ref = typeof model === 'string' ? (isHfId(model.trim()) ? { id: model.trim() } : undefined) : typeof model === 'object' && model !== null && 'id' in model && typeof model.id === 'string' && !('length' in model) ? (model as { id: string; file?: string; revision?: string }) : undefined;
+  if (!ref) return undefined;
+  const file = ref.file ?? o.file;
+  const revision = ref.revision ?? o.revision ?? 'main';
+  return file ? `${ref.id}@${revision}/${file}` : `${ref.id}@${revision}`;
+}
+
 function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   const out: LoadOptions = {};
   if (o.quantize !== undefined) out.quantize = o.quantize;
@@ -389,15 +398,18 @@ export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?:
  */
 export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
   signal?.throwIfAborted();
-  let source = await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal });
+  const store = options.cache === false ? undefined : (options.store ?? modelStore);
+  const report = options.onProgress;
+  const onProgress = report && ((p: LoadProgress) => report(p));
+  // A Hugging Face id already in the store loads from it without asking the hub (offline too).
+  const hubId = storeIdOf(options.model, options);
+  const fromStore = store && hubId ? await store.open(hubId, { onProgress, signal }) : undefined;
+  let source = fromStore?.source ?? (await resolveModelSource(options.model, { file: options.file, revision: options.revision, signal }));
   let draft = options.draft === undefined ? undefined : await resolveModelSource(options.draft, { signal });
   // The model store: files from disk when stored, else downloaded into it (the worker then reads Blobs over them).
   let stored: ModelInfo['store'];
-  if (options.cache !== false) {
-    const store = options.store ?? modelStore;
-    const report = options.onProgress;
-    const onProgress = report && ((p: LoadProgress) => report(p));
-    const r = await store.ensure(source, { onProgress, signal });
+  if (store) {
+    const r = fromStore ?? (await store.ensure(source, { onProgress, signal }));
     if (r.model.id) stored = { id: r.model.id, downloaded: r.downloaded, verified: r.verified, ...(r.persisted !== undefined ? { persisted: r.persisted } : {}) };
     source = r.source;
     if (draft) draft = (await store.ensure(draft, { onProgress, signal })).source;

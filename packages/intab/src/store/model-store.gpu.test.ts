@@ -177,6 +177,12 @@ describe('model store', () => {
     const files = (r.source as { files: { name: string; blob: Blob }[] }).files;
     expect(files.map((f) => f.name).sort()).toEqual(['config.json', 'model.safetensors']);
     expect(JSON.parse(await files.find((f) => f.name === 'config.json')!.blob.text()).architectures).toEqual(['LlamaForCausalLM']);
+    // By its id, as createEngine opens a Hugging Face id offline: no listing, no download, the hashes checked.
+    const before = await requests();
+    const opened = await store().open('test/stories-hf@main');
+    expect(opened).toMatchObject({ downloaded: 0, verified: true, model: { id: 'test/stories-hf@main', complete: true } });
+    expect(await requests()).toEqual(before);
+    expect(await store().open('test/stories-hf@other-revision')).toBeUndefined();
   });
 
   test('two loads of one model at once download it once (Web Locks)', async () => {

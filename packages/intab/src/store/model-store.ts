@@ -169,6 +169,21 @@ export class ModelStore {
     return withLock(key, () => this.ensureLocked(b, key, wanted, o));
   }
 
+  /**
+   * A stored, complete model by its id (its hashes checked, as ensure() does), without touching the network: how a
+   * Hugging Face id loads offline (its listing needs the hub). Undefined when it is not stored whole.
+   * @example
+   * const r = await modelStore.open('HuggingFaceTB/SmolLM2-135M-Instruct@main');
+   */
+  async open(id: string, o: EnsureOptions = {}): Promise<EnsureResult | undefined> {
+    const b = await this.backend();
+    if (!b) return undefined;
+    const key = await keyOf(id);
+    const m = await this.readManifest(b, key);
+    if (!m?.files.length || !m.files.every((f) => f.complete)) return undefined;
+    return withLock(key, () => this.ensureLocked(b, key, { id, list: async () => m.files }, o));
+  }
+
   // ---- internals ----
 
   private backend(): Promise<StoreBackend | undefined> {

@@ -1,0 +1,149 @@
+// The offline assistant (examples/pwa, built and served by scripts/pwa.mjs) as its users meet it, with the model
+// served by a local hub server (packages/intab/src/store/test-server.mjs, started here): the first visit online
+// downloads the model into the store; with the network off, a reload opens from the Service Worker's precache,
+// loads the model from the store and answers (streamed, stopped, a second turn). The Service Worker's OpenAI
+// endpoint: the official openai client on the API page streams (and not) from the assistant's tab, an abort frees
+// the engine's sequence, four clients at once share engine steps, a bad body is a 400 and no engine page a 503.
+// Two tabs loading one model at once download it once.
+import { expect, test, type Page } from '@playwright/test';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startHubServer } from '../packages/intab/src/store/test-server.mjs';
+import { tinyChatTokenizerFiles } from '../packages/intab/src/test-tokenizer.ts';
+import { streamThenStop } from './chat-steps.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const STORIES = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
+/** playwright.config.ts serves the assistant here (PWA_PORT). */
+const APP = 'http://127.0.0.1:4319/';
+
+let hub: { url: string; close(): Promise<void> };
+test.beforeAll(async () => {
+  // A chat model for the endpoint: stories260K's Hugging Face folder with a tiny ChatML tokenizer.
+  const chat = mkdtempSync(join(tmpdir(), 'intab-chat-model-'));
+  for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(STORIES, 'hf', f), join(chat, f));
+  const tok = tinyChatTokenizerFiles();
+  // Every id of the model's 512 decodes to text (t98 … t511 beyond the tiny tokenizer's 98), so answers show.
+  const vocab = (tok.tokenizerJson.model as { vocab: Record<string, number> }).vocab;
+  for (let id = 98; id < 512; id++) vocab[`t${id}`] = id;
+  writeFileSync(join(chat, 'tokenizer.json'), JSON.stringify(tok.tokenizerJson));
+  writeFileSync(join(chat, 'tokenizer_config.json'), JSON.stringify(tok.tokenizerConfig));
+  hub = await startHubServer({ 'test/stories': STORIES, 'test/stories-chat': chat });
+});
+test.afterAll(async () => hub?.close());
+
+const modelUrl = (tag: string) => `${hub.url}/test/stories/resolve/main/stories260K-vocab-ud.gguf?tag=${tag}`;
+const modelGets = async () => ((await (await fetch(`${hub.url}/__requests`)).json()) as Record<string, number>)['GET /test/stories/resolve/main/stories260K-vocab-ud.gguf'] ?? 0;
+
+async function openAssistant(page: Page, tag: string, model = modelUrl(tag)): Promise<void> {
+  await page.goto(`${APP}?model=${encodeURIComponent(model)}`);
+  await expect(page.locator('#input')).toBeEnabled({ timeout: 120_000 });
+}
+
+async function ask(page: Page, text: string, maxTokens: string): Promise<string> {
+  await page.locator('#max-tokens').fill(maxTokens);
+  await page.locator('#input').fill(text);
+  await page.locator('#send').click();
+  const stats = page.locator('.msg.assistant .stats').last();
+  await expect(stats).toContainText('TTFT', { timeout: 60_000 });
+  return (await page.locator('.msg.assistant .body').last().textContent()) ?? '';
+}
+
+test('first visit online stores the model; offline, a reload opens from the cache and answers, stops, answers again', async ({ page, context }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const before = await modelGets();
+  await openAssistant(page, 'offline');
+  await expect(page.locator('#model-status')).toContainText('downloaded 1 MiB into the model store');
+  expect(await modelGets()).toBe(before + 1);
+  await expect(page.locator('#stored')).toContainText('stories260K-vocab-ud.gguf?tag=offline');
+  expect(await ask(page, 'Hello', '8')).not.toBe('');
+  // The Service Worker controls the page (the app shell is precached).
+  expect(await page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+
+  await context.setOffline(true);
+  await page.reload();
+  await expect(page.locator('#input')).toBeEnabled({ timeout: 120_000 });
+  await expect(page.locator('#model-status')).toContainText('from the model store (verified)');
+  // A streamed answer, stopped mid-way.
+  await page.locator('#max-tokens').fill('300');
+  await streamThenStop(page, 'Tell me a story');
+  // A second turn.
+  expect(await ask(page, 'And then?', '6')).not.toBe('');
+  await expect(page.locator('.msg.assistant')).toHaveCount(2);
+  await page.screenshot({ path: 'test-results/pwa.png', fullPage: true });
+  await context.setOffline(false);
+  expect(await modelGets()).toBe(before + 1); // nothing fetched again
+  expect(errors).toEqual([]);
+});
+
+test('the OpenAI endpoint: the openai client streams and not, aborts free the sequence, four clients share steps, errors are OpenAI-shaped', async ({ page, context }) => {
+  // A Hugging Face folder with a chat template (the endpoint serves chat completions).
+  await openAssistant(page, 'endpoint', `${hub.url}/test/stories-chat/resolve/main/`);
+  const api = await context.newPage();
+  await api.goto(`${APP}api.html`);
+  await expect.poll(() => api.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+  const run = async (o: { stream: boolean; clients?: number; maxTokens?: number }) => {
+    await api.locator('#stream').setChecked(o.stream);
+    await api.locator('#clients').fill(String(o.clients ?? 1));
+    await api.locator('#max-tokens').fill(String(o.maxTokens ?? 12));
+    await api.locator('#run').click();
+    await expect(api.locator('#result')).toContainText('"results"', { timeout: 60_000 });
+    return JSON.parse((await api.locator('#result').textContent())!);
+  };
+  const streamed = await run({ stream: true });
+  const whole = await run({ stream: false });
+  expect(streamed.results[0].error).toBeUndefined();
+  expect(streamed.results[0].text.length).toBeGreaterThan(0);
+  expect(whole.results[0].text).toBe(streamed.results[0].text); // greedy: the same answer either way
+  expect(whole.results[0].usage.completion_tokens).toBe(12);
+
+  // The engine page's own fetch of its origin's /v1 (relayed back to it) gives the same answer.
+  const direct = await page.evaluate(async (content) => {
+    const res = await fetch('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 12, temperature: 0 }) });
+    return (await res.json()).choices[0].message.content as string;
+  }, await api.locator('#prompt').inputValue());
+  expect(direct).toBe(streamed.results[0].text);
+
+  // Four clients at once: the engine runs them together.
+  const four = await run({ stream: true, clients: 4, maxTokens: 24 });
+  expect(four.results.map((r: { text: string }) => r.text.length > 0)).toEqual([true, true, true, true]);
+  await expect(page.locator('#api-status')).toContainText('engine: 0 running (most at once: 4)');
+
+  // An abort mid-stream: the engine's sequence ends and its pages are available again (as many as before it;
+  // the preloaded system prompt keeps its pinned pages).
+  const available = /(\d+) of (\d+) KV pages available/.exec((await page.locator('#api-status').textContent())!)![1];
+  await api.locator('#max-tokens').fill('400');
+  await api.locator('#clients').fill('1');
+  await api.locator('#stream').setChecked(true);
+  await api.locator('#run').click();
+  await expect(api.locator('.output').first()).not.toBeEmpty({ timeout: 60_000 });
+  await api.locator('#abort').click();
+  await expect(api.locator('#result')).toContainText('"aborted": true', { timeout: 30_000 });
+  await expect(page.locator('#api-status')).toContainText(new RegExp(`0 in flight .* engine: 0 running .*, ${available} of \\d+ KV pages available`), { timeout: 10_000 });
+
+  // A bad body: an OpenAI-shaped 400.
+  const bad = await api.evaluate(async () => {
+    const res = await fetch('/v1/chat/completions', { method: 'POST', body: '{"messages": [' });
+    return { status: res.status, body: await res.json() };
+  });
+  expect(bad.status).toBe(400);
+  expect(bad.body.error).toMatchObject({ type: 'invalid_request_error' });
+  // No page holding an engine: a 503 that says what to open.
+  await page.close();
+  await api.locator('#models').click();
+  await expect(api.locator('#result')).toContainText('"status": 503', { timeout: 30_000 });
+  await expect(api.locator('#result')).toContainText("open the assistant (this site's main page)");
+});
+
+test('two tabs loading one model at once download it once', async ({ context }) => {
+  const before = await modelGets();
+  const [a, b] = [await context.newPage(), await context.newPage()];
+  await Promise.all([openAssistant(a, 'two-tabs'), openAssistant(b, 'two-tabs')]);
+  expect(await modelGets()).toBe(before + 1);
+  const statuses = [await a.locator('#model-status').textContent(), await b.locator('#model-status').textContent()];
+  expect(statuses.filter((s) => s?.includes('downloaded 1 MiB'))).toHaveLength(1);
+  expect(statuses.filter((s) => s?.includes('from the model store (verified)'))).toHaveLength(1);
+});

@@ -1,0 +1,211 @@
+// The conversation part of a chat page, shared by the demo chat and the PWA assistant: a multi-turn history
+// streamed through intab's OpenAI-compatible chat API (or a plain-text transcript for models without a chat
+// template), a stop button, and per answer TTFT, tok/s, tokens and how many prompt tokens came from the prefix cache.
+// Also the preloaded system prompt and the load progress line both pages show.
+
+import type { ChatMessage, IntabEngine, LoadProgress, Preloaded } from 'intab';
+
+export interface Sampling {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  maxTokens?: number;
+  seed?: number;
+}
+
+/** The elements a conversation needs (ids as in both pages: #messages, #composer, #input, #send, #stop). */
+export interface ChatElements {
+  messages: HTMLDivElement;
+  composer: HTMLFormElement;
+  input: HTMLTextAreaElement;
+  send: HTMLButtonElement;
+  stop: HTMLButtonElement;
+}
+
+export interface ChatView {
+  /** Enables or disables typing (disabled until a model is ready). */
+  setReady(ready: boolean): void;
+  /** Stops the answer in progress and forgets the conversation. */
+  clear(): void;
+}
+
+/**
+ * Wires a conversation to the page's elements. `engine()` is the loaded engine (undefined while none is),
+ * `system()` the system prompt, `sampling()` the options of the next answer.
+ * @example
+ * const view = chatView(elements, { engine: () => engine, system: () => systemInput.value, sampling: () => ({ maxTokens: 256 }) });
+ * view.setReady(true);
+ */
+export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undefined; system(): string; sampling(): Sampling }): ChatView {
+  let history: ChatMessage[] = [];
+  let answering: AbortController | undefined;
+
+  const addMessage = (role: string, text: string) => {
+    const root = document.createElement('div');
+    root.className = `msg ${role}`;
+    root.innerHTML = '<div class="who"></div><div class="body"></div><div class="stats"></div>';
+    root.querySelector('.who')!.textContent = role;
+    const body = root.querySelector<HTMLDivElement>('.body')!;
+    body.textContent = text;
+    ui.messages.append(root);
+    ui.messages.scrollTop = ui.messages.scrollHeight;
+    return { body, stats: root.querySelector<HTMLDivElement>('.stats')!, root };
+  };
+
+  ui.input.onkeydown = (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  };
+
+  ui.composer.onsubmit = async (e) => {
+    e.preventDefault();
+    const engine = deps.engine();
+    const text = ui.input.value.trim();
+    if (!text || !engine || answering) return;
+    ui.input.value = '';
+    history.push({ role: 'user', content: text });
+    addMessage('user', text);
+    const out = addMessage('assistant', '');
+    const controller = (answering = new AbortController());
+    ui.send.hidden = true;
+    ui.stop.hidden = false;
+    const system = deps.system().trim();
+    const messages: ChatMessage[] = system ? [{ role: 'system', content: system }, ...history] : [...history];
+    const t0 = performance.now();
+    let tFirst = 0;
+    let answer = '';
+    let tokens = 0;
+    let finish: string | null = null;
+    let usage: { prompt: number; cached: number } | undefined;
+    try {
+      for await (const piece of answerStream(engine, messages, deps.sampling(), controller.signal)) {
+        if (piece.text) {
+          tFirst ||= performance.now();
+          answer += piece.text;
+          out.body.textContent = answer;
+          ui.messages.scrollTop = ui.messages.scrollHeight;
+        }
+        if (piece.finish) finish = piece.finish;
+        if (piece.tokens !== undefined) tokens = piece.tokens;
+        if (piece.prompt !== undefined) usage = { prompt: piece.prompt, cached: piece.cached ?? 0 };
+      }
+    } catch (err) {
+      if (!controller.signal.aborted) {
+        out.root.classList.add('error');
+        out.body.textContent = `${answer}\n[${(err as Error).name}: ${(err as Error).message}]`;
+      }
+    } finally {
+      const tEnd = performance.now();
+      const stopped = controller.signal.aborted;
+      if (answer) history.push({ role: 'assistant', content: answer });
+      const decodeS = tFirst ? (tEnd - tFirst) / 1000 : 0;
+      out.stats.textContent = [
+        tFirst ? `TTFT ${(tFirst - t0).toFixed(0)} ms` : '',
+        tokens > 1 && decodeS > 0 ? `${((tokens - 1) / decodeS).toFixed(1)} tok/s` : '',
+        tokens ? `${tokens} tokens` : '',
+        usage ? `cached ${usage.cached} of ${usage.prompt} prompt tokens` : '',
+        stopped ? 'stopped' : finish === 'length' ? 'max tokens reached' : '',
+      ]
+        .filter(Boolean)
+        .join(' · ');
+      answering = undefined;
+      ui.send.hidden = false;
+      ui.stop.hidden = true;
+      ui.input.focus();
+    }
+  };
+
+  ui.stop.onclick = () => answering?.abort();
+
+  return {
+    setReady(ready) {
+      ui.input.disabled = !ready;
+      ui.send.disabled = !ready;
+      ui.input.placeholder = ready ? 'Type a message… (Enter to send, Shift+Enter for a new line)' : 'Load a model, then type a message…';
+    },
+    clear() {
+      answering?.abort();
+      history = [];
+      ui.messages.replaceChildren();
+    },
+  };
+}
+
+/**
+ * The answer as text pieces: through the OpenAI-compatible chat API when the model has a chat template,
+ * else (base models) through generate() on a plain-text transcript.
+ */
+async function* answerStream(
+  eng: IntabEngine,
+  messages: ChatMessage[],
+  s: Sampling,
+  signal: AbortSignal,
+): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
+  if (eng.info.hasChatTemplate) {
+    const stream = await eng.chat.completions.create(
+      { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed },
+      { signal },
+    );
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      const u = chunk.usage;
+      yield { text: choice?.delta?.content ?? undefined, finish: choice?.finish_reason ?? undefined, tokens: u?.completion_tokens, prompt: u?.prompt_tokens, cached: u?.prompt_tokens_details?.cached_tokens };
+    }
+    return;
+  }
+  const prompt = `${messages.map(transcriptLine).join('\n')}\nAssistant:`;
+  let tokens = 0;
+  for await (const chunk of eng.generate({ prompt, stop: ['\nUser:'], ...s }, { signal })) {
+    tokens += chunk.ids.length;
+    const m = chunk.metrics;
+    yield { text: chunk.text, finish: chunk.finishReason ?? undefined, tokens, prompt: m?.promptTokens, cached: m?.cachedTokens };
+  }
+}
+
+/** One message of the plain-text transcript a model without a chat template gets. */
+export function transcriptLine(m: ChatMessage): string {
+  return `${m.role[0].toUpperCase()}${m.role.slice(1)}: ${m.content}`;
+}
+
+/**
+ * Pins a system prompt in the prefix cache (releasing `previous`), in the form the answers start with (the chat
+ * template's system message, or the transcript's first line), and saves it for the next visit. Best effort: a
+ * failure only costs speed, so it is logged and undefined is returned.
+ */
+export async function preloadSystemPrompt(engine: IntabEngine, text: string, previous?: Preloaded): Promise<Preloaded | undefined> {
+  await previous?.release();
+  if (!text) return undefined;
+  try {
+    const handle = await engine.preload(engine.info.hasChatTemplate ? { messages: [{ role: 'system', content: text }] } : { prompt: transcriptLine({ role: 'system', content: text }) });
+    await engine.saveCache().catch((err: Error) => console.warn(`The prefix cache was not saved: ${err.message}`));
+    return handle;
+  } catch (err) {
+    console.warn(`The system prompt was not preloaded: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** What loading is doing: downloading (with speed and time left), verifying the stored copy, or uploading to the GPU. */
+export function describeProgress(p: LoadProgress): string {
+  const mib = (n: number) => (n / 2 ** 20).toFixed(0);
+  const of = `${mib(p.loaded)} / ${mib(p.total)} MiB`;
+  if (p.phase === 'download') {
+    const speed = p.bytesPerSecond ? `, ${(p.bytesPerSecond / 2 ** 20).toFixed(1)} MiB/s` : '';
+    const eta = p.etaSeconds !== undefined && Number.isFinite(p.etaSeconds) ? `, ${Math.ceil(p.etaSeconds)} s left` : '';
+    return `downloading ${of}${speed}${eta}`;
+  }
+  if (p.phase === 'verify') return `verifying the stored copy ${of}`;
+  return `loading to the GPU ${of}`;
+}
+
+/** The status line's note on where the model came from: the model store, and the prefix cache restored. */
+export function originNote(engine: IntabEngine): string {
+  const info = engine.info;
+  let note = '';
+  if (info.store) note += info.store.downloaded ? ` · downloaded ${(info.store.downloaded / 2 ** 20).toFixed(0)} MiB into the model store` : ' · from the model store (verified)';
+  if (info.restored) note += ` · ${info.restored.tokens} cached tokens restored from the last visit`;
+  for (const w of info.warnings ?? []) console.warn(w);
+  return note;
+}

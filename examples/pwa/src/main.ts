@@ -1,0 +1,171 @@
+// The installable offline assistant: a chat over a model kept in the model store (downloaded once, verified at
+// every load), the app shell precached by the Service Worker (sw.ts), and this tab answering the site's
+// OpenAI-compatible /v1 endpoint, which the Service Worker relays here. `?model=<url>` loads that model at once,
+// from the store when it is there; the stored models are listed with their sizes, to load or delete.
+
+import '../../chat/src/style.css';
+import './pwa.css';
+import { createEngine, modelStore, serveOpenAI, type IntabEngine, type Preloaded } from 'intab';
+import { chatView, describeProgress, originNote, preloadSystemPrompt } from '../../chat/src/chat-view.ts';
+import { registerServiceWorker } from './register-sw.ts';
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const ui = {
+  modelUrl: $<HTMLInputElement>('model-url'),
+  load: $<HTMLButtonElement>('load'),
+  progress: $<HTMLProgressElement>('progress'),
+  status: $<HTMLDivElement>('model-status'),
+  stored: $<HTMLUListElement>('stored'),
+  storage: $<HTMLDivElement>('storage'),
+  system: $<HTMLTextAreaElement>('system'),
+  temperature: $<HTMLInputElement>('temperature'),
+  maxTokens: $<HTMLInputElement>('max-tokens'),
+  apiStatus: $<HTMLDivElement>('api-status'),
+  messages: $<HTMLDivElement>('messages'),
+  composer: $<HTMLFormElement>('composer'),
+  input: $<HTMLTextAreaElement>('input'),
+  send: $<HTMLButtonElement>('send'),
+  stop: $<HTMLButtonElement>('stop'),
+  clear: $<HTMLButtonElement>('clear'),
+};
+
+let engine: IntabEngine | undefined;
+let stopServing: (() => void) | undefined;
+let preloaded: Preloaded | undefined;
+let loading: AbortController | undefined;
+
+const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
+const view = chatView(ui, {
+  engine: () => engine,
+  system: () => ui.system.value,
+  sampling: () => ({ temperature: num(ui.temperature), maxTokens: num(ui.maxTokens) }),
+});
+ui.clear.onclick = () => view.clear();
+
+// ---- the model ----
+
+async function load(model: string): Promise<void> {
+  loading?.abort();
+  const controller = (loading = new AbortController());
+  view.setReady(false);
+  stopServing?.();
+  stopServing = undefined;
+  const previous = engine;
+  engine = undefined;
+  await previous?.destroy();
+  ui.progress.hidden = false;
+  ui.progress.value = 0;
+  ui.status.textContent = `Loading ${model}…`;
+  try {
+    const loaded = await createEngine(
+      {
+        model,
+        onProgress: (p) => {
+          ui.progress.value = p.total ? p.loaded / p.total : 0;
+          ui.status.textContent = describeProgress(p);
+        },
+      },
+      { signal: controller.signal },
+    );
+    if (controller.signal.aborted) return void loaded.destroy();
+    engine = loaded;
+    const info = loaded.info;
+    ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers${originNote(loaded)}`;
+    stopServing = serveOpenAI(loaded, { onRequest: (e) => api.request(e) });
+    view.setReady(true);
+    // A reload (offline too) loads the same model.
+    const url = new URL(location.href);
+    url.searchParams.set('model', model);
+    history.replaceState(null, '', url);
+    preloaded = await preloadSystemPrompt(loaded, ui.system.value.trim(), preloaded);
+  } catch (err) {
+    if (!controller.signal.aborted) ui.status.textContent = `Could not load ${model}: ${(err as Error).message}`;
+  } finally {
+    ui.progress.hidden = true;
+    void showStored();
+  }
+}
+
+ui.load.onclick = () => {
+  const model = ui.modelUrl.value.trim();
+  if (model) void load(model);
+};
+ui.system.onchange = async () => {
+  if (engine) preloaded = await preloadSystemPrompt(engine, ui.system.value.trim(), preloaded);
+};
+
+/** The models on this device, with sizes, to load or delete; and what the browser says of the storage. */
+async function showStored(): Promise<void> {
+  const models = await modelStore.list();
+  ui.stored.replaceChildren(
+    ...models.map((m) => {
+      const li = document.createElement('li');
+      const name = document.createElement('span');
+      name.textContent = `${m.id} · ${(m.bytes / 2 ** 20).toFixed(1)} MiB${m.complete ? '' : ' (partial)'}`;
+      name.title = `last used ${new Date(m.lastUsed).toLocaleString()}`;
+      const use = document.createElement('button');
+      use.textContent = m.complete ? 'Load' : 'Resume';
+      use.className = 'secondary';
+      use.onclick = () => void load(m.files.length === 1 ? m.files[0].url : m.id.split('@')[0]);
+      const del = document.createElement('button');
+      del.textContent = 'Delete';
+      del.className = 'secondary';
+      del.onclick = async () => {
+        await modelStore.delete(m.id);
+        void showStored();
+      };
+      li.append(name, use, del);
+      return li;
+    }),
+  );
+  const usage = await modelStore.usage();
+  ui.storage.textContent =
+    `${models.length} model${models.length === 1 ? '' : 's'}, ${(usage.bytes / 2 ** 20).toFixed(1)} MiB` +
+    (usage.quota ? ` of ${(usage.quota / 2 ** 30).toFixed(1)} GiB allowed` : '') +
+    (usage.persisted === true ? ' · kept until you delete them' : usage.persisted === false ? ' · the browser may clear them when space runs low' : '');
+}
+
+// ---- the endpoint's figures ----
+
+/** Requests the Service Worker relayed here: served, in flight, the most at once, and the engine's own view. */
+const api = {
+  served: 0,
+  inFlight: 0,
+  peak: 0,
+  peakRunning: 0,
+  timer: undefined as ReturnType<typeof setInterval> | undefined,
+  request(e: 'start' | 'end') {
+    if (e === 'start') this.inFlight++;
+    else {
+      this.inFlight--;
+      this.served++;
+    }
+    this.peak = Math.max(this.peak, this.inFlight);
+    this.timer ??= setInterval(() => void this.show(), 100);
+    void this.show();
+  },
+  async show() {
+    const s = await engine?.stats();
+    if (s) this.peakRunning = Math.max(this.peakRunning, s.running);
+    ui.apiStatus.textContent =
+      `Endpoint: ${this.served} served · ${this.inFlight} in flight (most at once: ${this.peak})` +
+      (s ? ` · engine: ${s.running} running (most at once: ${this.peakRunning}), ${s.availablePages} of ${s.totalPages} KV pages available` : '');
+    if (this.inFlight === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  },
+};
+
+// ---- start ----
+
+void (async () => {
+  view.setReady(false);
+  await registerServiceWorker().catch((err: Error) => console.warn(`The Service Worker was not registered: ${err.message}`));
+  const model = new URLSearchParams(location.search).get('model');
+  await showStored();
+  if (model) {
+    ui.modelUrl.value = model;
+    await load(model);
+  }
+})();

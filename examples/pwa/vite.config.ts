@@ -1,0 +1,50 @@
+// Production build of the offline assistant: the app (index.html) and its API page (api.html), the engine's
+// worker chunk, and the Service Worker (src/sw.ts, built by vite-plugin-pwa's injectManifest with the list of
+// every built file to precache) and the web app manifest. `node scripts/pwa.mjs` builds and serves it.
+import { defineConfig } from 'vite';
+import { VitePWA } from 'vite-plugin-pwa';
+import { fileURLToPath } from 'node:url';
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  root: here('.'),
+  base: './',
+  logLevel: 'warn',
+  build: {
+    outDir: here('dist'),
+    emptyOutDir: true,
+    target: 'es2022',
+    rolldownOptions: { input: { main: here('index.html'), api: here('api.html') } },
+  },
+  worker: { format: 'es' },
+  plugins: [
+    VitePWA({
+      strategies: 'injectManifest',
+      srcDir: 'src',
+      filename: 'sw.ts',
+      injectRegister: false,
+      manifest: {
+        name: 'intab assistant',
+        short_name: 'Assistant',
+        description: 'An assistant that runs in this tab on WebGPU and keeps working offline.',
+        start_url: './',
+        scope: './',
+        display: 'standalone',
+        background_color: '#fbfbfd',
+        theme_color: '#254ed6',
+        icons: [
+          { src: 'icon-192.png', sizes: '192x192', type: 'image/png' },
+          { src: 'icon-512.png', sizes: '512x512', type: 'image/png' },
+          { src: 'icon-512.png', sizes: '512x512', type: 'image/png', purpose: 'maskable' },
+        ],
+      },
+      injectManifest: {
+        globPatterns: ['**/*.{js,css,html,png,webmanifest}'],
+        // The engine's worker chunk carries the kernels and tokenizers.
+        maximumFileSizeToCacheInBytes: 32 << 20,
+        rollupFormat: 'iife',
+      },
+    }),
+  ],
+});

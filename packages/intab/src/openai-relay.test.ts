@@ -1,0 +1,126 @@
+// The Service Worker's OpenAI endpoint, both halves in Node: relayRequest (the worker's half) over real
+// MessageChannels to serveOpenAI (the page's half) answering with a real in-thread engine (CPU reference runner,
+// tiny ChatML tokenizer). The browser's Service Worker → page messaging is the one stand-in (an EventTarget that
+// delivers the message and its port, as navigator.serviceWorker does); e2e/pwa.spec.ts runs the real thing.
+// Streams and JSON answers equal the engine's own, errors are OpenAI-shaped with OpenAI's statuses, a client that
+// goes away aborts the engine's request, and concurrent clients share engine steps.
+import { describe, expect, test } from 'vitest';
+import type { Engine, ReferenceRunner } from '@intab/engine';
+import { wrapEngineApi, type IntabEngine } from './engine.ts';
+import { serveOpenAI } from './openai-server.ts';
+import { relayRequest, type RelayClients } from './service-worker.ts';
+import { decodeSSE } from './sse.ts';
+import { referenceEngine } from './test-fixture.ts';
+
+const messages = [{ role: 'user', content: 'Say something!' }];
+
+/** An engine page, and the Service Worker's view of the open pages. */
+function setup(o: { pages?: 'engine' | 'none' | 'silent' } = {}) {
+  const r = referenceEngine();
+  const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
+  const container = new EventTarget() as unknown as ServiceWorkerContainer;
+  const stop = serveOpenAI(engine, { container });
+  const page = {
+    id: 'page-1',
+    postMessage(data: unknown, transfer: Transferable[]) {
+      if (o.pages === 'silent') return; // a page without an engine never answers the ping
+      container.dispatchEvent(new MessageEvent('message', { data, ports: transfer as MessagePort[] }));
+    },
+  };
+  const clients: RelayClients = {
+    matchAll: async () => (o.pages === 'none' ? [] : [page]),
+    get: async (id) => (id === page.id ? page : undefined),
+  };
+  const post = (path: string, body: unknown, init: RequestInit = {}) =>
+    relayRequest(new Request(`https://app.test${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), ...init }), clients, { pingTimeoutMs: 200, openHint: 'the chat page' });
+  return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, clients, post, stop };
+}
+
+async function generateText(engine: IntabEngine, maxTokens: number): Promise<string> {
+  let text = '';
+  for await (const c of engine.generate({ messages, maxTokens, temperature: 0 })) text += c.text;
+  return text;
+}
+
+describe('the relayed OpenAI endpoint', () => {
+  test('stream: true is SSE whose chunks spell what the engine generates; [DONE] ends it', async () => {
+    const s = setup();
+    const res = await s.post('/v1/chat/completions', { messages, max_tokens: 12, temperature: 0, stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const raw = await res.clone().text();
+    expect(raw.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    let text = '';
+    for await (const chunk of decodeSSE(res)) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      text += chunk.choices[0]?.delta?.content ?? '';
+    }
+    expect(text).toBe(await generateText(s.engine, 12));
+  });
+
+  test('stream: false is one chat.completion; GET /v1/models names the model', async () => {
+    const s = setup();
+    const res = await s.post('/v1/chat/completions', { messages, max_tokens: 9, temperature: 0 });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.object).toBe('chat.completion');
+    expect(body.choices[0].message.content).toBe(await generateText(s.engine, 9));
+    expect(body.usage.completion_tokens).toBe(9);
+    const models = await relayRequest(new Request('https://app.test/v1/models'), s.clients);
+    expect(await models.json()).toEqual({ object: 'list', data: [{ id: 'tiny-llama', object: 'model', created: 0, owned_by: 'intab' }] });
+  });
+
+  test('bad requests are OpenAI-shaped 4xx errors naming the problem', async () => {
+    const s = setup();
+    const cases: [Response, number, RegExp, string | null][] = [
+      [await s.post('/v1/chat/completions', '{"messages": ['), 400, /not JSON/, null],
+      [await s.post('/v1/chat/completions', { messages, n: 2 }), 400, /'n' should be 1/, 'n'],
+      [await s.post('/v1/chat/completions', { messages, temperature: -1 }), 400, /temperature/, 'temperature'],
+      [await s.post('/v1/completions', { prompt: 'x' }), 404, /POST \/v1\/chat\/completions/, null],
+      [await relayRequest(new Request('https://app.test/v1/chat/completions'), s.clients), 405, /use POST/, null],
+    ];
+    for (const [res, status, message, param] of cases) {
+      expect(res.status).toBe(status);
+      const body = await res.json();
+      expect(body.error.message).toMatch(message);
+      expect(body.error.type).toBe('invalid_request_error');
+      expect(body.error.param).toBe(param);
+    }
+  });
+
+  test('with no page holding an engine, a 503 that says what to open', async () => {
+    for (const pages of ['none', 'silent'] as const) {
+      const s = setup({ pages });
+      const res = await s.post('/v1/chat/completions', { messages });
+      expect(res.status, pages).toBe(503);
+      const body = await res.json();
+      expect(body.error).toMatchObject({ type: 'service_unavailable', code: 'no_engine' });
+      expect(body.error.message).toMatch(/open the chat page/);
+    }
+  });
+
+  test('a client that goes away mid-stream aborts the engine\'s request: its pages are back', async () => {
+    const s = setup();
+    const controller = new AbortController();
+    const res = await s.post('/v1/chat/completions', { messages, max_tokens: 200, stream: true }, { signal: controller.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    for (let i = 0; i < 100 && s.inner.stats().streams > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(s.inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: s.runner.kv.pages });
+  });
+
+  test('four concurrent clients share engine steps', async () => {
+    const s = setup();
+    const bodies = [0, 1, 2, 3].map((i) => ({ messages: [{ role: 'user', content: `Client ${i} says hi` }], max_tokens: 16, temperature: 0, stream: true }));
+    const texts = await Promise.all(
+      bodies.map(async (b) => {
+        let text = '';
+        for await (const c of decodeSSE(await s.post('/v1/chat/completions', b))) text += c.choices[0]?.delta?.content ?? '';
+        return text;
+      }),
+    );
+    expect(texts.every((t) => t.length > 0)).toBe(true);
+    expect(s.runner.log.some((step) => step.length === 4)).toBe(true);
+  });
+});

@@ -1,0 +1,135 @@
+// The page's half of the OpenAI-compatible endpoint that a Service Worker serves (intab/service-worker): the Service
+// Worker does not hold the model (it is stopped when idle, and WebGPU there is unreliable), so it relays each HTTP
+// request over a MessageChannel to a page whose engine answers it here, and streams the answer back as the response
+// body. `POST /v1/chat/completions` (SSE when `stream: true`, else one JSON) and `GET /v1/models`; errors are
+// OpenAI-shaped, with the status OpenAI would send; a relayed `abort` (the client went away) aborts the request.
+
+import { InvalidRequestError, RequestTooLargeError, EngineClosedError } from '@intab/engine/errors';
+import type { IntabEngine } from './engine.ts';
+import type { ChatCompletionCreateParams } from './openai.ts';
+
+/** A request as the Service Worker relays it. */
+export interface RelayedRequest {
+  type: 'intab:request';
+  method: string;
+  /** The path after the origin, e.g. '/v1/chat/completions'. */
+  path: string;
+  /** The request body as text ('' for GET). */
+  body: string;
+}
+
+/** What the page sends back over the request's port: the head once, body pieces, then the end. */
+export type RelayReply =
+  | { type: 'head'; status: number; headers: Record<string, string> }
+  | { type: 'body'; chunk: string }
+  | { type: 'end' };
+
+/** An OpenAI-shaped error body. */
+export function openAIError(message: string, type: string, code: string | null = null, param: string | null = null): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  return { error: { message, type, param, code } };
+}
+
+/** The HTTP status and OpenAI error body of an error thrown while answering. */
+export function errorResponse(err: unknown): { status: number; body: ReturnType<typeof openAIError> } {
+  const e = err as Error & { field?: string };
+  if (err instanceof InvalidRequestError) return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, e.field ?? null) };
+  if (err instanceof RequestTooLargeError) return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', 'messages') };
+  if (err instanceof EngineClosedError) return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
+  if (e?.name === 'TokenizerRequiredError' || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError') {
+    return { status: 400, body: openAIError(e.message, 'invalid_request_error') };
+  }
+  return { status: 500, body: openAIError(`The engine failed: ${e?.message ?? String(err)}`, 'server_error') };
+}
+
+/**
+ * Answers one relayed request with `engine` over `port` (the port's other end is in the Service Worker).
+ * Resolves when the answer is complete (or aborted).
+ */
+export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, port: MessagePort, events?: { started?: () => void; ended?: () => void }): Promise<void> {
+  const send = (m: RelayReply) => port.postMessage(m);
+  const controller = new AbortController();
+  port.onmessage = (e: MessageEvent) => {
+    if (e.data?.type === 'abort') controller.abort(new DOMException('The HTTP client went away.', 'AbortError'));
+  };
+  let headSent = false;
+  const json = (status: number, body: unknown) => {
+    headSent = true;
+    send({ type: 'head', status, headers: { 'content-type': 'application/json' } });
+    send({ type: 'body', chunk: JSON.stringify(body) });
+    send({ type: 'end' });
+  };
+  events?.started?.();
+  try {
+    const path = req.path.split('?')[0].replace(/\/+$/, '');
+    if (path === '/v1/models') {
+      if (req.method !== 'GET') return json(405, openAIError(`Method ${req.method} is not allowed on ${path}: use GET.`, 'invalid_request_error'));
+      return json(200, { object: 'list', data: [{ id: engine.model, object: 'model', created: 0, owned_by: 'intab' }] });
+    }
+    if (path !== '/v1/chat/completions') {
+      return json(404, openAIError(`${req.method} ${path} is not served here: this endpoint serves POST /v1/chat/completions and GET /v1/models.`, 'invalid_request_error', 'unknown_url'));
+    }
+    if (req.method !== 'POST') return json(405, openAIError(`Method ${req.method} is not allowed on ${path}: use POST.`, 'invalid_request_error'));
+    let body: ChatCompletionCreateParams;
+    try {
+      body = JSON.parse(req.body);
+    } catch (err) {
+      return json(400, openAIError(`The request body is not JSON (${(err as Error).message}): send { "messages": [...] } as application/json.`, 'invalid_request_error'));
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return json(400, openAIError('The request body must be a JSON object with messages.', 'invalid_request_error'));
+    if (body.stream) {
+      const stream = await engine.chat.completions.create({ ...body, stream: true }, { signal: controller.signal });
+      headSent = true;
+      send({ type: 'head', status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' } });
+      for await (const chunk of stream) send({ type: 'body', chunk: `data: ${JSON.stringify(chunk)}\n\n` });
+      if (!controller.signal.aborted) send({ type: 'body', chunk: 'data: [DONE]\n\n' });
+      send({ type: 'end' });
+      return;
+    }
+    const completion = await engine.chat.completions.create({ ...body, stream: false }, { signal: controller.signal });
+    json(200, completion);
+  } catch (err) {
+    if (controller.signal.aborted) return send({ type: 'end' });
+    const { status, body } = errorResponse(err);
+    if (!headSent) return json(status, body);
+    // Mid-stream: an error event (as OpenAI-compatible servers send), then the end.
+    send({ type: 'body', chunk: `data: ${JSON.stringify(body)}\n\n` });
+    send({ type: 'end' });
+  } finally {
+    port.onmessage = null;
+    events?.ended?.();
+  }
+}
+
+export interface ServeOpenAIOptions {
+  /** The page's Service Worker container [navigator.serviceWorker]. */
+  container?: ServiceWorkerContainer;
+  /** Called when a relayed request starts and ends (dashboards). */
+  onRequest?: (event: 'start' | 'end') => void;
+}
+
+/**
+ * Lets this page answer the OpenAI-compatible requests its Service Worker relays (see intab/service-worker):
+ * `fetch(location.origin + '/v1/chat/completions', ...)` from any page of the origin, or the official `openai`
+ * client with `baseURL: location.origin + '/v1'`, is then answered by `engine`. Returns a function that stops it.
+ * @example
+ * const engine = await createEngine({ model });
+ * const stop = serveOpenAI(engine);
+ * // elsewhere: new OpenAI({ baseURL: location.origin + '/v1', apiKey: 'unused', dangerouslyAllowBrowser: true })
+ */
+export function serveOpenAI(engine: IntabEngine, options: ServeOpenAIOptions = {}): () => void {
+  const container = options.container ?? (globalThis as { navigator?: Navigator }).navigator?.serviceWorker;
+  if (!container) return () => {};
+  const onMessage = (e: MessageEvent) => {
+    const data = e.data as { type?: string } | undefined;
+    const port = e.ports[0];
+    if (!port) return;
+    if (data?.type === 'intab:ping') port.postMessage({ type: 'intab:pong', model: engine.model });
+    else if (data?.type === 'intab:request') {
+      void answerRelayed(engine, data as RelayedRequest, port, { started: () => options.onRequest?.('start'), ended: () => options.onRequest?.('end') });
+    }
+  };
+  container.addEventListener('message', onMessage);
+  // Messages queued before the page was ready are delivered once this is called (the container's message queue).
+  container.startMessages?.();
+  return () => container.removeEventListener('message', onMessage);
+}

@@ -1,0 +1,142 @@
+// intab/service-worker: an OpenAI-compatible endpoint on the page's own origin, served by its Service Worker.
+// `POST /v1/chat/completions` (streaming SSE or JSON) and `GET /v1/models` are relayed over a MessageChannel to an
+// open page whose engine answers them (serveOpenAI in 'intab'), and the answer streams back as the response body.
+// The Service Worker never holds the model: it is stopped when idle, and WebGPU there is unreliable. With no such
+// page open, the answer is a 503 in OpenAI's error format saying what to open; aborting the fetch (the client's
+// AbortSignal, a closed tab) aborts the engine's request. This module imports nothing else of intab: it stays small
+// in a Service Worker bundle.
+//
+// @example
+// // sw.ts (your Service Worker)
+// import { relayOpenAI } from 'intab/service-worker';
+// relayOpenAI(self);
+
+export interface RelayOptions {
+  /** The path prefix served [/v1]. */
+  prefix?: string;
+  /** How long a page has to answer "do you hold an engine?" [1000 ms]. */
+  pingTimeoutMs?: number;
+  /** Shown in the 503 when no page holds an engine [the page that serves the model]. */
+  openHint?: string;
+}
+
+/** What the relay needs of the Service Worker's clients (ServiceWorkerGlobalScope.clients). */
+export interface RelayClients {
+  matchAll(options?: { type?: 'window' | 'worker' | 'sharedworker' | 'all'; includeUncontrolled?: boolean }): Promise<readonly { id: string; postMessage(message: unknown, transfer: Transferable[]): void }[]>;
+  get(id: string): Promise<unknown>;
+}
+
+/** A fetch event, as much as the relay uses of it. */
+export interface RelayFetchEvent {
+  readonly request: Request;
+  respondWith(response: Response | Promise<Response>): void;
+}
+
+/** The Service Worker's global scope (`self`), as much as the relay uses of it. */
+export interface RelayScope {
+  readonly location: { readonly origin: string };
+  readonly clients: RelayClients;
+  addEventListener(type: 'fetch', listener: (event: RelayFetchEvent) => void): void;
+}
+
+const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+const error = (status: number, message: string, type: string, code: string | null) => json(status, { error: { message, type, param: null, code } });
+
+/**
+ * Makes the Service Worker `sw` answer `<prefix>/...` requests of its own origin through an engine page.
+ * Call it before other fetch handlers (a precache's navigation route) so they do not take these requests.
+ */
+export function relayOpenAI(sw: RelayScope, options: RelayOptions = {}): void {
+  const prefix = (options.prefix ?? '/v1').replace(/\/+$/, '');
+  sw.addEventListener('fetch', (event) => {
+    const url = new URL(event.request.url);
+    if (url.origin !== sw.location.origin || (url.pathname !== prefix && !url.pathname.startsWith(`${prefix}/`))) return;
+    event.respondWith(relayRequest(event.request, sw.clients, options));
+  });
+}
+
+/** Answers one request through an engine page (or with a 503 when none is open). */
+export async function relayRequest(request: Request, clients: RelayClients, options: RelayOptions = {}): Promise<Response> {
+  if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: 'GET, POST, OPTIONS' } });
+  const page = await findEnginePage(clients, options.pingTimeoutMs ?? 1000);
+  if (!page) {
+    return error(
+      503,
+      `No open page holds an intab engine to answer this request: open ${options.openHint ?? 'the page that loads the model'} (and let it load the model), then retry.`,
+      'service_unavailable',
+      'no_engine',
+    );
+  }
+  const url = new URL(request.url);
+  const body = request.method === 'GET' || request.method === 'HEAD' ? '' : await request.text();
+  const { port1, port2 } = new MessageChannel();
+  page.postMessage({ type: 'intab:request', method: request.method, path: url.pathname + url.search, body }, [port2]);
+  const encoder = new TextEncoder();
+  let closed = false;
+  let head: (h: { status: number; headers: Record<string, string> }) => void;
+  const headed = new Promise<{ status: number; headers: Record<string, string> }>((r) => (head = r));
+  const abort = () => {
+    if (closed) return;
+    closed = true;
+    port1.postMessage({ type: 'abort' });
+    port1.close();
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      port1.onmessage = (e: MessageEvent) => {
+        const m = e.data as { type: string; status?: number; headers?: Record<string, string>; chunk?: string };
+        if (m.type === 'head') head({ status: m.status!, headers: m.headers ?? {} });
+        else if (m.type === 'body' && !closed) controller.enqueue(encoder.encode(m.chunk));
+        else if (m.type === 'end' && !closed) {
+          closed = true;
+          port1.close();
+          controller.close();
+        }
+      };
+      // The page may go away (tab closed) without a word: then the response fails instead of hanging.
+      const watch = setInterval(async () => {
+        if (closed) return clearInterval(watch);
+        if (!(await clients.get(page.id))) {
+          clearInterval(watch);
+          if (closed) return;
+          closed = true;
+          port1.close();
+          head({ status: 503, headers: {} });
+          controller.error(new Error('the page holding the engine was closed'));
+        }
+      }, 2000);
+    },
+    cancel: abort,
+  });
+  request.signal?.addEventListener('abort', abort, { once: true });
+  const h = await headed;
+  if (h.status === 503 && !h.headers['content-type']) return error(503, 'The page holding the engine was closed before it answered: open it again and retry.', 'service_unavailable', 'no_engine');
+  return new Response(stream, { status: h.status, headers: h.headers });
+}
+
+/** The first window client that says it holds an engine, asked all at once. */
+async function findEnginePage(clients: RelayClients, timeoutMs: number): Promise<{ id: string; postMessage(message: unknown, transfer: Transferable[]): void } | undefined> {
+  const all = await clients.matchAll({ type: 'window', includeUncontrolled: true });
+  if (all.length === 0) return undefined;
+  return new Promise((resolve) => {
+    let pending = all.length;
+    const timer = setTimeout(() => resolve(undefined), timeoutMs);
+    for (const c of all) {
+      const { port1, port2 } = new MessageChannel();
+      port1.onmessage = (e: MessageEvent) => {
+        port1.close();
+        if ((e.data as { type?: string })?.type !== 'intab:pong') return;
+        clearTimeout(timer);
+        resolve(c);
+      };
+      try {
+        c.postMessage({ type: 'intab:ping' }, [port2]);
+      } catch {
+        if (--pending === 0) {
+          clearTimeout(timer);
+          resolve(undefined);
+        }
+      }
+    }
+  });
+}
