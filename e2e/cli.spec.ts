@@ -170,3 +170,9 @@ test('intab bench chat: a turn line per mode and turn, the summary, --preload an
   expect(persist).toMatchObject({ bench: 'chat', persist: true, prefix_tokens: 200, restored_tokens: 200, cached_tokens: 200, identical_ids: true, warnings: [] });
   for (const k of ['recompute_ms', 'restore_ms', 'restore_speedup']) expect(persist[k]).toBeGreaterThan(0);
 });
+
+test('intab bench store: the model store against the raw fetch and the network load, with its promised fields', async () => {
+  const [line] = await intab('bench', 'store', '--model', join(MODEL, 'stories260K.gguf'), '--repeats', '1');
+  expect(line).toMatchObject({ bench: 'store', bytes: 1043424, repeats: 1 });
+  for (const k of ['raw_fetch_mib_s', 'store_download_mib_s', 'download_vs_raw', 'sha256_mib_s', 'verify_ms', 'load_network_ms', 'load_store_ms', 'load_store_vs_network']) expect(line[k], k).toBeGreaterThan(0);
+});

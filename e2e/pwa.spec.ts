@@ -60,8 +60,12 @@ test('first visit online stores the model; offline, a reload opens from the cach
   expect(await modelGets()).toBe(before + 1);
   await expect(page.locator('#stored')).toContainText('stories260K-vocab-ud.gguf?tag=offline');
   expect(await ask(page, 'Hello', '8')).not.toBe('');
-  // The Service Worker controls the page (the app shell is precached).
+  // The Service Worker controls the page (the app shell is precached), and Chromium finds nothing in the app that
+  // stops its installation (the test browser's own profile is incognito, which alone forbids installing).
   expect(await page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+  const cdp = await context.newCDPSession(page);
+  const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+  expect(installabilityErrors.map((e) => e.errorId).filter((id) => id !== 'in-incognito')).toEqual([]);
 
   await context.setOffline(true);
   await page.reload();

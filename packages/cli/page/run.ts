@@ -24,6 +24,7 @@ import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, token
 // The grammar package by path (the CLI does not depend on it; the engine does): bench grammar replays documents.
 import { TokenMatcher, TokenVocabulary, compileJsonSchema } from '../../grammar/src/index.ts';
 import { benchChat, type ChatJob, type LoadedEngine } from './bench-chat.ts';
+import { benchStore } from './bench-store.ts';
 
 /** Where a model's files are: GGUF (one file or splits) or a Hugging Face folder. */
 interface ModelRef {
@@ -37,7 +38,7 @@ export interface Job extends ModelRef, ChatJob {
   /** intab generate: constrained output (--json-schema, --json-object, --grammar, --regex). */
   format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
   /** 'bench' is intab bench decode, 'speculative' intab bench speculative, 'grammar' the decode part of intab bench grammar, 'chat' intab bench chat. */
-  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat';
+  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat' | 'store';
   /** grammar: the id of the JSONSchemaBench schema in format.responseFormat (reported). */
   schemaId?: string;
   /** grammar: the model's tokenizer by name, when the CLI knows it (the model it made); reported. */
@@ -70,7 +71,7 @@ export interface Job extends ModelRef, ChatJob {
   methods?: ('ngram' | 'self' | 'draft')[];
   specK?: number;
   groundedPrompt?: string;
-  /** bench speculative: plain/speculative run pairs per line (medians are reported). */
+  /** bench speculative, chat and store: measured repeats (medians are reported). */
   repeats?: number;
 }
 
@@ -196,6 +197,8 @@ function requestOf(job: Job, tokenizer: Tokenizer | undefined, benchPrompt: () =
 async function main(): Promise<void> {
   const job = window.__intabJob;
   if (!job) throw new Error('no job: this page is driven by the intab CLI');
+  // The model store's figures go through the public API (createEngine, its worker, the store) on their own.
+  if (job.mode === 'store') return benchStore(job, report);
   const gpu = await requestGpu();
   const t0 = performance.now();
   const model = await openModel(job);

@@ -3,6 +3,7 @@
 import { benchKernels } from './bench.mjs';
 import { benchGrammar } from './bench-grammar.mjs';
 import { benchChat } from './bench-chat.mjs';
+import { benchStore } from './bench-store.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 
@@ -90,6 +91,12 @@ const USAGE = `usage:
       --persist: a prefix of --persist-tokens tokens preloaded (recompute_ms), saved to the Origin Private File
       System, the engine loaded again and the prefix restored (restore_ms): {"bench":"chat","persist":true,
       "recompute_ms","restore_ms","restore_speedup","identical_ids",...}.
+  intab bench store --model <file.gguf> [--repeats N (3)] [--json]
+      The model store, in headless Chromium, on the file served by the CLI (HTTP Range on loopback): raw fetch of
+      the file against downloading it into the store (SHA-256 and chunk writes as it streams), SHA-256 alone,
+      checking a stored copy, and createEngine from the network (cache: false) against from the store. Medians:
+      {"bench":"store","raw_fetch_mib_s","store_download_mib_s","download_vs_raw","sha256_mib_s","verify_ms",
+      "load_network_ms","load_store_ms","load_store_vs_network",...}.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
@@ -135,6 +142,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'speculative') return generate(flags, 'speculative');
   if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
+  if (cmd === 'bench' && sub === 'store') return benchStore(flags);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);

@@ -63,7 +63,14 @@ export async function downloadFile(backend: StoreBackend, target: DownloadTarget
       throw new Error('the connection closed before the end of the file');
     } catch (err) {
       if (o.signal?.aborted) throw o.signal.reason;
-      if (err instanceof DownloadError || err instanceof QuotaError) throw err;
+      if (err instanceof DownloadError) {
+        // Not the file: nothing of it stays.
+        await backend.remove(target.dir);
+        cur.state = { bytes: 0, chunks: 0, complete: false };
+        await o.commit(cur.state);
+        throw err;
+      }
+      if (err instanceof QuotaError) throw err;
       // A dropped connection: go on from the last stored chunk, with the hash as it was then.
       failures = cur.state.bytes > before ? 1 : failures + 1;
       if (failures > (o.retries ?? 3)) {
