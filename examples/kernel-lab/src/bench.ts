@@ -290,7 +290,7 @@ async function copyBandwidth(gpu: Gpu, bytes: number, quick: boolean): Promise<T
       const enc = gpu.device.createCommandEncoder({ label: 'copy' });
       for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(src, 0, dst, 0, bytes);
       const t0 = performance.now();
-      gpu.device.queue.submit([enc.finish()]);
+      gpu.submit([enc.finish()]);
       await gpu.device.queue.onSubmittedWorkDone();
       return (performance.now() - t0) / reps;
     };

@@ -60,7 +60,7 @@ async function runAndRead(gpu: Gpu, out: GPUBuffer, count: number, record: (pass
   const pass = enc.beginComputePass();
   record(pass);
   pass.end();
-  gpu.device.queue.submit([enc.finish()]);
+  gpu.submit([enc.finish()]);
   gpu.uniforms.reset();
   return new Float32Array(await gpu.readback.read(out, 0, count * 4));
 }

@@ -86,7 +86,7 @@ describe('device', () => {
     gpu.device.queue.writeBuffer(src, 0, new Uint32Array([1, 2, 3, 4, 5, 6]));
     const enc = gpu.device.createCommandEncoder();
     const t1 = gpu.readback.encodeCopy(enc, src, 4, 8);
-    gpu.device.queue.submit([enc.finish()]);
+    gpu.submit([enc.finish()]);
     expect([...new Uint32Array(await t1.read())]).toEqual([2, 3]);
     // a ragged size is padded for the copy and trimmed for the caller
     expect([...new Uint8Array(await gpu.readback.read(src, 12, 6))]).toEqual([4, 0, 0, 0, 5, 0]);

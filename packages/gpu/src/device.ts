@@ -6,7 +6,7 @@ import { DeviceLostError, IntabGpuError, WebGpuUnavailableError } from './errors
 import { PipelineCache } from './pipeline-cache.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Readback } from './readback.ts';
-import { UniformArena } from './uniforms.ts';
+import { UniformTable } from './uniforms.ts';
 
 /** Optional features the kernels know how to use, as enabled on this device. */
 export interface GpuFeatures {
@@ -48,7 +48,10 @@ export interface Gpu {
   readonly pipelines: PipelineCache;
   readonly pool: BufferPool;
   readonly readback: Readback;
-  readonly uniforms: UniformArena;
+  /** The params of every dispatch recorded since the last submit (one upload per submit). */
+  readonly uniforms: UniformTable;
+  /** Uploads the recorded dispatches' params, then submits (use it instead of device.queue.submit). */
+  submit(commandBuffers: GPUCommandBuffer[]): void;
   /** Resolves with a DeviceLostError when the device is lost for any reason but destroy(). */
   readonly lost: Promise<DeviceLostError>;
   readonly destroyed: boolean;
@@ -152,7 +155,11 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
     pipelines: new PipelineCache(device, features),
     pool: new BufferPool(device),
     readback: new Readback(device),
-    uniforms: new UniformArena(device, limits.minUniformBufferOffsetAlignment),
+    uniforms: new UniformTable(device, limits.minUniformBufferOffsetAlignment),
+    submit(commandBuffers) {
+      gpu.uniforms.flush();
+      device.queue.submit(commandBuffers);
+    },
     lost,
     get destroyed() {
       return destroyed;

@@ -16,9 +16,9 @@ export {
 export { PipelineCache, type KernelSpec, type BindingKind, type CachedPipeline } from './pipeline-cache.ts';
 export { BufferPool } from './buffer-pool.ts';
 export { Readback, type ReadbackTicket } from './readback.ts';
-export { UniformArena } from './uniforms.ts';
+export { UniformTable, PARAMS_SLOT_BYTES } from './uniforms.ts';
 export { Profiler, type PassTiming } from './profiler.ts';
-export { Params, dispatch, grid2d, type BufferRef } from './kernel.ts';
+export { Params, dispatch, grid2d, bindGroupStats, type BufferRef } from './kernel.ts';
 export {
   createWeight,
   writeRows,

@@ -5,6 +5,7 @@ import type { Gpu } from './device.ts';
 import { assertAlive } from './device.ts';
 import type { BindingKind, CachedPipeline } from './pipeline-cache.ts';
 import { LimitError, ShapeError } from './errors.ts';
+import { PARAMS_SLOT_BYTES } from './uniforms.ts';
 
 /** A buffer, or a byte range of one, holding a tensor. */
 export type BufferRef = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
@@ -81,18 +82,31 @@ export class Params {
   }
 }
 
-/** Builds a bind group for a cached pipeline from buffers in binding order. */
-export function bindGroup(
-  gpu: Gpu,
-  cached: CachedPipeline,
-  label: string,
-  resources: readonly (BufferRef | GPUBufferBinding)[],
-): GPUBindGroup {
-  return gpu.device.createBindGroup({
-    label,
-    layout: cached.layout,
-    entries: resources.map((r, binding) => ({ binding, resource: toBinding(r as BufferRef) })),
-  });
+// Bind groups, built on first use and reused: a dispatch's resources (the params buffer and its storage buffers) are
+// the same from step to step once the activations are allocated at load, so after warm-up no step creates one.
+// Keyed by the first storage buffer (a WeakMap: entries go with their buffers), then by layout and every binding.
+const bindGroups = new WeakMap<GPUBuffer, Map<string, GPUBindGroup>>();
+const ids = new WeakMap<GPUBuffer, number>();
+let nextId = 0;
+const idOf = (b: GPUBuffer) => ids.get(b) ?? (ids.set(b, ++nextId), nextId);
+
+/** Bind groups created so far (tests and benchmarks count them). */
+export const bindGroupStats = { created: 0 };
+
+/** The bind group of a cached pipeline for resources in binding order, built once. */
+export function bindGroup(gpu: Gpu, cached: CachedPipeline, label: string, resources: readonly (BufferRef | GPUBufferBinding)[]): GPUBindGroup {
+  const bindings = resources.map((r) => toBinding(r as BufferRef));
+  const anchor = bindings.find((b) => b.buffer !== gpu.uniforms.buffer)?.buffer ?? gpu.uniforms.buffer;
+  let byKey = bindGroups.get(anchor);
+  if (!byKey) bindGroups.set(anchor, (byKey = new Map()));
+  const key = `${cached.key}#${bindings.map((b) => `${idOf(b.buffer)}:${b.offset ?? 0}:${b.size ?? ''}`).join(',')}`;
+  let group = byKey.get(key);
+  if (!group) {
+    bindGroupStats.created++;
+    group = gpu.device.createBindGroup({ label, layout: cached.layout, entries: bindings.map((resource, binding) => ({ binding, resource })) });
+    byKey.set(key, group);
+  }
+  return group;
 }
 
 /** Records one dispatch: pipeline, bind group (params first at binding 0), workgroup grid. */
@@ -120,9 +134,10 @@ export function dispatch(
       );
     }
   }
-  const resources: (BufferRef | GPUBufferBinding)[] = params ? [gpu.uniforms.write(params.data), ...buffers] : [...buffers];
+  const resources: (BufferRef | GPUBufferBinding)[] = params ? [{ buffer: gpu.uniforms.buffer, offset: 0, size: PARAMS_SLOT_BYTES }, ...buffers] : [...buffers];
   pass.setPipeline(cached.pipeline);
-  pass.setBindGroup(0, bindGroup(gpu, cached, label, resources));
+  if (params) pass.setBindGroup(0, bindGroup(gpu, cached, label, resources), [gpu.uniforms.write(params.data)]);
+  else pass.setBindGroup(0, bindGroup(gpu, cached, label, resources));
   const [x, y = 1, z = 1] = workgroups;
   const max = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (x > max || y > max || z > max) {

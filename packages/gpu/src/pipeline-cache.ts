@@ -104,9 +104,8 @@ export class PipelineCache {
         entries: bindings.map((kind, binding) => ({
           binding,
           visibility: GPUShaderStage.COMPUTE,
-          buffer: {
-            type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage',
-          },
+          // Params live in one buffer at a dynamic offset per dispatch (uniforms.ts), so bind groups are reusable.
+          buffer: kind === 'uniform' ? { type: 'uniform', hasDynamicOffset: true } : { type: kind === 'read' ? 'read-only-storage' : 'storage' },
         })),
       });
       this.layouts.set(key, layout);

@@ -56,7 +56,7 @@ export class Profiler {
       ticket = this.gpu.readback.encodeCopy(encoder, this.resolveBuf, 0, labels.length * 16);
     }
     const t0 = performance.now();
-    this.gpu.device.queue.submit([encoder.finish()]);
+    this.gpu.submit([encoder.finish()]);
     await this.gpu.device.queue.onSubmittedWorkDone();
     const wall = performance.now() - t0;
     if (!ticket) return [{ label, ms: wall }];

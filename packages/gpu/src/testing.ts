@@ -67,7 +67,7 @@ export async function run(gpu: Gpu, record: (pass: GPUComputePassEncoder) => voi
     throw err;
   }
   pass.end();
-  device.queue.submit([encoder.finish()]);
+  gpu.submit([encoder.finish()]);
   gpu.uniforms.reset();
   const [validation, oom, internal] = await Promise.all([device.popErrorScope(), device.popErrorScope(), device.popErrorScope()]);
   const err = validation ?? oom ?? internal;

@@ -1,53 +1,63 @@
-// Per-dispatch parameters (sizes, offsets, scalars) go into slices of one growing uniform buffer,
-// bump-allocated while a step is recorded and reset after its submit. writeBuffer calls are queued
-// ahead of the submit that uses them, so recording never submits.
+// Per-dispatch parameters (sizes, offsets, scalars) of everything recorded before a submit live in one uniform
+// buffer, each dispatch at its own dynamic offset: recording copies them into a CPU mirror, and gpu.submit() writes
+// what was recorded with one writeBuffer before the submit. So a step costs one upload for all its dispatches' params,
+// and since the buffer never changes, a dispatch's bind group can be built once and reused (kernel.ts).
 
-export class UniformArena {
-  private chunks: GPUBuffer[] = [];
-  private chunk = 0;
-  private offset = 0;
-  private static readonly CHUNK_BYTES = 64 * 1024;
+/** Bytes one dispatch's params may take (a binding's size; WGSL params structs are far smaller). */
+export const PARAMS_SLOT_BYTES = 256;
+
+export class UniformTable {
+  /** The uniform buffer every params binding points into (at a dynamic offset). */
+  readonly buffer: GPUBuffer;
+  private readonly mirror: Uint8Array;
+  private used = 0;
+  private flushed = 0;
+  private readonly stride: number;
+  private destroyed = false;
 
   constructor(
     private readonly device: GPUDevice,
-    private readonly align: number,
-  ) {}
+    align: number,
+    /** Dispatches recorded between two resets at most. */
+    readonly capacity = 8192,
+  ) {
+    this.stride = Math.ceil(Math.max(PARAMS_SLOT_BYTES, align) / align) * align;
+    this.mirror = new Uint8Array(capacity * this.stride);
+    this.buffer = device.createBuffer({ label: 'params', size: this.mirror.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  }
 
-  /** Copy `data` (≤ 64 KiB) into the arena and return its binding. */
-  write(data: ArrayBufferView): GPUBufferBinding {
-    const size = Math.ceil(data.byteLength / 16) * 16;
-    if (this.offset + size > UniformArena.CHUNK_BYTES) {
-      this.chunk++;
-      this.offset = 0;
+  /** Copies one dispatch's params (≤ 256 bytes) and returns its dynamic offset. */
+  write(data: Uint8Array): number {
+    if (data.byteLength > PARAMS_SLOT_BYTES) throw new RangeError(`params of ${data.byteLength} bytes exceed a slot of ${PARAMS_SLOT_BYTES}`);
+    if (this.used + this.stride > this.mirror.byteLength) {
+      throw new RangeError(`more than ${this.capacity} dispatches were recorded without a submit: submit (gpu.submit) more often, or record fewer dispatches at once`);
     }
-    if (this.chunk >= this.chunks.length) {
-      this.chunks.push(
-        this.device.createBuffer({
-          label: `uniforms#${this.chunks.length}`,
-          size: UniformArena.CHUNK_BYTES,
-          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-        }),
-      );
-    }
-    const buffer = this.chunks[this.chunk];
-    const offset = this.offset;
-    this.device.queue.writeBuffer(buffer, offset, data.buffer, data.byteOffset, data.byteLength);
-    this.offset += Math.ceil(size / this.align) * this.align;
-    return { buffer, offset, size };
+    const offset = this.used;
+    this.mirror.set(data, offset);
+    this.used += this.stride;
+    return offset;
+  }
+
+  /** Uploads the params recorded since the last flush (one writeBuffer); gpu.submit() calls it. */
+  flush(): void {
+    if (this.destroyed || this.used === this.flushed) return;
+    this.device.queue.writeBuffer(this.buffer, this.flushed, this.mirror, this.flushed, this.used - this.flushed);
+    this.flushed = this.used;
   }
 
   /**
-   * Start reusing the arena from the beginning. Safe once every submit that used earlier slices has been
-   * queued: later writeBuffer calls are ordered after those submits on the queue timeline.
+   * Reuses the table from its start. Safe once every submit that used it was queued: later writeBuffer calls are
+   * ordered after those submits on the queue timeline.
    */
   reset(): void {
-    this.chunk = 0;
-    this.offset = 0;
+    this.flush();
+    this.used = 0;
+    this.flushed = 0;
   }
 
   destroy(): void {
-    for (const b of this.chunks) b.destroy();
-    this.chunks = [];
-    this.reset();
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.buffer.destroy();
   }
 }

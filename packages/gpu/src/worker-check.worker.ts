@@ -34,7 +34,7 @@ self.onmessage = async () => {
     createGemv(gpu, { dtype: 'q4_0' }).encode(pass, { weight, x: normed, y });
     pass.end();
     const ticket = gpu.readback.encodeCopy(enc, y);
-    gpu.device.queue.submit([enc.finish()]);
+    gpu.submit([enc.finish()]);
     const got = new Float32Array(await ticket.read());
     const want = matmul('q4_0', wBytes, n, k, rmsnorm(x, nw, 1, k, 1e-5), 1);
     const isWorker = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope !== 'undefined' && !('document' in globalThis);

@@ -111,7 +111,7 @@ export class PagedKvCache extends PagePool {
       try {
         const encoder = this.gpu.device.createCommandEncoder({ label: 'kv.read' });
         part.forEach((p, i) => this.blocks((buffer, block) => encoder.copyBufferToBuffer(buffer, p * this.pageBytes, staging, i * perPage + block * this.pageBytes, this.pageBytes)));
-        this.gpu.device.queue.submit([encoder.finish()]);
+        this.gpu.submit([encoder.finish()]);
         await staging.mapAsync(GPUMapMode.READ);
         out.set(new Uint8Array(staging.getMappedRange()), first * perPage);
         staging.unmap();

@@ -244,7 +244,7 @@ export class Runner {
     const logits = this.forward.encode(encoder, plan, { layers }); // (R, V)
     if (lazy) {
       // Masks from the CPU (grammars): submit the forward first and compute them while the GPU runs it.
-      this.gpu.device.queue.submit([encoder.finish()]);
+      this.gpu.submit([encoder.finish()]);
       encoder = this.gpu.device.createCommandEncoder({ label: 'step.sample' });
       entries.forEach((e, b) => {
         if (!e.masks) return;
@@ -281,7 +281,7 @@ export class Runner {
     const rowsTicket = readRows ? this.gpu.readback.encodeCopy(encoder, this.samplesOut, 0, R * this.sampler.outStride * 4) : undefined;
     const V = this.config.vocab;
     const logitsTicket = options.logits ? this.gpu.readback.encodeCopy(encoder, logits, 0, R * V * 4) : undefined;
-    this.gpu.device.queue.submit([encoder.finish()]);
+    this.gpu.submit([encoder.finish()]);
     this.gpu.uniforms.reset();
     const words = new Uint32Array(await ticket.read());
     const rowWords = rowsTicket ? new Uint32Array(await rowsTicket.read()) : undefined;
