@@ -40,7 +40,8 @@ test('intab generate: golden greedy ids from the GGUF, then a text prompt throug
 test('intab bench decode prints prefill and decode speeds and bytes per token', async () => {
   const [line] = await intab('bench', 'decode', '--model', join(MODEL, 'hf'), '--prompt-tokens', '16', '--max-tokens', '8');
   expect(line.bench).toBe('decode');
-  for (const k of ['prefill_tok_s', 'decode_tok_s', 'weight_bytes_per_token']) expect(line[k]).toBeGreaterThan(0);
+  for (const k of ['prefill_tok_s', 'decode_tok_s', 'weight_bytes_per_token', 'dispatches_per_token', 'dispatches_per_step']) expect(line[k]).toBeGreaterThan(0);
+  expect(line.bind_groups_per_step).toBe(0); // every bind group is built at warm-up
 });
 
 test('intab generate fails with a typed, actionable message on a missing prompt', async () => {

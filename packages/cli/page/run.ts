@@ -5,7 +5,7 @@
 // token and the final figures through window.__intabReport. The job comes from window.__intabJob. Several
 // streams (--concurrency, --batch) share one engine, so they share its steps.
 
-import { requestGpu, type Gpu } from '@intab/gpu';
+import { gpuStats, requestGpu, type Gpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu/reference';
 import {
   Engine,
@@ -219,6 +219,9 @@ async function main(): Promise<void> {
     return;
   }
   const { engine, runner, draft, info } = await load();
+  let steps = 0;
+  const step = runner.step.bind(runner);
+  runner.step = (entries, options) => (steps++, step(entries, options));
   const loadMs = performance.now() - t0;
   const c = model.config;
   const adapter = info.adapter;
@@ -236,10 +239,10 @@ async function main(): Promise<void> {
     ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.q.dtype } } : {}),
   };
   try {
-    if (job.mode === 'grammar') await benchGrammarDecode(engine, job, tokenizer, { perToken, modelFacts, adapter, loadMs });
-    else if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, { perToken, modelFacts, adapter, loadMs });
-    else if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, { perToken, modelFacts, adapter, loadMs });
-    else await generate(engine, job, requestOf(job, tokenizer, benchPrompt), tokenizer, { perToken, modelFacts, adapter, loadMs });
+    if (job.mode === 'grammar') await benchGrammarDecode(engine, job, tokenizer, { perToken, modelFacts, adapter, loadMs, steps: () => steps });
+    else if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, { perToken, modelFacts, adapter, loadMs, steps: () => steps });
+    else if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, { perToken, modelFacts, adapter, loadMs, steps: () => steps });
+    else await generate(engine, job, requestOf(job, tokenizer, benchPrompt), tokenizer, { perToken, modelFacts, adapter, loadMs, steps: () => steps });
   } finally {
     await engine.destroy();
     gpu.destroy();
@@ -286,6 +289,8 @@ async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenizer: Toke
 
 interface Facts {
   perToken: number;
+  /** Runner steps run so far (target model). */
+  steps: () => number;
   modelFacts: Record<string, unknown>;
   adapter: string;
   loadMs: number;
@@ -296,16 +301,24 @@ async function generate(engine: Engine, job: Job, request: GenerateRequest, toke
   const tagged = job.concurrency !== undefined;
   const n = job.concurrency ?? 1;
   const tStart = performance.now();
+  // GPU work per decode step, from the first token on (prefill is done by then): dispatches and bind groups.
+  let tokens = 0;
+  let from: { dispatches: number; bindGroups: number; steps: number; tokens: number } | undefined;
   const results = await Promise.all(
     Array.from({ length: n }, (_, stream) => {
       const detok = tokenizer ? createDetokenizer(tokenizer) : undefined;
       const tag = tagged ? { stream } : {};
       return consume(engine, stream, request, job.abortAfterTokens, (ids) => {
+        tokens += ids.length;
+        from ??= { ...gpuStats, steps: facts.steps(), tokens };
         for (const id of ids) report(detok ? { type: 'token', ...tag, id, text: detok.push(id) } : { type: 'token', ...tag, id });
       });
     }),
   );
   const wallMs = performance.now() - tStart;
+  const steps = from ? facts.steps() - from.steps : 0;
+  const perStep = from && steps > 0 ? { dispatches_per_step: round((gpuStats.dispatches - from.dispatches) / steps), bind_groups_per_step: round((gpuStats.bindGroups - from.bindGroups) / steps) } : {};
+  const perToken = from && tokens > from.tokens ? { dispatches_per_token: round((gpuStats.dispatches - from.dispatches) / (tokens - from.tokens)) } : {};
   for (const r of results) {
     const m = r.metrics;
     const decoded = r.ids.length - 1;
@@ -327,6 +340,8 @@ async function generate(engine: Engine, job: Job, request: GenerateRequest, toke
       ...(m?.speculative ? { speculative: speculativeFigures(m.speculative, r.ids.length) } : {}),
       ...(job.format?.responseFormat && tokenizer ? { json: parsedOrNull(tokenizer.decode(r.ids, { skipSpecialTokens: true })) } : {}),
       weight_bytes_per_token: facts.perToken,
+      ...perToken,
+      ...perStep,
       decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,
       load_ms: round(facts.loadMs),
       model: facts.modelFacts,

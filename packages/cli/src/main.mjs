@@ -33,7 +33,8 @@ const USAGE = `usage:
       schema); --json-object to any JSON; --grammar FILE to a GBNF grammar; --regex PATTERN to a regex. JSON
       runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
-      Prefill and decode tok/s and the weight bytes read per token. With --batch, per batch size B: B concurrent
+      Prefill and decode tok/s, the weight bytes read per token, and the GPU work of a decode step
+      (dispatches_per_token, dispatches_per_step, bind_groups_per_step). With --batch, per batch size B: B concurrent
       streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
       per_stream_decode_tok_s and ttft_ms.
   intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]

@@ -18,7 +18,7 @@ export { BufferPool } from './buffer-pool.ts';
 export { Readback, type ReadbackTicket } from './readback.ts';
 export { UniformTable, PARAMS_SLOT_BYTES } from './uniforms.ts';
 export { Profiler, type PassTiming } from './profiler.ts';
-export { Params, dispatch, grid2d, bindGroupStats, type BufferRef } from './kernel.ts';
+export { Params, dispatch, grid2d, gpuStats, type BufferRef } from './kernel.ts';
 export {
   createWeight,
   writeRows,

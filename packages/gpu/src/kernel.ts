@@ -90,8 +90,8 @@ const ids = new WeakMap<GPUBuffer, number>();
 let nextId = 0;
 const idOf = (b: GPUBuffer) => ids.get(b) ?? (ids.set(b, ++nextId), nextId);
 
-/** Bind groups created so far (tests and benchmarks count them). */
-export const bindGroupStats = { created: 0 };
+/** Dispatches recorded and bind groups created so far, on every device (benchmarks count them per step). */
+export const gpuStats = { dispatches: 0, bindGroups: 0 };
 
 /** The bind group of a cached pipeline for resources in binding order, built once. */
 export function bindGroup(gpu: Gpu, cached: CachedPipeline, label: string, resources: readonly (BufferRef | GPUBufferBinding)[]): GPUBindGroup {
@@ -102,7 +102,7 @@ export function bindGroup(gpu: Gpu, cached: CachedPipeline, label: string, resou
   const key = `${cached.key}#${bindings.map((b) => `${idOf(b.buffer)}:${b.offset ?? 0}:${b.size ?? ''}`).join(',')}`;
   let group = byKey.get(key);
   if (!group) {
-    bindGroupStats.created++;
+    gpuStats.bindGroups++;
     group = gpu.device.createBindGroup({ label, layout: cached.layout, entries: bindings.map((resource, binding) => ({ binding, resource })) });
     byKey.set(key, group);
   }
@@ -143,7 +143,10 @@ export function dispatch(
   if (x > max || y > max || z > max) {
     throw new LimitError(label, 'maxComputeWorkgroupsPerDimension', Math.max(x, y, z), max, 'use grid2d() for large dispatches.');
   }
-  if (x > 0 && y > 0 && z > 0) pass.dispatchWorkgroups(x, y, z);
+  if (x > 0 && y > 0 && z > 0) {
+    pass.dispatchWorkgroups(x, y, z);
+    gpuStats.dispatches++;
+  }
 }
 
 /**
