@@ -321,7 +321,8 @@ export interface LoadProgress {
  * finishReason 'abort' once the sequence's pages are freed.
  */
 export interface EngineApi {
-  load(source: ModelSource, options: LoadOptions, onProgress?: (p: LoadProgress) => void): Promise<ModelInfo>;
+  /** Opens, uploads and warms a model; aborting `signal` stops the download and upload and frees what was loaded. */
+  load(source: ModelSource, options: LoadOptions, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<ModelInfo>;
   start(request: GenerateRequest, signal?: AbortSignal): Promise<number>;
   next(stream: number): Promise<Chunk>;
   /** Cancel a stream (what `break` out of for-await does); resolves when its pages are freed. */

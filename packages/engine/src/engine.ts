@@ -139,7 +139,7 @@ export class Engine implements EngineApi {
     return engine;
   }
 
-  /** EngineApi.load: see Engine.load. The signal (an addition to the contract) stops the download and upload. */
+  /** EngineApi.load: see Engine.load. The signal stops the download and upload; what was loaded is freed. */
   async load(source: ModelSource, options: LoadOptions = {}, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<ModelInfo> {
     if (this.closed) throw new EngineClosedError('destroyed');
     if (this.runner || this.loading) throw new EngineStateError('This engine already holds a model (or is loading one): destroy() it and create a new engine to load another.');

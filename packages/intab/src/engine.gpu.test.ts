@@ -126,6 +126,25 @@ describe('createEngine with the worker', () => {
     expect(stored.message).toMatch(/HTTP 404: check the URL/);
   });
 
+  test('a load aborted mid-upload (the signal crosses to the worker) rejects with the reason', async () => {
+    const controller = new AbortController();
+    const reason = new Error('user went elsewhere');
+    const seen: string[] = [];
+    const err = await createEngine(
+      {
+        model: BASE + 'stories260K.gguf',
+        cache: false,
+        onProgress: (p) => {
+          seen.push(p.phase ?? '');
+          if (p.phase === 'upload' && p.loaded > 0) controller.abort(reason);
+        },
+      },
+      { signal: controller.signal },
+    ).catch((e) => e);
+    expect(err).toBe(reason);
+    expect(seen).toContain('upload');
+  });
+
   test('an aborted createEngine rejects with the reason', async () => {
     const reason = new Error('page closed');
     await expect(createEngine({ model: BASE + 'stories260K.gguf' }, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);

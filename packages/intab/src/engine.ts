@@ -426,12 +426,17 @@ export async function createEngine(options: CreateEngineOptions, { signal }: { s
     const report = options.onProgress;
     const upload = report && ((p: LoadProgress) => report({ ...p, phase: 'upload' }));
     const progress = upload && (backend.inWorker ? Comlink.proxy(upload) : upload);
-    // Engine.load takes the signal as a fourth argument (an addition to EngineApi): an in-thread load stops
-    // at once; a worker's is terminated below anyway.
-    // (A method call, not .call(): on a Comlink proxy `.call` would be a remote property.)
-    const withSignal = api as unknown as { load(...args: [...Parameters<EngineApi['load']>, AbortSignal?]): Promise<ModelInfo> };
+    // The signal crosses to the worker (its own controller, released after the load): the worker stops the download
+    // and upload and frees what it loaded; on abort the worker is terminated anyway, below.
+    const local = new AbortController();
+    const forward = () => local.abort(signal?.reason);
+    signal?.addEventListener('abort', forward, { once: true });
     const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
-    const load = backend.inWorker ? api.load(source, loadOptions, progress) : withSignal.load(source, loadOptions, progress, signal);
+    const load = api.load(source, loadOptions, progress, backend.inWorker ? local.signal : signal);
+    void load.finally(() => {
+      signal?.removeEventListener('abort', forward);
+      if (backend.inWorker) releaseSignal(local.signal);
+    }).catch(() => {});
     if (!backend.inWorker) {
       // An in-thread load cannot be interrupted: when it settles after an abort, free what it loaded.
       load.then(() => signal?.aborted && backend.kill(), () => {});
