@@ -6,20 +6,14 @@
 
 import { requestGpu, type Gpu } from '@intab/gpu';
 import {
-  ChatTemplateError,
-  IntabModelError,
-  KvCacheFullError,
-  ModelFormatError,
-  ModelMismatchError,
   Runner,
-  UnsupportedModelError,
   encodeChat,
   openTokenizer,
   renderChat,
   tokenBytes,
   type Tokenizer,
 } from '@intab/model';
-import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, TokenVocabulary, UnsupportedSchemaError } from '@intab/grammar';
+import { TokenVocabulary } from '@intab/grammar';
 import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from './contract.ts';
 import {
   EngineClosedError,
@@ -29,7 +23,6 @@ import {
   RequestTooLargeError,
   TokenizerRequiredError,
   UnknownStreamError,
-  registerErrorClass,
 } from './errors.ts';
 import { Scheduler, plainAdmission, type Admission, type PlannedEntry } from './scheduler.ts';
 import { Sequence, resolveOptions, type ResolvedOptions } from './sequence.ts';
@@ -76,10 +69,6 @@ interface Stream {
   pin?: Pin;
 }
 
-// The model's errors cross the worker as themselves (errors.ts cannot import @intab/model: see there).
-for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError })) {
-  registerErrorClass(name, cls);
-}
 
 const DEFAULTS = { maxBatch: 8, maxTokensPerStep: 256, maxQueuedChunks: 8, kvBudgetBytes: 128 << 20 };
 

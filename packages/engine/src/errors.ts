@@ -2,18 +2,13 @@
 // Structured cloning keeps only an Error's message (and, in some browsers, its name), so the Comlink transfer
 // handler sends serializeError(err) and the main thread rebuilds it with deserializeError: same class (so
 // `instanceof` works), same name, message, fields and cause. Each message says what the caller should do.
+// Every package's error classes are registered here, once, on whichever side imports this file (the worker and
+// the main thread both do): each package lists its own in its errors file.
 
-import {
-  DeviceLostError,
-  GpuValidationError,
-  IntabGpuError,
-  LimitError,
-  ShapeError,
-  UnsupportedError,
-  WebGpuUnavailableError,
-} from '@intab/gpu';
-// Deliberately no import of @intab/model here: this file is also the main thread's, and the model package
-// reads WebGPU globals when it loads. engine.ts registers the model's error classes on the worker side.
+import { GPU_ERRORS } from '@intab/gpu';
+// The errors files alone (the packages' entries read WebGPU globals, which the main thread may lack).
+import { GRAMMAR_ERRORS } from '@intab/grammar/errors';
+import { MODEL_ERRORS } from '@intab/model/errors';
 
 /** Base class of every error thrown by @intab/engine. */
 export class IntabEngineError extends Error {
@@ -193,7 +188,8 @@ export function registerErrorClass(name: string, cls: AnyErrorClass): void {
   registry.set(name, cls);
 }
 
-for (const [name, cls] of Object.entries({
+/** Every error class of this package, by name. */
+export const ENGINE_ERRORS = {
   IntabEngineError,
   InvalidRequestError,
   RequestTooLargeError,
@@ -204,18 +200,10 @@ for (const [name, cls] of Object.entries({
   ModelSourceError,
   DraftMismatchError,
   CacheStorageError,
-  IntabGpuError,
-  WebGpuUnavailableError,
-  DeviceLostError,
-  ShapeError,
-  UnsupportedError,
-  LimitError,
-  GpuValidationError,
-  TypeError,
-  RangeError,
-  SyntaxError,
-  Error,
-} satisfies Record<string, AnyErrorClass>)) {
+} as const;
+
+// The one registration: every package's classes and the platform's own.
+for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...GRAMMAR_ERRORS, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
   registerErrorClass(name, cls);
 }
 

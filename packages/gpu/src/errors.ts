@@ -105,3 +105,6 @@ export function formatBytes(n: number): string {
   if (n >= 2 ** 10) return `${(n / 2 ** 10).toFixed(1)} KiB`;
   return `${n} B`;
 }
+
+/** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
+export const GPU_ERRORS = { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, UnsupportedError, LimitError, GpuValidationError } as const;

@@ -11,6 +11,7 @@ export {
   UnsupportedError,
   LimitError,
   GpuValidationError,
+  GPU_ERRORS,
   formatBytes,
 } from './errors.ts';
 export { PipelineCache, type KernelSpec, type BindingKind, type CachedPipeline } from './pipeline-cache.ts';

@@ -54,3 +54,6 @@ export class GrammarSyntaxError extends IntabGrammarError {
     this.source = source;
   }
 }
+
+/** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
+export const GRAMMAR_ERRORS = { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError } as const;

@@ -6,9 +6,7 @@
 
 import * as Comlink from 'comlink';
 import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
-import { EngineClosedError, registerErrorClass } from '@intab/engine/errors';
-import { ChatTemplateError, IntabModelError, KvCacheFullError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '@intab/model/errors';
-import { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError } from '@intab/grammar/errors';
+import { EngineClosedError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { isHfId, resolveModelSource, type ModelInput } from './model-source.ts';
@@ -182,12 +180,8 @@ interface Backend {
 }
 
 function workerBackend(): Backend {
+  // Errors are rebuilt on this side as their classes: @intab/engine/errors registers every package's.
   registerTransferHandlers();
-  // Errors are rebuilt on this side: the model's classes must be known here too (the engine's and the GPU
-  // package's are registered by errors.ts itself).
-  for (const [name, cls] of Object.entries({ IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError })) {
-    registerErrorClass(name, cls);
-  }
   // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the worker (and its imports).
   const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'intab' });
   const guard = new CallGuard();

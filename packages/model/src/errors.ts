@@ -76,3 +76,6 @@ export class ChatTemplateError extends IntabModelError {
     this.field = field;
   }
 }
+
+/** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
+export const MODEL_ERRORS = { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } as const;
