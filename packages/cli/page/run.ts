@@ -10,6 +10,7 @@ import { mulberry32 } from '@intab/gpu/reference';
 import {
   Engine,
   type EngineOptions,
+  loadRunners,
   checkDraft,
   describeModel,
   resolveSpeculative,
@@ -20,7 +21,7 @@ import {
   type SpeculativeMetrics,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { Runner, createDetokenizer, openGguf, openHfFolder, openTokenizer, tokenBytes, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
+import { createDetokenizer, openGguf, openHfFolder, openTokenizer, tokenBytes, urlSource, type ByteSource, type ModelFiles, type Runner as RunnerType, type Tokenizer } from '@intab/model';
 // The grammar package by path (the CLI does not depend on it; the engine does): bench grammar replays documents.
 import { TokenMatcher, TokenVocabulary, compileJsonSchema } from '../../grammar/src/index.ts';
 import { benchChat, type ChatJob, type LoadedEngine } from './bench-chat.ts';
@@ -264,24 +265,13 @@ async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenizer: Toke
       }
     };
   };
-  const maxBatch = Math.max(16, options.maxBatch ?? 8);
-  const runner = await Runner.load(gpu, model.config, model.tensors, { quantize: job.quantize, kvBudgetBytes: options.kvBudgetBytes, maxBatch, onProgress: progress() });
-  await runner.warmup();
-  let draft: RunnerType | undefined;
-  if (draftModel) {
-    // As Engine.load sizes it: as many pages as the target (a sequence's draft never holds more tokens
-    // than its target reservation), so whatever the scheduler admits fits in the draft's cache too.
-    const d = draftModel.config;
-    const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
-    try {
-      draft = await Runner.load(gpu, d, draftModel.tensors, { quantize: job.quantize, kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, onProgress: progress('draft') });
-      await draft.warmup();
-    } catch (err) {
-      draft?.destroy();
-      runner.destroy();
-      throw err;
-    }
-  }
+  const { runner, draft } = await loadRunners(gpu, model, draftModel, {
+    kvBudgetBytes: options.kvBudgetBytes ?? 256 << 20,
+    maxBatch: Math.max(16, options.maxBatch ?? 8),
+    quantize: job.quantize,
+    onProgress: progress(),
+    onDraftProgress: progress('draft'),
+  });
   const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
   const engine = new Engine({ runner, draft, tokenizer, info, options });
   return { engine, runner, draft, info, loadMs: performance.now() - t0 };

@@ -33,6 +33,7 @@ import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculato
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
 import { checkDraft, describeModel, openModel } from './open-model.ts';
+import { loadRunners } from './load.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -140,28 +141,17 @@ export class Engine implements EngineApi {
       const draftModel = options.draft ? await openModel(options.draft, signal) : undefined;
       if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
       const gpu = await requestGpu();
-      let runner: Runner | undefined;
+      let runner: Runner;
       let draft: Runner | undefined;
       try {
-        const maxBatch = options.maxBatch ?? DEFAULTS.maxBatch;
-        runner = await Runner.load(gpu, model.config, model.tensors, {
+        ({ runner, draft } = await loadRunners(gpu, model, draftModel, {
           kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
-          maxBatch,
+          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
           quantize: options.quantize,
           onProgress,
           signal,
-        });
-        await runner.warmup();
-        if (draftModel) {
-          // As many pages as the target: a sequence's draft never holds more tokens than its target
-          // reservation, so whatever the scheduler admits fits in the draft's cache too.
-          const d = draftModel.config;
-          const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
-          draft = await Runner.load(gpu, d, draftModel.tensors, { kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch, quantize: options.quantize, signal });
-          await draft.warmup();
-        }
+        }));
       } catch (err) {
-        runner?.destroy();
         gpu.destroy();
         throw err;
       }

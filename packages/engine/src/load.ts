@@ -1,0 +1,42 @@
+// Putting a model (and the draft model that speculates for it) on the GPU: weights uploaded, every pipeline compiled
+// (warm-up, so the first request does not pay for shader compilation), and the draft's KV-cache sized like the
+// target's. The engine's load() and the CLI's page both load through here.
+
+import type { Gpu } from '@intab/gpu';
+import { Runner, type LoadProgress, type ModelFiles } from '@intab/model';
+
+export interface RunnersOptions {
+  /** The target's KV-cache bytes; the draft gets as many pages. */
+  kvBudgetBytes: number;
+  maxBatch: number;
+  quantize?: 'q8_0' | 'q4_0';
+  onProgress?: (p: LoadProgress) => void;
+  onDraftProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Loads `model` (and `draftModel`) onto `gpu` and warms them; on failure everything loaded so far is freed.
+ * @example
+ * const { runner, draft } = await loadRunners(gpu, await openModel(source), undefined, { kvBudgetBytes: 128 << 20, maxBatch: 8 });
+ */
+export async function loadRunners(gpu: Gpu, model: ModelFiles, draftModel: ModelFiles | undefined, o: RunnersOptions): Promise<{ runner: Runner; draft?: Runner }> {
+  const runner = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, quantize: o.quantize, onProgress: o.onProgress, signal: o.signal });
+  let draft: Runner | undefined;
+  try {
+    await runner.warmup();
+    if (draftModel) {
+      // As many pages as the target's cache. The target's prefix cache may share pages the draft cannot; a sequence
+      // the draft has no room for is simply not drafted for (Speculator), never failed.
+      const d = draftModel.config;
+      const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
+      draft = await Runner.load(gpu, d, draftModel.tensors, { kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch: o.maxBatch, quantize: o.quantize, onProgress: o.onDraftProgress, signal: o.signal });
+      await draft.warmup();
+    }
+  } catch (err) {
+    draft?.destroy();
+    runner.destroy();
+    throw err;
+  }
+  return { runner, draft };
+}
