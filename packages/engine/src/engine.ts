@@ -11,6 +11,9 @@ import {
   openTokenizer,
   renderChat,
   tokenBytes,
+  type StepEntry,
+  type StepResult,
+  type StepRunner,
   type Tokenizer,
 } from '@intab/model';
 import { TokenVocabulary } from '@intab/grammar';
@@ -31,7 +34,6 @@ import { opfsFolder } from './kv-file.ts';
 import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
-import type { RunnerEntry, RunnerResult, StepRunner } from './step-runner.ts';
 import { checkDraft, describeModel, openModel } from './open-model.ts';
 import { loadRunners } from './load.ts';
 
@@ -553,7 +555,7 @@ export class Engine implements EngineApi {
   }
 
   /** A planned entry as the runner takes it: plain, or a verify entry when there are proposals. */
-  private entry(p: PlannedEntry, proposals: number[]): RunnerEntry {
+  private entry(p: PlannedEntry, proposals: number[]): StepEntry {
     const seq = p.seq;
     // Under a grammar, proposals stop at the first one it refuses (the target could never sample it).
     if (seq.constraint && proposals.length) proposals = proposals.slice(0, seq.constraint.allowedPrefix(proposals));
@@ -571,7 +573,7 @@ export class Engine implements EngineApi {
     };
   }
 
-  private apply(plan: PlannedEntry[], entries: RunnerEntry[], results: RunnerResult[], ms: number): void {
+  private apply(plan: PlannedEntry[], entries: StepEntry[], results: StepResult[], ms: number): void {
     const t = this.now();
     plan.forEach((p, i) => {
       const seq = p.seq;

@@ -3,7 +3,7 @@
 // and a CPU reference runner for tests. worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink.
 
 export * from './contract.ts';
-export type { StepRunner, RunnerEntry, RunnerResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
+export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } from '@intab/model';
 export { Speculator, SequenceSpeculation, StepCosts, resolveSpeculative, ngramProposals, chooseK, expectedTokens, MAX_SPECULATIVE_K, type SpeculationConfig, type SpeculationItem } from './speculator.ts';
 export { Engine, type EngineOptions, type EngineInit } from './engine.ts';
 export { openModel, describeModel, checkDraft } from './open-model.ts';

@@ -7,7 +7,7 @@ import type { SaveCacheResult } from './contract.ts';
 import { CacheStorageError, EngineStateError } from './errors.ts';
 import { KV_FILE_VERSION, kvFileName, opfsDelete, opfsSink, opfsSource, readKvFile, writeKvFile, type KvFileNode } from './kv-file.ts';
 import type { CacheNode, PrefixCache } from './prefix-cache.ts';
-import type { PageIO, StepRunner } from './step-runner.ts';
+import type { PageIO, StepRunner } from '@intab/model';
 
 /** The key a file is saved and found under: the runner's KvKey with the format version, as JSON. */
 async function keyOf(io: PageIO): Promise<string> {

@@ -8,11 +8,22 @@
 // so tests assert on scheduling without timing anything.
 
 import { DEFAULT_KMAX, sampleRow } from '@intab/gpu/reference';
-import { IntabModelError, PagePool, checkLayers, checkStep, type LlamaConfig } from '@intab/model';
+import {
+  IntabModelError,
+  PagePool,
+  checkLayers,
+  checkStep,
+  type KvKey,
+  type LlamaConfig,
+  type PageIO,
+  type StepEntry,
+  type StepOptions,
+  type StepResult,
+  type StepRunner,
+} from '@intab/model';
 import { createReferenceModel, type ReferenceModel, type WeightsFn } from '@intab/model/reference';
 import type { SamplingParams } from '@intab/gpu';
 import { xxhash128 } from 'hash-wasm';
-import type { KvKey, PageIO, RunnerEntry, RunnerResult, StepOptions, StepRunner } from './step-runner.ts';
 
 export interface ReferenceRunnerOptions {
   /** Pages in the pool [64]. */
@@ -142,7 +153,7 @@ export class ReferenceRunner implements StepRunner {
     this.models.set(dst, this.modelOf(dst));
   }
 
-  async step(entries: readonly RunnerEntry[], options: StepOptions = {}): Promise<RunnerResult[]> {
+  async step(entries: readonly StepEntry[], options: StepOptions = {}): Promise<StepResult[]> {
     if (this.destroyed) throw new IntabModelError('This ReferenceRunner was destroyed.');
     if (entries.length === 0) return [];
     checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows);
@@ -157,7 +168,7 @@ export class ReferenceRunner implements StepRunner {
       e.tokens.forEach((t, i) => (this.slotTokens[pages[Math.floor((start + i) / P)] * P + ((start + i) % P)] = t));
       return start;
     });
-    const results = entries.map((e, b): RunnerResult => {
+    const results = entries.map((e, b): StepResult => {
       const masks = e.masks?.();
       const withMask = (p: SamplingParams, i: number): SamplingParams => (masks?.[i] ? { ...p, allowed: masks[i] } : p);
       const model = this.models.get(e.seq)!;

@@ -10,7 +10,7 @@
 // is admitted (a fresh sequence, or one that maps pages of the prefix cache and so needs fewer) is the
 // Admission's business; pages a prefix cache holds and would give back count as available.
 
-import type { StepRunner } from './step-runner.ts';
+import type { StepRunner } from '@intab/model';
 import type { Sequence } from './sequence.ts';
 
 /** How waiting requests get their KV: the pages each would take now, and the allocation itself. */

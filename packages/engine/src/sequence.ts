@@ -271,7 +271,7 @@ export class Sequence {
    * token's index, drawn in order from the sequence's RNG: whether a token comes from a plain step or a
    * verify row, and however many proposals were rejected, token i always uses draw i — so a seeded request
    * gives the same ids with or without speculation. `mask: false` leaves a grammar's mask out (the engine
-   * hands it to the runner lazily, see RunnerEntry.masks).
+   * hands it to the runner lazily, see StepEntry.masks).
    */
   sampling(offset = 0, proposals: readonly number[] = [], mask = true): SamplingParams {
     const o = this.options;

@@ -1,6 +1,6 @@
 // Speculative decoding: proposers guess the next tokens of a decoding sequence, and the target checks all
 // of them in one step (a verify entry: [last token, ...proposals], one sampled row per token; the runner
-// accepts the longest prefix of proposals that equal the target's own samples, see RunnerEntry.verify).
+// accepts the longest prefix of proposals that equal the target's own samples, see StepEntry.verify).
 //
 // Proposers are deterministic (a copy of earlier text, or a draft's argmax), so each proposal's q is a point
 // mass, and "accept iff the target's own sample equals the proposal" is the standard rejection rule for that
@@ -19,7 +19,7 @@ import type { SpeculativeMethod, SpeculativeMetrics, SpeculativeOptions } from '
 import { InvalidRequestError } from './errors.ts';
 import type { PrefixCache } from './prefix-cache.ts';
 import type { Sequence } from './sequence.ts';
-import type { RunnerEntry, StepRunner } from './step-runner.ts';
+import type { StepEntry, StepRunner } from '@intab/model';
 
 /** A request's speculation, checked, with defaults filled in. */
 export interface SpeculationConfig {
@@ -338,13 +338,13 @@ export class Speculator {
       for (;;) {
         const long = items.filter((it) => pending.get(it.seq)!.length > this.chunk);
         if (long.length === 0) break;
-        const entries: RunnerEntry[] = long.map((it) => ({ seq: it.seq.id, tokens: pending.get(it.seq)!.slice(0, this.chunk) }));
+        const entries: StepEntry[] = long.map((it) => ({ seq: it.seq.id, tokens: pending.get(it.seq)!.slice(0, this.chunk) }));
         await this.timed(runner, entries, layers, costs, long);
         for (const it of long) pending.set(it.seq, pending.get(it.seq)!.slice(this.chunk));
       }
       let active = items.filter((it) => it.k > 0);
       while (active.length) {
-        const entries: RunnerEntry[] = active.map((it) => {
+        const entries: StepEntry[] = active.map((it) => {
           const d = drafts.get(it.seq)!;
           const tokens = d.length === 0 ? pending.get(it.seq)! : [d[d.length - 1]];
           return { seq: it.seq.id, tokens, sampling: { ...it.seq.sampling(d.length, d), temperature: 0 } };
@@ -379,7 +379,7 @@ export class Speculator {
     });
   }
 
-  private async timed(runner: StepRunner, entries: RunnerEntry[], layers: number | undefined, costs: StepCosts, items: SpeculationItem[]) {
+  private async timed(runner: StepRunner, entries: StepEntry[], layers: number | undefined, costs: StepCosts, items: SpeculationItem[]) {
     const t0 = this.now();
     const results = await runner.step(entries, layers === undefined ? undefined : { layers });
     const tokens = entries.reduce((n, e) => n + e.tokens.length, 0);

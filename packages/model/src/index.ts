@@ -12,6 +12,7 @@ export { openGguf, openHfFolder, openTokenizer, type ModelFiles } from './load.t
 export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
 export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
-export { Runner, type RunnerOptions, type StepEntry, type StepResult, type StepOptions } from './runner.ts';
+export { Runner, type RunnerOptions } from './runner.ts';
+export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
 export { uploadMatrix, uploadVector, readVector, type UploadOptions } from './upload.ts';
 export * from './tokenizer/index.ts';

@@ -246,7 +246,7 @@ export class PagePool implements KvPages {
   }
 }
 
-/** What checkStep reads of a step entry (the Runner's StepEntry and the engine's RunnerEntry both fit). */
+/** What checkStep reads of a step entry (the Runner's StepEntry and the reference runner both take it). */
 export interface CheckedEntry {
   seq: number;
   tokens: readonly number[];

@@ -24,6 +24,7 @@ import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { PagedKvCache } from './kv-cache.ts';
 import { checkStep } from './page-pool.ts';
+import type { KvKey, PageIO, StepEntry, StepOptions, StepResult, StepRunner } from './step-runner.ts';
 import { LlamaForward, checkLayers, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
@@ -44,57 +45,9 @@ export interface RunnerOptions {
   signal?: AbortSignal;
 }
 
-/** One sequence's part of a step: its new tokens (prompt chunk, or the last sampled token) and how to sample. */
-export interface StepEntry {
-  seq: number;
-  tokens: readonly number[];
-  /** Sampling of the token after the last one (plain entries); temperature 0 is greedy. */
-  sampling?: SamplingParams;
-  /**
-   * Speculative verify: `tokens` are [last accepted token, ...proposals] and row i samples the token after
-   * tokens[i] with verify[i] (verify.length === tokens.length). The longest prefix of proposals equal to the
-   * rows' samples is accepted and the sample after it returned; the cache keeps all tokens (rewind the rest).
-   */
-  verify?: readonly SamplingParams[];
-  /** With verify: also return the accepted rows' SampleResults (reads the sampled rows back). */
-  rows?: boolean;
-  /**
-   * Allowed-token masks of the entry's rows (one for a plain entry, tokens.length for a verify entry; undefined =
-   * no mask), computed when the step calls it: after the forward pass is submitted, so a grammar's mask work on
-   * the CPU overlaps the GPU's forward. Overrides `allowed` in the rows' sampling.
-   */
-  masks?: () => readonly (Uint32Array | undefined)[];
-}
-
-/** The sampled next token of one entry (for a verify entry, the one after its accepted proposals). */
-export interface StepResult extends SampleResult {
-  /** Verify entries: proposals accepted (0..tokens.length − 1). */
-  accepted?: number;
-  /** Verify entries with `rows`: the accepted proposals' rows, in order. */
-  acceptedRows?: SampleResult[];
-  /** With options.logits: (V) logits of a plain entry's last token; (tokens.length, V) rows of a verify entry. */
-  logits?: Float32Array;
-}
-
-export interface StepOptions {
-  /** Run only the first `layers` layers (1..config.layers), then the final norm and lm_head (self-speculative drafts). */
-  layers?: number;
-  /** Also read back the logits rows (a large readback: for tests and tools, not for generation). */
-  logits?: boolean;
-}
-
 const GREEDY: SamplingParams = { temperature: 0, u: 0 };
 
-/** What a KV page's bytes depend on (see @intab/engine's KvKey): saved pages are restored only under the same key. */
-export interface RunnerKvKey {
-  weights: string;
-  quantize: string | null;
-  kvDtype: 'f32';
-  pageSize: number;
-  arch: LlamaConfig;
-}
-
-export class Runner {
+export class Runner implements StepRunner {
   private readonly sampler: Sampler;
   private readonly accept: Accept;
   private readonly forward: LlamaForward;
@@ -104,13 +57,8 @@ export class Runner {
   private gpuError?: GPUError;
   private readonly onGpuError: (e: Event) => void;
 
-  /** Reading and writing whole KV pages, for a prefix cache saved to disk (PageIO in @intab/engine). */
-  readonly pageIO: {
-    readonly pageBytes: number;
-    key(): Promise<RunnerKvKey>;
-    read(pages: readonly number[]): Promise<Uint8Array>;
-    write(pages: readonly number[], bytes: Uint8Array): Promise<void>;
-  };
+  /** Reading and writing whole KV pages, for a prefix cache saved to disk. */
+  readonly pageIO: PageIO;
 
   private constructor(
     private readonly gpu: Gpu,
@@ -121,7 +69,7 @@ export class Runner {
     readonly maxRows: number,
     quantize: 'q8_0' | 'q4_0' | undefined,
   ) {
-    const key: RunnerKvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
+    const key: KvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
     this.pageIO = {
       pageBytes: kv.pageBytesAllLayers,
       key: async () => key,
