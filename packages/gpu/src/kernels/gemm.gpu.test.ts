@@ -19,6 +19,42 @@ const kFor = (dtype: WeightDtype) => (BLOCK[dtype].elems === 256 ? 512 : dtype.s
 const VARIANTS: readonly GemmVariant[] = ['tiled', 'rows'];
 
 describe('gemm', () => {
+  // q, k and v (or gate and up) written side by side into one wider y by separate GEMMs (yColumn, yStride), with
+  // a bias indexed by y's column: the same as one GEMM over the concatenated weight, extra columns untouched.
+  for (const variant of VARIANTS) {
+    test(`${variant}: column ranges of a wider y, with a bias indexed by column`, async () => {
+      const gpu = await testGpu();
+      const [k, t] = [96, 11];
+      const rows = [40, 13, 13];
+      const n = rows.reduce((a, b) => a + b);
+      const stride = n + 2;
+      const bytes = randomWeights('q8_0', n, k, mulberry32(3));
+      const x = randomF32(t * k, 4);
+      const bias = randomF32(n, 5);
+      const gemm = createGemm(gpu, { dtype: 'q8_0', variant, bias: true });
+      const y = upload(gpu, new Float32Array(t * stride).fill(-3));
+      const [xb, bb] = [upload(gpu, x), upload(gpu, bias)];
+      const rowBytes = bytes.length / n;
+      await run(gpu, (pass) => {
+        let at = 0;
+        for (const r of rows) {
+          const weight = createWeight(gpu, { dtype: 'q8_0', n: r, k, data: bytes.subarray(at * rowBytes, (at + r) * rowBytes), label: `w${at}` });
+          gemm.encode(pass, { weight, x: xb, y, bias: bb, tokens: t, yStride: stride, yColumn: at });
+          at += r;
+        }
+      });
+      const want = matmul('q8_0', bytes, n, k, x, t, bias);
+      const got = await readF32(gpu, y, t * stride);
+      for (let i = 0; i < t; i++) {
+        expectClose(got.subarray(i * stride, i * stride + n), want.subarray(i * n, (i + 1) * n), { ...tol(k), label: `token ${i}` });
+        expect([...got.subarray(i * stride + n, (i + 1) * stride)]).toEqual([-3, -3]);
+      }
+      await expect(run(gpu, (pass) => gemm.encode(pass, { weight: createWeight(gpu, { dtype: 'q8_0', n: 4, k, label: 'w' }), x: xb, y, bias: bb, tokens: t, yStride: 3 }))).rejects.toMatchObject({
+        name: 'ShapeError',
+      });
+    });
+  }
+
   for (const variant of VARIANTS) for (const dtype of WEIGHT_DTYPES) {
     const k0 = kFor(dtype);
     // [N, K, T]: N not a multiple of the 128-row tile or the 8-row invocation, T not a multiple of 8,

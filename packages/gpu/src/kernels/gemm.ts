@@ -50,10 +50,14 @@ export interface GemmArgs {
   x: BufferRef;
   /** (T, N) f32. */
   y: BufferRef;
-  /** (N) f32, when created with bias. */
+  /** f32 indexed like y's columns (yColumn + row), when created with bias. */
   bias?: BufferRef;
   /** T: tokens (rows of x and y). */
   tokens: number;
+  /** Elements between two tokens' outputs in y (default N). */
+  yStride?: number;
+  /** y column of the weight's row 0 (default 0): several GEMMs fill column ranges of one wider y. */
+  yColumn?: number;
 }
 
 export interface Gemm {
@@ -122,11 +126,16 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
       const w = a.weight;
       if (w.dtype !== dtype) throw new ShapeError(name, 'weight', `a ${dtype} tensor`, `${w.dtype} tensor '${w.label}'`);
       requireDim(name, 'tokens', a.tokens);
+      const column = a.yColumn ?? 0;
+      const stride = a.yStride ?? w.n;
+      if (!Number.isInteger(column) || column < 0 || !Number.isInteger(stride) || column + w.n > stride) {
+        throw new ShapeError(name, 'yColumn/yStride', `columns ${column}..${column + w.n} within a row of yStride elements`, `yStride ${stride}`);
+      }
       requireBytes(name, 'x', a.x, a.tokens * w.k * 4);
-      requireBytes(name, 'y', a.y, a.tokens * w.n * 4);
+      requireBytes(name, 'y', a.y, ((a.tokens - 1) * stride + column + w.n) * 4);
       if (bias) {
         if (!a.bias) throw new TypeError(`${name}: created with bias, so 'bias' is required`);
-        requireBytes(name, 'bias', a.bias, w.n * 4);
+        requireBytes(name, 'bias', a.bias, (column + w.n) * 4);
       }
       const max = gpu.limits.maxComputeWorkgroupsPerDimension;
       const wgy = Math.ceil(a.tokens / tokens);
@@ -134,7 +143,7 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
       for (const part of w.parts) {
         const wgx = Math.ceil(part.rows / tileRows);
         if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * tileRows}`, String(part.rows));
-        const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(a.tokens).u32(0).u32(0);
+        const params = new Params(8).u32(stride).u32(w.k).u32(w.rowBytes).u32(column + part.row0).u32(part.rows).u32(a.tokens).u32(0).u32(0);
         dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, wgy]);
       }
     },

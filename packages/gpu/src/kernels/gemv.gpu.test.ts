@@ -2,6 +2,8 @@ import { describe, expect, test } from 'vitest';
 import { createGemv } from './gemv.ts';
 import { createWeight } from '../weights.ts';
 import { matmul } from '../reference/matmul.ts';
+import { rmsnorm } from '../reference/norm.ts';
+import { gated, geluTanh, silu } from '../reference/elementwise.ts';
 import { WEIGHT_DTYPES, randomWeights, BLOCK } from '../reference/blocks.ts';
 import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
@@ -97,6 +99,93 @@ describe('gemv', () => {
       }),
     );
     expectClose(await readF32(gpu, y, batch * n), matmul('q8_0', bytes, n, k, x, batch, bias, y0), tol(k));
+  });
+
+  // The fusions a decode layer uses: the RMSNorm of x before (norm), the gated activation of a [gate; up] weight
+  // after (gated), and outputs placed in column ranges of a wider y (yColumn, yStride). Their CPU twin is the
+  // composition of the unfused twins: rmsnorm, then matmul, then gated.
+  for (const subgroups of [false, true]) {
+    for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0', 'q4_K', 'q6_K'] as const) {
+      test(`${dtype}${subgroups ? '+subgroups' : ''}: norm, norm + SwiGLU / GeGLU, and column ranges, B = 1..5, match the unfused twins`, async () => {
+        const gpu = await testGpu();
+        const k = BLOCK[dtype].elems === 256 ? 512 : 128;
+        const f = 45; // output rows of the gated GEMV: ragged against every launch shape
+        const eps = 1e-5;
+        const nw = randomF32(k, 11, 0.5).map((v) => 1 + v);
+        const bytes = randomWeights(dtype, 2 * f, k, mulberry32(k + f));
+        const weight = createWeight(gpu, { dtype, n: 2 * f, k, data: bytes, label: 'gate_up' });
+        const normWeight = upload(gpu, nw);
+        const norm = createGemv(gpu, { dtype, subgroups, norm: true });
+        const swiglu = createGemv(gpu, { dtype, subgroups, norm: true, gated: 'silu' });
+        const geglu = createGemv(gpu, { dtype, subgroups, norm: true, gated: 'gelu_tanh' });
+        for (let batch = 1; batch <= 5; batch++) {
+          const x = randomF32(batch * k, batch * 7, 3);
+          const xn = rmsnorm(x, nw, batch, k, eps);
+          const full = matmul(dtype, bytes, 2 * f, k, xn, batch); // (B, 2F): gate then up
+          const xb = upload(gpu, x);
+          // norm alone: y (B, 2F) = W · rmsnorm(x)
+          const y = scratch(gpu, batch * 2 * f * 4);
+          await run(gpu, (pass) => norm.encode(pass, { weight, x: xb, y, batch, normWeight, eps }));
+          expectClose(await readF32(gpu, y, batch * 2 * f), full, { ...tol(k), label: `${dtype} norm B=${batch}` });
+          for (const [gemv, act, label] of [[swiglu, silu, 'SwiGLU'], [geglu, geluTanh, 'GeGLU']] as const) {
+            const out = scratch(gpu, batch * f * 4);
+            await run(gpu, (pass) => gemv.encode(pass, { weight, x: xb, y: out, batch, normWeight, eps }));
+            const want = gated(act, full, full, batch, f, 2 * f, 2 * f, f);
+            // act(g) · u carries the error of g times |u| and that of u times |act(g)|: the tolerance scales with both.
+            const got = await readF32(gpu, out, batch * f);
+            const { atol, rtol } = tol(k);
+            for (let b = 0; b < batch; b++) {
+              for (let i = 0; i < f; i++) {
+                const [g, u] = [full[b * 2 * f + i], full[b * 2 * f + f + i]];
+                const allowed = atol * (1 + 1.2 * (Math.abs(g) + Math.abs(u))) + rtol * Math.abs(want[b * f + i]);
+                const err = Math.abs(got[b * f + i] - want[b * f + i]);
+                if (!(err <= allowed)) expect.fail(`${dtype} ${label} B=${batch} [${b}, ${i}]: got ${got[b * f + i]}, want ${want[b * f + i]} (gate ${g}, up ${u})`);
+              }
+            }
+          }
+        }
+        // Column ranges: the gate rows and then the up rows written side by side into one (B, 2F + 3) y, with a bias
+        // indexed by y's column, give the one-weight result (and leave the extra columns alone).
+        const halves = [bytes.subarray(0, (bytes.length / 2) | 0), bytes.subarray((bytes.length / 2) | 0)];
+        const gate = createWeight(gpu, { dtype, n: f, k, data: halves[0], label: 'gate' });
+        const up = createWeight(gpu, { dtype, n: f, k, data: halves[1], label: 'up' });
+        const withBias = createGemv(gpu, { dtype, subgroups, bias: true });
+        const batch = 3;
+        const stride = 2 * f + 3;
+        const x = randomF32(batch * k, 5);
+        const bias = randomF32(2 * f, 6);
+        const y = upload(gpu, new Float32Array(batch * stride).fill(7));
+        const xb = upload(gpu, x);
+        const bb = upload(gpu, bias);
+        await run(gpu, (pass) => {
+          withBias.encode(pass, { weight: gate, x: xb, y, bias: bb, batch, yStride: stride, yColumn: 0 });
+          withBias.encode(pass, { weight: up, x: xb, y, bias: bb, batch, yStride: stride, yColumn: f });
+        });
+        const want = matmul(dtype, bytes, 2 * f, k, x, batch, bias);
+        const got = await readF32(gpu, y, batch * stride);
+        for (let b = 0; b < batch; b++) {
+          expectClose(got.subarray(b * stride, b * stride + 2 * f), want.subarray(b * 2 * f, (b + 1) * 2 * f), { ...tol(k), label: `${dtype} columns b=${b}` });
+          expect([...got.subarray(b * stride + 2 * f, (b + 1) * stride)]).toEqual([7, 7, 7]);
+        }
+        for (const t of [weight, gate, up]) t.destroy();
+      });
+    }
+  }
+
+  test('a gated GEMV refuses a bias, accumulate, and a weight in several parts', async () => {
+    const gpu = await testGpu();
+    expect(() => createGemv(gpu, { dtype: 'q8_0', gated: 'silu', bias: true })).toThrow(TypeError);
+    expect(() => createGemv(gpu, { dtype: 'q8_0', gated: 'silu', accumulate: true })).toThrow(TypeError);
+    const split = createWeight(gpu, { dtype: 'q8_0', n: 8, k: 32, label: 'w', maxPartBytes: 4 * 34 + 4 });
+    expect(split.parts.length).toBe(2);
+    const gemv = createGemv(gpu, { dtype: 'q8_0', gated: 'silu' });
+    await expect(run(gpu, (pass) => gemv.encode(pass, { weight: split, x: scratch(gpu, 128), y: scratch(gpu, 16) }))).rejects.toMatchObject({
+      name: 'ShapeError',
+      argument: 'weight',
+    });
+    const norm = createGemv(gpu, { dtype: 'q8_0', norm: true });
+    await expect(run(gpu, (pass) => norm.encode(pass, { weight: split, x: scratch(gpu, 128), y: scratch(gpu, 32) }))).rejects.toThrow(/normWeight/);
+    split.destroy();
   });
 
   test('large outliers in x and weights stay accurate', async () => {

@@ -1,7 +1,9 @@
 // GEMV on weights in their stored format (decode: one token per sequence; steps of a few tokens: batched
 // decode, speculative verify). One vector runs shaders/matmul/gemv.wgsl (or its subgroup sibling); B ≥ 2
 // vectors run gemv.multi.wgsl (or its subgroup sibling), which dequantizes each weight chunk once for a
-// group of up to 4 vectors instead of once per vector.
+// group of up to 4 vectors instead of once per vector. Every variant can fuse the RMSNorm of its input and
+// the gated activation of a [gate; up] weight (lib/gemv-fusion.wgsl), so a decode layer's norm + q|k|v and
+// norm + gate|up + SwiGLU are one dispatch each.
 
 import plainSrc from '../../../../shaders/matmul/gemv.wgsl?raw';
 import subgroupSrc from '../../../../shaders/matmul/gemv.subgroup.wgsl?raw';
@@ -14,6 +16,7 @@ import q4_0Multi from '../../../../shaders/lib/weights/q4_0.multi.wgsl?raw';
 import q4_KMulti from '../../../../shaders/lib/weights/q4_K.multi.wgsl?raw';
 import q6_KMulti from '../../../../shaders/lib/weights/q6_K.multi.wgsl?raw';
 import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
+import fusion from '../../../../shaders/lib/gemv-fusion.wgsl?raw';
 import type { CachedPipeline } from '../pipeline-cache.ts';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
@@ -28,6 +31,16 @@ export interface GemvOptions extends GemvTuning {
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
+  /**
+   * RMSNorm fused before: y = W·(x / rms(x) ⊙ normWeight), x being the residual stream; each encode passes
+   * `normWeight` and `eps`.
+   */
+  norm?: boolean;
+  /**
+   * Gated activation fused after: the weight is [gate; up] (2F, K) in one part and y (B, F) = act(gate·x) ⊙ (up·x),
+   * act SiLU ('silu': SwiGLU) or tanh GELU ('gelu_tanh': GeGLU). Not with bias or accumulate.
+   */
+  gated?: 'silu' | 'gelu_tanh';
   /**
    * B ≥ 2 vectors: the multi-vector kernel (default), with its own launch shape (fields left out take
    * their defaults; `subgroups` defaults to the one-vector kernel's when that is given), or `false` for
@@ -63,10 +76,18 @@ export interface GemvArgs {
   x: BufferRef;
   /** (B, N) f32. */
   y: BufferRef;
-  /** (N) f32, when created with bias. */
+  /** f32 indexed like y's columns (yColumn + row), when created with bias. */
   bias?: BufferRef;
   /** Vectors B sharing this weight (default 1); any B, computed in groups of up to 4. */
   batch?: number;
+  /** (K) f32: the RMSNorm weight, when created with norm. */
+  normWeight?: BufferRef;
+  /** The RMSNorm epsilon, when created with norm. */
+  eps?: number;
+  /** Elements between two vectors' outputs in y (default: the output rows, N or F when gated). */
+  yStride?: number;
+  /** y column of the weight's row 0 (default 0): several GEMVs fill column ranges of one wider y. */
+  yColumn?: number;
 }
 
 export interface Gemv {
@@ -88,15 +109,20 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
   const bias = options.bias ?? false;
-  const io = { HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
-  const bindings = withParams('read', 'read', 'storage', 'read');
+  const norm = options.norm ?? false;
+  const gated = options.gated;
+  if (gated && (bias || options.accumulate)) throw new TypeError(`gemv(${dtype}): a gated GEMV takes no bias and does not accumulate`);
+  if (gated && gated !== 'silu' && gated !== 'gelu_tanh') throw new TypeError(`gemv(${dtype}): gated is 'silu' or 'gelu_tanh', not '${gated}'`);
+  const io = { HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0, NORM: norm ? 1 : 0, GATED: gated === 'silu' ? 1 : gated ? 2 : 0 };
+  const bindings = withParams('read', 'read', 'storage', 'read', 'read');
+  const lib = `${matmulIo}\n${fusion}`;
 
   // One vector: gemv.wgsl / gemv.subgroup.wgsl.
   const one = launch(gpu, 'gemv', options);
   const single = gpu.pipelines.get({
     name: 'gemv',
     variant: `${dtype}${one.subgroups ? '+subgroups' : ''}`,
-    code: `${one.subgroups ? subgroupSrc : plainSrc}\n${matmulIo}\n${weightDotWgsl(dtype)}`,
+    code: `${one.subgroups ? subgroupSrc : plainSrc}\n${lib}\n${weightDotWgsl(dtype)}`,
     bindings,
     constants: { ...one.constants, ...io },
   });
@@ -110,13 +136,13 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
     gpu.pipelines.get({
       name: 'gemv.multi',
       variant: `${dtype}${many!.subgroups ? '+subgroups' : ''}`,
-      code: `${many!.subgroups ? multiSubgroupSrc : multiSrc}\n${matmulIo}\n${weightFormatWgsl(dtype)}\n${multiLib}\n${MULTI_DOT[dtype]}`,
+      code: `${many!.subgroups ? multiSubgroupSrc : multiSrc}\n${lib}\n${weightFormatWgsl(dtype)}\n${multiLib}\n${MULTI_DOT[dtype]}`,
       bindings,
       constants: { ...many!.constants, ...io, WIDTH: width },
     });
   const [multi2, multi4] = many ? [multiPipeline(2), multiPipeline(4)] : [single, single];
 
-  const name = `gemv(${dtype})`;
+  const name = `gemv(${dtype}${norm ? '+norm' : ''}${gated ? `+${gated}` : ''})`;
   return {
     dtype,
     encode(pass, a) {
@@ -124,11 +150,24 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
       if (w.dtype !== dtype) throw new ShapeError(name, 'weight', `a ${dtype} tensor`, `${w.dtype} tensor '${w.label}'`);
       const batch = a.batch ?? 1;
       requireDim(name, 'batch', batch);
+      if (gated && (w.parts.length !== 1 || w.n % 2 !== 0)) {
+        throw new ShapeError(name, 'weight', 'a [gate; up] tensor of 2F rows in one part', `'${w.label}' of ${w.n} rows in ${w.parts.length} parts`);
+      }
+      const outRows = gated ? w.n / 2 : w.n;
+      const column = a.yColumn ?? 0;
+      const stride = a.yStride ?? outRows;
+      if (!Number.isInteger(column) || column < 0 || !Number.isInteger(stride) || column + outRows > stride) {
+        throw new ShapeError(name, 'yColumn/yStride', `columns ${column}..${column + outRows} within a row of yStride elements`, `yStride ${stride}`);
+      }
       requireBytes(name, 'x', a.x, batch * w.k * 4);
-      requireBytes(name, 'y', a.y, batch * w.n * 4);
+      requireBytes(name, 'y', a.y, ((batch - 1) * stride + column + outRows) * 4);
       if (bias) {
         if (!a.bias) throw new TypeError(`${name}: created with bias, so 'bias' is required`);
-        requireBytes(name, 'bias', a.bias, w.n * 4);
+        requireBytes(name, 'bias', a.bias, (column + w.n) * 4);
+      }
+      if (norm) {
+        if (!a.normWeight || a.eps === undefined) throw new TypeError(`${name}: created with norm, so 'normWeight' and 'eps' are required`);
+        requireBytes(name, 'normWeight', a.normWeight, w.k * 4);
       }
       // Dispatches of [pipeline, rows per workgroup, first vector, grid rows]: the one-vector kernel has a
       // grid row per vector; the multi-vector kernel one per group of 4, and a rest of 2 (WIDTH 2) or 1
@@ -144,13 +183,18 @@ export function createGemv(gpu: Gpu, options: GemvOptions): Gemv {
         else if (rest > 1) plan.push([rest === 2 ? multi2 : multi4, many.rows, 4 * groups, 1]);
       }
       const max = gpu.limits.maxComputeWorkgroupsPerDimension;
+      const unused = unusedBinding(gpu);
       for (const [cached, rows, v0, wgy] of plan) {
         if (wgy > max) throw new ShapeError(name, 'batch', `at most ${many ? max * 4 : max}`, String(batch));
         for (const part of w.parts) {
-          const wgx = Math.ceil(part.rows / rows);
+          const partRows = gated ? part.rows / 2 : part.rows;
+          const wgx = Math.ceil(partRows / rows);
           if (wgx > max) throw new ShapeError(name, 'weight rows per part', `at most ${max * rows}`, String(part.rows));
-          const params = new Params(8).u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(batch).u32(v0).u32(0);
-          dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.x, a.y, bias ? a.bias! : unusedBinding(gpu)], [wgx, wgy]);
+          const params = new Params(12)
+            .u32(stride).u32(w.k).u32(w.rowBytes).u32(column + part.row0).u32(partRows).u32(batch).u32(v0).u32(gated ? outRows : 0)
+            .f32(a.eps ?? 0).u32(0).u32(0).u32(0);
+          const buffers = [part.buffer, a.x, a.y, bias ? a.bias! : unused, norm ? a.normWeight! : unused];
+          dispatch(gpu, pass, cached, `${name} ${w.label}`, params, buffers, [wgx, wgy]);
         }
       }
     },
