@@ -15,7 +15,8 @@ import { realTokenizerFiles, type RealTokenizerName } from '../../../model/src/t
 import { tokenBytes } from '../../../model/src/tokenizer/token-bytes.ts';
 import type { Grammar } from '../grammar.ts';
 import { compileJsonSchema } from '../index.ts';
-import { MaskCache, TokenMatcher } from './matcher.ts';
+import { MaskCache } from './mask-cache.ts';
+import { TokenMatcher } from './matcher.ts';
 import { randomWalk, rng } from './test-grammars.ts';
 import { TokenVocabulary } from './vocabulary.ts';
 

@@ -4,7 +4,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { advance, type Grammar, type GrammarState } from '../grammar.ts';
-import { computeMask, MaskCache, sharedMaskCache, TokenMatcher } from './matcher.ts';
+import { computeMask } from './compute-mask.ts';
+import { MaskCache, sharedMaskCache } from './mask-cache.ts';
+import { forcedBytes, TokenMatcher } from './matcher.ts';
 import { boundedString, choiceGrammar, jsonGrammar, literalGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
 import { buildByteTrie, packEntries, TokenVocabulary } from './vocabulary.ts';
 
@@ -216,16 +218,20 @@ describe('TokenMatcher', () => {
     }
     expect(() => m.rollback(m.accepted.length + 1)).toThrow(RangeError);
     expect(() => m.rollback(-1)).toThrow(RangeError);
-    m.reset();
+    m.rollback(m.accepted.length);
     expect(g.key(m.state)).toBe(g.key(g.initial));
   });
 
-  it('allows() agrees with the mask', () => {
+  it('accept() takes exactly the tokens of the mask', () => {
     const g = jsonGrammar(3);
     const m = new TokenMatcher(g, VOCAB);
     m.acceptTokens([256 + PIECES.indexOf('{"a":"')]);
     const allowed = new Set(maskIds(m.mask()));
-    for (let id = 0; id < TOKENS.length; id++) expect(m.allows(id), `${id}`).toBe(allowed.has(id));
+    for (let id = 0; id < TOKENS.length; id++) {
+      const took = m.accept(id);
+      if (took) m.rollback(1);
+      expect(took, `${id}`).toBe(allowed.has(id));
+    }
   });
 
   it('EOS only where the grammar accepts', () => {
@@ -245,7 +251,7 @@ describe('TokenMatcher', () => {
     const text = '{"name":"';
     const g = choiceGrammar([`${text}a"}`, `${text}b"}`]);
     const m = new TokenMatcher(g, VOCAB);
-    expect(dec.decode(m.forcedBytes())).toBe(text);
+    expect(dec.decode(forcedBytes(g, m.state))).toBe(text);
     const forced = m.forced();
     expect(forced.map((id) => dec.decode(TOKENS[id]!)).join('')).toBe(text);
     // Not the greedy '{"' 'name"' ':' '"': the fewest tokens, and among those the longest first token.
@@ -256,14 +262,15 @@ describe('TokenMatcher', () => {
     expect(m.forced().map((id) => dec.decode(TOKENS[id]!))).toEqual(['"}']);
     // Forced text stops where the document may end.
     const h = choiceGrammar(['ab', 'abcd']);
-    expect(dec.decode(new TokenMatcher(h, VOCAB).forcedBytes())).toBe('ab');
+    expect(dec.decode(forcedBytes(h, h.initial))).toBe('ab');
   });
 
   it('forced() on a vocabulary without single-byte tokens stops where no token fits', () => {
     const tokens = ['ab', 'c'].map((t) => enc.encode(t));
     const v = TokenVocabulary.from(tokens);
-    const m = new TokenMatcher(literalGrammar('abxc'), v);
-    expect(dec.decode(m.forcedBytes())).toBe('abxc');
+    const g = literalGrammar('abxc');
+    const m = new TokenMatcher(g, v);
+    expect(dec.decode(forcedBytes(g, m.state))).toBe('abxc');
     expect(m.forced()).toEqual([0]);
   });
 
@@ -274,10 +281,9 @@ describe('TokenMatcher', () => {
     const a = new TokenMatcher(g, VOCAB);
     const b = new TokenMatcher(g, VOCAB);
     expect(a.maskCache).toBe(shared);
-    const hits = shared.hits;
     const m1 = a.mask();
     expect(b.mask()).toBe(m1);
-    expect(shared.hits).toBe(hits + 1);
+    expect(b.lastPath).toBe('cached');
     const small = new MaskCache({ maxEntries: 2 });
     const c = new TokenMatcher(g, VOCAB, { maskCache: small });
     const id = (p: string) => 256 + PIECES.indexOf(p);
@@ -286,11 +292,16 @@ describe('TokenMatcher', () => {
     c.mask();
     expect(c.accept(id('x"}'))).toBe(true);
     c.mask();
-    expect(small.size).toBe(2);
+    expect(c.lastPath).not.toBe('cached');
     c.rollback(2);
-    small.hits = 0;
     c.mask(); // the first was evicted
-    expect(small.hits).toBe(0);
+    expect(c.lastPath).not.toBe('cached');
+    expect(c.accept(id('{"a":"'))).toBe(true);
+    c.mask(); // the second was evicted by the first
+    expect(c.lastPath).not.toBe('cached');
+    c.rollback(1);
+    c.mask(); // the two most recent are kept
+    expect(c.lastPath).toBe('cached');
   });
 
   it('a random walk over the small vocabulary gives JSON', () => {

@@ -8,7 +8,9 @@ import { realTokenizerFiles, type RealTokenizerName } from '../../../model/src/t
 import { tokenBytes } from '../../../model/src/tokenizer/token-bytes.ts';
 import { advance } from '../grammar.ts';
 import { compileJsonSchema } from '../index.ts';
-import { computeMask, MaskCache, TokenMatcher } from './matcher.ts';
+import { computeMask } from './compute-mask.ts';
+import { MaskCache } from './mask-cache.ts';
+import { TokenMatcher } from './matcher.ts';
 import { choiceGrammar, jsonGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
 import { schemaValidator } from './test-validator.ts';
 import { TokenVocabulary } from './vocabulary.ts';

@@ -7,7 +7,7 @@
 //   tokens    tokIds[tokStart[i] .. tokStart[i + 1]) — the ids whose bytes end exactly here (several ids may share
 //             bytes: SentencePiece's <0x20> and '▁', added tokens that repeat a piece).
 // A walk over the whole vocabulary is then a linear scan: at node i the parent's state is the last one seen at depth
-// depth[i] - 1. The same layout serves for sub-tries (the suffixes after a byte that leaves a string, see matcher.ts).
+// depth[i] - 1. The same layout serves for sub-tries (the suffixes after a byte that leaves a string, see segment-masks.ts).
 
 /** A preorder byte trie over (bytes, id) pairs (see the layout above). */
 export interface ByteTrie {
@@ -188,7 +188,7 @@ export class TokenVocabulary {
   readonly rootChild: Int32Array;
   /** Build time in milliseconds (reported by the benchmark). */
   readonly buildMs: number;
-  /** Per-vocabulary caches of matcher.ts (loop walks by signature); opaque here. */
+  /** Per-vocabulary caches of segment-masks.ts (loop and chain walks by table signature); opaque here. */
   readonly walkCache = new Map<string, unknown>();
 
   private constructor(tokens: readonly (Uint8Array | null)[], options: TokenVocabularyOptions) {
