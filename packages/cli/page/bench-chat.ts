@@ -3,31 +3,9 @@
 // --preload the first request's TTFT after a preloaded system prompt; with --persist a 2,048-token prefix saved to
 // the Origin Private File System and restored into a freshly loaded engine, against recomputing it.
 
-import type { ChatMessage, Chunk, Engine, GenerateRequest, ModelInfo } from '@intab/engine';
-import { encodeChat, renderChat, type Runner, type Tokenizer } from '@intab/model';
-
-/** The job fields of intab bench chat (packages/cli/src/bench-chat.mjs builds them). */
-export interface ChatJob {
-  /** A system message, then the user messages (the CLI drops assistant messages). */
-  conversation?: ChatMessage[];
-  /** 'both' alternates turn by turn: the same conversation with the cache off, and on. */
-  cacheModes?: 'on' | 'off' | 'both';
-  /** Also measure the first request after a preloaded system prompt. */
-  preload?: boolean;
-  /** Also measure restoring a prefix of `persistTokens` tokens from the OPFS against recomputing it. */
-  persist?: boolean;
-  persistTokens?: number;
-  /** Repeats of the preload measurement (medians are reported). */
-  repeats?: number;
-}
-
-export interface LoadedEngine {
-  engine: Engine;
-  runner: Runner;
-  draft?: Runner;
-  info: ModelInfo;
-  loadMs: number;
-}
+import type { ChatMessage, Chunk, Engine, GenerateRequest } from '@intab/engine';
+import { encodeChat, renderChat, type Tokenizer } from '@intab/model';
+import type { ChatJob, LoadedEngine } from './shared.ts';
 
 type Report = (record: unknown) => void;
 

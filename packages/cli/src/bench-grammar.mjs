@@ -3,7 +3,7 @@
 //   coverage, compile, mask   in Node (packages/cli/src/grammar-bench.ts through Vite's ssrLoadModule): JSONSchemaBench
 //                             coverage beside the published figures, compile and per-token mask times per tokenizer
 //                             over seeded random generations under the masks, every document validated with ajv;
-//   decode                    in headless Chromium on WebGPU (packages/cli/page/run.ts, mode 'grammar'): one engine,
+//   decode                    in headless Chromium on WebGPU (packages/cli/page/bench-grammar.ts, mode 'grammar'): one engine,
 //                             the same prompt decoded unconstrained (ignoring EOS) and constrained by a schema of the
 //                             sample, alternated --repeats times; medians and the ratio.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';

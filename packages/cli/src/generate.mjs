@@ -14,7 +14,7 @@ const BENCH_METHODS = ['ngram', 'self', 'draft'];
 const MAX_SPEC_K = 16;
 
 /**
- * The job the page runs (packages/cli/page/run.ts, `Job`), from the command's flags. Modes: 'generate',
+ * The job the page runs (packages/cli/page/shared.ts, `Job`), from the command's flags. Modes: 'generate',
  * 'bench' (intab bench decode) and 'speculative' (intab bench speculative).
  * @param {Record<string, string | boolean>} flags
  * @param {'generate' | 'bench' | 'speculative'} mode

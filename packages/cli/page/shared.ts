@@ -1,0 +1,279 @@
+// What every mode of the CLI's page (run.ts) shares: the job the CLI sends, the report channel back to it, opening
+// and loading the model (engine, runners, progress), the facts each bench record carries, consuming one stream the
+// way a user of the engine would, and the figures' arithmetic. Mode modules import this one and nothing of each
+// other's; run.ts imports them all.
+
+import type { Gpu } from '@intab/gpu';
+import {
+  Engine,
+  type EngineOptions,
+  loadRunners,
+  describeModel,
+  type ChatMessage,
+  type Chunk,
+  type GenerateRequest,
+  type ModelInfo,
+  type RequestMetrics,
+  type SpeculativeMethod,
+  type SpeculativeOptions,
+} from '@intab/engine';
+import { openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+
+// ---- the job ----
+
+/** Where a model's files are: GGUF (one file or splits) or a Hugging Face folder. */
+export interface ModelRef {
+  kind: 'gguf' | 'hf';
+  /** File names (hf) and their URLs, same order; a single URL ending in / for a remote hf folder. */
+  files: string[];
+  urls: string[];
+}
+
+/** The job fields of intab bench chat (packages/cli/src/bench-chat.mjs builds them). */
+export interface ChatJob {
+  /** A system message, then the user messages (the CLI drops assistant messages). */
+  conversation?: ChatMessage[];
+  /** 'both' alternates turn by turn: the same conversation with the cache off, and on. */
+  cacheModes?: 'on' | 'off' | 'both';
+  /** Also measure the first request after a preloaded system prompt. */
+  preload?: boolean;
+  /** Also measure restoring a prefix of `persistTokens` tokens from the OPFS against recomputing it. */
+  persist?: boolean;
+  persistTokens?: number;
+  /** Repeats of the preload measurement (medians are reported). */
+  repeats?: number;
+}
+
+/** What the CLI asks of the page (packages/cli/src builds it; browser.mjs sets it as window.__intabJob). */
+export interface Job extends ModelRef, ChatJob {
+  /** intab generate: constrained output (--json-schema, --json-object, --grammar, --regex). */
+  format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
+  /**
+   * 'generate' is intab generate, 'bench' intab bench decode, 'speculative' intab bench speculative, 'grammar' the decode
+   * part of intab bench grammar, 'chat' intab bench chat, 'store' intab bench store; run.ts dispatches to the mode's module.
+   */
+  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat' | 'store';
+  /** grammar: the id of the JSONSchemaBench schema in format.responseFormat (reported). */
+  schemaId?: string;
+  /** grammar: the model's tokenizer by name, when the CLI knows it (the model it made); reported. */
+  tokenizerName?: string;
+  promptIds?: number[];
+  /** Plain text, encoded with the model's tokenizer (BOS as the tokenizer adds it). */
+  prompt?: string;
+  /** One user message, through the model's chat template with the generation prompt. */
+  chat?: string;
+  maxTokens: number;
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  seed: number;
+  quantize?: 'q8_0' | 'q4_0';
+  ignoreEos?: boolean;
+  /** bench: prompt length and decode steps. */
+  promptTokens?: number;
+  /** generate: copies of the request run at once through the one engine; set, every record names its stream. */
+  concurrency?: number;
+  /** Abort each stream (its AbortSignal) once it has delivered this many tokens. */
+  abortAfterTokens?: number;
+  /** bench: batch sizes, each measured with that many concurrent streams. */
+  batch?: number[];
+  /** A draft model (same vocabulary), loaded beside the target for speculative decoding. */
+  draft?: ModelRef;
+  /** generate: the request's speculative option. */
+  speculative?: SpeculativeMethod | SpeculativeOptions;
+  /** speculative: the methods measured, the k of the fixed-k lines, and the grounded prompt as text. */
+  methods?: ('ngram' | 'self' | 'draft')[];
+  specK?: number;
+  groundedPrompt?: string;
+  /** bench speculative, grammar, chat and store: measured repeats (medians are reported). */
+  repeats?: number;
+}
+
+declare global {
+  interface Window {
+    __intabJob?: Job;
+    __intabReport?: (record: unknown) => void;
+    __intabDone?: boolean;
+  }
+}
+
+/** Sends one record to the CLI (browser.mjs prints it, or takes progress and errors itself). */
+export const report = (r: unknown) => window.__intabReport?.(r);
+
+// ---- loading ----
+
+/** Opens a model's files where the CLI serves them (range requests, like a model hub); nothing is uploaded yet. */
+export async function openModel(job: ModelRef): Promise<ModelFiles> {
+  const abs = (u: string) => new URL(u, location.href).href;
+  if (job.kind === 'gguf') return openGguf(await Promise.all(job.urls.map((u) => urlSource(abs(u)))));
+  const sources = new Map<string, ByteSource>();
+  const remoteBase = job.urls.length === 1 && job.urls[0].endsWith('/') ? job.urls[0] : undefined;
+  await Promise.all(
+    job.files.map(async (name, i) => {
+      try {
+        sources.set(name, await urlSource(abs(remoteBase ? remoteBase + name : job.urls[i])));
+      } catch (err) {
+        if (!remoteBase || name === 'config.json') throw err; // optional files may be absent remotely
+      }
+    }),
+  );
+  return openHfFolder(sources);
+}
+
+/** An engine with its runners (the draft's too), as loadEngine returns it. */
+export interface LoadedEngine {
+  engine: Engine;
+  runner: Runner;
+  draft?: Runner;
+  info: ModelInfo;
+  loadMs: number;
+}
+
+/**
+ * Uploads the job's model (and its draft) to the GPU, compiles every pipeline, and wraps them in an engine that owns
+ * them from then on (engine.destroy() frees them; the GPU device stays the caller's).
+ */
+export async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenizer: Tokenizer | undefined, draftModel: ModelFiles | undefined, options: EngineOptions): Promise<LoadedEngine> {
+  const t0 = performance.now();
+  const progress = (which?: 'draft') => {
+    let last = 0;
+    return (p: { loaded: number; total: number }) => {
+      if (p.loaded === p.total || p.loaded - last > p.total / 10) {
+        last = p.loaded;
+        report({ type: 'progress', ...(which ? { model: which } : {}), loaded: p.loaded, total: p.total });
+      }
+    };
+  };
+  const { runner, draft } = await loadRunners(gpu, model, draftModel, {
+    kvBudgetBytes: options.kvBudgetBytes ?? 256 << 20,
+    maxBatch: Math.max(16, options.maxBatch ?? 8),
+    quantize: job.quantize,
+    onProgress: progress(),
+    onDraftProgress: progress('draft'),
+  });
+  const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
+  const engine = new Engine({ runner, draft, tokenizer, info, options });
+  return { engine, runner, draft, info, loadMs: performance.now() - t0 };
+}
+
+/** Bytes the GPU reads for one decode token: every matrix except the embedding (one row), plus norms. */
+export function bytesPerToken(runner: Runner): number {
+  const w = runner.weights;
+  let bytes = w.output.rowBytes * w.output.n + w.embed.rowBytes;
+  for (const l of w.layers) for (const m of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) bytes += m.rowBytes * m.n;
+  return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
+}
+
+/** What every bench record says about the run besides its own figures: the model, the adapter, load time. */
+export interface Facts {
+  perToken: number;
+  /** Runner steps run so far (target model). */
+  steps: () => number;
+  modelFacts: Record<string, unknown>;
+  adapter: string;
+  loadMs: number;
+}
+
+// ---- streams ----
+
+/** What one stream delivered, timed on the consumer's side. */
+export interface StreamResult {
+  stream: number;
+  ids: number[];
+  finishReason: Chunk['finishReason'];
+  metrics?: RequestMetrics;
+  /** performance.now() of start(), the first token's arrival and the last chunk's arrival. */
+  startedAt: number;
+  firstTokenAt?: number;
+  endedAt: number;
+  /** Arrival time and token count of every chunk that brought tokens. */
+  arrivals: { at: number; tokens: number }[];
+  /** With abortAfterTokens: tokens delivered when the signal was aborted, and abort → iterator end. */
+  abortedAtTokens?: number;
+  abortLatencyMs?: number;
+}
+
+/**
+ * Runs one request through the engine as a consumer would: pull chunks until one carries a finishReason.
+ * `onTokens` sees every delivered id as it arrives; with `abortAfterTokens` the stream's AbortSignal fires
+ * once that many tokens arrived, and the time until the iterator ends is measured.
+ */
+export async function consume(engine: Engine, stream: number, request: GenerateRequest, abortAfterTokens: number | undefined, onTokens?: (ids: number[]) => void): Promise<StreamResult> {
+  const controller = new AbortController();
+  const startedAt = performance.now();
+  const id = await engine.start(request, controller.signal);
+  const ids: number[] = [];
+  let firstTokenAt: number | undefined;
+  let abortAt: number | undefined;
+  let abortedAtTokens: number | undefined;
+  const arrivals: { at: number; tokens: number }[] = [];
+  for (;;) {
+    const chunk = await engine.next(id);
+    const now = performance.now();
+    if (chunk.ids.length) {
+      firstTokenAt ??= now;
+      arrivals.push({ at: now, tokens: chunk.ids.length });
+      ids.push(...chunk.ids);
+      onTokens?.(chunk.ids);
+    }
+    if (chunk.finishReason) {
+      return {
+        stream,
+        ids,
+        finishReason: chunk.finishReason,
+        metrics: chunk.metrics,
+        startedAt,
+        firstTokenAt,
+        endedAt: now,
+        arrivals,
+        ...(abortAt !== undefined ? { abortedAtTokens, abortLatencyMs: round(now - abortAt) } : {}),
+      };
+    }
+    if (abortAfterTokens !== undefined && abortAt === undefined && ids.length >= abortAfterTokens) {
+      abortedAtTokens = ids.length;
+      abortAt = performance.now();
+      controller.abort();
+    }
+  }
+}
+
+/**
+ * Decode throughput of streams run together. `aggregate_decode_tok_s` is the steady state: tokens that
+ * arrived while every stream was decoding (after the last stream's first token, up to the first stream's
+ * end) over that window, i.e. the speed of a step that holds all of them. Streams join at the step after
+ * their start(), so the first one may run a step ahead; `aggregate_decode_tok_s_overall` counts every token
+ * after each stream's first, over the time from the earliest first token to the last stream's end.
+ */
+export function aggregateDecode(results: StreamResult[]): Record<string, number | null> {
+  const none = { aggregate_decode_tok_s: null, aggregate_decode_tok_s_overall: null, decode_window_ms: null };
+  if (results.some((r) => r.firstTokenAt === undefined)) return none;
+  const decoded = results.reduce((s, r) => s + Math.max(0, r.ids.length - 1), 0);
+  if (decoded === 0) return none;
+  const firsts = results.map((r) => r.firstTokenAt!);
+  const overallMs = Math.max(...results.map((r) => r.endedAt)) - Math.min(...firsts);
+  const from = Math.max(...firsts);
+  const to = Math.min(...results.map((r) => r.endedAt));
+  const steady = results.reduce((s, r) => s + r.arrivals.filter((a) => a.at > from && a.at <= to).reduce((n, a) => n + a.tokens, 0), 0);
+  return {
+    aggregate_decode_tok_s: to > from && steady > 0 ? round((steady / (to - from)) * 1000) : null,
+    aggregate_decode_tok_s_overall: overallMs > 0 ? round((decoded / overallMs) * 1000) : null,
+    decode_window_ms: to > from ? round(to - from) : null,
+  };
+}
+
+// ---- figures ----
+
+export function median(xs: number[]): number {
+  if (!xs.length) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0;
+}
+
+export function round(x: number): number {
+  return Number(x.toPrecision(4));
+}
