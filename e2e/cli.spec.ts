@@ -1,8 +1,9 @@
-// The CLI as a user runs it: `intab generate`, `intab bench decode` and `intab bench chat` on stories260K in
-// headless Chromium (WebGPU), checked against golden.json and for the figures they promise to print.
+// The CLI as a user runs it: `intab generate`, `intab bench decode` (and --compare against a git ref), `intab bench
+// chat` and `intab bench store` on stories260K in headless Chromium (WebGPU), checked against golden.json and for the
+// figures they promise to print.
 import { expect, test } from '@playwright/test';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -42,6 +43,27 @@ test('intab bench decode prints prefill and decode speeds and bytes per token', 
   expect(line.bench).toBe('decode');
   for (const k of ['prefill_tok_s', 'decode_tok_s', 'weight_bytes_per_token', 'dispatches_per_token', 'dispatches_per_step']) expect(line[k]).toBeGreaterThan(0);
   expect(line.bind_groups_per_step).toBe(0); // every bind group is built at warm-up
+});
+
+test('intab bench decode --compare HEAD: both trees run alternately, the medians compared, the worktree removed', async () => {
+  const lines = await intab('bench', 'decode', '--model', join(MODEL, 'stories260K.gguf'), '--prompt-tokens', '8', '--max-tokens', '8', '--compare', 'HEAD', '--rounds', '1');
+  const runs = lines.filter((l) => l.type === 'compare-run');
+  const summary = lines.at(-1)!;
+  expect(lines).toHaveLength(3);
+  expect(runs.map((r) => [r.tree, r.round, r.ref])).toEqual([['current', 0, 'HEAD'], ['ref', 0, 'HEAD']]);
+  for (const r of runs) for (const k of ['tok_s', 'prefill_tok_s', 'ttft_ms']) expect(r[k], `${r.tree} ${k}`).toBeGreaterThan(0);
+  expect(summary).toMatchObject({ type: 'compare', bench: 'decode', ref: 'HEAD', rounds: 1, tok_s_field: 'decode_tok_s', current_tok_s: runs[0].tok_s, ref_tok_s: runs[1].tok_s });
+  expect(summary.ref_commit).toMatch(/^[0-9a-f]{40}$/);
+  expect(runs[1].commit).toBe(summary.ref_commit);
+  for (const k of ['ratio', 'current_prefill_tok_s', 'ref_prefill_tok_s', 'prefill_ratio']) expect(summary[k], k).toBeGreaterThan(0);
+  expect(summary.ratio).toBeCloseTo((summary.current_tok_s as number) / (summary.ref_tok_s as number), 3);
+  expect(summary.prefill_ratio).toBeCloseTo((summary.current_prefill_tok_s as number) / (summary.ref_prefill_tok_s as number), 3);
+  // the worktree is gone, from the disk and from git's list
+  const worktree = String(summary.worktree);
+  expect(worktree).toContain('intab-compare-');
+  expect(existsSync(worktree)).toBe(false);
+  const { stdout } = await run('git', ['worktree', 'list', '--porcelain'], { cwd: ROOT });
+  expect(stdout).not.toContain(worktree);
 });
 
 test('intab generate fails with a typed, actionable message on a missing prompt', async () => {

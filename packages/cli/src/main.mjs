@@ -3,6 +3,7 @@
 import { benchKernels } from './bench.mjs';
 import { benchGrammar } from './bench-grammar.mjs';
 import { benchChat } from './bench-chat.mjs';
+import { benchCompare } from './bench-compare.mjs';
 import { benchStore } from './bench-store.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
@@ -33,10 +34,19 @@ const USAGE = `usage:
       schema); --json-object to any JSON; --grammar FILE to a GBNF grammar; --regex PATTERN to a regex. JSON
       runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
+                 [--compare REF [--rounds N (3)]]
       Prefill and decode tok/s, the weight bytes read per token, and the GPU work of a decode step
       (dispatches_per_token, dispatches_per_step, bind_groups_per_step). With --batch, per batch size B: B concurrent
       streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
       per_stream_decode_tok_s and ttft_ms.
+      --compare REF measures this working tree against a git ref (HEAD~3, a commit, a branch) in one sitting: REF is
+      checked out in a temporary git worktree and installed (pnpm, offline first), then each tree's own CLI runs the
+      same bench decode (same flags and model file), the trees alternating for --rounds rounds (current first in even
+      rounds, REF first in odd ones). JSON lines: per run {"type":"compare-run","tree":"current"|"ref","round",
+      "tok_s","prefill_tok_s","ttft_ms",...}, then {"type":"compare","ref","ref_commit","rounds","current_tok_s",
+      "ref_tok_s","ratio" (current/ref, of the medians),"current_prefill_tok_s","ref_prefill_tok_s","prefill_ratio",
+      "round_ratios","samples",...} (tok_s is decode_tok_s; with --batch aggregate_decode_tok_s, one summary per
+      batch size). The worktree is removed at the end, on failure and on Ctrl-C.
   intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]
                  [--methods ngram,self,draft] [--spec-k K (4)] [--prompt "text" | --prompt-ids 1,2,3]
                  [--grounded-prompt "text"] [--prompt-tokens N (32)] [--repeats N (3)] [--seed S] [--json]
@@ -139,7 +149,11 @@ export async function main(argv) {
   }
   const [cmd, sub] = positional;
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
-  if (cmd === 'bench' && sub === 'decode') return generate(flags, 'bench');
+  if (cmd === 'bench' && sub === 'decode') {
+    if (flags.compare !== undefined) return benchCompare(flags);
+    if (flags.rounds !== undefined) throw new Error('--rounds goes with --compare REF: runs of each tree');
+    return generate(flags, 'bench');
+  }
   if (cmd === 'bench' && sub === 'speculative') return generate(flags, 'speculative');
   if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);

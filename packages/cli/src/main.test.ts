@@ -1,9 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { grammarBenchOptions } from './bench-grammar.mjs';
 import { chatJobFromFlags, readConversation } from './bench-chat.mjs';
+import { compareOptions } from './bench-compare.mjs';
 import { jobFromFlags } from './generate.mjs';
 import { main, parseArgs } from './main.mjs';
 import { makeModelOptions } from './make-model.mjs';
@@ -34,6 +35,7 @@ describe('intab CLI arguments', () => {
     expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
     for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench chat', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
     for (const flag of ['--conversation FILE', '--prefix-cache on|off|both', '--preload', '--persist', '"ttft_ratio_last_turn"', '"ttft_growth_on"']) expect(out.join('\n')).toContain(flag);
+    for (const flag of ['--compare REF', '--rounds N', '"type":"compare-run"', '"ref_commit"', '"prefill_ratio"']) expect(out.join('\n')).toContain(flag);
     for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8', '--speculative ngram|draft|self|auto', '--draft', '--spec-k K', '--no-adaptive', '--methods ngram,self,draft', '--grounded-prompt']) {
       expect(out.join('\n')).toContain(flag);
     }
@@ -70,6 +72,22 @@ describe('intab CLI arguments', () => {
     expect(() => jobFromFlags(flags(['--batch']), 'bench', model)).toThrow(/--batch needs/);
     expect(() => jobFromFlags(flags(['--prompt-ids', '1', '--batch', '2']), 'generate', model)).toThrow(/--batch is for intab bench decode/);
     expect(() => jobFromFlags(flags(['--concurrency', '2']), 'bench', model)).toThrow(/--concurrency is for intab generate/);
+  });
+
+  test('bench decode --compare REF: 3 rounds by default, both trees get the same flags with the model made absolute', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'intab-cmp-'));
+    writeFileSync(join(dir, 'm.gguf'), '');
+    const rel = relative(process.cwd(), join(dir, 'm.gguf'));
+    const o = compareOptions(parseArgs(['--model', rel, '--compare', 'HEAD~3', '--batch', '1,2', '--max-tokens', '16', '--quantize', 'q8_0']).flags);
+    expect(o).toEqual({ ref: 'HEAD~3', rounds: 3, args: ['bench', 'decode', '--model', join(dir, 'm.gguf'), '--batch', '1,2', '--max-tokens', '16', '--quantize', 'q8_0', '--json'] });
+    expect(compareOptions(parseArgs(['--model', rel, '--compare', 'abc1234', '--rounds', '1', '--json']).flags)).toEqual({ ref: 'abc1234', rounds: 1, args: ['bench', 'decode', '--model', join(dir, 'm.gguf'), '--json'] });
+    const bad = (argv: string[]) => () => compareOptions(parseArgs(['--model', rel, ...argv]).flags);
+    expect(bad(['--compare'])).toThrow(/--compare needs a git ref/);
+    expect(bad(['--compare', 'HEAD', '--rounds', '0'])).toThrow(/--rounds needs a whole number from 1 to 50/);
+    // the bench flags are checked before any worktree is made
+    expect(bad(['--compare', 'HEAD', '--concurrency', '2'])).toThrow(/--concurrency is for intab generate/);
+    expect(() => compareOptions(parseArgs(['--compare', 'HEAD']).flags)).toThrow(/--model .* is required/);
+    await expect(main(['bench', 'decode', '--model', rel, '--rounds', '2'])).rejects.toThrow(/--rounds goes with --compare REF/);
   });
 
   const draft = { kind: 'gguf' as const, files: ['d.gguf'], urls: ['/__intab_draft/d.gguf'] };
