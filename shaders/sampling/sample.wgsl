@@ -1,7 +1,7 @@
 // sample: one token id (+ logprobs) per sequence from processed logits z (step 2; adjust.wgsl is step 1).
 //   logZ = logsumexp(z);  logprob(t) = z[t] − logZ        (before temperature and truncation)
 //   order: z descending, ties by lower id ("descending probability order"; exact, unlike z / T in f32)
-//   temperature 0 → id = argmax z (ties → lowest id)
+//   temperature 0 → id = argmax z (ties → lowest id); with no top logprobs asked, one pass finds it
 //   truncating (0 < top_k < V, top_p < 1 or min_p > 0): the first K = min(top_k || V, KMAX, V) tokens of
 //     that order; e_j = exp((z_j − z_max) / T); top-p keeps j while Σ_{i<j} e_i < top_p · Σ_K e; min-p keeps
 //     j while e_j ≥ min_p (e_0 = 1 is the max); keep ≥ 1; pick the first j with Σ_{i≤j} e_i > u · Σ_kept e
@@ -357,6 +357,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let logZ = m + log(wg_sum(si * exp(mi - m), lid));
 
   let greedy = s.temperature <= 0.0;
+  if (greedy && n == 0u) {
+    // Argmax alone (no top logprobs): the lowest id holding the max, one pass and no selection.
+    wg_reset(NONE, 0u, lid);
+    for (var i = lid; i < V; i += WG_SIZE) {
+      if (z[row + i] == m) { atomicMin(&wg_a, i); }
+    }
+    let best = wg_read(0u, lid);
+    if (lid == 0u) {
+      out[ob] = best;
+      out[ob + 1u] = bitcast<u32>(m - logZ);
+    }
+    return;
+  }
   let truncating = !greedy && ((s.top_k > 0u && s.top_k < V) || s.top_p < 1.0 || s.min_p > 0.0);
   var K = 0u;
   if (truncating) { K = min(min(select(V, s.top_k, s.top_k > 0u), KMAX), V); }
