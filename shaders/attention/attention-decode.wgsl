@@ -7,6 +7,7 @@
 //   s_j = scale * q[t,h,:] . k_j; attention-decode-reduce.wgsl merges the splits.
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    part: o (T, H, NS, D) f32, then from ml_offset (T, H, NS, 2) f32 (m, l)
+//   out: (T, H, D) f32, the normalized output, written here instead of part when NS = 1 (no reduce pass)
 // One workgroup owns (split s = wid.x, token t and a block of HPW query heads sharing one kv head = wid.y);
 // invocations score one key each and then stride over the (HPW, D) outputs (lib/attention-block.wgsl).
 // Workgroups whose split holds no key of [lo, ctx) write nothing; the reduce reads only splits
@@ -29,6 +30,7 @@ override SS: u32 = HPW * WG_SIZE;
 @group(0) @binding(5) var<storage, read> seq_ids: array<u32>;
 @group(0) @binding(6) var<storage, read> positions: array<u32>;
 @group(0) @binding(7) var<storage, read_write> part: array<f32>;
+@group(0) @binding(8) var<storage, read_write> out: array<f32>;  // (T, H, D): written here when NS = 1
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -44,6 +46,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let kvh = h0 / (p.heads / p.kv_heads);
   attend(lid, (t * p.heads + h0) * HEAD_DIM, kvh, p.kv_heads, seq_ids[t] * p.max_pages, p.page_size,
          key0, key1, p.scale);
+  if (p.splits == 1u) {
+    // One split holds the whole context: normalize here, and the reduce pass is not run.
+    for (var e = lid; e < QS; e += WG_SIZE) {
+      let g = e / HEAD_DIM;
+      out[(t * p.heads + h0 + g) * HEAD_DIM + e % HEAD_DIM] = att_o[e] / att_l[g];
+    }
+    return;
+  }
   for (var e = lid; e < QS; e += WG_SIZE) {
     let g = e / HEAD_DIM;
     part[((t * p.heads + h0 + g) * p.splits + wid.x) * HEAD_DIM + e % HEAD_DIM] = att_o[e];

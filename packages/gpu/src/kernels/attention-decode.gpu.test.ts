@@ -4,6 +4,7 @@ import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attenti
 import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 import type { Gpu } from '../device.ts';
 import type { AttentionVariant } from './paged-kv.ts';
+import { gpuStats } from '../kernel.ts';
 
 interface Case {
   lengths: number[];
@@ -61,6 +62,17 @@ describe.each(['workgroup', 'rows'] as const)('attention-decode (%s)', (variant)
     const gpu = await testGpu();
     const { got, want } = await decodeCase(gpu, variant, { lengths: [333, 33, 64], heads: 8, kvHeads: 2, headDim: 128, pageSize: 32, split: 100, seed: 2 });
     expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
+  });
+
+  // Every context within one split: pass 1 normalizes and writes the output, and the reduce is not dispatched.
+  test('one split holds every context (1 / 17 / 64 keys, and a window): one dispatch, same result', async () => {
+    const gpu = await testGpu();
+    const before = gpuStats.dispatches;
+    const r = await decodeCase(gpu, variant, { lengths: [1, 17, 64], heads: 8, kvHeads: 4, headDim: 8, pageSize: 16, split: 64, seed: 7 });
+    expect(gpuStats.dispatches - before).toBe(1);
+    expectClose(r.got, r.want, { atol: 2e-5, rtol: 1e-4 });
+    const w = await decodeCase(gpu, variant, { lengths: [5, 40, 64], heads: 4, kvHeads: 2, headDim: 16, pageSize: 8, split: 64, window: 9, seed: 8 });
+    expectClose(w.got, w.want, { atol: 2e-5, rtol: 1e-4, label: 'window 9' });
   });
 
   test('stories260K shape D=8, H=8, Hkv=4; queries mapped to page-table rows out of order', async () => {

@@ -1,7 +1,9 @@
 // Flash-decoding: one query token per sequence, B sequences of different lengths in one dispatch.
 // Pass 1 (shaders/attention/attention-decode.wgsl) splits each context into chunks of SPLIT keys handled
 // by separate workgroups, so a long context still fills the GPU; pass 2 (attention-decode-reduce.wgsl)
-// merges the partial softmax states. The wrapper owns the partials scratch (grown on demand).
+// merges the partial softmax states; when one split holds every context of the step, pass 1 normalizes and writes
+// the output itself and pass 2 is not run (one dispatch). The wrapper owns the partials scratch (grown on demand)
+// unless the caller passes one.
 // Two pass-1 variants share the partials layout and the reduce: 'workgroup' (attention-decode.wgsl, a
 // workgroup per split and head block, for GPUs) and 'rows' (attention-decode.rows.wgsl, an invocation per
 // split and block of heads sharing a kv head, barrier-free, for software adapters such as SwiftShader).
@@ -86,7 +88,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
     name: 'attention-decode',
     variant: `f32+${variant}`,
     code: rows ? `${rowsSrc}\n${rowLib}\n${paramsLib}` : `${src}\n${block}\n${paramsLib}`,
-    bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage'),
+    bindings: withParams('read', 'read', 'read', 'read', 'read', 'read', 'storage', 'storage'),
     constants: rows ? { WG_SIZE: wg, HEAD_DIM: s.headDim, HPI: hpi } : { WG_SIZE: wg, HEAD_DIM: s.headDim, HPW: hpw },
   });
   const reduce = gpu.pipelines.get({
@@ -142,7 +144,8 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
         if (blocks > max) throw new ShapeError(name, 'tokens', `at most ${Math.floor(max / (s.heads / hpw))} per dispatch`, String(a.tokens));
         grid = [splits, blocks];
       }
-      dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part], grid);
+      dispatch(gpu, pass, cached, label, p1, [a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, part, a.out], grid);
+      if (splits === 1) return; // pass 1 wrote the output
       const p2 = new Params(8).u32(a.tokens * s.heads).u32(s.heads).u32(s.headDim).u32(split).u32(splits).u32(mlOffset)
         .u32(a.maxPagesPerSeq * s.pageSize).u32(window);
       dispatch(gpu, pass, reduce, `${label}.reduce`, p2, [part, a.positions, a.out], grid2d(gpu, a.tokens * s.heads));
