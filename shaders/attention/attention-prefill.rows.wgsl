@@ -2,7 +2,7 @@
 // math, Params and bindings as attention-prefill.wgsl, one pass of online softmax:
 //   out[t,h,:] = sum_{lo<=j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
 //   lo = pos + 1 - window when window > 0 and pos + 1 > window, else 0 (sliding window), keys j of
-//   sequence seq_ids[t]; the step's own K/V must already be appended (kv-append).
+//   sequence seq_ids[t]; the step's own K/V must already be appended (rope-kv-append).
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    out: (T, H, D) f32
 // One invocation owns one (token t, block of HPI query heads sharing a kv head), linear id

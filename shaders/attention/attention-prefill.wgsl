@@ -3,7 +3,7 @@
 //   out[t,h,:] = sum_{lo<=j<=pos} softmax_j(scale * q[t,h,:] . k_j) v_j,  pos = positions[t],
 //   lo = pos + 1 - window when window > 0 and pos + 1 > window, else 0 (sliding window: keys with
 //   pos - j >= window are skipped), keys j of sequence seq_ids[t]; the step's own K/V must already be
-//   appended (kv-append).
+//   appended (rope-kv-append).
 //   q: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32    page_table: (B, max_pages) u32
 //   seq_ids, positions: (T) u32    out: (T, H, D) f32
 // One workgroup owns one token and a block of HPW query heads that share one kv head (linear id

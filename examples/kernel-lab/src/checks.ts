@@ -9,7 +9,7 @@ import {
   createGemm,
   createGemv,
   createRmsNorm,
-  createRope,
+  createRopeKvAppend,
   createSampler,
   createSwiglu,
   createWeight,
@@ -29,7 +29,7 @@ import {
   randomPagedCache,
   randomWeights,
   rmsnorm,
-  rope,
+  ropeKvAppend,
   sampleReference,
   silu,
 } from '@intab/gpu/reference';
@@ -111,24 +111,29 @@ const CHECKS: Check[] = [
     },
   },
   {
-    name: 'rope neox llama3',
+    name: 'rope + kv-append neox llama3, q/k norm',
     tolerance: 1e-4,
     async run(gpu) {
-      const [t, h, hkv, d] = [3, 4, 2, 64];
-      const q = randomF32(t * h * d, 41);
-      const k = randomF32(t * hkv * d, 42);
+      const [t, h, hkv, d, page] = [3, 4, 2, 64, 16];
+      const row = (h + 2 * hkv) * d;
+      const qkv = randomF32(t * row, 41);
+      const norm = randomF32(2 * d, 42, 0.5).map((x) => 1 + x);
       const positions = new Uint32Array([0, 777, 31000]);
-      const r = createRope(gpu, {
-        headDim: d,
-        theta: 500000,
-        style: 'neox',
+      const seqIds = new Uint32Array([0, 1, 2]);
+      const cache = randomPagedCache({ lengths: [1, 778, 31001], pageSize: page, kvHeads: hkv, headDim: d, rng: mulberry32(43), randn });
+      const r = createRopeKvAppend(gpu, {
+        heads: h, kvHeads: hkv, headDim: d, pageSize: page, theta: 500000, style: 'neox', qkNorm: true,
         scaling: { type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 },
       });
-      const qb = upload(gpu, q);
-      const got = await runAndRead(gpu, qb, q.length, (pass) =>
-        r.encode(pass, { q: qb, k: upload(gpu, k), positions: upload(gpu, positions), tokens: t, heads: h, kvHeads: hkv }),
+      const q = gpu.device.createBuffer({ label: 'q', size: t * h * d * 4, usage: STORAGE });
+      const got = await runAndRead(gpu, q, t * h * d, (pass) =>
+        r.encode(pass, {
+          qkv: upload(gpu, qkv), q, kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v), pageTable: upload(gpu, cache.pageTable),
+          sequences: 3, maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, seqIds), positions: upload(gpu, positions), tokens: t,
+          norm: upload(gpu, norm), eps: 1e-6,
+        }),
       );
-      const want = Float32Array.from(rope(q, t, h, d, positions, r.invFreq, 'neox'));
+      const want = ropeKvAppend(cache, qkv, row, h, seqIds, positions, r.invFreq, 'neox', { q: norm.subarray(0, d), k: norm.subarray(d), eps: 1e-6 }).q;
       r.destroy();
       return { got, want };
     },

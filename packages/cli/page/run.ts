@@ -63,9 +63,9 @@ async function main(): Promise<void> {
     layers: c.layers,
     hidden: c.hidden,
     vocab: c.vocab,
-    dtype: runner.weights.layers[0]?.q.dtype,
+    dtype: runner.weights.layers[0]?.qkv[0].dtype,
     quantize: job.quantize ?? null,
-    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.q.dtype } } : {}),
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.qkv[0].dtype } } : {}),
   };
   const facts: Facts = { perToken, modelFacts, adapter, loadMs, steps: () => steps };
   try {

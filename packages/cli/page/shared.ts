@@ -160,7 +160,7 @@ export async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenize
 export function bytesPerToken(runner: Runner): number {
   const w = runner.weights;
   let bytes = w.output.rowBytes * w.output.n + w.embed.rowBytes;
-  for (const l of w.layers) for (const m of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) bytes += m.rowBytes * m.n;
+  for (const l of w.layers) for (const m of [...l.qkv, l.o, ...l.gateUp, l.down]) bytes += m.rowBytes * m.n;
   return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
 }
 

@@ -149,6 +149,7 @@ export class Engine implements EngineApi {
         ({ runner, draft } = await loadRunners(gpu, model, draftModel, {
           kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
           maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+          maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
           quantize: options.quantize,
           onProgress,
           signal,
@@ -326,7 +327,7 @@ export class Engine implements EngineApi {
     this.runner = runner;
     this.draft = draft;
     if (draft && draft.config.vocab !== runner.config.vocab) throw new DraftMismatchError('vocabulary size', String(runner.config.vocab), String(draft.config.vocab));
-    this.speculator = new Speculator(runner, draft, this.now, undefined, draft && this.options.prefixCache !== false ? new PrefixCache(draft) : undefined);
+    this.speculator = new Speculator(runner, draft, this.now, Math.min(256, draft?.maxTokens ?? Infinity), draft && this.options.prefixCache !== false ? new PrefixCache(draft) : undefined);
     this.tokenizer = tokenizer;
     this.info = info;
     this.cache = this.options.prefixCache === false ? undefined : new PrefixCache(runner);
@@ -334,7 +335,7 @@ export class Engine implements EngineApi {
       runner,
       {
         maxBatch: Math.max(1, Math.min(this.options.maxBatch ?? DEFAULTS.maxBatch, runner.maxBatch)),
-        maxTokensPerStep: Math.max(1, this.options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep),
+        maxTokensPerStep: Math.max(1, Math.min(this.options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep, runner.maxTokens ?? Infinity)),
       },
       this.admission(runner),
     );

@@ -9,6 +9,8 @@ export interface RunnersOptions {
   /** The target's KV-cache bytes; the draft gets as many pages. */
   kvBudgetBytes: number;
   maxBatch: number;
+  /** Most tokens in one step (the runners' activations are sized for it; at least maxBatch). */
+  maxTokensPerStep?: number;
   quantize?: 'q8_0' | 'q4_0';
   onProgress?: (p: LoadProgress) => void;
   onDraftProgress?: (p: LoadProgress) => void;
@@ -21,7 +23,8 @@ export interface RunnersOptions {
  * const { runner, draft } = await loadRunners(gpu, await openModel(source), undefined, { kvBudgetBytes: 128 << 20, maxBatch: 8 });
  */
 export async function loadRunners(gpu: Gpu, model: ModelFiles, draftModel: ModelFiles | undefined, o: RunnersOptions): Promise<{ runner: Runner; draft?: Runner }> {
-  const runner = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, quantize: o.quantize, onProgress: o.onProgress, signal: o.signal });
+  const maxTokensPerStep = Math.max(o.maxTokensPerStep ?? 512, o.maxBatch);
+  const runner = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep, quantize: o.quantize, onProgress: o.onProgress, signal: o.signal });
   let draft: Runner | undefined;
   try {
     await runner.warmup();
@@ -30,7 +33,7 @@ export async function loadRunners(gpu: Gpu, model: ModelFiles, draftModel: Model
       // the draft has no room for is simply not drafted for (Speculator), never failed.
       const d = draftModel.config;
       const pageBytes = 2 * d.layers * d.kvHeads * d.headDim * 4 * runner.kv.pageSize;
-      draft = await Runner.load(gpu, d, draftModel.tensors, { kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch: o.maxBatch, quantize: o.quantize, onProgress: o.onDraftProgress, signal: o.signal });
+      draft = await Runner.load(gpu, d, draftModel.tensors, { kvBudgetBytes: (runner.kv.pages + 1) * pageBytes, maxBatch: o.maxBatch, maxTokensPerStep, quantize: o.quantize, onProgress: o.onDraftProgress, signal: o.signal });
       await draft.warmup();
     }
   } catch (err) {

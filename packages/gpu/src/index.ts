@@ -46,17 +46,17 @@ export { createGeluTanh } from './kernels/gelu-tanh.ts';
 export type { GatedArgs } from './kernels/activation.ts';
 export { createStreamRead, streamReadOutBytes, type StreamReadArgs } from './kernels/stream-read.ts';
 export {
-  createRope,
+  createRopeKvAppend,
   ropeInvFreq,
   ropeTurnTable,
-  type Rope,
+  type RopeKvAppend,
+  type RopeKvAppendArgs,
+  type RopeKvAppendOptions,
   type RopeConfig,
-  type RopeArgs,
   type RopeStyle,
   type Llama3Scaling,
-} from './kernels/rope.ts';
+} from './kernels/rope-kv-append.ts';
 export { DEFAULT_PAGE_SIZE, MAX_HEAD_DIM, type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens } from './kernels/paged-kv.ts';
-export { createKvAppend, type KvAppend, type KvAppendArgs } from './kernels/kv-append.ts';
 export {
   createAttentionDecode,
   type AttentionDecode,

@@ -4,7 +4,8 @@
 import type { GpuFeatures } from './device.ts';
 
 /** How one binding is used by a kernel, in binding-index order. */
-export type BindingKind = 'uniform' | 'read' | 'storage';
+/** 'uniform': the per-dispatch params (at a dynamic offset); 'constant': a uniform that never changes (a table). */
+export type BindingKind = 'uniform' | 'constant' | 'read' | 'storage';
 
 export interface KernelSpec {
   /** Kernel name, e.g. 'gemv'. */
@@ -105,7 +106,12 @@ export class PipelineCache {
           binding,
           visibility: GPUShaderStage.COMPUTE,
           // Params live in one buffer at a dynamic offset per dispatch (uniforms.ts), so bind groups are reusable.
-          buffer: kind === 'uniform' ? { type: 'uniform', hasDynamicOffset: true } : { type: kind === 'read' ? 'read-only-storage' : 'storage' },
+          buffer:
+            kind === 'uniform'
+              ? { type: 'uniform', hasDynamicOffset: true }
+              : kind === 'constant'
+                ? { type: 'uniform' }
+                : { type: kind === 'read' ? 'read-only-storage' : 'storage' },
         })),
       });
       this.layouts.set(key, layout);

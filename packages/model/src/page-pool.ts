@@ -265,7 +265,7 @@ export function stepRows(entries: readonly CheckedEntry[]): number {
  * list whose length differs from the tokens', more logits rows than `maxRows` (when given), and KV pages
  * (KvCacheFullError). The GPU Runner and the CPU reference runner share it.
  */
-export function checkStep(pool: PagePool, entries: readonly CheckedEntry[], vocab: number, maxBatch: number, maxRows?: number): void {
+export function checkStep(pool: PagePool, entries: readonly CheckedEntry[], vocab: number, maxBatch: number, maxRows?: number, maxTokens?: number): void {
   if (entries.length > maxBatch) {
     throw new IntabModelError(`A step holds at most ${maxBatch} sequences (maxBatch); got ${entries.length}: split the batch.`);
   }
@@ -284,6 +284,12 @@ export function checkStep(pool: PagePool, entries: readonly CheckedEntry[], voca
     }
   }
   if (new Set(entries.map((e) => e.seq)).size !== entries.length) throw new IntabModelError('step: a sequence appears twice in one step.');
+  if (maxTokens !== undefined) {
+    const tokens = entries.reduce((n, e) => n + e.tokens.length, 0);
+    if (tokens > maxTokens) {
+      throw new IntabModelError(`step: ${tokens} tokens exceed maxTokensPerStep = ${maxTokens}: prefill long prompts in chunks, or load the Runner with a larger maxTokensPerStep.`);
+    }
+  }
   if (maxRows !== undefined) {
     const rows = stepRows(entries);
     if (rows > maxRows) {

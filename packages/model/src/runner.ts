@@ -32,6 +32,8 @@ export interface RunnerOptions {
   kvBudgetBytes?: number;
   /** Most sequences in one step (default 16). */
   maxBatch?: number;
+  /** Most tokens in one step, of all its sequences (default 512): the step's activations are allocated for it. */
+  maxTokensPerStep?: number;
   /**
    * Most logits rows in one step: one per plain entry, one per token of a verify entry (≥ maxBatch). It sizes
    * the sampler's (maxRows, V) f32 scratch. Default 4 · maxBatch (every sequence can verify 3 proposals at
@@ -67,6 +69,7 @@ export class Runner implements StepRunner {
     readonly kv: PagedKvCache,
     readonly maxBatch: number,
     readonly maxRows: number,
+    readonly maxTokens: number,
     quantize: 'q8_0' | 'q4_0' | undefined,
   ) {
     const key: KvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
@@ -76,7 +79,7 @@ export class Runner implements StepRunner {
       read: (pages) => kv.readPages(pages),
       write: async (pages, bytes) => kv.writePages(pages, bytes),
     };
-    this.forward = new LlamaForward(gpu, config, weights, kv);
+    this.forward = new LlamaForward(gpu, config, weights, kv, { maxTokens, maxBatch, maxRows });
     this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
     this.accept = createAccept(gpu);
     // A validation error means a step computed garbage: remember it and fail that step loudly.
@@ -97,6 +100,10 @@ export class Runner implements StepRunner {
   /** Upload the weights named in `tensors` (canonical names) and size the KV-cache. */
   static async load(gpu: Gpu, config: LlamaConfig, tensors: TensorTable, o: RunnerOptions = {}): Promise<Runner> {
     const maxBatch = o.maxBatch ?? 16;
+    const maxTokens = o.maxTokensPerStep ?? 512;
+    if (!Number.isInteger(maxTokens) || maxTokens < maxBatch) {
+      throw new IntabModelError(`Runner: maxTokensPerStep = ${maxTokens} must be an integer ≥ maxBatch (${maxBatch}): every sequence of a step has at least one token.`);
+    }
     // Rows whose (rows, V) f32 logits fit one storage binding (the sampler binds them whole).
     const fit = Math.floor(gpu.limits.maxStorageBufferBindingSize / (config.vocab * 4));
     const maxRows = o.maxRows ?? Math.max(maxBatch, Math.min(4 * maxBatch, fit));
@@ -110,7 +117,7 @@ export class Runner implements StepRunner {
         { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize },
         { budgetBytes: o.kvBudgetBytes ?? 64 << 20 },
       );
-      return new Runner(gpu, config, weights, kv, maxBatch, maxRows, o.quantize);
+      return new Runner(gpu, config, weights, kv, maxBatch, maxRows, maxTokens, o.quantize);
     } catch (err) {
       weights.destroy();
       throw err;
@@ -125,7 +132,7 @@ export class Runner implements StepRunner {
   async warmup(): Promise<void> {
     const seq = -1;
     const token = this.config.bosId ?? 0;
-    const tokens = Array(this.forward.gemvMaxRows + 1).fill(token);
+    const tokens = Array(Math.min(this.forward.gemvMaxRows + 1, this.maxTokens)).fill(token);
     this.kv.alloc(seq);
     try {
       // A verify entry past gemvMaxRows rows: prefill attention, GEMMs, and the lm_head GEMM over several rows.
@@ -168,7 +175,7 @@ export class Runner implements StepRunner {
     if (this.destroyed) throw new IntabModelError('This Runner was destroyed: load the model again.');
     if (entries.length === 0) return [];
     const layers = checkLayers(this.config, options.layers);
-    checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows);
+    checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows, this.maxTokens);
     // Each entry's rows: one per plain entry (its sampling), one per token of a verify entry (verify[i]).
     const rowParams: SamplingParams[] = [];
     const spans: AcceptSpan[] = [];
@@ -213,6 +220,7 @@ export class Runner implements StepRunner {
       mask: this.bytes('sampler.mask', packed.mask),
       out: this.samplesOut,
       batch: R,
+      adjust: packed.adjust,
     });
     this.accept.encode(pass, {
       samples: this.samplesOut,

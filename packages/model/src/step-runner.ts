@@ -76,6 +76,8 @@ export interface StepRunner {
   readonly maxBatch: number;
   /** Most sampled rows in one step (one per plain entry, tokens.length per verify entry) [unbounded]. */
   readonly maxRows?: number;
+  /** Most tokens in one step, of all its entries [unbounded]. */
+  readonly maxTokens?: number;
   readonly kv: KvPages;
   /** Saving and restoring pages; absent where the runner cannot (the engine then refuses to persist). */
   readonly pageIO?: PageIO;

@@ -31,35 +31,59 @@ function requireReadable(info: TensorInfo): asserts info is TensorInfo & { dtype
   }
 }
 
-/** An (N, K) matrix in its stored format, or quantized to o.quantize on the way (f32/f16/bf16 sources). */
-export async function uploadMatrix(gpu: Gpu, info: TensorInfo, label: string, o: UploadOptions = {}): Promise<WeightTensor> {
+/** The format an (N, K) matrix has on the GPU: as stored, or o.quantize for f32/f16/bf16 rows of K % 32 == 0. */
+export function uploadDtype(info: TensorInfo, quantize?: UploadOptions['quantize']): WeightDtype {
   requireReadable(info);
+  const stored = info.dtype;
+  const k = info.shape[info.shape.length - 1];
+  const convert = quantize !== undefined && (stored === 'f32' || stored === 'f16' || stored === 'bf16') && k % 32 === 0;
+  return convert ? quantize : stored;
+}
+
+function requireMatrix(info: TensorInfo): void {
   if (info.shape.length !== 2) {
     throw new ModelMismatchError(info.source.name, `tensor '${info.name}' shape`, 'a matrix (2 dimensions)', `[${info.shape.join(', ')}]`);
   }
+}
+
+/** An (N, K) matrix in its stored format, or quantized to o.quantize on the way (f32/f16/bf16 sources). */
+export async function uploadMatrix(gpu: Gpu, info: TensorInfo, label: string, o: UploadOptions = {}): Promise<WeightTensor> {
+  requireMatrix(info);
   const [n, k] = info.shape;
-  const stored = info.dtype;
-  const convert = o.quantize !== undefined && (stored === 'f32' || stored === 'f16' || stored === 'bf16') && k % 32 === 0;
-  const target: WeightDtype = convert ? o.quantize! : stored;
-  const weight = createWeight(gpu, { dtype: target, n, k, label });
-  const srcRowBytes = rowBytes(stored, k);
+  const weight = createWeight(gpu, { dtype: uploadDtype(info, o.quantize), n, k, label });
   try {
-    let rows = Math.max(2, Math.floor(CHUNK_BYTES / srcRowBytes));
-    rows -= rows % 2; // even row counts keep every write 4-byte aligned (rows of 18/34/210 bytes)
-    for (let r = 0; r < n; r += rows) {
-      o.signal?.throwIfAborted();
-      const count = Math.min(rows, n - r);
-      let bytes = await info.source.read(info.offset + r * srcRowBytes, count * srcRowBytes, o.signal);
-      o.hash?.update(bytes);
-      if (convert) bytes = quantize(o.quantize!, dequantize(stored, bytes, count, k), count, k);
-      writeRows(gpu, weight, r, bytes);
-      o.onBytes?.((r + count) * srcRowBytes);
-    }
+    await uploadRows(gpu, info, weight, 0, o);
   } catch (err) {
     weight.destroy();
     throw err;
   }
   return weight;
+}
+
+/**
+ * Streams an (N, K) matrix into rows [firstRow, firstRow + N) of `into` (its format must be uploadDtype's and its
+ * K the same): several matrices stacked into one tensor, e.g. [q; k; v] for one GEMV.
+ */
+export async function uploadRows(gpu: Gpu, info: TensorInfo, into: WeightTensor, firstRow: number, o: UploadOptions = {}): Promise<void> {
+  requireMatrix(info);
+  const [n, k] = info.shape;
+  const stored = info.dtype as WeightDtype;
+  const target = uploadDtype(info, o.quantize);
+  if (target !== into.dtype || k !== into.k || firstRow + n > into.n) {
+    throw new ModelMismatchError(info.source.name, `tensor '${info.name}'`, `${into.dtype} rows of ${into.k} fitting '${into.label}' from row ${firstRow}`, `${target} [${n}, ${k}]`);
+  }
+  const srcRowBytes = rowBytes(stored, k);
+  let rows = Math.max(2, Math.floor(CHUNK_BYTES / srcRowBytes));
+  rows -= rows % 2; // even row counts keep every write 4-byte aligned (rows of 18/34/210 bytes)
+  for (let r = 0; r < n; r += rows) {
+    o.signal?.throwIfAborted();
+    const count = Math.min(rows, n - r);
+    let bytes = await info.source.read(info.offset + r * srcRowBytes, count * srcRowBytes, o.signal);
+    o.hash?.update(bytes);
+    if (target !== stored) bytes = quantize(target as 'q8_0' | 'q4_0', dequantize(stored, bytes, count, k), count, k);
+    writeRows(gpu, into, firstRow + r, bytes);
+    o.onBytes?.((r + count) * srcRowBytes);
+  }
 }
 
 /** A 1-D tensor (norm weight, bias) as f32 values, on the CPU. */

@@ -111,6 +111,33 @@ describe('GPU forward = CPU reference, every fixture variant (f32)', () => {
     expect(Math.max(err.prefill, err.decode, err.batch)).toBeLessThanOrEqual(TOL);
   });
 
+  // Q4_K_M files store some projections in another format (attn_v and ffn_down in q6_K): q, k and v, or gate and
+  // up, that cannot be stacked into one tensor run as separate matmuls into one buffer's column ranges and still
+  // match. Here attn_v and ffn_up are f16 and the rest f32 (the reference holds the same f16-rounded values).
+  test('qwen2 with attn_v and ffn_up in another format than their neighbours matches the reference', async () => {
+    const gpu = await testGpu();
+    const files = await hfModel('qwen2');
+    const w = fixtureWeights('qwen2', SEED);
+    const other = (name: string) => /attn_v\.weight|ffn_up\.weight/.test(name);
+    const tensors = new Map(files.tensors);
+    const rounded = new Map(w.tensors);
+    for (const [name, info] of files.tensors) {
+      if (!other(name)) continue;
+      const [n, k] = info.shape;
+      const f16 = quantize('f16', w.tensors.get(name)!, n, k);
+      tensors.set(name, { ...info, dtype: 'f16', source: bytesSource(`${name}.f16`, f16), offset: 0, byteLength: f16.byteLength });
+      rounded.set(name, dequantize('f16', f16, n, k));
+    }
+    const runner = await Runner.load(gpu, files.config, tensors, { kvBudgetBytes: 1 << 20 });
+    expect(runner.weights.layers[0].qkv.map((t) => t.dtype)).toEqual(['f32', 'f32', 'f16']);
+    expect(runner.weights.layers[0].gateUp.map((t) => t.dtype)).toEqual(['f32', 'f16']);
+    runner.destroy();
+    const mixed = { ...files, tensors };
+    const err = await compareForward(gpu, mixed, () => createReferenceModel(w.config, (n) => rounded.get(n)));
+    console.log(JSON.stringify({ test: 'variants', variant: 'qwen2', layout: 'mixed formats', maxRelError: err }));
+    expect(Math.max(err.prefill, err.decode, err.batch)).toBeLessThanOrEqual(TOL);
+  });
+
   // The comparison is not vacuous: a GPU model with the wrong rope style, or without its sliding window,
   // lands far outside the tolerance.
   test('a wrong rope style or a dropped sliding window fails the tolerance', async () => {

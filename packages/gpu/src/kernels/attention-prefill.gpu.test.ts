@@ -1,9 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { createAttentionPrefill } from './attention-prefill.ts';
-import { createKvAppend } from './kv-append.ts';
-import { createRope } from './rope.ts';
-import { cacheRow, kvAppend, pagedAttention, randomPagedCache } from '../reference/attention.ts';
-import { rope } from '../reference/rope.ts';
+import { createRopeKvAppend } from './rope-kv-append.ts';
+import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attention.ts';
+import { ropeKvAppend } from '../reference/rope.ts';
 import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 interface Step {
@@ -90,7 +89,7 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
     });
   }
 
-  test('rope → kv-append → prefill in one pass, llama3 rope, outlier keys, D=64 H=4 Hkv=1', async () => {
+  test('rope-kv-append → prefill in one pass, llama3 rope, outlier keys, D=64 H=4 Hkv=1', async () => {
     const gpu = await testGpu();
     const [H, Hkv, D, PAGE] = [4, 1, 64, 16];
     const rng = mulberry32(21);
@@ -101,32 +100,30 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
     const T = seqIds.length;
     for (let t = 0; t < T; t++) {
       const at = cacheRow(cache, seqIds[t], positions[t], 0);
-      cache.k.fill(NaN, at, at + Hkv * D); // kv-append must fill these before attention reads them
+      cache.k.fill(NaN, at, at + Hkv * D); // rope-kv-append must fill these before attention reads them
       cache.v.fill(NaN, at, at + Hkv * D);
     }
-    const q = randomF32(T * H * D, 22);
-    const k = randomF32(T * Hkv * D, 23);
-    const v = randomF32(T * Hkv * D, 24);
-    for (let d = 0; d < D; d++) k[7 * D + d] = 12 * q[(7 * H + 1) * D + d]; // token 7 (seq 1) attends hard to itself
+    // Token t's projections [q (H D) | k (Hkv D) | v (Hkv D)], as the q|k|v GEMV writes them.
+    const row = (H + 2 * Hkv) * D;
+    const qkv = randomF32(T * row, 22);
+    for (let d = 0; d < D; d++) qkv[7 * row + H * D + d] = 12 * qkv[7 * row + D + d]; // token 7 (seq 1) attends hard to itself
+    const shape = { heads: H, kvHeads: Hkv, headDim: D, pageSize: PAGE };
     const ropeCfg = { headDim: D, theta: 500000, style: 'neox' as const, scaling: { type: 'llama3' as const, factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 64 } };
-    const r = createRope(gpu, ropeCfg);
+    const r = createRopeKvAppend(gpu, { ...shape, ...ropeCfg });
     const bufs = {
-      q: upload(gpu, q), k: upload(gpu, k), v: upload(gpu, v), kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v),
+      kCache: upload(gpu, cache.k), vCache: upload(gpu, cache.v),
       pageTable: upload(gpu, cache.pageTable), seqIds: upload(gpu, new Uint32Array(seqIds)), positions: upload(gpu, new Uint32Array(positions)),
     };
-    const out = scratch(gpu, q.byteLength);
-    const shape = { heads: H, kvHeads: Hkv, headDim: D, pageSize: PAGE };
+    const q = scratch(gpu, T * H * D * 4);
+    const out = scratch(gpu, T * H * D * 4);
     const paged = { ...bufs, sequences: 2, maxPagesPerSeq: cache.maxPages, tokens: T };
     await run(gpu, (pass) => {
-      r.encode(pass, { q: bufs.q, k: bufs.k, positions: bufs.positions, tokens: T, heads: H, kvHeads: Hkv });
-      createKvAppend(gpu, shape).encode(pass, paged);
-      createAttentionPrefill(gpu, shape, { variant }).encode(pass, { ...paged, out });
+      r.encode(pass, { qkv: upload(gpu, qkv), q, ...paged });
+      createAttentionPrefill(gpu, shape, { variant }).encode(pass, { ...paged, q, out });
     });
-    const qr = Float32Array.from(rope(q, T, H, D, positions, r.invFreq, 'neox'));
-    const kr = Float32Array.from(rope(k, T, Hkv, D, positions, r.invFreq, 'neox'));
-    const appended = kvAppend(cache, kr, v, seqIds, positions);
-    const want = pagedAttention({ ...cache, ...appended }, qr, H, seqIds, positions);
-    expectClose(await readF32(gpu, out, q.length), want, { atol: 1e-4, rtol: 1e-3 });
+    const appended = ropeKvAppend(cache, qkv, row, H, seqIds, positions, r.invFreq, 'neox');
+    const want = pagedAttention({ ...cache, ...appended }, appended.q, H, seqIds, positions);
+    expectClose(await readF32(gpu, out, T * H * D), want, { atol: 1e-4, rtol: 1e-3 });
     r.destroy();
   });
 

@@ -1,5 +1,5 @@
 // The paged KV-cache layout, documented once, and the shape checks every attention wrapper shares
-// (kv-append, attention-decode, attention-prefill). Sequences grow a page at a time, so many
+// (rope-kv-append, attention-decode, attention-prefill). Sequences grow a page at a time, so many
 // sequences of very different lengths share one pool of pages without copying on growth.
 //
 // Per layer, K and V are each one buffer of shape (pages, PAGE, Hkv, D) f32:

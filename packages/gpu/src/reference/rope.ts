@@ -1,7 +1,10 @@
-// CPU twin of shaders/rope/rope.wgsl in float64: angles pos * inv_freq and their sin/cos in double
-// precision, so the GPU's exact-phase integer path is checked against the true rotation.
+// CPU twin of shaders/attention/rope-kv-append.wgsl in float64: angles pos * inv_freq and their sin/cos in double
+// precision, so the GPU's exact-phase integer path is checked against the true rotation; the append and the q/k
+// norm are the twins of attention.ts and norm.ts.
 
-import type { RopeStyle } from '../kernels/rope.ts';
+import type { RopeStyle } from '../kernels/rope-kv-append.ts';
+import { kvAppend, type PagedCache } from './attention.ts';
+import { rmsnorm } from './norm.ts';
 
 /** Rotates every head row of x (T, heads, D) by its token's position; returns a new float64 array. */
 export function rope(
@@ -32,4 +35,38 @@ export function rope(
     }
   }
   return out;
+}
+
+/**
+ * The fused kernel's result: token t's row of qkv (at t * stride) split into q (H heads), k and v (Hkv heads each),
+ * q and k RMS-normalized per head when `norm` is given, rotated, q returned (T, H, D) and k, v appended to copies of
+ * the caches.
+ */
+export function ropeKvAppend(
+  cache: PagedCache,
+  qkv: Float32Array,
+  stride: number,
+  heads: number,
+  seqIds: ArrayLike<number>,
+  positions: ArrayLike<number>,
+  invFreq: Float64Array,
+  style: RopeStyle,
+  norm?: { q: Float32Array; k: Float32Array; eps: number },
+): { q: Float32Array; k: Float32Array; v: Float32Array } {
+  const [T, Hkv, D] = [seqIds.length, cache.kvHeads, cache.headDim];
+  const part = (from: number, n: number) => {
+    const out = new Float32Array(T * n);
+    for (let t = 0; t < T; t++) out.set(qkv.subarray(t * stride + from, t * stride + from + n), t * n);
+    return out;
+  };
+  let q: Float32Array = part(0, heads * D);
+  let k: Float32Array = part(heads * D, Hkv * D);
+  const v = part((heads + Hkv) * D, Hkv * D);
+  if (norm) {
+    q = rmsnorm(q, norm.q, T * heads, D, norm.eps);
+    k = rmsnorm(k, norm.k, T * Hkv, D, norm.eps);
+  }
+  const qr = Float32Array.from(rope(q, T, heads, D, positions, invFreq, style));
+  const kr = Float32Array.from(rope(k, T, Hkv, D, positions, invFreq, style));
+  return { q: qr, ...kvAppend(cache, kr, v, seqIds, positions) };
 }

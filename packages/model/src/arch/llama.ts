@@ -1,7 +1,13 @@
-// The Llama family's forward pass on @intab/gpu, in the spirit of llama2.c's run.c: Config (config.ts),
-// Weights (loaded once, stored format kept), Scratch (per-step activations) and one function that records
-// the whole step layer by layer into one command encoder. Family differences (qkv bias, q/k norm, tied
-// embeddings, rope style and scaling, head dim) are config fields, not subclasses.
+// The Llama family's forward pass on @intab/gpu, in the spirit of llama2.c's run.c: Config (config.ts), Weights
+// (llama-weights.ts: loaded once, stored format kept), RunState (every activation of a step, allocated once at load
+// for the most tokens and logits rows a step may have) and one function that records the whole step layer by layer
+// into one command encoder. Family differences (qkv bias, q/k norm, tied embeddings, rope style and scaling, head
+// dim, the gated activation) are config fields, not subclasses.
+//
+// A decode step (up to gemvMaxRows tokens) runs 6 dispatches per layer, plus one more when attention needs its
+// split-K reduce: norm + q|k|v GEMV, RoPE + KV append, attention, o GEMV + residual, norm + gate|up GEMV + SwiGLU,
+// down GEMV + residual. Longer steps (prefill) run a norm and a GEMM where the GEMV fuses the norm, and the
+// activation as its own kernel.
 
 import {
   createAttentionDecode,
@@ -9,185 +15,24 @@ import {
   createEmbedding,
   createGemm,
   createGemv,
-  createKvAppend,
   createRmsNorm,
-  createRope,
+  createRopeKvAppend,
   createSwiglu,
   createGeluTanh,
   type AttentionDecode,
   type AttentionPrefill,
+  type Gemv,
   type Gpu,
+  type RopeKvAppend,
   type WeightDtype,
   type WeightTensor,
 } from '@intab/gpu';
 import type { LlamaConfig } from '../config.ts';
-import { IntabModelError, ModelMismatchError } from '../errors.ts';
+import { IntabModelError } from '../errors.ts';
 import type { PagedKvCache } from '../kv-cache.ts';
-import type { TensorInfo } from '../types.ts';
-import { createXXHash128 } from 'hash-wasm';
-import { readVector, uploadMatrix, uploadVector, type UploadOptions } from '../upload.ts';
+import type { LlamaWeights } from './llama-weights.ts';
 
-// ---- weights ----
-
-export interface LayerWeights {
-  attnNorm: GPUBuffer; // (C) f32
-  q: WeightTensor; // (H*D, C)
-  k: WeightTensor; // (Hkv*D, C)
-  v: WeightTensor; // (Hkv*D, C)
-  o: WeightTensor; // (C, H*D)
-  qBias?: GPUBuffer; // (H*D) f32, qkvBias
-  kBias?: GPUBuffer; // (Hkv*D)
-  vBias?: GPUBuffer; // (Hkv*D)
-  qNorm?: GPUBuffer; // (D) f32, qkNorm
-  kNorm?: GPUBuffer; // (D)
-  ffnNorm: GPUBuffer; // (C)
-  gate: WeightTensor; // (F, C)
-  up: WeightTensor; // (F, C)
-  down: WeightTensor; // (C, F)
-}
-
-export interface LlamaWeights {
-  embed: WeightTensor; // (V, C)
-  layers: LayerWeights[];
-  outputNorm: GPUBuffer; // (C)
-  output: WeightTensor; // (V, C); the embedding itself when tied
-  /** (rotaryDim/2) llama.cpp rope_freqs factors, when config.rope.freqFactors. */
-  ropeFreqs?: Float32Array;
-  bytes: number;
-  /**
-   * 'xxh128:<hex>' over every tensor as read from its file, in load order, each with its name, shape and stored
-   * dtype: what identifies these weights (saved KV pages are only restored into the same weights).
-   */
-  hash: string;
-  destroy(): void;
-}
-
-/** Canonical (GGUF-style) tensor names to their stored tensors, e.g. 'blk.0.attn_q.weight'. */
-export type TensorTable = ReadonlyMap<string, TensorInfo>;
-
-export interface LoadProgress {
-  loaded: number;
-  total: number;
-}
-
-/** Upload every weight, checking each shape against the config before allocating. */
-export async function loadLlamaWeights(
-  gpu: Gpu,
-  c: LlamaConfig,
-  tensors: TensorTable,
-  options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void; quantize?: 'q8_0' | 'q4_0' } = {},
-): Promise<LlamaWeights> {
-  const { hidden: C, ffn: F, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = c;
-  const expect: [string, number[]][] = [['token_embd.weight', [V, C]], ['output_norm.weight', [C]]];
-  if (!c.tiedEmbeddings) expect.push(['output.weight', [V, C]]);
-  if (c.rope.freqFactors) expect.push(['rope_freqs.weight', [c.rope.rotaryDim / 2]]);
-  for (let i = 0; i < c.layers; i++) {
-    const b = `blk.${i}.`;
-    expect.push(
-      [`${b}attn_norm.weight`, [C]],
-      [`${b}attn_q.weight`, [H * D, C]],
-      [`${b}attn_k.weight`, [Hkv * D, C]],
-      [`${b}attn_v.weight`, [Hkv * D, C]],
-      [`${b}attn_output.weight`, [C, H * D]],
-      [`${b}ffn_norm.weight`, [C]],
-      [`${b}ffn_gate.weight`, [F, C]],
-      [`${b}ffn_up.weight`, [F, C]],
-      [`${b}ffn_down.weight`, [C, F]],
-    );
-    if (c.qkvBias) expect.push([`${b}attn_q.bias`, [H * D]], [`${b}attn_k.bias`, [Hkv * D]], [`${b}attn_v.bias`, [Hkv * D]]);
-    if (c.qkNorm) expect.push([`${b}attn_q_norm.weight`, [D]], [`${b}attn_k_norm.weight`, [D]]);
-  }
-  let total = 0;
-  for (const [name, shape] of expect) {
-    const t = tensors.get(name);
-    const file = t?.source.name ?? [...tensors.values()][0]?.source.name ?? 'model';
-    if (!t) throw new ModelMismatchError(file, `tensor '${name}'`, `present with shape [${shape.join(', ')}]`, 'missing');
-    const same = t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i]);
-    // 1-D tensors may be stored as [1, n] or [n]; compare element counts for them.
-    const count = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
-    if (!same && !(shape.length === 1 && count(t.shape) === shape[0])) {
-      throw new ModelMismatchError(t.source.name, `tensor '${name}' shape`, `[${shape.join(', ')}]`, `[${t.shape.join(', ')}]`);
-    }
-    total += t.byteLength;
-  }
-
-  let loaded = 0;
-  const owned: { destroy(): void }[] = [];
-  // Hashed as they stream past (xxh128 in wasm: several GB/s, never the whole model in memory).
-  const hash = await createXXHash128();
-  hash.init();
-  const progress = (name: string): UploadOptions => {
-    const base = loaded;
-    const t = tensors.get(name)!;
-    hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
-    return {
-      signal: options.signal,
-      quantize: options.quantize,
-      onBytes: (b) => options.onProgress?.({ loaded: base + b, total }),
-      hash,
-    };
-  };
-  const matrix = async (name: string, label: string) => {
-    const info = tensors.get(name)!;
-    const w = await uploadMatrix(gpu, info, label, progress(name));
-    loaded += info.byteLength;
-    owned.push(w);
-    return w;
-  };
-  const vector = async (name: string, label: string) => {
-    const info = tensors.get(name)!;
-    const b = await uploadVector(gpu, info, label, progress(name));
-    loaded += info.byteLength;
-    owned.push(b);
-    return b;
-  };
-  try {
-    const embed = await matrix('token_embd.weight', 'token_embd');
-    const layers: LayerWeights[] = [];
-    for (let i = 0; i < c.layers; i++) {
-      const b = `blk.${i}.`;
-      const L = `L${i}.`;
-      layers.push({
-        attnNorm: await vector(`${b}attn_norm.weight`, `${L}attn_norm`),
-        q: await matrix(`${b}attn_q.weight`, `${L}attn.q`),
-        k: await matrix(`${b}attn_k.weight`, `${L}attn.k`),
-        v: await matrix(`${b}attn_v.weight`, `${L}attn.v`),
-        o: await matrix(`${b}attn_output.weight`, `${L}attn.o`),
-        qBias: c.qkvBias ? await vector(`${b}attn_q.bias`, `${L}attn.q.bias`) : undefined,
-        kBias: c.qkvBias ? await vector(`${b}attn_k.bias`, `${L}attn.k.bias`) : undefined,
-        vBias: c.qkvBias ? await vector(`${b}attn_v.bias`, `${L}attn.v.bias`) : undefined,
-        qNorm: c.qkNorm ? await vector(`${b}attn_q_norm.weight`, `${L}attn.q_norm`) : undefined,
-        kNorm: c.qkNorm ? await vector(`${b}attn_k_norm.weight`, `${L}attn.k_norm`) : undefined,
-        ffnNorm: await vector(`${b}ffn_norm.weight`, `${L}ffn_norm`),
-        gate: await matrix(`${b}ffn_gate.weight`, `${L}ffn.gate`),
-        up: await matrix(`${b}ffn_up.weight`, `${L}ffn.up`),
-        down: await matrix(`${b}ffn_down.weight`, `${L}ffn.down`),
-      });
-    }
-    const outputNorm = await vector('output_norm.weight', 'output_norm');
-    const output = c.tiedEmbeddings ? embed : await matrix('output.weight', 'output');
-    const ropeFreqs = c.rope.freqFactors ? await readVector(tensors.get('rope_freqs.weight')!, progress('rope_freqs.weight')) : undefined;
-    if (ropeFreqs) loaded += tensors.get('rope_freqs.weight')!.byteLength;
-    let destroyed = false;
-    return {
-      embed,
-      layers,
-      outputNorm,
-      output,
-      ropeFreqs,
-      bytes: total,
-      hash: `xxh128:${hash.digest('hex')}`,
-      destroy() {
-        if (destroyed) return;
-        destroyed = true;
-        for (const o of owned) o.destroy();
-      },
-    };
-  } catch (err) {
-    for (const o of owned) o.destroy();
-    throw err;
-  }
-}
+export { loadLlamaWeights, type LayerWeights, type LlamaWeights, type LoadProgress, type TensorTable } from './llama-weights.ts';
 
 // ---- one step ----
 
@@ -233,18 +78,50 @@ export function checkLayers(config: LlamaConfig, layers: number | undefined): nu
   return layers;
 }
 
-/** Records forward steps of a loaded model into a caller's encoder; owns its scratch buffers. */
+/** The most a step may hold, which sizes the RunState. */
+export interface StepLimits {
+  /** Tokens of all sequences in one step (T). */
+  maxTokens: number;
+  /** Sequences in one step (B). */
+  maxBatch: number;
+  /** Logits rows in one step (R). */
+  maxRows: number;
+}
+
+/**
+ * Every activation and input of a step, allocated once at load for StepLimits (T tokens, B sequences, R logits rows),
+ * so a step creates no buffer and every dispatch's bind group is built once.
+ */
+export interface RunState {
+  ids: GPUBuffer; // (T) u32 token ids
+  seqRows: GPUBuffer; // (T) u32 each token's row of the page table (its sequence in the step)
+  positions: GPUBuffer; // (T) u32 each token's position in its sequence
+  pageTable: GPUBuffer; // (B, maxPages) u32 the step's sequences' pages
+  h: GPUBuffer; // (T, C) the residual stream
+  xn: GPUBuffer; // (T, C) the normalized stream, input of the prefill GEMMs (decode GEMVs normalize on the fly)
+  qkv: GPUBuffer; // (T, (H + 2 Hkv) D) the q, k and v projections side by side
+  q: GPUBuffer; // (T, H, D) rotated queries
+  att: GPUBuffer; // (T, H, D) attention output
+  gateUp: GPUBuffer; // (T, 2F) gate and up projections side by side (prefill, or when their formats differ)
+  ff: GPUBuffer; // (T, F) the gated activation
+  outRows: GPUBuffer; // (R, C) the stream's rows whose logits are wanted, when not all T in order
+  outNorm: GPUBuffer; // (R, C) their final norm (more rows than gemvMaxRows)
+  logits: GPUBuffer; // (R, V) f32
+  partials: GPUBuffer; // decode attention's split-K partials for B tokens over the longest context the cache holds
+}
+
+/** Records forward steps of a loaded model into a caller's encoder; owns its RunState. */
 export class LlamaForward {
-  private readonly gemv = new Map<string, ReturnType<typeof createGemv>>();
+  private readonly gemv = new Map<string, Gemv>();
   private readonly gemm = new Map<string, ReturnType<typeof createGemm>>();
-  private readonly rope;
-  private readonly kvAppend;
+  private readonly ropeAppend: RopeKvAppend;
   private readonly decode: AttentionDecode;
   private readonly prefill: AttentionPrefill;
   private readonly embedding;
   private readonly norm;
   private readonly act;
-  private scratch = new Map<string, GPUBuffer>();
+  private readonly state: RunState;
+  private readonly maxPages: number;
   private destroyed = false;
   /** Steps of up to this many rows run GEMVs (gemvMaxRows), longer ones GEMMs. */
   readonly gemvMaxRows: number;
@@ -254,25 +131,30 @@ export class LlamaForward {
     readonly config: LlamaConfig,
     readonly weights: LlamaWeights,
     readonly kv: PagedKvCache,
+    readonly limits: StepLimits,
   ) {
     const c = config;
     this.gemvMaxRows = gemvMaxRows(gpu);
-    this.rope = createRope(gpu, {
-      headDim: c.headDim,
+    const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
+    this.ropeAppend = createRopeKvAppend(gpu, {
+      ...shape,
       rotaryDim: c.rope.rotaryDim,
       theta: c.rope.theta,
       style: c.rope.style,
       scaling: c.rope.scaling,
       freqFactors: weights.ropeFreqs,
+      qkNorm: c.qkNorm,
       label: 'rope',
     });
-    const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
-    this.kvAppend = createKvAppend(gpu, shape);
     this.decode = createAttentionDecode(gpu, shape, { label: 'attn.decode' });
     this.prefill = createAttentionPrefill(gpu, shape);
     this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype });
     this.norm = createRmsNorm(gpu);
     this.act = c.activation === 'gelu_tanh' ? createGeluTanh(gpu, { gated: true }) : createSwiglu(gpu);
+    // The longest sequence a step can see: the model's context, or all the cache's pages.
+    const longest = Math.min(c.maxContext, kv.pages * kv.pageSize);
+    this.maxPages = Math.ceil(longest / kv.pageSize);
+    this.state = this.allocate(longest);
   }
 
   /**
@@ -283,6 +165,7 @@ export class LlamaForward {
   encode(encoder: GPUCommandEncoder, plan: StepPlan, options: ForwardOptions = {}): GPUBuffer {
     const c = this.config;
     const w = this.weights;
+    const s = this.state;
     const layers = checkLayers(c, options.layers);
     const T = plan.ids.length;
     const B = plan.sequences;
@@ -290,120 +173,150 @@ export class LlamaForward {
     if (R === 0 || plan.outputs.some((t) => t >= T)) {
       throw new IntabModelError(`step plan: outputs must name 1..${T} of the step's ${T} tokens (indices below ${T}); got [${[...plan.outputs].join(', ')}].`);
     }
-    const [C, F, H, Hkv, D, V] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim, c.vocab];
-    const upload = (name: string, data: Uint32Array) => {
-      const b = this.buffer(name, data.byteLength);
-      this.gpu.device.queue.writeBuffer(b, 0, data);
-      return b;
-    };
-    const ids = upload('ids', plan.ids);
-    const rows = upload('rows', plan.rows);
-    const positions = upload('positions', plan.positions);
-    const pageTable = upload('pageTable', plan.pageTable);
-    const h = this.buffer('h', T * C * 4); // residual stream (T, C)
-    const xn = this.buffer('xn', T * C * 4); // normalized (T, C)
-    const q = this.buffer('q', T * H * D * 4);
-    const k = this.buffer('k', T * Hkv * D * 4);
-    const v = this.buffer('v', T * Hkv * D * 4);
-    const qn = c.qkNorm ? this.buffer('qn', T * H * D * 4) : q;
-    const kn = c.qkNorm ? this.buffer('kn', T * Hkv * D * 4) : k;
-    const att = this.buffer('att', T * H * D * 4);
-    const gate = this.buffer('gate', T * F * 4);
-    const up = this.buffer('up', T * F * 4);
-    const ff = this.buffer('ff', T * F * 4);
-    const decodeOnly = B === T; // every sequence contributes one token
-    const paged = { pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: rows, positions, tokens: T };
+    const { maxTokens, maxBatch, maxRows } = this.limits;
+    if (T > maxTokens || B > maxBatch || R > maxRows || plan.maxPages > this.maxPages) {
+      throw new IntabModelError(
+        `step plan: ${T} tokens, ${B} sequences, ${R} logits rows and ${plan.maxPages} pages exceed what this Runner was loaded for (${maxTokens}, ${maxBatch}, ${maxRows}, ${this.maxPages}): split the step, or load it with larger limits.`,
+      );
+    }
+    const [C, F, H, Hkv, D] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim];
+    const queue = this.gpu.device.queue;
+    queue.writeBuffer(s.ids, 0, plan.ids);
+    queue.writeBuffer(s.seqRows, 0, plan.rows);
+    queue.writeBuffer(s.positions, 0, plan.positions);
+    queue.writeBuffer(s.pageTable, 0, plan.pageTable);
+    const gemv = T <= this.gemvMaxRows;
+    const qkvRow = (H + 2 * Hkv) * D;
+    const paged = { pageTable: s.pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: s.seqRows, positions: s.positions, tokens: T };
     const window = c.slidingWindow ?? 0;
 
     let pass = encoder.beginComputePass({ label: `step T=${T}` });
     // x = embed[ids]
-    this.embedding.encode(pass, { weight: w.embed, ids, out: h, tokens: T });
+    this.embedding.encode(pass, { weight: w.embed, ids: s.ids, out: s.h, tokens: T });
     for (let l = 0; l < layers; l++) {
       const L = w.layers[l];
-      // attention: xn = rmsnorm(h); q, k, v = W xn (+ b); q/k norm; rope; append k, v; att = attention(q)
-      this.norm.encode(pass, { x: h, weight: L.attnNorm, out: xn, rows: T, cols: C, eps: c.rmsEps });
-      let [qr, kr] = [q, k];
-      this.matmul(pass, L.q, xn, q, T, L.qBias);
-      this.matmul(pass, L.k, xn, k, T, L.kBias);
-      this.matmul(pass, L.v, xn, v, T, L.vBias);
-      if (L.qNorm && L.kNorm) {
-        // per-head RMSNorm of q and k (Qwen3), before rope
-        [qr, kr] = [qn, kn];
-        this.norm.encode(pass, { x: q, weight: L.qNorm, out: qn, rows: T * H, cols: D, eps: c.rmsEps });
-        this.norm.encode(pass, { x: k, weight: L.kNorm, out: kn, rows: T * Hkv, cols: D, eps: c.rmsEps });
+      // attention: q|k|v = W rmsnorm(h) (+ b); q/k norm, rope, k and v into the cache; att = attention(q)
+      let column = 0;
+      if (!gemv) this.norm.encode(pass, { x: s.h, weight: L.attnNorm, out: s.xn, rows: T, cols: C, eps: c.rmsEps });
+      for (const weight of L.qkv) {
+        this.matmul(pass, weight, gemv ? s.h : s.xn, s.qkv, T, { bias: L.qkvBias, yStride: qkvRow, yColumn: column, norm: gemv ? L.attnNorm : undefined });
+        column += weight.n;
       }
-      this.rope.encode(pass, { q: qr, k: kr, positions, tokens: T, heads: H, kvHeads: Hkv });
       const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l] };
-      this.kvAppend.encode(pass, { k: kr, v, ...cache, ...paged });
+      this.ropeAppend.encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
       // keys j with pos - j >= slidingWindow are skipped (Mistral); window 0 = full causal
-      if (decodeOnly) this.decode.encode(pass, { q: qr, out: att, ...cache, ...paged, maxContext: plan.maxContext, window });
-      else this.prefill.encode(pass, { q: qr, out: att, ...cache, ...paged, window });
+      if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, maxContext: plan.maxContext, window, scratch: s.partials });
+      else this.prefill.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, window });
       // h += Wo att
-      this.matmul(pass, L.o, att, h, T, undefined, true);
-      // mlp: xn = rmsnorm(h); h += Wdown act(Wgate xn, Wup xn)
-      this.norm.encode(pass, { x: h, weight: L.ffnNorm, out: xn, rows: T, cols: C, eps: c.rmsEps });
-      this.matmul(pass, L.gate, xn, gate, T);
-      this.matmul(pass, L.up, xn, up, T);
-      this.act.encode(pass, { x: gate, up, out: ff, rows: T, cols: F });
-      this.matmul(pass, L.down, ff, h, T, undefined, true);
+      this.matmul(pass, L.o, s.att, s.h, T, { accumulate: true });
+      // mlp: h += Wdown act(Wgate rmsnorm(h), Wup rmsnorm(h))
+      if (gemv && L.gateUp.length === 1) {
+        this.matmul(pass, L.gateUp[0], s.h, s.ff, T, { norm: L.ffnNorm, gated: c.activation });
+      } else {
+        if (!gemv) this.norm.encode(pass, { x: s.h, weight: L.ffnNorm, out: s.xn, rows: T, cols: C, eps: c.rmsEps });
+        column = 0;
+        for (const weight of L.gateUp) {
+          this.matmul(pass, weight, gemv ? s.h : s.xn, s.gateUp, T, { yStride: 2 * F, yColumn: column, norm: gemv ? L.ffnNorm : undefined });
+          column += weight.n;
+        }
+        this.act.encode(pass, { x: s.gateUp, up: s.gateUp, out: s.ff, rows: T, cols: F, stride: 2 * F, upStride: 2 * F, upOffset: F });
+      }
+      this.matmul(pass, L.down, s.ff, s.h, T, { accumulate: true });
     }
     // logits of the wanted tokens: gather those rows of h (unless they are all T in order), norm, lm_head
-    let rowsOut = h;
+    let rows = s.h;
     if (!(R === T && plan.outputs.every((t, r) => t === r))) {
       pass.end();
-      rowsOut = this.buffer('outRows', R * C * 4);
+      rows = s.outRows;
       // one copy per run of consecutive tokens (a verify sequence's rows are one run)
       for (let r = 0; r < R; ) {
         let n = 1;
         while (r + n < R && plan.outputs[r + n] === plan.outputs[r] + n) n++;
-        encoder.copyBufferToBuffer(h, plan.outputs[r] * C * 4, rowsOut, r * C * 4, n * C * 4);
+        encoder.copyBufferToBuffer(s.h, plan.outputs[r] * C * 4, s.outRows, r * C * 4, n * C * 4);
         r += n;
       }
       pass = encoder.beginComputePass({ label: 'step.head' });
     }
-    const outNorm = this.buffer('outNorm', R * C * 4);
-    this.norm.encode(pass, { x: rowsOut, weight: w.outputNorm, out: outNorm, rows: R, cols: C, eps: c.rmsEps });
-    const logits = this.buffer('logits', R * V * 4);
-    this.matmul(pass, w.output, outNorm, logits, R);
+    if (R <= this.gemvMaxRows) {
+      this.matmul(pass, w.output, rows, s.logits, R, { norm: w.outputNorm });
+    } else {
+      this.norm.encode(pass, { x: rows, weight: w.outputNorm, out: s.outNorm, rows: R, cols: C, eps: c.rmsEps });
+      this.matmul(pass, w.output, s.outNorm, s.logits, R);
+    }
     pass.end();
-    return logits;
+    return s.logits;
   }
 
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    for (const b of this.scratch.values()) b.destroy();
-    this.scratch.clear();
-    this.rope.destroy();
+    for (const b of Object.values(this.state)) b.destroy();
+    this.ropeAppend.destroy();
     this.decode.destroy();
   }
 
-  /** y (+)= W x for T rows: GEMV (each weight read once for up to 4 rows) when T ≤ gemvMaxRows, GEMM otherwise. */
-  private matmul(pass: GPUComputePassEncoder, weight: WeightTensor, x: GPUBuffer, y: GPUBuffer, T: number, bias?: GPUBuffer, accumulate = false): void {
-    const key = `${weight.dtype}|${bias ? 1 : 0}|${accumulate ? 1 : 0}`;
+  /**
+   * y (+)= W x for T rows: GEMV (each weight read once per group of up to 4 rows, with the input's RMSNorm and the
+   * gated activation fused when asked) when T ≤ gemvMaxRows, GEMM otherwise (its input already normalized).
+   */
+  private matmul(
+    pass: GPUComputePassEncoder,
+    weight: WeightTensor,
+    x: GPUBuffer,
+    y: GPUBuffer,
+    T: number,
+    o: { bias?: GPUBuffer; accumulate?: boolean; norm?: GPUBuffer; gated?: 'silu' | 'gelu_tanh'; yStride?: number; yColumn?: number } = {},
+  ): void {
+    const dtype = weight.dtype as WeightDtype;
+    const { bias, accumulate = false, norm, gated, yStride, yColumn } = o;
     if (T <= this.gemvMaxRows) {
+      const key = `${dtype}|${bias ? 1 : 0}|${accumulate ? 1 : 0}|${norm ? 1 : 0}|${gated ?? ''}`;
       let g = this.gemv.get(key);
-      if (!g) this.gemv.set(key, (g = createGemv(this.gpu, { dtype: weight.dtype as WeightDtype, bias: !!bias, accumulate })));
-      g.encode(pass, { weight, x, y, bias, batch: T });
+      if (!g) this.gemv.set(key, (g = createGemv(this.gpu, { dtype, bias: !!bias, accumulate, norm: !!norm, gated })));
+      g.encode(pass, { weight, x, y, bias, batch: T, normWeight: norm, eps: this.config.rmsEps, yStride, yColumn });
     } else {
+      const key = `${dtype}|${bias ? 1 : 0}|${accumulate ? 1 : 0}`;
       let g = this.gemm.get(key);
-      if (!g) this.gemm.set(key, (g = createGemm(this.gpu, { dtype: weight.dtype as WeightDtype, bias: !!bias, accumulate })));
-      g.encode(pass, { weight, x, y, bias, tokens: T });
+      if (!g) this.gemm.set(key, (g = createGemm(this.gpu, { dtype, bias: !!bias, accumulate })));
+      g.encode(pass, { weight, x, y, bias, tokens: T, yStride, yColumn });
     }
   }
 
-  /** A scratch buffer of at least `bytes`, reused across steps and grown when a step needs more. */
-  private buffer(name: string, bytes: number): GPUBuffer {
-    const have = this.scratch.get(name);
-    if (have && have.size >= bytes) return have;
-    // Steps are submitted one at a time, so the outgrown buffer belongs to an already submitted step;
-    // WebGPU frees it only once that work completes.
-    have?.destroy();
-    const size = Math.max(256, 2 ** Math.ceil(Math.log2(bytes)));
-    // (GPUBufferUsage is read here, not at module load, so the module imports where WebGPU is absent.)
-    const b = this.gpu.device.createBuffer({ label: `step.${name}`, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-    this.scratch.set(name, b);
-    return b;
+  /** The RunState for this.limits, the decode partials sized for `longest` positions. */
+  private allocate(longest: number): RunState {
+    const c = this.config;
+    const { maxTokens: T, maxBatch: B, maxRows: R } = this.limits;
+    const [C, F, H, Hkv, D, V] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim, c.vocab];
+    const made: GPUBuffer[] = [];
+    const buffer = (name: string, bytes: number, copySrc = false) => {
+      // (GPUBufferUsage is read here, not at module load, so the module imports where WebGPU is absent.)
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | (copySrc ? GPUBufferUsage.COPY_SRC : 0);
+      const b = this.gpu.device.createBuffer({ label: `step.${name}`, size: Math.max(16, Math.ceil(bytes / 4) * 4), usage });
+      made.push(b);
+      return b;
+    };
+    try {
+      return {
+        ids: buffer('ids', T * 4),
+        seqRows: buffer('seqRows', T * 4),
+        positions: buffer('positions', T * 4),
+        pageTable: buffer('pageTable', B * this.maxPages * 4),
+        h: buffer('h', T * C * 4, true),
+        xn: buffer('xn', T * C * 4),
+        qkv: buffer('qkv', T * (H + 2 * Hkv) * D * 4),
+        q: buffer('q', T * H * D * 4),
+        att: buffer('att', T * H * D * 4),
+        gateUp: buffer('gateUp', T * 2 * F * 4),
+        ff: buffer('ff', T * F * 4),
+        outRows: buffer('outRows', R * C * 4),
+        outNorm: buffer('outNorm', R * C * 4),
+        logits: buffer('logits', R * V * 4, true),
+        partials: buffer('partials', this.decode.scratchBytes(B, longest)),
+      };
+    } catch (err) {
+      for (const b of made) b.destroy();
+      throw err;
+    }
   }
 }
 
