@@ -362,6 +362,25 @@ describe('adaptive k', () => {
     expect(speculator.want(seq, state, 1, 100)).toBeGreaterThan(0);
   });
 
+  test('where even every proposal accepted would lose to plain decoding, a sequence backs off without probing', () => {
+    const runner = new ReferenceRunner(config, (n) => tensors.get(n));
+    const speculator = new Speculator(runner, undefined, () => 0);
+    // A software adapter: fixed per-step costs dominate, so a self-draft step of 3 of 5 layers costs 0.85 of a
+    // full step and a verify step of 3 tokens 1.3 of one. No α ≤ 1 makes k proposals (k draft steps) pay.
+    for (let t = 1; t <= 17; t++) speculator.targetCosts.record(t, 10 * (1 + 0.15 * (t - 1)));
+    speculator.selfCosts.record(1, 8.5);
+    const state = new SequenceSpeculation({ method: 'self', k: 4, adaptive: true, ngramMax: 3, ngramMin: 1, layers: 3 });
+    const seq = { remaining: 100, generated: [] as number[] } as unknown as Sequence;
+    expect(state.probe).toBe(true);
+    expect(speculator.want(seq, state, 1, 100)).toBe(0); // no probe: nothing to learn
+    expect(state.offUntil).toBeGreaterThan(0);
+    // With a cheap draft (a real GPU: 0.2 of a target step) the same sequence probes after its back-off.
+    speculator.selfCosts.record(1, 2);
+    for (let i = 0; i < 20; i++) speculator.selfCosts.record(1, 2);
+    seq.generated.push(...Array(state.offUntil).fill(0));
+    expect(speculator.want(seq, state, 1, 100)).toBeGreaterThan(0);
+  });
+
   test('an open prompt: n-gram speculation switches itself off when its proposals are rejected', async () => {
     // Make verify steps measurably dear, as on a CPU adapter: the step costs are what adaptive k reads.
     const s = setup('none');

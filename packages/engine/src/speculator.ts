@@ -251,8 +251,11 @@ export class Speculator {
     const k = chooseK(state.alpha, kMax, decoding, this.targetCosts, draftCost);
     if (k > 0 || !this.targetCosts.measured) return k;
     // Nothing pays at the current estimates: after a back-off, one small probe round (its verify step
-    // updates α and clears the probe); otherwise back off, for longer each time.
-    if (state.probe) return Math.min(kMax, PROBE_K);
+    // updates α and clears the probe); otherwise back off, for longer each time. A probe measures α, so it is
+    // only worth its cost when some α could pay: where even every proposal accepted loses to plain decoding
+    // (a draft step nearly as dear as a target step, as self-drafting is where fixed per-step costs dominate),
+    // the sequence backs off without probing, and the costs are asked again after the back-off.
+    if (state.probe && chooseK(1, kMax, decoding, this.targetCosts, draftCost) > 0) return Math.min(kMax, PROBE_K);
     // Probes are spaced so that what they cost beyond plain steps stays within PROBE_BUDGET of the time.
     const base = this.targetCosts.cost(decoding);
     const probeExtra = Math.max(0, (this.targetCosts.cost(decoding + PROBE_K) + draftCost(PROBE_K)) / base - 1);
