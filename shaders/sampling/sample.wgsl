@@ -42,11 +42,23 @@ var<workgroup> red: array<u32, WG_SIZE>;   // reductions and scans (f32 as bits)
 var<workgroup> wg_seq: SeqParams;
 var<workgroup> wg_a: atomic<u32>;
 var<workgroup> wg_b: atomic<u32>;
-var<workgroup> wg_u: u32;
+var<workgroup> wg_u: atomic<u32>;         // broadcasts, read through an atomic (see wg_broadcast)
 var<workgroup> wg_bin: vec3<u32>;          // radix level result: bin, count above it, count in it
 var<private> neg_inf: f32;                 // set in main (−inf is not a valid const-expression)
 
 // ---- workgroup reductions and scans (call from uniform control flow; results are uniform) ----
+
+/**
+ * Invocation 0's v, for the whole workgroup. The value goes through an atomic: a plain workgroup load may be sunk
+ * past the barriers to its first use (Mesa's llvmpipe does, under Dawn's OpenGL backend), and by then the next
+ * reduction has overwritten the slot; an atomic is never moved past a barrier.
+ */
+fn wg_broadcast(v: u32, lid: u32) -> u32 {
+  if (lid == 0u) { atomicStore(&wg_u, v); }
+  let r = workgroupUniformLoad(&wg_u);
+  workgroupBarrier();
+  return r;
+}
 
 fn wg_max(v: f32, lid: u32) -> f32 {
   red[lid] = bitcast<u32>(v);
@@ -55,9 +67,7 @@ fn wg_max(v: f32, lid: u32) -> f32 {
     if (lid < s) { red[lid] = bitcast<u32>(max(bitcast<f32>(red[lid]), bitcast<f32>(red[lid + s]))); }
     workgroupBarrier();
   }
-  let r = workgroupUniformLoad(&red[0]);
-  workgroupBarrier();
-  return bitcast<f32>(r);
+  return bitcast<f32>(wg_broadcast(red[0], lid));
 }
 
 fn wg_sum(v: f32, lid: u32) -> f32 {
@@ -67,9 +77,7 @@ fn wg_sum(v: f32, lid: u32) -> f32 {
     if (lid < s) { red[lid] = bitcast<u32>(bitcast<f32>(red[lid]) + bitcast<f32>(red[lid + s])); }
     workgroupBarrier();
   }
-  let r = workgroupUniformLoad(&red[0]);
-  workgroupBarrier();
-  return bitcast<f32>(r);
+  return bitcast<f32>(wg_broadcast(red[0], lid));
 }
 
 struct ScanF { excl: f32, total: f32 }
@@ -87,9 +95,7 @@ fn wg_scan_f(v: f32, lid: u32) -> ScanF {
   }
   var excl = 0.0;
   if (lid > 0u) { excl = bitcast<f32>(red[lid - 1u]); }
-  let total = workgroupUniformLoad(&red[WG_SIZE - 1u]);
-  workgroupBarrier();
-  return ScanF(excl, bitcast<f32>(total));
+  return ScanF(excl, bitcast<f32>(wg_broadcast(red[WG_SIZE - 1u], lid)));
 }
 
 fn wg_scan_u(v: u32, lid: u32) -> ScanU {
@@ -104,9 +110,7 @@ fn wg_scan_u(v: u32, lid: u32) -> ScanU {
   }
   var excl = 0u;
   if (lid > 0u) { excl = red[lid - 1u]; }
-  let total = workgroupUniformLoad(&red[WG_SIZE - 1u]);
-  workgroupBarrier();
-  return ScanU(excl, total);
+  return ScanU(excl, wg_broadcast(red[WG_SIZE - 1u], lid));
 }
 
 /** Sets wg_a = a and wg_b = b for the whole workgroup. */
@@ -121,10 +125,7 @@ fn wg_reset(a: u32, b: u32, lid: u32) {
 /** wg_a (which = 0) or wg_b after everyone's updates, as a uniform value. */
 fn wg_read(which: u32, lid: u32) -> u32 {
   workgroupBarrier();
-  if (lid == 0u) { wg_u = select(atomicLoad(&wg_b), atomicLoad(&wg_a), which == 0u); }
-  let r = workgroupUniformLoad(&wg_u);
-  workgroupBarrier();
-  return r;
+  return wg_broadcast(select(atomicLoad(&wg_b), atomicLoad(&wg_a), which == 0u), lid);
 }
 
 // ---- top-M selection ----
@@ -309,7 +310,7 @@ fn pick_full(s: SeqParams, row: u32, V: u32, m: f32, lid: u32) -> u32 {
         break;
       }
     }
-    wg_u = select(pick, last, pick == NONE);
+    atomicStore(&wg_u, select(pick, last, pick == NONE));
   }
   let r = workgroupUniformLoad(&wg_u);
   workgroupBarrier();
