@@ -37,6 +37,17 @@ export interface RequestGpuOptions {
   onLost?: (error: DeviceLostError) => void;
   /** Label prefix for the device and its objects. */
   label?: string;
+  /**
+   * The WebGPU entry point to ask for an adapter: `navigator.gpu` by default. Outside a browser, the object the
+   * `webgpu` package (Dawn for Node) returns from `create([...])`.
+   */
+  gpu?: GPU;
+  /**
+   * 'compatibility' asks for a WebGPU compatibility-mode adapter (OpenGL ES / D3D11-class backends, such as Dawn's
+   * OpenGL backend in Node, which offers no core adapter); its limits are lower, and are read from the adapter like
+   * any other. Core by default.
+   */
+  featureLevel?: 'core' | 'compatibility';
 }
 
 /** The runtime: one device and what is cached and pooled on it. Create with requestGpu(), end with destroy(). */
@@ -81,11 +92,14 @@ const LIMIT_NAMES = [
  * gpu.destroy();
  */
 export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> {
-  const nav = (globalThis as { navigator?: Navigator }).navigator;
-  if (!nav?.gpu) throw new WebGpuUnavailableError('no-navigator-gpu');
+  const entry = options.gpu ?? (globalThis as { navigator?: Navigator }).navigator?.gpu;
+  if (!entry) throw new WebGpuUnavailableError('no-navigator-gpu');
   let adapter: GPUAdapter | null;
   try {
-    adapter = await nav.gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
+    adapter = await entry.requestAdapter({
+      powerPreference: options.powerPreference ?? 'high-performance',
+      ...(options.featureLevel ? { featureLevel: options.featureLevel } : {}),
+    });
   } catch (cause) {
     throw new WebGpuUnavailableError('no-adapter', String(cause), { cause });
   }

@@ -73,10 +73,10 @@ export class LimitError extends IntabGpuError {
   readonly limit: string;
   readonly requested: number;
   readonly allowed: number;
-  constructor(what: string, limit: string, requested: number, allowed: number, advice: string) {
-    super(
-      `${what} needs ${formatBytes(requested)} but this adapter's ${limit} is ${formatBytes(allowed)}: ${advice}`,
-    );
+  /** `unit` 'count' for limits that count things (storage buffers per shader stage), not bytes. */
+  constructor(what: string, limit: string, requested: number, allowed: number, advice: string, unit: 'bytes' | 'count' = 'bytes') {
+    const f = unit === 'bytes' ? formatBytes : String;
+    super(`${what} needs ${f(requested)} but this adapter's ${limit} is ${f(allowed)}: ${advice}`);
     this.name = 'LimitError';
     this.limit = limit;
     this.requested = requested;

@@ -2,6 +2,7 @@
 // explicit bind-group layout (so bind groups can be built once at load time and reused across steps).
 
 import type { GpuFeatures } from './device.ts';
+import { LimitError } from './errors.ts';
 
 /** How one binding is used by a kernel, in binding-index order. */
 /** 'uniform': the per-dispatch params (at a dynamic offset); 'constant': a uniform that never changes (a table). */
@@ -65,7 +66,7 @@ export class PipelineCache {
   }
 
   private describe(key: string, spec: KernelSpec): { descriptor: GPUComputePipelineDescriptor; layout: GPUBindGroupLayout } {
-    const layout = this.layoutFor(spec.bindings);
+    const layout = this.layoutFor(spec.bindings, `${spec.name} (${spec.variant})`);
     return {
       layout,
       descriptor: {
@@ -96,10 +97,11 @@ export class PipelineCache {
     return module;
   }
 
-  private layoutFor(bindings: readonly BindingKind[]): GPUBindGroupLayout {
+  private layoutFor(bindings: readonly BindingKind[], kernel: string): GPUBindGroupLayout {
     const key = bindings.join(',');
     let layout = this.layouts.get(key);
     if (!layout) {
+      checkBindingLimits(this.device.limits, bindings, kernel);
       layout = this.device.createBindGroupLayout({
         label: `layout(${key})`,
         entries: bindings.map((kind, binding) => ({
@@ -117,6 +119,24 @@ export class PipelineCache {
       this.layouts.set(key, layout);
     }
     return layout;
+  }
+}
+
+/**
+ * Throws LimitError when one kernel binds more buffers of a kind than the device allows per shader stage, instead of
+ * the validation error the layout would get. Kernels bind at most 8 storage buffers (WebGPU's default, core and
+ * compatibility mode alike) and one uniform of each kind; requestGpu asks for the adapter's own limits, often higher.
+ */
+export function checkBindingLimits(limits: Pick<GPUSupportedLimits, 'maxStorageBuffersPerShaderStage' | 'maxUniformBuffersPerShaderStage'>, bindings: readonly BindingKind[], kernel: string): void {
+  const storage = bindings.filter((b) => b === 'read' || b === 'storage').length;
+  if (storage > limits.maxStorageBuffersPerShaderStage) {
+    throw new LimitError(`${kernel}'s bind group`, 'maxStorageBuffersPerShaderStage', storage, limits.maxStorageBuffersPerShaderStage,
+      'this adapter cannot run the kernel; use an adapter with more storage buffers per shader stage (a core-mode WebGPU adapter has at least 8).', 'count');
+  }
+  const uniform = bindings.length - storage;
+  if (uniform > limits.maxUniformBuffersPerShaderStage) {
+    throw new LimitError(`${kernel}'s bind group`, 'maxUniformBuffersPerShaderStage', uniform, limits.maxUniformBuffersPerShaderStage,
+      'this adapter cannot run the kernel; use an adapter with more uniform buffers per shader stage.', 'count');
   }
 }
 
