@@ -97,21 +97,30 @@ declare global {
   }
 }
 
+let sink: ((record: unknown) => void) | undefined;
+
+/** Where records go outside a page (the Node runtime prints them itself); in the page, window.__intabReport. */
+export function setReportSink(fn: ((record: unknown) => void) | undefined): void {
+  sink = fn;
+}
+
 /** Sends one record to the CLI (browser.mjs prints it, or takes progress and errors itself). */
-export const report = (r: unknown) => window.__intabReport?.(r);
+export const report = (r: unknown) => (sink ?? globalThis.window?.__intabReport)?.(r);
 
 // ---- loading ----
 
-/** Opens a model's files where the CLI serves them (range requests, like a model hub); nothing is uploaded yet. */
-export async function openModel(job: ModelRef): Promise<ModelFiles> {
-  const abs = (u: string) => new URL(u, location.href).href;
-  if (job.kind === 'gguf') return openGguf(await Promise.all(job.urls.map((u) => urlSource(abs(u)))));
+/**
+ * Opens a model's files where the CLI serves them (range requests, like a model hub); nothing is uploaded yet.
+ * `sourceOf` reads one of `job.urls`: a URL relative to the page by default; the Node runtime reads paths on disk.
+ */
+export async function openModel(job: ModelRef, sourceOf: (url: string) => Promise<ByteSource> = (u) => urlSource(new URL(u, location.href).href)): Promise<ModelFiles> {
+  if (job.kind === 'gguf') return openGguf(await Promise.all(job.urls.map((u) => sourceOf(u))));
   const sources = new Map<string, ByteSource>();
   const remoteBase = job.urls.length === 1 && job.urls[0].endsWith('/') ? job.urls[0] : undefined;
   await Promise.all(
     job.files.map(async (name, i) => {
       try {
-        sources.set(name, await urlSource(abs(remoteBase ? remoteBase + name : job.urls[i])));
+        sources.set(name, await sourceOf(remoteBase ? remoteBase + name : job.urls[i]));
       } catch (err) {
         if (!remoteBase || name === 'config.json') throw err; // optional files may be absent remotely
       }

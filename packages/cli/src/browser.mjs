@@ -7,6 +7,7 @@ import { chromium } from 'playwright';
 import { ROOT } from '../../../scripts/ensure-install.mjs';
 import { chromiumArgs, chromiumPath } from '../../../scripts/chromium.mjs';
 import { DRAFT_PREFIX, MODEL_PREFIX, modelFilesMiddleware } from './model-files.mjs';
+import { progressLine } from './records.mjs';
 
 /**
  * `modelDir` is served under MODEL_PREFIX and `draftDir` (a draft model for speculative decoding) under DRAFT_PREFIX.
@@ -77,7 +78,7 @@ export async function runJob(o) {
         console.error(`intab: ${r.name}: ${r.message}`);
       } else if (r.type === 'progress') {
         // stdout holds only the records; loading progress goes to stderr
-        process.stderr.write(`loading ${r.model === 'draft' ? 'draft ' : ''}${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`);
+        process.stderr.write(progressLine(r));
       } else o.onRecord(r);
     },
   });

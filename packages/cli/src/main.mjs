@@ -7,6 +7,9 @@ import { benchCompare } from './bench-compare.mjs';
 import { benchStore } from './bench-store.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
+import { parseArgs } from './args.mjs';
+
+export { parseArgs };
 
 const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
@@ -118,27 +121,6 @@ const USAGE = `usage:
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
       gflops, roofline_ratio, read_ratio.`;
 
-/**
- * @param {string[]} argv
- * @returns {{ positional: string[], flags: Record<string, string | boolean> }}
- */
-export function parseArgs(argv) {
-  const positional = [];
-  /** @type {Record<string, string | boolean>} */
-  const flags = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a.startsWith('--')) {
-      const [k, v] = a.slice(2).split('=', 2);
-      if (v !== undefined) flags[k] = v;
-      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--') && !BOOLEAN.has(k)) flags[k] = argv[++i];
-      else flags[k] = true;
-    } else positional.push(a);
-  }
-  return { positional, flags };
-}
-
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode', 'preload', 'persist']);
 
 /** @param {string[]} argv */
 export async function main(argv) {

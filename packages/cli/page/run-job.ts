@@ -1,0 +1,69 @@
+// One model job, wherever it runs: given a GPU and a way to open the job's model files, it loads the model (and a
+// draft beside it for speculative decoding) into the Engine (@intab/engine, in this thread: the product path with its
+// scheduler, continuous batching, speculation, sampling and cancellation), and hands the engine to the job's mode:
+//   generate.ts           'generate', and 'bench' without --batch (one stream)
+//   bench-decode.ts       'bench' with --batch
+//   bench-speculative.ts  'speculative'
+//   bench-grammar.ts      'grammar'
+//   bench-chat.ts         'chat' (loads its own engines through `load`)
+// The page (run.ts: headless Chromium, files served by the CLI) and the Node runtime (packages/cli/node: Dawn, files
+// read from disk) both run jobs through here, so `--runtime node` measures the same code as the browser.
+
+import type { Gpu } from '@intab/gpu';
+import { mulberry32 } from '@intab/gpu/reference';
+import { checkDraft } from '@intab/engine';
+import { openTokenizer, type ModelFiles } from '@intab/model';
+import { benchChat } from './bench-chat.ts';
+import { benchBatches } from './bench-decode.ts';
+import { benchGrammarDecode } from './bench-grammar.ts';
+import { benchSpeculative } from './bench-speculative.ts';
+import { generate, requestOf } from './generate.ts';
+import { bytesPerToken, loadEngine, report, type Facts, type Job, type ModelRef } from './shared.ts';
+
+/**
+ * Runs `job` (any mode but 'store') on `gpu`, opening its model files with `open`; records go through shared.ts's
+ * report. The GPU stays the caller's to destroy.
+ */
+export async function runModelJob(job: Job, gpu: Gpu, open: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
+  const t0 = performance.now();
+  const model = await open(job);
+  const tokenizer = openTokenizer(model);
+  // The draft's files are checked (same vocabulary, same tokens) before either model is uploaded.
+  const draftModel = job.draft ? await open(job.draft) : undefined;
+  if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
+  const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
+  // The benchmarks of decoding run the same prompts again and again: the prefix cache would skip their prefill.
+  const prefixCache = job.mode === 'generate' || job.mode === 'chat';
+  const load = () => loadEngine(gpu, job, model, tokenizer, draftModel, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
+  if (job.mode === 'chat') return benchChat(job, tokenizer, load, report);
+  const { engine, runner, draft, info } = await load();
+  let steps = 0;
+  const step = runner.step.bind(runner);
+  runner.step = (entries, options) => (steps++, step(entries, options));
+  const loadMs = performance.now() - t0;
+  const c = model.config;
+  const adapter = info.adapter;
+  const rng = mulberry32(job.seed);
+  const benchPrompt = () =>
+    Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
+  const perToken = bytesPerToken(runner);
+  const modelFacts = {
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    dtype: runner.weights.layers[0]?.qkv[0].dtype,
+    quantize: job.quantize ?? null,
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.qkv[0].dtype } } : {}),
+  };
+  const facts: Facts = { perToken, modelFacts, adapter, loadMs, steps: () => steps };
+  try {
+    if (job.mode === 'grammar') await benchGrammarDecode(engine, job, tokenizer, facts);
+    else if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, facts);
+    else if (job.mode === 'bench' && job.batch) await benchBatches(engine, job, benchPrompt, facts);
+    // intab generate, and bench decode without --batch (one stream of seeded random ids)
+    else await generate(engine, job, requestOf(job, tokenizer, benchPrompt), tokenizer, facts);
+  } finally {
+    await engine.destroy();
+  }
+}

@@ -1,0 +1,83 @@
+// @ts-check
+// How the CLI prints the records a run reports (tokens, done lines, bench lines, kernel cases), in one place for the
+// browser runtime (generate.mjs, bench.mjs through browser.mjs) and the Node runtime (packages/cli/node), so both print
+// the same lines. `extra` fields (the Node runtime's "runtime" and "backend") go into every line but tokens.
+
+/** Columns of intab bench speculative without --json. */
+const SPEC_COLUMNS = ['prompt', 'method', 'k', 'adaptive', 'acceptance_rate', 'tokens_per_target_step', 'verify_decode_cost_ratio', 'draft_ms_per_step', 'decode_tok_s', 'plain_decode_tok_s', 'speedup', 'identical_ids'];
+
+/** Columns of intab bench kernels without --json. */
+const KERNEL_COLUMNS = ['kernel', 'dtype', 'model', 'op', 'shape', 'median_ms', 'gbps', 'gflops', 'roofline_ratio', 'read_ratio'];
+
+/**
+ * The printer of a model job's records (intab generate, bench decode, bench speculative): progress and errors are
+ * the runtime's to print.
+ * @param {Record<string, string | boolean>} flags
+ * @param {'generate' | 'bench' | 'speculative'} mode
+ * @param {Record<string, unknown>} [extra]
+ * @returns {(r: any) => void}
+ */
+export function modelRecordPrinter(flags, mode, extra = {}) {
+  let header = false;
+  return (r) => {
+    if (mode !== 'generate' && r.type === 'token') return;
+    if (r.type !== 'token') r = { ...r, ...extra };
+    if (flags.json) {
+      const { type, ...rest } = r;
+      process.stdout.write(`${JSON.stringify(mode === 'bench' && type === 'done' ? { bench: 'decode', ...rest } : rest)}\n`);
+    } else if (r.type === 'token') {
+      // Several streams interleave their tokens: plain text is only readable for one.
+      if (r.stream === undefined) process.stdout.write(r.text ?? `${r.id} `);
+    } else if (r.type === 'done') {
+      process.stdout.write(r.stream === undefined ? `\n${JSON.stringify(r)}\n` : `stream ${r.stream}: ${JSON.stringify(r)}\n`);
+    } else if (r.type === 'bench' && r.bench === 'speculative') {
+      if (!header) {
+        console.log(SPEC_COLUMNS.join('\t'));
+        header = true;
+      }
+      console.log(SPEC_COLUMNS.map((c) => r[c]).join('\t'));
+    } else if (r.type === 'summary' || r.type === 'bench') {
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+    }
+  };
+}
+
+/**
+ * The printer of intab bench kernels' records (examples/kernel-lab: device, check, baseline, case, error): JSON lines
+ * with --json, else a table of the cases and key=value lines for the rest. `failed()` tells whether an error or a
+ * failed check was reported.
+ * @param {Record<string, string | boolean>} flags
+ * @param {Record<string, unknown>} [extra]
+ * @returns {{ onRecord: (r: any) => void, failed: () => boolean }}
+ */
+export function kernelRecordPrinter(flags, extra = {}) {
+  let failed = false;
+  let header = false;
+  return {
+    failed: () => failed,
+    onRecord(r) {
+      if (r.type === 'error' || (r.type === 'check' && r.ok === false)) failed = true;
+      if (r.type === 'finished') return;
+      r = { ...r, ...extra };
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(r)}\n`);
+      } else if (r.type === 'case') {
+        if (!header) {
+          console.log(KERNEL_COLUMNS.join('\t'));
+          header = true;
+        }
+        console.log(KERNEL_COLUMNS.map((c) => r[c]).join('\t'));
+      } else if (r.type !== 'done') {
+        console.log(Object.entries(r).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' '));
+      }
+    },
+  };
+}
+
+/**
+ * The stderr line of a loading progress record (stdout holds only the records).
+ * @param {{ model?: string, loaded: number, total: number }} r
+ */
+export function progressLine(r) {
+  return `loading ${r.model === 'draft' ? 'draft ' : ''}${Math.round((100 * r.loaded) / r.total)}% of ${(r.total / 2 ** 20).toFixed(1)} MiB\n`;
+}
