@@ -7,6 +7,7 @@ import { benchCompare } from './bench-compare.mjs';
 import { benchStore } from './bench-store.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
+import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
 import { parseArgs } from './args.mjs';
 
 export { parseArgs };
@@ -119,7 +120,26 @@ const USAGE = `usage:
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
-      gflops, roofline_ratio, read_ratio.`;
+      gflops, roofline_ratio, read_ratio.
+  intab generate|bench decode|bench speculative|bench kernels ... --runtime node [--backend auto|vulkan|opengl]
+                 [--dawn FILE] [--adapter NAME]
+      The same command without a browser: the same kernels, Runner and engine (built into one file with Vite, kept
+      in packages/cli/dist/node and rebuilt when a source changes) on Dawn, the webgpu package's dawn.node, with
+      the model read from disk. Lines are the browser runtime's plus "runtime":"node", "backend" and
+      "feature_level"; bench kernels runs the kernel lab's checks ("check" lines: each kernel against its CPU twin)
+      before the benchmark. --backend (or INTAB_DAWN_BACKEND): auto, the default, tries Vulkan and then OpenGL
+      (Mesa's llvmpipe through EGL where there is no GPU: a compatibility-mode adapter, f32 kernels, no
+      subgroups); vulkan on a machine with a GPU. --dawn FILE (or INTAB_DAWN) loads that dawn.node.
+      --runtime browser (headless Chromium) is the default.
+  intab bundle-node --out DIR [--no-node]
+      Writes DIR/intab-node.mjs (the Node runtime in one file), DIR/dawn.node (this platform's) and DIR/node (this
+      Node binary; not with --no-node): with a model file, all a machine without a browser or a registry needs for
+      DIR/node DIR/intab-node.mjs bench decode --model MODEL.gguf --backend vulkan --json.`;
+
+/** Commands the Node runtime (--runtime node) runs. */
+const NODE_COMMANDS = ['generate', 'bench decode', 'bench speculative', 'bench kernels'];
+/** Flags of the Node runtime only. */
+const NODE_FLAGS = ['backend', 'dawn', 'adapter'];
 
 
 /** @param {string[]} argv */
@@ -130,6 +150,15 @@ export async function main(argv) {
     return positional.length === 0 && !flags.help ? 2 : 0;
   }
   const [cmd, sub] = positional;
+  const runtime = flags.runtime ?? 'browser';
+  if (runtime !== 'browser' && runtime !== 'node') throw new Error('--runtime takes browser (headless Chromium, the default) or node (Dawn, no browser)');
+  if (runtime === 'node') {
+    const command = cmd === 'generate' ? cmd : `${cmd} ${sub}`;
+    if (!NODE_COMMANDS.includes(command)) throw new Error(`--runtime node runs ${NODE_COMMANDS.join(', ')}; '${positional.join(' ')}' runs in the browser only`);
+    return runNodeRuntime(argv);
+  }
+  for (const f of NODE_FLAGS) if (flags[f] !== undefined) throw new Error(`--${f} goes with --runtime node (Dawn in Node); the browser picks its own adapter`);
+  if (cmd === 'bundle-node') return bundleNode(flags);
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') {
     if (flags.compare !== undefined) return benchCompare(flags);

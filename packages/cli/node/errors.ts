@@ -1,0 +1,38 @@
+// Typed errors of the CLI's Node runtime (`--runtime node`): each says what to install or which flag to pass.
+
+import { IntabGpuError } from '@intab/gpu';
+
+/** The Dawn backends `--backend` takes: 'auto' tries Vulkan, then OpenGL. */
+export type DawnBackend = 'auto' | 'vulkan' | 'opengl' | 'opengles' | 'metal' | 'd3d12' | 'd3d11' | 'null';
+
+const DRIVERS: Record<string, string> = {
+  vulkan:
+    "Vulkan: the GPU driver's Vulkan ICD and the loader libvulkan.so.1 (Debian: apt-get install libvulkan1, plus the NVIDIA driver or mesa-vulkan-drivers for AMD/Intel; `vulkaninfo --summary` must list the GPU; Dawn does not take Debian 12's lavapipe, a software Vulkan)",
+  opengl:
+    'OpenGL through EGL, e.g. Mesa\'s llvmpipe on a machine without a GPU (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri; EGL_PLATFORM=surfaceless is set unless you set it)',
+};
+
+/** Dawn (dawn.node) could not be loaded, found no adapter, or its adapter refused a device. */
+export class DawnUnavailableError extends IntabGpuError {
+  readonly reason: 'no-dawn' | 'no-adapter' | 'request-device-failed';
+  /** The backends tried, in order. */
+  readonly backends: string[];
+  constructor(reason: DawnUnavailableError['reason'], backends: string[], detail: string, options?: { cause?: unknown }) {
+    const advice =
+      reason === 'no-dawn'
+        ? 'In the repository run `pnpm install` (the webgpu package ships dawn.node for Linux, macOS and Windows); ' +
+          'elsewhere put dawn.node beside intab-node.mjs (`intab bundle-node` does), or pass --dawn /path/to/dawn.node (or set INTAB_DAWN).'
+        : `Install what the backend needs: ${backends.map((b) => DRIVERS[b] ?? b).join('; or ')}. ` +
+          (backends.includes('opengl') ? 'Pass --backend vulkan on a machine with a GPU.' : 'Or pass --backend opengl for the software path.') +
+          ' The browser runtime (--runtime browser, the default) needs none of this.';
+    const what = {
+      'no-dawn': 'Dawn for Node (dawn.node) could not be loaded',
+      'no-adapter': `Dawn found no GPU adapter on backend ${backends.join(', then ')}`,
+      'request-device-failed': `Dawn's ${backends.join('/')} adapter refused to create a device`,
+    }[reason];
+    super(`${what}${detail ? ` (${detail})` : ''}. ${advice}`, options);
+    this.name = 'DawnUnavailableError';
+    this.reason = reason;
+    this.backends = backends;
+  }
+}

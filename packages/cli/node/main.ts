@@ -1,0 +1,108 @@
+// The CLI's Node runtime (`intab generate|bench decode|bench speculative|bench kernels --runtime node`): the same job
+// (job.mjs), the same page code (../page/run-job.ts: Engine, Runner, kernels, WGSL) and the same record printing
+// (records.mjs) as the browser runtime, but on Dawn's GPUDevice (dawn.ts) in this process, the model read from disk.
+// Built into one file (intab-node.mjs, by ../src/node-runtime.mjs) that runs with a plain `node` and dawn.node beside it.
+
+import { pathSource, urlSource, type ByteSource } from '@intab/model';
+import { parseArgs } from '../src/args.mjs';
+import { jobFromFlags } from '../src/job.mjs';
+import { DRAFT_PREFIX, resolveModel } from '../src/model-files.mjs';
+import { kernelRecordPrinter, modelRecordPrinter, progressLine } from '../src/records.mjs';
+import { runModelJob } from '../page/run-job.ts';
+import { openModel, setReportSink, type Job } from '../page/shared.ts';
+import { DAWN_BACKENDS, requestDawnGpu, type DawnGpu } from './dawn.ts';
+import type { DawnBackend } from './errors.ts';
+
+export const NODE_USAGE = `usage (Node runtime: Dawn, no browser):
+  intab generate|bench decode|bench speculative --runtime node --model <gguf file | HF folder> [flags of the browser runtime]
+  intab bench kernels --runtime node [--quick] [--filter TEXT] [--json]
+  Common: [--backend auto|vulkan|opengl|...] [--dawn PATH/dawn.node] [--adapter NAME] [--timeout SECONDS]
+      --backend: Dawn's backend (or INTAB_DAWN_BACKEND); auto (the default) tries Vulkan, then OpenGL (Mesa's llvmpipe
+      through EGL on a machine without a GPU, as a compatibility-mode adapter: f32, no subgroups).
+      --dawn: the dawn.node to load (or INTAB_DAWN); else the webgpu package's, else one beside intab-node.mjs.
+      Records are the browser runtime's, plus "runtime":"node", "backend" and "feature_level". bench kernels runs the
+      kernel lab's checks (each kernel against its CPU twin: "check" lines) before its benchmark.`;
+
+/** Opens a job's model files: paths on disk (what resolveModel found), or http(s) URLs. */
+const sourceOf = (url: string): Promise<ByteSource> => (/^https?:\/\//.test(url) ? urlSource(url) : pathSource(url));
+
+/** resolveModel's answer with its files' paths on disk as the job's urls (the page gets served URLs instead). */
+function onDisk(model: { kind: 'gguf' | 'hf'; dir?: string; files: string[]; urls: string[] }) {
+  return model.dir ? { ...model, urls: model.files.map((f) => `${model.dir}/${f}`) } : model;
+}
+
+/** Runs one CLI command on Dawn; resolves with the exit code. */
+export async function runNode(argv: string[]): Promise<number> {
+  const { positional, flags } = parseArgs(argv);
+  if (flags.help || positional.length === 0) {
+    console.log(NODE_USAGE);
+    return positional.length === 0 && !flags.help ? 2 : 0;
+  }
+  if (flags.runtime !== undefined && flags.runtime !== 'node') throw new Error(`this is the Node runtime: --runtime ${String(flags.runtime)} runs through the repository's intab CLI`);
+  const [cmd, sub] = positional;
+  const command = cmd === 'generate' ? 'generate' : cmd === 'bench' && (sub === 'decode' || sub === 'speculative' || sub === 'kernels') ? sub : undefined;
+  if (!command) {
+    console.error(`intab: '${positional.join(' ')}' has no Node runtime (generate, bench decode, bench speculative and bench kernels have)\n${NODE_USAGE}`);
+    return 2;
+  }
+  for (const f of ['compare', 'rounds', 'headed']) {
+    if (flags[f] !== undefined) throw new Error(`--${f} is not for the Node runtime: drop --runtime node to use it`);
+  }
+  const backend = String(flags.backend ?? process.env.INTAB_DAWN_BACKEND ?? 'auto') as DawnBackend;
+  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--backend takes ${DAWN_BACKENDS.join(', ')}, e.g. --backend vulkan`);
+  const dawnPath = typeof flags.dawn === 'string' ? flags.dawn : process.env.INTAB_DAWN || undefined;
+  const adapter = typeof flags.adapter === 'string' ? flags.adapter : undefined;
+  if (flags.timeout !== undefined) {
+    const s = Number(flags.timeout);
+    if (!(s > 0)) throw new Error('--timeout needs seconds, e.g. --timeout 600');
+    setTimeout(() => {
+      console.error(`intab: timed out after ${s} s (--timeout)`);
+      process.exit(1);
+    }, s * 1000).unref();
+  }
+
+  // The job is built (and its flags checked) before the GPU is touched, as the browser runtime does.
+  let job: Job | undefined;
+  const mode = command === 'generate' ? 'generate' : command === 'decode' ? 'bench' : 'speculative';
+  if (command !== 'kernels') {
+    if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required');
+    const model = onDisk(resolveModel(flags.model));
+    if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
+    const draft = typeof flags.draft === 'string' ? onDisk(resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' })) : undefined;
+    job = jobFromFlags(flags, mode, model, draft) as Job;
+  }
+
+  let dawn: DawnGpu;
+  try {
+    dawn = await requestDawnGpu({ backend, dawnPath, adapter, onLost: (e) => console.error(`intab: ${e.name}: ${e.message}`) });
+  } catch (err) {
+    console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
+    return 1;
+  }
+  const extra = { runtime: 'node', backend: dawn.backend, feature_level: dawn.featureLevel };
+  const { gpu } = dawn;
+  try {
+    if (command === 'kernels') {
+      const printer = kernelRecordPrinter(flags, extra);
+      // Imported once Dawn's globals are set: the lab's modules read GPUBufferUsage at the top level.
+      const { runKernels } = await import('./kernels.ts');
+      await runKernels(gpu, printer.onRecord, { quick: Boolean(flags.quick), filter: typeof flags.filter === 'string' ? flags.filter : undefined });
+      return printer.failed() ? 1 : 0;
+    }
+    const print = modelRecordPrinter(flags, mode, extra);
+    setReportSink((r) => {
+      const rec = r as { type: string; loaded: number; total: number; model?: string };
+      // stdout holds only the records; loading progress goes to stderr
+      if (rec.type === 'progress') process.stderr.write(progressLine(rec));
+      else print(r);
+    });
+    await runModelJob(job!, gpu, (ref) => openModel(ref, sourceOf));
+    return 0;
+  } catch (err) {
+    console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    setReportSink(undefined);
+    gpu.destroy();
+  }
+}
