@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
+import { main } from './main.mjs';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
@@ -79,4 +80,13 @@ describe('intab --runtime node (Dawn, no browser)', () => {
     expect(err).toMatchObject({ code: 1 });
     expect((err as { stderr: string }).stderr).toMatch(/DawnUnavailableError: Dawn for Node \(dawn\.node\) could not be loaded .*--dawn \/path\/to\/dawn\.node/);
   }, 120_000);
+});
+
+describe('--runtime and its flags, checked before anything starts', () => {
+  test('--runtime takes browser or node; node runs four commands; Dawn flags need it', async () => {
+    await expect(main(['bench', 'decode', '--runtime', 'deno', '--model', GGUF])).rejects.toThrow('--runtime takes browser (headless Chromium, the default) or node');
+    await expect(main(['bench', 'chat', '--runtime', 'node', '--model', GGUF])).rejects.toThrow("--runtime node runs generate, bench decode, bench speculative, bench kernels; 'bench chat' runs in the browser only");
+    await expect(main(['bench', 'decode', '--backend', 'vulkan', '--model', GGUF])).rejects.toThrow('--backend goes with --runtime node');
+    await expect(main(['bundle-node'])).rejects.toThrow('--out DIR is required');
+  });
 });
