@@ -5,6 +5,7 @@
 import {
   BLOCK,
   kMultiple,
+  mulberry32,
   createAttentionDecode,
   createGemm,
   createGemv,
@@ -17,7 +18,7 @@ import {
   type WeightDtype,
   type WeightTensor,
 } from '@intab/gpu';
-import { mulberry32, randomF32, randomWeights } from '@intab/gpu/reference';
+import { randomF32, randomWeights } from '@intab/gpu/reference';
 import { timeRecording, type Timing } from './timing.ts';
 import { MODELS, gemvShapes } from './shapes.ts';
 

@@ -11,8 +11,8 @@ import { beforeAll, describe, expect, test, vi } from 'vitest';
 
 // @intab/model's arch/llama.ts reads GPUBufferUsage when the module loads, which Node lacks; nothing here
 // touches the GPU, so WebGPU's constant values are enough (reported: that line should read it lazily).
-import { parseGguf, pathSource, tokenizerFromGguf, type Tokenizer } from '@intab/model';
-import { configFromGguf, readGgufLite, type LlamaConfig } from '@intab/model/reference';
+import { configFromGguf, parseGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
+import { readGgufLite } from '@intab/model/reference';
 import type { GenerateRequest } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { EngineClosedError, InvalidRequestError, RequestTooLargeError, TokenizerRequiredError, UnknownStreamError } from './errors.ts';

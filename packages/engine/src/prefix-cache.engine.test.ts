@@ -5,8 +5,8 @@
 // prefill only what is new. Preload pins a prefix; eviction under a tiny KV budget never fails a request that fits
 // without the cache; random starts, aborts, preloads and releases end with every page back.
 import { beforeAll, describe, expect, test } from 'vitest';
-import { mulberry32 } from '@intab/gpu/reference';
-import type { LlamaConfig } from '@intab/model/reference';
+import { mulberry32 } from '@intab/gpu';
+import type { LlamaConfig } from '@intab/model';
 import type { GenerateRequest, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { EngineStateError, RequestTooLargeError } from './errors.ts';

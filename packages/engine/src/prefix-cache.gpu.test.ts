@@ -5,9 +5,8 @@
 // a damaged or truncated file is detected, deleted and reported, and the load still succeeds.
 import { afterAll, describe, expect, test } from 'vitest';
 import { cdp } from 'vitest/browser';
-import { requestGpu, type Gpu } from '@intab/gpu';
+import { mulberry32, requestGpu, type Gpu } from '@intab/gpu';
 import { fetchShared, sharedUrl } from '@intab/gpu/testing';
-import { mulberry32 } from '@intab/gpu/reference';
 import { Runner, bytesSource, openGguf, openTokenizer, type ModelFiles } from '@intab/model';
 import type { GenerateRequest, ModelInfo, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';

@@ -5,7 +5,7 @@
 // the free list and every page's contents agree with what the sequences and the tree say.
 import { describe, expect, test } from 'vitest';
 import { fixtureWeights } from '@intab/model/reference';
-import { mulberry32 } from '@intab/gpu/reference';
+import { mulberry32 } from '@intab/gpu';
 import { PrefixCache, type Pin } from './prefix-cache.ts';
 import { ReferenceRunner } from './reference-runner.ts';
 

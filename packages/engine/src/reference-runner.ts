@@ -7,7 +7,8 @@
 // changes the ids: the prefix cache's tests can fail. Every step is logged (which sequences, how many tokens)
 // so tests assert on scheduling without timing anything.
 
-import { DEFAULT_KMAX, sampleRow } from '@intab/gpu/reference';
+import { DEFAULT_KMAX, type SamplingParams } from '@intab/gpu';
+import { sampleRow } from '@intab/gpu/reference';
 import {
   IntabModelError,
   PagePool,
@@ -22,7 +23,6 @@ import {
   type StepRunner,
 } from '@intab/model';
 import { createReferenceModel, type ReferenceModel, type WeightsFn } from '@intab/model/reference';
-import type { SamplingParams } from '@intab/gpu';
 import { xxhash128 } from 'hash-wasm';
 
 export interface ReferenceRunnerOptions {

@@ -3,8 +3,7 @@
 // turn ids into text, and the bounded queue of step outputs the consumer pulls (backpressure). It knows
 // nothing of other requests or of the runner: the scheduler decides when it runs, the engine feeds it results.
 
-import { MAX_HISTORY, NO_TOKEN, type SampleResult, type SamplingParams } from '@intab/gpu';
-import { mulberry32 } from '@intab/gpu/reference';
+import { MAX_HISTORY, NO_TOKEN, mulberry32, type SampleResult, type SamplingParams } from '@intab/gpu';
 import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
 import type { Chunk, FinishReason, GenerateRequest, JsonEvent, RequestMetrics, SpeculativeMetrics, TokenLogprob } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';

@@ -7,7 +7,7 @@
 // typed error. Counts (proposed, accepted, steps) are asserted, never time.
 
 import { beforeAll, describe, expect, test } from 'vitest';
-import { mulberry32 } from '@intab/gpu/reference';
+import { mulberry32 } from '@intab/gpu';
 import { loadTokenizer, type LlamaConfig } from '@intab/model';
 import { createReferenceModel, fixtureWeights } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';

@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { canonicalHfName, configFromGguf, fixtureConfig, makeTensors, readGgufLite } from '@intab/model/reference';
+import { canonicalHfName, configFromGguf, configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
+import { fixtureConfig, makeTensors, readGgufLite } from '@intab/model/reference';
 import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
 
 /**

@@ -33,7 +33,11 @@ export {
   type WeightPart,
   type CreateWeightOptions,
 } from './weights.ts';
-export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type WeightDtype, type BlockLayout } from './reference/blocks.ts';
+export { BLOCK, WEIGHT_DTYPES, GGML_TYPE_ID, rowBytes, isWeightDtype, type WeightDtype, type BlockLayout } from './formats/blocks.ts';
+export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './formats/half.ts';
+export { dequantize, dequantizeRow, quantize } from './formats/codecs.ts';
+export { mulberry32 } from './random.ts';
+export { biasEntries, DEFAULT_KMAX } from './sampling-params.ts';
 
 // ---- kernels ----
 export { createGemv, type Gemv, type GemvArgs, type GemvOptions, type GemvTuning } from './kernels/gemv.ts';

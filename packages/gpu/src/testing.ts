@@ -5,7 +5,8 @@ import type { Gpu, RequestGpuOptions } from './device.ts';
 import { requestGpu } from './device.ts';
 import { GpuValidationError } from './errors.ts';
 
-export { mulberry32, randn, randomF32 } from './reference/random.ts';
+export { mulberry32 } from './random.ts';
+export { randn, randomF32 } from './reference/random.ts';
 
 /** Where the browser test tier reads `path` of ../shared: Vite serves it under /@fs (vite.config.ts defines INTAB_SHARED). */
 export function sharedUrl(path: string): string {

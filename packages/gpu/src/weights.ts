@@ -21,7 +21,7 @@ import q8_0Gemm from '../../../shaders/lib/weights/q8_0.gemm.wgsl?raw';
 import q4_KGemm from '../../../shaders/lib/weights/q4_K.gemm.wgsl?raw';
 import type { Gpu } from './device.ts';
 import { LimitError, ShapeError, UnsupportedError } from './errors.ts';
-import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './reference/blocks.ts';
+import { BLOCK, WEIGHT_DTYPES, isWeightDtype, rowBytes, type WeightDtype } from './formats/blocks.ts';
 
 /** q4_K's libs share the scale and min decoding (lib/weights/q4_K.scales.wgsl). */
 const q4_K = `${q4_KScales}\n${q4_KFormat}`;

@@ -6,10 +6,10 @@ import { requestGpu } from './device.ts';
 import { createRmsNorm } from './kernels/rmsnorm.ts';
 import { createGemv } from './kernels/gemv.ts';
 import { createWeight } from './weights.ts';
-import { randomWeights } from './reference/blocks.ts';
+import { mulberry32 } from './random.ts';
 import { matmul } from './reference/matmul.ts';
 import { rmsnorm } from './reference/norm.ts';
-import { mulberry32, randomF32 } from './reference/random.ts';
+import { randomF32, randomWeights } from './reference/random.ts';
 
 self.onmessage = async () => {
   try {

@@ -8,6 +8,7 @@ export { parseGguf, parseGgufSplits, parseGgufSplitName, ggufMetadata, ggufMetad
 export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.ts';
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
+export { canonicalHfName, fusedRows, type FusedTensor } from './tensor-names.ts';
 export { openGguf, openHfFolder, openTokenizer, type ModelFiles } from './load.ts';
 export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
 export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';

@@ -6,7 +6,7 @@ import { configFromGguf, configFromHf, type LlamaConfig } from './config.ts';
 import { ModelFormatError } from './errors.ts';
 import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
-import { canonicalHfName, fusedRows } from './reference/llama.ts';
+import { canonicalHfName, fusedRows } from './tensor-names.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
 import { loadTokenizer, type Tokenizer } from './tokenizer/tokenizer.ts';
 import { tokenizerFromGguf } from './tokenizer/gguf-tokenizer.ts';

@@ -2,8 +2,7 @@
 // memory: matrices stay in their stored format (split by rows to fit storage bindings), 1-D tensors
 // (norms, biases) become f32. Progress is reported in bytes; an AbortSignal stops between chunks.
 
-import { createWeight, isWeightDtype, rowBytes, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
-import { dequantize, dequantizeRow, quantize } from '@intab/gpu/reference';
+import { createWeight, dequantize, dequantizeRow, isWeightDtype, quantize, rowBytes, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
 import { ModelMismatchError, UnsupportedModelError } from './errors.ts';
 import type { TensorInfo } from './types.ts';
 

@@ -5,9 +5,8 @@
 // top-1 agreement of q8_0 and q4_0 with f32 under teacher forcing, printed as one JSON line, with the
 // quantized GPU forward checked against the CPU reference on the same quantized weights.
 import { describe, expect, test } from 'vitest';
-import type { Gpu } from '@intab/gpu';
+import { dequantize, quantize, type Gpu } from '@intab/gpu';
 import { fetchShared, testGpu } from '@intab/gpu/testing';
-import { dequantize, quantize } from '@intab/gpu/reference';
 import { Runner } from './runner.ts';
 import type { StepEntry } from './step-runner.ts';
 import { openGguf, openHfFolder, type ModelFiles } from './load.ts';

@@ -8,9 +8,59 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
-import { ACCEPT_OUT_WORDS } from '../reference/accept.ts';
 
-export { ACCEPT_OUT_WORDS, packAcceptSpans, unpackAcceptance, type AcceptSpan, type Acceptance } from '../reference/accept.ts';
+// ---- the kernel's input and output ----
+
+/** u32 words of one entry's result: accepted, id, logprob (f32 bits), chosen row. */
+export const ACCEPT_OUT_WORDS = 4;
+
+/** Where one entry's rows and tokens lie in a step. */
+export interface AcceptSpan {
+  /** First of its rows in the sampler's output (R rows). */
+  firstRow: number;
+  /** Rows it owns: tokens.length for a verify entry, 1 for a plain one. */
+  rowCount: number;
+  /** Index of its first token among the step's T tokens (the last accepted token; proposals follow). */
+  firstToken: number;
+}
+
+/** One entry's acceptance, unpacked. */
+export interface Acceptance {
+  /** Proposals accepted, 0..rowCount−1. */
+  accepted: number;
+  /** The sample after the accepted proposals (NO_TOKEN when that row had no allowed token). */
+  id: number;
+  /** Its logprob, from the sampler's row. */
+  logprob: number;
+  /** The row it came from: firstRow + accepted. */
+  row: number;
+}
+
+/**
+ * (B, 4) u32 spans as the kernel reads them: firstRow, rowCount, firstToken, 0.
+ * @example
+ * const spans = packAcceptSpans([{ firstRow: 0, rowCount: 4, firstToken: 0 }, { firstRow: 4, rowCount: 1, firstToken: 4 }]);
+ */
+export function packAcceptSpans(spans: readonly AcceptSpan[]): Uint32Array {
+  const out = new Uint32Array(Math.max(1, spans.length) * ACCEPT_OUT_WORDS);
+  spans.forEach((s, b) => out.set([s.firstRow, s.rowCount, s.firstToken, 0], b * ACCEPT_OUT_WORDS));
+  return out;
+}
+
+/**
+ * Reads the kernel's (B, 4) u32 output into one Acceptance per entry.
+ * @example
+ * const [{ accepted, id }] = unpackAcceptance(await readU32(gpu, out), 1);
+ */
+export function unpackAcceptance(words: Uint32Array, batch: number): Acceptance[] {
+  const f = new Float32Array(words.buffer, words.byteOffset, Math.floor(words.byteLength / 4));
+  return Array.from({ length: batch }, (_, b) => {
+    const o = b * ACCEPT_OUT_WORDS;
+    return { accepted: words[o], id: words[o + 1], logprob: f[o + 2], row: words[o + 3] };
+  });
+}
+
+// ---- the kernel ----
 
 export interface AcceptOptions {
   /** Invocations per workgroup, one entry each (default 64). */

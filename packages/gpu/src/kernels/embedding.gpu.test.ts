@@ -1,11 +1,14 @@
-// Embedding gather, bit for bit against reference/embedding.ts (the block codecs' dequantize), for every
+// Embedding gather, bit for bit against reference/embedding.ts (formats/codecs.ts's dequantize), for every
 // weight format, split and unsplit weights, out-of-range ids, T = 1, a scale, extreme values and bad inputs.
 
 import { describe, expect, test } from 'vitest';
 import { createEmbedding } from './embedding.ts';
 import { createWeight } from '../weights.ts';
 import { embedding } from '../reference/embedding.ts';
-import { BLOCK, WEIGHT_DTYPES, f32ToF16, quantize, randomWeights, rowBytes, type WeightDtype } from '../reference/blocks.ts';
+import { BLOCK, WEIGHT_DTYPES, rowBytes, type WeightDtype } from '../formats/blocks.ts';
+import { quantize } from '../formats/codecs.ts';
+import { f32ToF16 } from '../formats/half.ts';
+import { randomWeights } from '../reference/random.ts';
 import { expectEqual, mulberry32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 /** Bit-exact: compares the f32 bit patterns (so -0 vs 0 and any rounding difference fail). */

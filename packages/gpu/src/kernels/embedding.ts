@@ -6,7 +6,7 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBytes, requireDim, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
-import type { WeightDtype } from '../reference/blocks.ts';
+import type { WeightDtype } from '../formats/blocks.ts';
 import { CHUNK_ELEMS, requireWeightDtype, weightFormatWgsl, type WeightTensor } from '../weights.ts';
 
 export interface EmbeddingOptions {

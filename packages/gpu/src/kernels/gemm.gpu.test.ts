@@ -7,7 +7,9 @@ import { createGemm, type GemmOptions, type GemmVariant } from './gemm.ts';
 import { createGemv } from './gemv.ts';
 import { createWeight } from '../weights.ts';
 import { matmul } from '../reference/matmul.ts';
-import { BLOCK, WEIGHT_DTYPES, quantize, randomWeights, type WeightDtype } from '../reference/blocks.ts';
+import { BLOCK, WEIGHT_DTYPES, type WeightDtype } from '../formats/blocks.ts';
+import { quantize } from '../formats/codecs.ts';
+import { randomWeights } from '../reference/random.ts';
 import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 // Tolerance: f32 accumulation in a different order than the float64 reference.

@@ -10,7 +10,7 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
-import type { WeightDtype } from '../reference/blocks.ts';
+import type { WeightDtype } from '../formats/blocks.ts';
 import { CHUNK_ELEMS, requireWeightDtype, weightGemmWgsl, type WeightTensor } from '../weights.ts';
 import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
 

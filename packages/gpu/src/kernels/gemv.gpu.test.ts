@@ -4,7 +4,9 @@ import { createWeight } from '../weights.ts';
 import { matmul } from '../reference/matmul.ts';
 import { rmsnorm } from '../reference/norm.ts';
 import { gated, geluTanh, silu } from '../reference/elementwise.ts';
-import { WEIGHT_DTYPES, randomWeights, BLOCK } from '../reference/blocks.ts';
+import { WEIGHT_DTYPES, BLOCK } from '../formats/blocks.ts';
+import { quantize } from '../formats/codecs.ts';
+import { randomWeights } from '../reference/random.ts';
 import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 // Tolerance: f32 accumulation in a different order than the float64 reference.
@@ -196,7 +198,6 @@ describe('gemv', () => {
     xs[900] = -2e4;
     const w = randomF32(n * k, 4, 0.02);
     w[5] = 40;
-    const { quantize } = await import('../reference/blocks.ts');
     const bytes = quantize('f16', w, n, k);
     const weight = createWeight(gpu, { dtype: 'f16', n, k, data: bytes, label: 'w' });
     const y = scratch(gpu, n * 4);

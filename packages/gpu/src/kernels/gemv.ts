@@ -22,7 +22,7 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError, UnsupportedError } from '../errors.ts';
-import type { WeightDtype } from '../reference/blocks.ts';
+import type { WeightDtype } from '../formats/blocks.ts';
 import { requireWeightDtype, weightDotWgsl, weightFormatWgsl, type WeightTensor } from '../weights.ts';
 
 export interface GemvOptions extends GemvTuning {

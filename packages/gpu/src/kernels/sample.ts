@@ -13,9 +13,9 @@ import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { IntabGpuError, LimitError, ShapeError } from '../errors.ts';
-import { biasEntries, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../reference/sampling.ts';
+import { biasEntries, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
 
-export { NO_TOKEN, type SampleResult, type SamplingParams } from '../reference/sampling.ts';
+export { NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
 
 /** Bytes of one per-sequence record (struct SeqParams in the WGSL). */
 export const SEQ_PARAMS_BYTES = 64;

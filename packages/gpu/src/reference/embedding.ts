@@ -1,7 +1,8 @@
 // CPU twin of shaders/matmul/embedding.wgsl: the token embedding gather, using the block codecs so
 // the GPU's gathered rows can be checked bit for bit.
 
-import { dequantizeRow, rowBytes, type WeightDtype } from './blocks.ts';
+import { rowBytes, type WeightDtype } from '../formats/blocks.ts';
+import { dequantizeRow } from '../formats/codecs.ts';
 
 /**
  * out[t, :] = dequant(W[ids[t], :]) * scale for an (V, C) weight in raw ggml bytes; ids ≥ V give zeros.

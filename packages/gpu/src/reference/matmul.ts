@@ -1,6 +1,7 @@
-// CPU twins of shaders/matmul/*.wgsl: dequantize with the block codecs, then dot in float64.
+// CPU twins of shaders/matmul/*.wgsl: dequantize with the block codecs (formats/codecs.ts), then dot in float64.
 
-import { dequantize, type WeightDtype } from './blocks.ts';
+import type { WeightDtype } from '../formats/blocks.ts';
+import { dequantize } from '../formats/codecs.ts';
 
 /**
  * y[b, n] = sum_k W[n, k] * x[b, k] (+ bias[n]) (+ y0[b, n]), for raw ggml weight bytes.

@@ -1,16 +1,10 @@
-// Seeded randomness for tests and benchmarks: the same seed gives the same inputs everywhere.
+// Seeded inputs for tests and benchmarks (normal floats, valid random weight blocks): the same seed gives the
+// same inputs everywhere. The RNG itself is production's (../random.ts), which the engine samples with.
 
-/** mulberry32: a small, fast 32-bit PRNG returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { BLOCK, rowBytes, type WeightDtype } from '../formats/blocks.ts';
+import { quantize } from '../formats/codecs.ts';
+import { f32ToF16 } from '../formats/half.ts';
+import { mulberry32 } from '../random.ts';
 
 /** Standard normal samples (Box–Muller). */
 export function randn(rng: () => number): number {
@@ -25,4 +19,38 @@ export function randomF32(n: number, seed: number, scale = 1): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = randn(rng) * scale;
   return out;
+}
+
+/**
+ * Valid random blocks of any format (random scales and quants), for tests and benchmarks of the
+ * K-quants, whose files come from llama.cpp's quantizer. Scales stay small so sums stay finite.
+ */
+export function randomWeights(dtype: WeightDtype, n: number, k: number, rng: () => number, scale = 0.05): Uint8Array {
+  const rb = rowBytes(dtype, k);
+  const out = new Uint8Array(n * rb);
+  const dv = new DataView(out.buffer);
+  const blocks = (n * rb) / BLOCK[dtype].bytes;
+  const B = BLOCK[dtype].bytes;
+  switch (dtype) {
+    case 'f32':
+    case 'f16':
+    case 'bf16': {
+      const x = new Float32Array(n * k);
+      for (let i = 0; i < x.length; i++) x[i] = randn(rng) * scale;
+      return quantize(dtype, x, n, k);
+    }
+    default:
+      for (let i = 0; i < out.length; i++) out[i] = (rng() * 256) | 0;
+      for (let b = 0; b < blocks; b++) {
+        const o = b * B;
+        const d = f32ToF16((0.5 + rng()) * scale / (dtype === 'q4_K' || dtype === 'q6_K' ? 16 : 8));
+        if (dtype === 'q6_K') {
+          dv.setUint16(o + 208, d, true);
+        } else {
+          dv.setUint16(o, d, true);
+          if (dtype === 'q4_K') dv.setUint16(o + 2, f32ToF16((0.5 + rng()) * scale / 16), true);
+        }
+      }
+      return out;
+  }
 }

@@ -1,7 +1,8 @@
 // Hand-checkable cases for the sampling twin: penalty semantics, bias/mask, top-k/top-p/min-p on tiny
 // vocabularies, the two pick orders and the logprobs (taken before temperature and truncation).
 import { describe, expect, test } from 'vitest';
-import { NO_TOKEN, processLogits, sampleRow, type SamplingParams } from './sampling.ts';
+import { NO_TOKEN, type SamplingParams } from '../sampling-params.ts';
+import { processLogits, sampleRow } from './sampling.ts';
 
 const row = (...x: number[]) => Float32Array.from(x);
 const logs = (...p: number[]) => Float32Array.from(p, Math.log);

@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '@intab/gpu/reference';
+import { mulberry32 } from '@intab/gpu';
 import { IntabModelError } from '../errors.ts';
 import { bytesSource } from '../source.ts';
 import type { ByteSource, TensorInfo } from '../types.ts';

@@ -1,20 +1,24 @@
-// @intab/model/reference: the CPU reference forward of the Llama family (the slow, obvious twin of the
-// GPU forward, used by GPU tests and by engine tests as a reference runner), its config type, and
-// tiny in-memory safetensors/GGUF readers that feed it from real files.
+// @intab/model/reference, for tests only: the CPU reference forward of the Llama family (the slow, obvious twin of
+// the GPU forward, used by GPU tests and by engine tests as a reference runner), tiny in-memory safetensors/GGUF
+// readers that feed it from real files, and the random-weight fixtures. Production code never imports it
+// (scripts/reference-imports.test.ts checks).
 export {
   createReferenceModel,
   greedy,
   argmax,
   referenceInvFreq,
-  canonicalHfName,
-  fusedRows,
   splitFused,
   type ReferenceModel,
   type ReferenceModelOptions,
   type ReferenceKv,
   type WeightsFn,
-  type FusedTensor,
 } from './llama.ts';
+export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type LiteGguf } from './safetensors-lite.ts';
+export * from './fixtures.ts';
+
+// Production definitions the twin uses (the config it runs, the names it reads weights by), re-exported so tests
+// written against this entry keep compiling; they live in (and new code imports them from) '@intab/model'.
+export { canonicalHfName, fusedRows, type FusedTensor } from '../tensor-names.ts';
 export {
   configFromHf,
   configFromGguf,
@@ -24,5 +28,3 @@ export {
   type Activation,
   type TensorShapeLike,
 } from '../config.ts';
-export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type LiteGguf } from './safetensors-lite.ts';
-export * from './fixtures.ts';

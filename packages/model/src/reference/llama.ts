@@ -7,6 +7,7 @@
 import { ShapeError } from '@intab/gpu';
 import type { LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
+import { fusedRows, type FusedTensor } from '../tensor-names.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -343,66 +344,7 @@ export function greedy(model: ReferenceModel, prompt: readonly number[], n: numb
   return ids;
 }
 
-// ---- Hugging Face names → canonical names ----
-
-/** A fused HF tensor (Phi-3's qkv_proj / gate_up_proj) that loaders split by rows into `parts`. */
-export interface FusedTensor {
-  readonly fused: 'qkv' | 'gate_up';
-  readonly layer: number;
-  /** Canonical names of the row blocks, in storage order: [attn_q, attn_k, attn_v] or [ffn_gate, ffn_up]. */
-  readonly parts: readonly string[];
-}
-
-const HF_LAYER: Record<string, string | FusedTensor['fused']> = {
-  'input_layernorm.weight': 'attn_norm.weight',
-  'post_attention_layernorm.weight': 'ffn_norm.weight',
-  'self_attn.q_proj.weight': 'attn_q.weight',
-  'self_attn.k_proj.weight': 'attn_k.weight',
-  'self_attn.v_proj.weight': 'attn_v.weight',
-  'self_attn.q_proj.bias': 'attn_q.bias',
-  'self_attn.k_proj.bias': 'attn_k.bias',
-  'self_attn.v_proj.bias': 'attn_v.bias',
-  'self_attn.o_proj.weight': 'attn_output.weight',
-  'self_attn.q_norm.weight': 'attn_q_norm.weight',
-  'self_attn.k_norm.weight': 'attn_k_norm.weight',
-  'mlp.gate_proj.weight': 'ffn_gate.weight',
-  'mlp.up_proj.weight': 'ffn_up.weight',
-  'mlp.down_proj.weight': 'ffn_down.weight',
-  'self_attn.qkv_proj.weight': 'qkv',
-  'mlp.gate_up_proj.weight': 'gate_up',
-};
-const HF_GLOBAL: Record<string, string> = {
-  'model.embed_tokens.weight': 'token_embd.weight',
-  'model.norm.weight': 'output_norm.weight',
-  'lm_head.weight': 'output.weight',
-};
-
-/**
- * Maps a Hugging Face tensor name to its canonical (GGUF) name, a FusedTensor marker for Phi-3's fused
- * projections, or null for tensors the forward does not use (rotary_emb.inv_freq, unknown names).
- * @example
- * canonicalHfName('model.layers.3.self_attn.k_proj.weight'); // 'blk.3.attn_k.weight'
- * canonicalHfName('model.layers.0.mlp.gate_up_proj.weight'); // { fused: 'gate_up', layer: 0, parts: ['blk.0.ffn_gate.weight', 'blk.0.ffn_up.weight'] }
- */
-export function canonicalHfName(hfName: string): string | FusedTensor | null {
-  const global = HF_GLOBAL[hfName];
-  if (global) return global;
-  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hfName);
-  if (!m) return null;
-  const layer = Number(m[1]);
-  const mapped = HF_LAYER[m[2]];
-  if (mapped === undefined) return null;
-  const b = `blk.${layer}.`;
-  if (mapped === 'qkv') return { fused: 'qkv', layer, parts: [`${b}attn_q.weight`, `${b}attn_k.weight`, `${b}attn_v.weight`] };
-  if (mapped === 'gate_up') return { fused: 'gate_up', layer, parts: [`${b}ffn_gate.weight`, `${b}ffn_up.weight`] };
-  return b + mapped;
-}
-
-/** Rows of each part of a fused tensor: qkv → [H·D, Hkv·D, Hkv·D], gate_up → [F, F]. */
-export function fusedRows(config: LlamaConfig, fused: FusedTensor['fused']): number[] {
-  const { heads: H, kvHeads: Hkv, headDim: D, ffn: F } = config;
-  return fused === 'qkv' ? [H * D, Hkv * D, Hkv * D] : [F, F];
-}
+// ---- fused Hugging Face tensors (tests build their weights from HF files) ----
 
 /**
  * Splits a fused (rows, K) row-major tensor into its canonical parts.

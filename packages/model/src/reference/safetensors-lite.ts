@@ -3,7 +3,7 @@
 // bf16 only). They exist so the reference forward can be checked against real files independently of
 // the streaming readers in ../formats; they are not the loaders intab ships and hold everything in memory.
 
-import { bf16ToF32, f16ToF32 } from '@intab/gpu/reference';
+import { bf16ToF32, f16ToF32 } from '@intab/gpu';
 import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
 
 /** One decoded tensor: row-major shape outermost first ((N, K) for a matrix) and its values. */

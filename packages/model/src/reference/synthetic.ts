@@ -4,8 +4,8 @@
 // its vocabulary goes into the GGUF metadata (as convert_hf_to_gguf.py writes it) and the model's vocabulary
 // becomes the tokenizer's size, so the file runs prompts as text and grammar-constrained requests.
 
-import { BLOCK, rowBytes, type WeightDtype } from '@intab/gpu';
-import { mulberry32, randomWeights } from '@intab/gpu/reference';
+import { BLOCK, mulberry32, rowBytes, type WeightDtype } from '@intab/gpu';
+import { randomWeights } from '@intab/gpu/reference';
 import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../formats/gguf-writer.ts';
 import { tokenizerToGgufMetadata } from '../tokenizer/gguf-tokenizer.ts';
 import type { Tokenizer } from '../tokenizer/tokenizer.ts';

@@ -1,18 +1,11 @@
 // Block layouts pinned by hand-computed fixtures: bytes written by hand, values worked out on paper
 // from ggml-common.h's definitions.
 import { describe, expect, test } from 'vitest';
-import {
-  BLOCK,
-  bf16ToF32,
-  dequantize,
-  f16ToF32,
-  f32ToBf16,
-  f32ToF16,
-  quantize,
-  randomWeights,
-  rowBytes,
-} from './blocks.ts';
-import { mulberry32, randomF32 } from './random.ts';
+import { BLOCK, rowBytes } from './blocks.ts';
+import { dequantize, quantize } from './codecs.ts';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from './half.ts';
+import { mulberry32 } from '../random.ts';
+import { randomF32, randomWeights } from '../reference/random.ts';
 
 describe('half precision', () => {
   test('f32 → f16 rounds to nearest even and handles the edges', () => {
