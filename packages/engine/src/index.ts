@@ -1,6 +1,7 @@
 // @intab/engine: the worker-side engine (continuous batching, sampling policy, stops, backpressure,
-// cancellation) behind the EngineApi contract, its typed errors and their serialization across the worker,
-// and a CPU reference runner for tests. worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink.
+// cancellation) behind the EngineApi contract, and its typed errors and their serialization across the worker.
+// worker.ts (exposed as '@intab/engine/worker') wraps Engine in Comlink; the CPU reference runner that tests run
+// the Engine on is '@intab/engine/testing'.
 
 export * from './contract.ts';
 export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } from '@intab/model';
@@ -12,7 +13,6 @@ export { PrefixCache, type CacheNode, type PrefixMatch, type Pin, type CacheRunn
 export { Scheduler, waterFill, plainAdmission, type Admission, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';
-export { ReferenceRunner, type ReferenceRunnerOptions, type StepLogEntry } from './reference-runner.ts';
 export {
   IntabEngineError,
   InvalidRequestError,

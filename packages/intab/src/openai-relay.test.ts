@@ -5,7 +5,8 @@
 // Streams and JSON answers equal the engine's own, errors are OpenAI-shaped with OpenAI's statuses, a client that
 // goes away aborts the engine's request, and concurrent clients share engine steps.
 import { describe, expect, test } from 'vitest';
-import type { Engine, ReferenceRunner } from '@intab/engine';
+import type { Engine } from '@intab/engine';
+import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { serveOpenAI } from './openai-server.ts';
 import { relayRequest, type RelayClients } from './service-worker.ts';

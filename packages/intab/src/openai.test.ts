@@ -6,7 +6,8 @@ import { beforeEach, describe, expect, test } from 'vitest';
 
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
-import type { Engine, ReferenceRunner } from '@intab/engine';
+import type { Engine } from '@intab/engine';
+import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
 import { decodeSSE, encodeSSE } from './sse.ts';

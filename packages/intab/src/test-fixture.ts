@@ -2,7 +2,8 @@
 // 'llama' random-weight fixture model, vocab 128) with a tiny real tokenizer (byte-level BPE over printable
 // ASCII, ChatML special tokens and a ChatML chat template), so chat requests run end to end without a GPU.
 
-import { Engine, ReferenceRunner, type ModelInfo } from '@intab/engine';
+import { Engine, type ModelInfo } from '@intab/engine';
+import { ReferenceRunner } from '@intab/engine/testing';
 import { loadTokenizer, type Tokenizer } from '@intab/model';
 import { fixtureWeights } from '@intab/model/reference';
 import { tinyChatTokenizerFiles } from './test-tokenizer.ts';

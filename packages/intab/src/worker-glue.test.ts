@@ -8,7 +8,8 @@ import * as Comlink from 'comlink';
 import type { EngineApi } from '@intab/engine/contract';
 import { InvalidRequestError, RequestTooLargeError, UnknownStreamError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
-import type { Engine, ReferenceRunner } from '@intab/engine';
+import type { Engine } from '@intab/engine';
+import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { referenceEngine } from './test-fixture.ts';
 
