@@ -2,7 +2,7 @@
 //   q heads: rotated (RoPE) into q_out (T, H, D);  k heads: rotated into the paged k_cache;  v heads: copied into
 //   the paged v_cache, each token at its position (page page_table[seq_ids[t], pos / PAGE], slot pos % PAGE).
 // QK_NORM first RMS-normalizes each q and k head over D with its weight (Qwen3's q_norm and k_norm).
-//   qkv: token t's row [q (H D) | k (Hkv D) | v (Hkv D)] f32 at element t * qkv_stride (the q|k|v GEMV's output)
+//   qkv: (T, (H + 2 Hkv) D) f32, token t's row [q (H D) | k (Hkv D) | v (Hkv D)] (the q|k|v GEMV's output)
 //   q_out: (T, H, D) f32    k_cache, v_cache: (pages, PAGE, Hkv, D) f32 (the layout of kernels/paged-kv.ts)
 //   page_table: (B, max_pages) u32    seq_ids, positions: (T) u32
 //   norm: [q_norm (D) | k_norm (D)] f32 (QK_NORM only)    rope_freq: the RoPE table (lib/rope-phase.wgsl)
@@ -23,7 +23,7 @@ struct Params {
   kv_heads: u32,    // Hkv
   head_dim: u32,    // D
   half: u32,        // ROT / 2: rotated pairs per head
-  qkv_stride: u32,  // elements between two tokens' rows of qkv
+  _pad1: u32,
   page_size: u32,   // PAGE
   max_pages: u32,   // page-table columns
   sequences: u32,   // B: page-table rows
@@ -55,7 +55,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let hr = (id / pairs) % heads;
   let t = id / (pairs * heads);
   let is_q = hr < p.heads;
-  let src = t * p.qkv_stride + hr * d;  // the head's row in qkv (k heads follow the q heads)
+  let src = (t * (heads + p.kv_heads) + hr) * d;  // the head's row in qkv (k heads follow the q heads, v heads them)
 
   // the two dimensions this invocation owns
   let rot = 2u * p.half;

@@ -1,4 +1,4 @@
-// embedding: out[t, :] = dequant(W[ids[t], :]) * scale     (token embedding gather; scale = sqrt(C) for Gemma)
+// embedding: out[t, :] = dequant(W[ids[t], :])     (token embedding gather)
 //   W: rows [row0, row0 + rows) of a (V, C) weight in any ggml format, raw bytes as u32
 //      (joined with lib/bytes.wgsl and one lib/weights/<dtype>.wgsl, which defines CHUNK and load_chunk)
 //   ids: (T) u32      out: (T, C) f32, written as vec4
@@ -9,8 +9,8 @@
 // chunks of that row; workgroups run over (chunks of C, tokens), tokens on y and z.
 // Bit-exact with reference/embedding.ts for every format: the dequantizers' products (f16 d × 6-bit
 // scale × 4-bit q for q4_K, d × i8 scale × 6-bit q for q6_K, ...) fit f32's 24-bit significand, so
-// fused multiply-add cannot change q4_K's `d1 * q - m1`; scale rounds once in f32. With scale == 1 no
-// arithmetic touches the values, so f32 subnormal weights survive GPUs that flush them in arithmetic.
+// fused multiply-add cannot change q4_K's `d1 * q - m1`. The gathered values are moved, never multiplied, so
+// f32 subnormal weights survive GPUs that flush them in arithmetic (SwiftShader does, not in moves).
 
 override WG_SIZE: u32 = 64u;
 
@@ -22,7 +22,7 @@ struct Params {
   rows: u32,       // rows held by this weight part
   t: u32,          // T: tokens
   zero_oob: u32,   // 1: this dispatch writes zeros for ids ≥ V
-  scale: f32,
+  _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -46,10 +46,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   if (id < p.row0 || id - p.row0 >= p.rows) { return; }  // another part holds this row
   load_chunk((id - p.row0) * p.row_bytes, c);
-  if (p.scale == 1.0) {
-    // No multiply: GPUs may flush f32 subnormals in arithmetic (SwiftShader does), not in moves.
-    for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i]; }
-  } else {
-    for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i] * p.scale; }
-  }
+  for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i]; }
 }

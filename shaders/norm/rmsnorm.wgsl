@@ -1,13 +1,12 @@
 // rmsnorm: y[t, c] = x[t, c] / sqrt(mean_c(x[t, :]^2) + eps) * w[c]
-// Fused residual variant (RESIDUAL = true): h[t, :] += x[t, :] in place, then y = rmsnorm(h) * w,
-// which is the transformer's "add the sublayer output to the stream, normalize for the next one".
+// The prefill path's norm before a GEMM and the final norm of more logits rows than the GEMV takes (decode steps
+// fuse the norm into the GEMV's prologue instead: lib/gemv-fusion.wgsl).
 //   params: rows T, cols C, eps
-//   x: (T, C) f32    w: (C) f32    y: (T, C) f32    h: (T, C) f32 (read-write, RESIDUAL only)
+//   x: (T, C) f32    w: (C) f32    y: (T, C) f32
 // One workgroup owns one row; invocations stride over C, then reduce the sum of squares.
 // Joined with lib/reduce.wgsl.
 
 override WG_SIZE: u32 = 64u;
-override RESIDUAL: bool = false;
 
 struct Params { rows: u32, cols: u32, eps: f32, _pad: u32 }
 
@@ -15,7 +14,6 @@ struct Params { rows: u32, cols: u32, eps: f32, _pad: u32 }
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read_write> h: array<f32>;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -25,17 +23,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let base = row * p.cols;
   var ss = 0.0;
   for (var c = lid; c < p.cols; c += WG_SIZE) {
-    var v = x[base + c];
-    if (RESIDUAL) {
-      v += h[base + c];
-      h[base + c] = v;
-    }
+    let v = x[base + c];
     ss += v * v;
   }
   let total = wg_sum(ss, lid);
   let scale = inverseSqrt(total / f32(p.cols) + p.eps);
   for (var c = lid; c < p.cols; c += WG_SIZE) {
-    let v = select(x[base + c], h[base + c], RESIDUAL);
-    y[base + c] = v * scale * w[c];
+    y[base + c] = x[base + c] * scale * w[c];
   }
 }

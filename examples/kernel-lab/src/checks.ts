@@ -133,7 +133,7 @@ const CHECKS: Check[] = [
           norm: upload(gpu, norm), eps: 1e-6,
         }),
       );
-      const want = ropeKvAppend(cache, qkv, row, h, seqIds, positions, r.invFreq, 'neox', { q: norm.subarray(0, d), k: norm.subarray(d), eps: 1e-6 }).q;
+      const want = ropeKvAppend(cache, qkv, h, seqIds, positions, r.invFreq, 'neox', { q: norm.subarray(0, d), k: norm.subarray(d), eps: 1e-6 }).q;
       r.destroy();
       return { got, want };
     },

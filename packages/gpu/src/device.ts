@@ -1,10 +1,9 @@
 // Device acquisition: asks the adapter for its real limits (not WebGPU's conservative defaults),
 // enables the optional features kernels can use, and surfaces device loss as a typed error.
-// One Gpu object owns the device and everything pooled or cached on it.
+// One Gpu object owns the device and everything cached on it.
 
 import { DeviceLostError, IntabGpuError, WebGpuUnavailableError } from './errors.ts';
 import { PipelineCache } from './pipeline-cache.ts';
-import { BufferPool } from './buffer-pool.ts';
 import { Readback } from './readback.ts';
 import { UniformTable } from './uniforms.ts';
 
@@ -50,14 +49,13 @@ export interface RequestGpuOptions {
   featureLevel?: 'core' | 'compatibility';
 }
 
-/** The runtime: one device and what is cached and pooled on it. Create with requestGpu(), end with destroy(). */
+/** The runtime: one device and what is cached on it. Create with requestGpu(), end with destroy(). */
 export interface Gpu {
   readonly device: GPUDevice;
   readonly adapterInfo: { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter: boolean };
   readonly features: GpuFeatures;
   readonly limits: GpuLimits;
   readonly pipelines: PipelineCache;
-  readonly pool: BufferPool;
   readonly readback: Readback;
   /** The params of every dispatch recorded since the last submit (one upload per submit). */
   readonly uniforms: UniformTable;
@@ -66,7 +64,7 @@ export interface Gpu {
   /** Resolves with a DeviceLostError when the device is lost for any reason but destroy(). */
   readonly lost: Promise<DeviceLostError>;
   readonly destroyed: boolean;
-  /** Frees every pooled/cached GPU object and the device. Idempotent. */
+  /** Frees every cached GPU object and the device. Idempotent. */
   destroy(): void;
 }
 
@@ -167,7 +165,6 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
     features,
     limits,
     pipelines: new PipelineCache(device, features),
-    pool: new BufferPool(device),
     readback: new Readback(device),
     uniforms: new UniformTable(device, limits.minUniformBufferOffsetAlignment),
     submit(commandBuffers) {
@@ -183,7 +180,6 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
       destroyed = true;
       gpu.uniforms.destroy();
       gpu.readback.destroy();
-      gpu.pool.destroy();
       gpu.pipelines.clear();
       device.destroy();
     },

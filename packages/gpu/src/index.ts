@@ -15,7 +15,6 @@ export {
   formatBytes,
 } from './errors.ts';
 export { PipelineCache, type KernelSpec, type BindingKind, type CachedPipeline } from './pipeline-cache.ts';
-export { BufferPool } from './buffer-pool.ts';
 export { Readback, type ReadbackTicket } from './readback.ts';
 export { UniformTable, PARAMS_SLOT_BYTES } from './uniforms.ts';
 export { Profiler, type PassTiming } from './profiler.ts';
@@ -44,7 +43,6 @@ export { createGemv, type Gemv, type GemvArgs, type GemvOptions, type GemvTuning
 export { createGemm, type Gemm, type GemmArgs, type GemmOptions, type GemmVariant } from './kernels/gemm.ts';
 export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOptions } from './kernels/embedding.ts';
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
-export { createAdd, type AddArgs } from './kernels/add.ts';
 export { createSwiglu, type SwigluArgs } from './kernels/swiglu.ts';
 export { createGeluTanh } from './kernels/gelu-tanh.ts';
 export type { GatedArgs } from './kernels/activation.ts';

@@ -6,10 +6,10 @@ import { Params, requireBytes, requireDim } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
 
 export interface GatedArgs {
-  /** Gate (swiglu) or input (gelu) rows: row t starts at element t * stride. */
+  /** Gate rows (the activation's input): row t starts at element t * stride. */
   x: BufferRef;
   /** Up rows (the multiplier): row t starts at element t * upStride + upOffset. */
-  up?: BufferRef;
+  up: BufferRef;
   /** (T, F) f32. */
   out: BufferRef;
   rows: number;
@@ -24,7 +24,7 @@ export interface GatedArgs {
 }
 
 /** Validates and packs the shared params block; returns it with the workgroup count. */
-export function gatedParams(name: string, a: GatedArgs, needUp: boolean, wgx: number): Params {
+export function gatedParams(name: string, a: GatedArgs, wgx: number): Params {
   requireDim(name, 'rows', a.rows);
   requireDim(name, 'cols', a.cols);
   const stride = a.stride ?? a.cols;
@@ -33,10 +33,7 @@ export function gatedParams(name: string, a: GatedArgs, needUp: boolean, wgx: nu
   if (stride < a.cols) throw new ShapeError(name, 'stride', `≥ cols (${a.cols})`, String(stride));
   requireBytes(name, 'x', a.x, ((a.rows - 1) * stride + a.cols) * 4);
   requireBytes(name, 'out', a.out, a.rows * a.cols * 4);
-  if (needUp) {
-    if (!a.up) throw new ShapeError(name, 'up', 'a buffer', 'missing');
-    if (upStride < a.cols) throw new ShapeError(name, 'upStride', `≥ cols (${a.cols})`, String(upStride));
-    requireBytes(name, 'up', a.up, ((a.rows - 1) * upStride + upOffset + a.cols) * 4);
-  }
+  if (upStride < a.cols) throw new ShapeError(name, 'upStride', `≥ cols (${a.cols})`, String(upStride));
+  requireBytes(name, 'up', a.up, ((a.rows - 1) * upStride + upOffset + a.cols) * 4);
   return new Params(8).u32(a.rows).u32(a.cols).u32(stride).u32(upStride).u32(upOffset).u32(wgx).u32(0).u32(0);
 }

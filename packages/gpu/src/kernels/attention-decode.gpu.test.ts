@@ -47,7 +47,7 @@ async function decodeCase(gpu: Gpu, variant: AttentionVariant, c: Case) {
   );
   const got = await readF32(gpu, out, q.length);
   attn.destroy();
-  return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions, undefined, c.window ?? 0), full: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
+  return { got, want: pagedAttention(cache, q, c.heads, seqIds, positions, c.window ?? 0), full: pagedAttention(cache, q, c.heads, seqIds, positions), attn };
 }
 
 // Every case runs both pass-1 variants (they share the partials layout and the reduce).

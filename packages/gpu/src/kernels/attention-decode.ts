@@ -82,7 +82,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
   requireDim(name, 'split', split);
   const hpw = rows ? 1 : headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
   const hpi = rows ? headsPerInvocation(name, s, options.headsPerInvocation) : 1;
-  const scale = options.scale ?? 1 / Math.sqrt(s.headDim);
+  const scale = 1 / Math.sqrt(s.headDim); // scores are q·k / sqrt(D) in every supported family
   const label = options.label ?? name;
   const cached = gpu.pipelines.get({
     name: 'attention-decode',

@@ -79,7 +79,7 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
           positions: upload(gpu, new Uint32Array(positions)), tokens: T, window: c.window,
         }),
       );
-      const want = pagedAttention(cache, q, c.heads, seqIds, positions, undefined, c.window ?? 0);
+      const want = pagedAttention(cache, q, c.heads, seqIds, positions, c.window ?? 0);
       expectClose(await readF32(gpu, out, q.length), want, { atol: 2e-5, rtol: 1e-4 });
       if (c.window) {
         // The window matters for these cases (full causal attention gives other values).
@@ -121,7 +121,7 @@ describe.each(['workgroup', 'rows'] as const)('attention-prefill (%s)', (variant
       r.encode(pass, { qkv: upload(gpu, qkv), q, ...paged });
       createAttentionPrefill(gpu, shape, { variant }).encode(pass, { ...paged, q, out });
     });
-    const appended = ropeKvAppend(cache, qkv, row, H, seqIds, positions, r.invFreq, 'neox');
+    const appended = ropeKvAppend(cache, qkv, H, seqIds, positions, r.invFreq, 'neox');
     const want = pagedAttention({ ...cache, ...appended }, appended.q, H, seqIds, positions);
     expectClose(await readF32(gpu, out, T * H * D), want, { atol: 1e-4, rtol: 1e-3 });
     r.destroy();

@@ -19,8 +19,6 @@ import {
 } from './paged-kv.ts';
 
 export interface AttentionOptions {
-  /** Score scale (default 1 / sqrt(D)). */
-  scale?: number;
   /** Invocations per workgroup (default 64 for 'workgroup', 8 for 'rows'). */
   workgroupSize?: number;
   /**
@@ -72,7 +70,7 @@ export function createAttentionPrefill(gpu: Gpu, shape: AttentionShape, options:
   requireWorkgroupSize(gpu, name, wg);
   const hpw = rows ? 1 : headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
   const hpi = rows ? headsPerInvocation(name, s, options.headsPerInvocation) : 1;
-  const scale = options.scale ?? 1 / Math.sqrt(s.headDim);
+  const scale = 1 / Math.sqrt(s.headDim); // scores are q·k / sqrt(D) in every supported family
   const cached = gpu.pipelines.get({
     name: 'attention-prefill',
     variant: `f32+${variant}`,

@@ -1,23 +1,12 @@
-// add, swiglu and gelu-tanh against their float64 twins, with ragged sizes, strided (fused gate_up)
-// inputs and outliers that overflow naive exp/tanh.
+// swiglu and gelu-tanh (GEGLU) against their float64 twins, with ragged sizes, strided (fused gate_up) inputs and
+// outliers that overflow naive exp/tanh.
 import { describe, expect, test } from 'vitest';
-import { createAdd } from './add.ts';
 import { createSwiglu } from './swiglu.ts';
 import { createGeluTanh } from './gelu-tanh.ts';
-import { add, gated, geluTanh, silu } from '../reference/elementwise.ts';
+import { gated, geluTanh, silu } from '../reference/elementwise.ts';
 import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 describe('elementwise', () => {
-  test('add in place, ragged n', async () => {
-    const gpu = await testGpu();
-    const n = 1029;
-    const a = randomF32(n, 1);
-    const b = randomF32(n, 2);
-    const buf = upload(gpu, a);
-    await run(gpu, (pass) => createAdd(gpu).encode(pass, { a: buf, b: upload(gpu, b), n }));
-    expectClose(await readF32(gpu, buf, n), add(a, b), { atol: 0, rtol: 0 });
-  });
-
   test('swiglu on separate gate/up buffers with outliers', async () => {
     const gpu = await testGpu();
     const [rows, cols] = [3, 173];
@@ -45,24 +34,32 @@ describe('elementwise', () => {
     expectClose(await readF32(gpu, out, rows * cols), gated(silu, gu, gu, rows, cols, 2 * cols, 2 * cols, cols), { atol: 1e-6, rtol: 1e-5 });
   });
 
-  for (const gatedVariant of [false, true]) {
-    test(`gelu-tanh${gatedVariant ? ' gated (GEGLU)' : ''} with outliers`, async () => {
-      const gpu = await testGpu();
-      const [rows, cols] = [2, 301];
-      const x = randomF32(rows * cols, 6, 3);
-      x[3] = 60; // naive tanh overflows here
-      x[4] = -60;
-      x[5] = 1e5;
-      const u = randomF32(rows * cols, 7);
-      const out = scratch(gpu, rows * cols * 4);
-      await run(gpu, (pass) =>
-        createGeluTanh(gpu, { gated: gatedVariant }).encode(pass, { x: upload(gpu, x), up: gatedVariant ? upload(gpu, u) : undefined, out, rows, cols }),
-      );
-      const got = await readF32(gpu, out, rows * cols);
-      expect(got.every(Number.isFinite)).toBe(true);
-      expectClose(got, gated(geluTanh, x, gatedVariant ? u : undefined, rows, cols), { atol: 1e-6, rtol: 1e-5 });
-    });
-  }
+  test('gelu-tanh gated (GEGLU) with outliers', async () => {
+    const gpu = await testGpu();
+    const [rows, cols] = [2, 301];
+    const x = randomF32(rows * cols, 6, 3);
+    x[3] = 60; // naive tanh overflows here
+    x[4] = -60;
+    x[5] = 1e5;
+    const u = randomF32(rows * cols, 7);
+    const out = scratch(gpu, rows * cols * 4);
+    await run(gpu, (pass) => createGeluTanh(gpu).encode(pass, { x: upload(gpu, x), up: upload(gpu, u), out, rows, cols }));
+    const got = await readF32(gpu, out, rows * cols);
+    expect(got.every(Number.isFinite)).toBe(true);
+    expectClose(got, gated(geluTanh, x, u, rows, cols), { atol: 1e-6, rtol: 1e-5 });
+  });
+
+  test('gelu-tanh reads a fused gate_up (T, 2F) in place', async () => {
+    const gpu = await testGpu();
+    const [rows, cols] = [3, 96];
+    const gu = randomF32(rows * 2 * cols, 8, 3);
+    const buf = upload(gpu, gu);
+    const out = scratch(gpu, rows * cols * 4);
+    await run(gpu, (pass) =>
+      createGeluTanh(gpu).encode(pass, { x: buf, up: buf, out, rows, cols, stride: 2 * cols, upStride: 2 * cols, upOffset: cols }),
+    );
+    expectClose(await readF32(gpu, out, rows * cols), gated(geluTanh, gu, gu, rows, cols, 2 * cols, 2 * cols, cols), { atol: 1e-6, rtol: 1e-5 });
+  });
 
   test('shape errors name the argument', async () => {
     const gpu = await testGpu();
@@ -71,6 +68,6 @@ describe('elementwise', () => {
       name: 'ShapeError',
       argument: 'x',
     });
-    await expect(run(gpu, (pass) => createAdd(gpu).encode(pass, { a: small, b: small, n: 0 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'n' });
+    await expect(run(gpu, (pass) => createGeluTanh(gpu).encode(pass, { x: small, up: small, out: small, rows: 0, cols: 8 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'rows' });
   });
 });

@@ -1,5 +1,5 @@
-// Token embedding gather from a weight in its stored format (any part of a split weight), optionally
-// scaled (Gemma multiplies by sqrt(C)). See shaders/matmul/embedding.wgsl.
+// Token embedding gather from a weight in its stored format (any part of a split weight). See
+// shaders/matmul/embedding.wgsl.
 
 import src from '../../../../shaders/matmul/embedding.wgsl?raw';
 import type { Gpu } from '../device.ts';
@@ -24,8 +24,6 @@ export interface EmbeddingArgs {
   out: BufferRef;
   /** T: tokens. */
   tokens: number;
-  /** Multiplies every value, rounded once in f32 (Gemma: sqrt(C)); default 1 (no multiply, so values pass bit for bit). */
-  scale?: number;
 }
 
 export interface Embedding {
@@ -34,11 +32,11 @@ export interface Embedding {
 }
 
 /**
- * out[t, :] = dequant(W[ids[t], :]) * scale; bit-exact with reference/embedding.ts for every format.
+ * out[t, :] = dequant(W[ids[t], :]); bit-exact with reference/embedding.ts for every format.
  *
  * @example
  * const embed = createEmbedding(gpu, { dtype: 'q8_0' });
- * embed.encode(pass, { weight: tokEmbd, ids, out: hidden, tokens: T, scale: Math.sqrt(C) });
+ * embed.encode(pass, { weight: tokEmbd, ids, out: hidden, tokens: T });
  */
 export function createEmbedding(gpu: Gpu, options: EmbeddingOptions): Embedding {
   requireWeightDtype(options.dtype);
@@ -63,13 +61,11 @@ export function createEmbedding(gpu: Gpu, options: EmbeddingOptions): Embedding 
       requireDim(name, 'tokens', a.tokens);
       requireBytes(name, 'ids', a.ids, a.tokens * 4);
       requireBytes(name, 'out', a.out, a.tokens * w.k * 4);
-      const scale = a.scale ?? 1;
-      if (!Number.isFinite(scale)) throw new ShapeError(name, 'scale', 'a finite number', String(scale));
       const wgx = Math.ceil(w.k / CHUNK_ELEMS[dtype] / wg);
       const [wgy, wgz] = grid2d(gpu, a.tokens);
       w.parts.forEach((part, i) => {
         const params = new Params(8)
-          .u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(a.tokens).u32(i === 0 ? 1 : 0).f32(scale);
+          .u32(w.n).u32(w.k).u32(w.rowBytes).u32(part.row0).u32(part.rows).u32(a.tokens).u32(i === 0 ? 1 : 0).u32(0);
         dispatch(gpu, pass, cached, `${name} ${w.label}`, params, [part.buffer, a.ids, a.out], [wgx, wgy, wgz]);
       });
     },

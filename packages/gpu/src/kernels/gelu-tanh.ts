@@ -1,29 +1,23 @@
-// GELU with the tanh approximation, optionally gated (GEGLU). See shaders/elementwise/gelu-tanh.wgsl.
+// GeGLU with the tanh approximation of GELU: out = gelu(x) * up (see shaders/elementwise/gelu-tanh.wgsl), the
+// prefill path's activation for gelu_pytorch_tanh models (decode GEMVs fuse it: GemvOptions.gated).
 
 import src from '../../../../shaders/elementwise/gelu-tanh.wgsl?raw';
 import type { Gpu } from '../device.ts';
-import { dispatch, grid2d, unusedBinding, withParams } from '../kernel.ts';
+import { dispatch, grid2d, withParams } from '../kernel.ts';
 import { gatedParams, type GatedArgs } from './activation.ts';
 
 /**
  * @example
- * createGeluTanh(gpu).encode(pass, { x, out, rows: T, cols: F });
+ * // fused gate_up (T, 2F): gate = first half, up = second half of each row
+ * createGeluTanh(gpu).encode(pass, { x: gateUp, up: gateUp, out, rows: T, cols: F, stride: 2 * F, upStride: 2 * F, upOffset: F });
  */
-export function createGeluTanh(gpu: Gpu, options: { gated?: boolean } = {}): { encode(pass: GPUComputePassEncoder, args: GatedArgs): void } {
+export function createGeluTanh(gpu: Gpu): { encode(pass: GPUComputePassEncoder, args: GatedArgs): void } {
   const WG = 256;
-  const gated = options.gated ?? false;
-  const cached = gpu.pipelines.get({
-    name: 'gelu-tanh',
-    variant: 'f32',
-    code: src,
-    bindings: withParams('read', 'read', 'storage'),
-    constants: { WG_SIZE: WG, GATED: gated ? 1 : 0 },
-  });
-  const name = gated ? 'geglu-tanh' : 'gelu-tanh';
+  const cached = gpu.pipelines.get({ name: 'gelu-tanh', variant: 'f32', code: src, bindings: withParams('read', 'read', 'storage'), constants: { WG_SIZE: WG } });
   return {
     encode(pass, a) {
       const [x, y] = grid2d(gpu, Math.ceil((a.rows * a.cols) / WG));
-      dispatch(gpu, pass, cached, name, gatedParams(name, a, gated, x), [a.x, gated ? a.up! : unusedBinding(gpu), a.out], [x, y]);
+      dispatch(gpu, pass, cached, 'geglu-tanh', gatedParams('geglu-tanh', a, x), [a.x, a.up, a.out], [x, y]);
     },
   };
 }

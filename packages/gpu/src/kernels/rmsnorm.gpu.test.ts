@@ -1,6 +1,7 @@
+// RMSNorm against its float64 twin: ragged and unaligned row lengths, outliers, short buffers.
 import { describe, expect, test } from 'vitest';
 import { createRmsNorm } from './rmsnorm.ts';
-import { rmsnorm, rmsnormResidual } from '../reference/norm.ts';
+import { rmsnorm } from '../reference/norm.ts';
 import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
 
 describe('rmsnorm', () => {
@@ -17,22 +18,16 @@ describe('rmsnorm', () => {
     });
   }
 
-  test('fused residual updates the stream and normalizes it, with large outliers', async () => {
+  test('large outliers', async () => {
     const gpu = await testGpu();
     const [rows, cols] = [4, 300];
     const x = randomF32(rows * cols, 7);
     x[5] = 1e4;
     x[cols + 3] = -3e4;
-    const h = randomF32(rows * cols, 8);
     const w = randomF32(cols, 9);
-    const hBuf = upload(gpu, h);
     const out = scratch(gpu, x.byteLength);
-    await run(gpu, (pass) =>
-      createRmsNorm(gpu, { residual: true }).encode(pass, { x: upload(gpu, x), weight: upload(gpu, w), out, residual: hBuf, rows, cols, eps: 1e-6 }),
-    );
-    const ref = rmsnormResidual(x, h, w, rows, cols, 1e-6);
-    expectClose(await readF32(gpu, hBuf, rows * cols), ref.h, { atol: 0, rtol: 0, label: 'residual' });
-    expectClose(await readF32(gpu, out, rows * cols), ref.y, { atol: 1e-5, rtol: 1e-4 });
+    await run(gpu, (pass) => createRmsNorm(gpu).encode(pass, { x: upload(gpu, x), weight: upload(gpu, w), out, rows, cols, eps: 1e-6 }));
+    expectClose(await readF32(gpu, out, rows * cols), rmsnorm(x, w, rows, cols, 1e-6), { atol: 1e-5, rtol: 1e-4 });
   });
 
   test('rejects short buffers with a ShapeError', async () => {

@@ -1,5 +1,5 @@
 // The fused RoPE + KV append against its CPU twin (reference/rope.ts: split, q/k norm, rotate in float64, append):
-// both pair styles, partial rotary, llama3 scaling, positions past 32k, Qwen3's q/k norm, a padded qkv row, ragged
+// both pair styles, partial rotary, llama3 scaling, positions past 32k, Qwen3's q/k norm, ragged
 // tokens of several sequences on shuffled pages, and a token with no page (q written, cache untouched).
 
 import { describe, expect, test } from 'vitest';
@@ -38,14 +38,14 @@ function sparseCache(seqIds: number[], positions: number[], pageSize: number, kv
   return { k, v, pageTable, maxPages, pageSize, kvHeads, headDim };
 }
 
-async function appendCase(o: RopeKvAppendOptions, T: number, seed: number, { pad = 0, qkNorm = false } = {}) {
+async function appendCase(o: RopeKvAppendOptions, T: number, seed: number, { qkNorm = false } = {}) {
   const gpu = await testGpu();
   const [H, Hkv, D, PAGE] = [o.heads, o.kvHeads, o.headDim, o.pageSize ?? 16];
   // Three sequences; token t belongs to sequence t % 3 at a position from POSITIONS (distinct per sequence).
   const seqIds = Array.from({ length: T }, (_, t) => t % 3);
   const positions = seqIds.map((_, t) => POSITIONS[t % POSITIONS.length] + Math.floor(t / POSITIONS.length));
   const cache = sparseCache(seqIds, positions, PAGE, Hkv, D, mulberry32(seed));
-  const stride = (H + 2 * Hkv) * D + pad;
+  const stride = (H + 2 * Hkv) * D;
   const qkv = randomF32(T * stride, seed + 1, 2);
   const eps = 1e-6;
   const norm = qkNorm ? { q: randomF32(D, seed + 2, 0.5).map((x) => 1 + x), k: randomF32(D, seed + 3, 0.5).map((x) => 1 + x), eps } : undefined;
@@ -58,14 +58,14 @@ async function appendCase(o: RopeKvAppendOptions, T: number, seed: number, { pad
   const qkvAll = new Float32Array([...qkv, ...extra]);
   await run(gpu, (pass) =>
     append.encode(pass, {
-      qkv: upload(gpu, qkvAll), qkvStride: stride, q, kCache, vCache, pageTable: upload(gpu, cache.pageTable), sequences: 3,
+      qkv: upload(gpu, qkvAll), q, kCache, vCache, pageTable: upload(gpu, cache.pageTable), sequences: 3,
       maxPagesPerSeq: cache.maxPages, seqIds: upload(gpu, new Uint32Array([...seqIds, 3])), positions: upload(gpu, new Uint32Array([...positions, positions[3]])),
       tokens: T + 1, norm: norm && upload(gpu, new Float32Array([...norm.q, ...norm.k])), eps,
     }),
   );
-  const want = ropeKvAppend(cache, qkv, stride, H, seqIds, positions, append.invFreq, o.style, norm);
+  const want = ropeKvAppend(cache, qkv, H, seqIds, positions, append.invFreq, o.style, norm);
   // (its twin appends at a position sequence 0 has a page for, to compute the same q)
-  const wantExtra = ropeKvAppend(cache, extra, stride, H, [0], [positions[3]], append.invFreq, o.style, norm).q;
+  const wantExtra = ropeKvAppend(cache, extra, H, [0], [positions[3]], append.invFreq, o.style, norm).q;
   const got = {
     q: await readF32(gpu, q, (T + 1) * H * D),
     k: await readF32(gpu, kCache, cache.k.length),
@@ -92,13 +92,13 @@ describe('rope-kv-append', () => {
     expectAppended(await appendCase({ heads: 8, kvHeads: 2, headDim: 64, theta: 10000, style: 'normal' }, 11, 1));
   });
 
-  test("'neox' rotate-half with partial rotary (64 of 128), llama3 scaling, q/k norm and a padded qkv row", async () => {
+  test("'neox' rotate-half with partial rotary (64 of 128), llama3 scaling and q/k norm", async () => {
     const r = await appendCase(
       {
         heads: 4, kvHeads: 1, headDim: 128, rotaryDim: 64, theta: 500000, style: 'neox',
         scaling: { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 },
       },
-      9, 2, { pad: 5, qkNorm: true },
+      9, 2, { qkNorm: true },
     );
     expectAppended(r);
     // Without the norm, dimensions 64..127 of every q head are the projections' values, bit for bit.
@@ -152,7 +152,6 @@ describe('rope-kv-append', () => {
     const args = { qkv: buf, q: buf, kCache: buf, vCache: buf, pageTable: buf, sequences: 2, maxPagesPerSeq: 8, seqIds: buf, positions: buf, tokens: 4 };
     await expect(run(gpu, (pass) => append.encode(pass, { ...args, qkv: scratch(gpu, 64) }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'qkv' });
     await expect(run(gpu, (pass) => append.encode(pass, { ...args, maxPagesPerSeq: 2000 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'pageTable' });
-    await expect(run(gpu, (pass) => append.encode(pass, { ...args, qkvStride: 10 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'qkvStride' });
     const normed = createRopeKvAppend(gpu, { ...base, qkNorm: true });
     await expect(run(gpu, (pass) => normed.encode(pass, args))).rejects.toThrow(/norm/);
     append.destroy();

@@ -87,10 +87,8 @@ export interface RopeKvAppendOptions extends RopeConfig, AttentionShape {
 }
 
 export interface RopeKvAppendArgs extends PagedKv, StepTokens {
-  /** Token t's [q (H·D) | k (Hkv·D) | v (Hkv·D)] f32 at element t · qkvStride. */
+  /** (T, (H + 2·Hkv)·D) f32: token t's [q (H·D) | k (Hkv·D) | v (Hkv·D)], the q|k|v GEMV's output. */
   qkv: BufferRef;
-  /** Elements between two tokens' rows of qkv (default (H + 2·Hkv)·D). */
-  qkvStride?: number;
   /** (T, H, D) f32: the rotated queries. */
   q: BufferRef;
   /** [q_norm (D) | k_norm (D)] f32, with qkNorm. */
@@ -150,16 +148,14 @@ export function createRopeKvAppend(gpu: Gpu, o: RopeKvAppendOptions): RopeKvAppe
     encode(pass, a) {
       if (destroyed) throw new Error(`${label}: encode() after destroy()`);
       const pages = checkPaged(gpu, name, s, a, a);
-      const stride = a.qkvStride ?? row;
-      if (!Number.isInteger(stride) || stride < row) throw new ShapeError(name, 'qkvStride', `an integer ≥ (H + 2·Hkv)·D = ${row}`, String(stride));
-      requireBytes(name, 'qkv', a.qkv, ((a.tokens - 1) * stride + row) * 4);
+      requireBytes(name, 'qkv', a.qkv, a.tokens * row * 4);
       requireBytes(name, 'q', a.q, a.tokens * s.heads * d * 4);
       if (qkNorm) {
         if (!a.norm || a.eps === undefined) throw new TypeError(`${name}: created with qkNorm, so 'norm' and 'eps' are required`);
         requireBytes(name, 'norm', a.norm, 2 * d * 4);
       }
       const params = new Params(12)
-        .u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(d).u32(rot / 2).u32(stride)
+        .u32(a.tokens).u32(s.heads).u32(s.kvHeads).u32(d).u32(rot / 2).u32(0)
         .u32(s.pageSize).u32(a.maxPagesPerSeq).u32(a.sequences).u32(pages).f32(a.eps ?? 0).u32(0);
       const count = a.tokens * (s.heads + s.kvHeads) * (d / 2);
       const buffers = [a.qkv, a.q, a.kCache, a.vCache, a.pageTable, a.seqIds, a.positions, qkNorm ? a.norm! : unusedBinding(gpu), table];

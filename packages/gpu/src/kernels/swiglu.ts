@@ -5,7 +5,7 @@ import type { Gpu } from '../device.ts';
 import { dispatch, grid2d, withParams } from '../kernel.ts';
 import { gatedParams, type GatedArgs } from './activation.ts';
 
-export type SwigluArgs = GatedArgs & { up: NonNullable<GatedArgs['up']> };
+export type SwigluArgs = GatedArgs;
 
 /**
  * @example
@@ -18,7 +18,7 @@ export function createSwiglu(gpu: Gpu): { encode(pass: GPUComputePassEncoder, ar
   return {
     encode(pass, a) {
       const [x, y] = grid2d(gpu, Math.ceil((a.rows * a.cols) / WG));
-      dispatch(gpu, pass, cached, 'swiglu', gatedParams('swiglu', a, true, x), [a.x, a.up, a.out], [x, y]);
+      dispatch(gpu, pass, cached, 'swiglu', gatedParams('swiglu', a, x), [a.x, a.up, a.out], [x, y]);
     },
   };
 }

@@ -37,7 +37,7 @@ export function kvAppend(
 }
 
 /**
- * Causal attention of T query tokens (T, H, D) over their sequences' cached positions 0..pos, or with a
+ * Causal attention (scores q·k / sqrt(D)) of T query tokens (T, H, D) over their sequences' cached positions 0..pos, or with a
  * sliding `window` > 0 over positions j with pos - j < window only (0 = no window);
  * query head h reads kv head h / (H / Hkv). Returns (T, H, D) float64.
  */
@@ -47,10 +47,10 @@ export function pagedAttention(
   heads: number,
   seqIds: ArrayLike<number>,
   positions: ArrayLike<number>,
-  scale = 1 / Math.sqrt(c.headDim),
   window = 0,
 ): Float64Array {
   const D = c.headDim;
+  const scale = 1 / Math.sqrt(D);
   const group = heads / c.kvHeads;
   const T = seqIds.length;
   const out = new Float64Array(T * heads * D);

@@ -38,14 +38,13 @@ export function rope(
 }
 
 /**
- * The fused kernel's result: token t's row of qkv (at t * stride) split into q (H heads), k and v (Hkv heads each),
+ * The fused kernel's result: token t's row of the (T, (H + 2·Hkv)·D) qkv split into q (H heads), k and v (Hkv heads each),
  * q and k RMS-normalized per head when `norm` is given, rotated, q returned (T, H, D) and k, v appended to copies of
  * the caches.
  */
 export function ropeKvAppend(
   cache: PagedCache,
   qkv: Float32Array,
-  stride: number,
   heads: number,
   seqIds: ArrayLike<number>,
   positions: ArrayLike<number>,
@@ -54,6 +53,7 @@ export function ropeKvAppend(
   norm?: { q: Float32Array; k: Float32Array; eps: number },
 ): { q: Float32Array; k: Float32Array; v: Float32Array } {
   const [T, Hkv, D] = [seqIds.length, cache.kvHeads, cache.headDim];
+  const stride = (heads + 2 * Hkv) * D;
   const part = (from: number, n: number) => {
     const out = new Float32Array(T * n);
     for (let t = 0; t < T; t++) out.set(qkv.subarray(t * stride + from, t * stride + from + n), t * n);

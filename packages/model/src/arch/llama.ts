@@ -150,7 +150,7 @@ export class LlamaForward {
     this.prefill = createAttentionPrefill(gpu, shape);
     this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype });
     this.norm = createRmsNorm(gpu);
-    this.act = c.activation === 'gelu_tanh' ? createGeluTanh(gpu, { gated: true }) : createSwiglu(gpu);
+    this.act = c.activation === 'gelu_tanh' ? createGeluTanh(gpu) : createSwiglu(gpu);
     // The longest sequence a step can see: the model's context, or all the cache's pages.
     const longest = Math.min(c.maxContext, kv.pages * kv.pageSize);
     this.maxPages = Math.ceil(longest / kv.pageSize);
