@@ -4,7 +4,7 @@
 export * from './errors.ts';
 export type { ByteSource, TensorInfo, GgufValue } from './types.ts';
 export { bytesSource, blobSource, urlSource, pathSource, type UrlSourceOptions } from './source.ts';
-export { parseGguf, parseGgufSplits, parseGgufSplitName, ggufMetadata, ggufMetadataOptional, type GgufFile, type GgufTensorInfo } from './formats/gguf.ts';
+export { parseGguf, parseGgufSplits, parseGgufSplitName, type GgufFile, type GgufTensorInfo } from './formats/gguf.ts';
 export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.ts';
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
@@ -15,5 +15,5 @@ export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions } from './runner.ts';
 export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
-export { uploadMatrix, uploadVector, readVector, type UploadOptions } from './upload.ts';
+export { uploadVector, readVector, type UploadOptions } from './upload.ts';
 export * from './tokenizer/index.ts';

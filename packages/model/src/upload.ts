@@ -2,7 +2,7 @@
 // memory: matrices stay in their stored format (split by rows to fit storage bindings), 1-D tensors
 // (norms, biases) become f32. Progress is reported in bytes; an AbortSignal stops between chunks.
 
-import { createWeight, dequantize, dequantizeRow, isWeightDtype, quantize, rowBytes, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
+import { dequantize, dequantizeRow, isWeightDtype, quantize, rowBytes, writeRows, type Gpu, type WeightDtype, type WeightTensor } from '@intab/gpu';
 import { ModelMismatchError, UnsupportedModelError } from './errors.ts';
 import type { TensorInfo } from './types.ts';
 
@@ -43,20 +43,6 @@ function requireMatrix(info: TensorInfo): void {
   if (info.shape.length !== 2) {
     throw new ModelMismatchError(info.source.name, `tensor '${info.name}' shape`, 'a matrix (2 dimensions)', `[${info.shape.join(', ')}]`);
   }
-}
-
-/** An (N, K) matrix in its stored format, or quantized to o.quantize on the way (f32/f16/bf16 sources). */
-export async function uploadMatrix(gpu: Gpu, info: TensorInfo, label: string, o: UploadOptions = {}): Promise<WeightTensor> {
-  requireMatrix(info);
-  const [n, k] = info.shape;
-  const weight = createWeight(gpu, { dtype: uploadDtype(info, o.quantize), n, k, label });
-  try {
-    await uploadRows(gpu, info, weight, 0, o);
-  } catch (err) {
-    weight.destroy();
-    throw err;
-  }
-  return weight;
 }
 
 /**

@@ -7,7 +7,7 @@ import { BLOCK, GGML_TYPE_ID, WEIGHT_DTYPES } from '@intab/gpu';
 import { IntabModelError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import { bytesSource, pathSource } from '../source.ts';
 import type { ByteSource } from '../types.ts';
-import { GGML_TYPES, ggufMetadata, ggufMetadataOptional, parseGguf, parseGgufSplitName, parseGgufSplits } from './gguf.ts';
+import { GGML_TYPES, parseGguf, parseGgufSplitName, parseGgufSplits } from './gguf.ts';
 import { ggufTyped, writeGguf, type GgufWriteTensor } from './gguf-writer.ts';
 import { parseSafetensors } from './safetensors.ts';
 
@@ -73,11 +73,11 @@ describe('stories260K.gguf', () => {
     const src = counting(await pathSource(`${STORIES}stories260K.gguf`));
     const g = await parseGguf(src);
     expect(g.version).toBe(3);
-    expect(ggufMetadata(g, 'general.architecture', 'string')).toBe('llama');
-    expect(ggufMetadata(g, 'llama.embedding_length', 'integer')).toBe(64);
-    expect(ggufMetadata(g, 'llama.block_count', 'integer')).toBe(5);
-    expect(ggufMetadata(g, 'llama.attention.head_count', 'integer')).toBe(8);
-    expect(ggufMetadata(g, 'llama.attention.head_count_kv', 'integer')).toBe(4);
+    expect(g.metadata.get('general.architecture')).toBe('llama');
+    expect(g.metadata.get('llama.embedding_length')).toBe(64);
+    expect(g.metadata.get('llama.block_count')).toBe(5);
+    expect(g.metadata.get('llama.attention.head_count')).toBe(8);
+    expect(g.metadata.get('llama.attention.head_count_kv')).toBe(4);
     expect(g.alignment).toBe(32);
     expect(g.dataOffset % 32).toBe(0);
     expect(g.tensors.length).toBe(47); // 5 layers × 9 + token_embd + output_norm (output tied)
@@ -126,13 +126,13 @@ describe('stories260K-vocab-ud.gguf', () => {
   it('reads the embedded vocabulary and the same tensors as stories260K.gguf', async () => {
     const g = await parseGguf(await pathSource(`${STORIES}stories260K-vocab-ud.gguf`));
     const plain = await parseGguf(await pathSource(`${STORIES}stories260K.gguf`));
-    const tokens = ggufMetadata(g, 'tokenizer.ggml.tokens', 'string[]');
+    const tokens = g.metadata.get('tokenizer.ggml.tokens') as string[];
     expect(tokens.length).toBe(512);
     expect([tokens[0], tokens[1], tokens[2], tokens[3], tokens[258], tokens[259], tokens[511]]).toEqual(['<unk>', '<s>', '</s>', '<0x00>', '<0xFF>', '<t259>', '<t511>']);
     expect(g.metadataTypes.get('tokenizer.ggml.token_type')).toBe('array<i32>');
-    expect(ggufMetadata(g, 'tokenizer.ggml.scores', 'number[]').length).toBe(512);
-    expect(ggufMetadata(g, 'tokenizer.ggml.add_bos_token', 'boolean')).toBe(true);
-    expect(ggufMetadata(g, 'tokenizer.ggml.bos_token_id', 'integer')).toBe(1);
+    expect((g.metadata.get('tokenizer.ggml.scores') as number[]).length).toBe(512);
+    expect(g.metadata.get('tokenizer.ggml.add_bos_token')).toBe(true);
+    expect(g.metadata.get('tokenizer.ggml.bos_token_id')).toBe(1);
     expect(g.tensors.map((t) => [t.name, t.shape, t.byteLength])).toEqual(plain.tensors.map((t) => [t.name, t.shape, t.byteLength]));
     for (const name of ['token_embd.weight', 'blk.4.attn_q.weight']) {
       const a = g.tensors.find((t) => t.name === name)!;
@@ -254,7 +254,7 @@ describe('writer fixtures', () => {
   it('parses a file with metadata and no tensors (vocab-only)', async () => {
     const g = await parse(writeGguf({ metadata: { 'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.tokens': ['<unk>', '<s>'] } }));
     expect(g.tensors).toEqual([]);
-    expect(ggufMetadata(g, 'tokenizer.ggml.tokens', 'string[]')).toEqual(['<unk>', '<s>']);
+    expect(g.metadata.get('tokenizer.ggml.tokens')).toEqual(['<unk>', '<s>']);
   });
 
   it('agrees with @intab/gpu BLOCK for every dtype intab runs', () => {
@@ -271,35 +271,10 @@ describe('writer fixtures', () => {
     expect(bytes.length).toBeGreaterThan(256 * 1024);
     const src = counting(bytesSource('vocab.gguf', bytes));
     const g = await parseGguf(src);
-    expect(ggufMetadata(g, 'tokenizer.ggml.tokens', 'string[]')).toEqual(tokens);
-    expect(ggufMetadata(g, 'tokenizer.ggml.scores', 'number[]')[39_999]).toBe(-39_999);
+    expect(g.metadata.get('tokenizer.ggml.tokens')).toEqual(tokens);
+    expect((g.metadata.get('tokenizer.ggml.scores') as number[])[39_999]).toBe(-39_999);
     expect(src.reads.length).toBeGreaterThan(2);
     expect(src.reads[0][1]).toBe(64 * 1024);
-  });
-});
-
-// ---- typed metadata access ----
-
-describe('ggufMetadata', () => {
-  it('returns typed values and names the key when missing or mistyped', async () => {
-    const g = await parse(writeGguf({ metadata: { 'a.str': 'x', 'a.int': 7, 'a.float': 0.25, 'a.big': 2n ** 62n, 'a.arr': [1, 2] } }));
-    expect(ggufMetadata(g, 'a.str', 'string')).toBe('x');
-    expect(ggufMetadata(g, 'a.int', 'integer')).toBe(7);
-    expect(ggufMetadata(g, 'a.float', 'number')).toBe(0.25);
-    expect(ggufMetadata(g, 'a.big', 'bigint')).toBe(2n ** 62n);
-    expect(ggufMetadata(g, 'a.arr', 'number[]')).toEqual([1, 2]);
-    expect(ggufMetadataOptional(g, 'a.none', 'string')).toBeUndefined();
-    const missing = (() => { try { ggufMetadata(g, 'llama.block_count', 'integer'); } catch (e) { return e; } })() as ModelFormatError;
-    expect(missing).toBeInstanceOf(ModelFormatError);
-    expect(missing.field).toBe('llama.block_count');
-    expect(missing.message).toContain('fixture.gguf');
-    const wrong = (() => { try { ggufMetadata(g, 'a.str', 'integer'); } catch (e) { return e; } })() as ModelMismatchError;
-    expect(wrong).toBeInstanceOf(ModelMismatchError);
-    expect(wrong.field).toBe('a.str');
-    expect(wrong.actual).toBe('string "x"');
-    expect(() => ggufMetadata(g, 'a.float', 'integer')).toThrow(ModelMismatchError);
-    expect(() => ggufMetadata(g, 'a.big', 'number')).toThrow(ModelMismatchError);
-    expect(() => ggufMetadataOptional(g, 'a.arr', 'string')).toThrow(ModelMismatchError);
   });
 });
 

@@ -509,58 +509,6 @@ export async function parseGgufSplits(sources: readonly ByteSource[], options: P
   return { ...first, tensors, splits: ordered };
 }
 
-// ---- typed metadata access ----
-
-/** What ggufMetadata can ask for, and the JS type it returns. */
-export interface GgufKinds {
-  string: string;
-  number: number;
-  integer: number;
-  boolean: boolean;
-  bigint: bigint | number;
-  'string[]': string[];
-  'number[]': number[];
-  array: GgufValue[];
-}
-export type GgufKind = keyof GgufKinds;
-
-function matches(v: GgufValue, kind: GgufKind): boolean {
-  switch (kind) {
-    case 'string': return typeof v === 'string';
-    case 'number': return typeof v === 'number';
-    case 'integer': return typeof v === 'number' && Number.isInteger(v);
-    case 'boolean': return typeof v === 'boolean';
-    case 'bigint': return typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
-    case 'string[]': return Array.isArray(v) && v.every((x) => typeof x === 'string');
-    case 'number[]': return Array.isArray(v) && v.every((x) => typeof x === 'number');
-    case 'array': return Array.isArray(v);
-  }
-}
-
-function describe(file: GgufFile, key: string, v: GgufValue): string {
-  const t = file.metadataTypes.get(key) ?? typeof v;
-  const s = Array.isArray(v) ? `${v.length} items` : JSON.stringify(typeof v === 'bigint' ? String(v) : v);
-  return `${t} ${s && s.length > 60 ? s.slice(0, 57) + '...' : s}`;
-}
-
-/**
- * A metadata value of the expected kind. Missing → ModelFormatError naming the key; another type →
- * ModelMismatchError naming the key, the expected kind and what is stored.
- * @example
- * const layers = ggufMetadata(gguf, 'llama.block_count', 'integer');
- */
-export function ggufMetadata<K extends GgufKind>(file: GgufFile, key: string, kind: K): GgufKinds[K] {
-  const v = file.metadata.get(key);
-  if (v === undefined) throw new ModelFormatError(file.source.name, key, 'the metadata key is missing');
-  if (!matches(v, kind)) throw new ModelMismatchError(file.source.name, key, `a ${kind}`, describe(file, key, v));
-  return v as GgufKinds[K];
-}
-
-/** Like ggufMetadata, but a missing key gives undefined (a wrong type still throws). */
-export function ggufMetadataOptional<K extends GgufKind>(file: GgufFile, key: string, kind: K): GgufKinds[K] | undefined {
-  return file.metadata.has(key) ? ggufMetadata(file, key, kind) : undefined;
-}
-
 /**
  * Bytes of a tensor of `elems` elements in ggml type `typeId`: from BLOCK (@intab/gpu) for the dtypes intab
  * runs, from GGML_TYPES for the others. Throws RangeError for an unknown type or a partial block.
