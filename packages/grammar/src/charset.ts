@@ -37,7 +37,6 @@ export function charSet(pairs: readonly number[]): CharSet {
   return out;
 }
 
-export const EMPTY: CharSet = [];
 export const ANY: CharSet = charSet([0, MAX_CP]);
 
 export function single(cp: number): CharSet {
@@ -71,10 +70,6 @@ export function intersect(a: CharSet, b: CharSet): CharSet {
     else j += 2;
   }
   return out;
-}
-
-export function subtract(a: CharSet, b: CharSet): CharSet {
-  return intersect(a, complement(b));
 }
 
 export function has(a: CharSet, cp: number): boolean {

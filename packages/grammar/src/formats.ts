@@ -55,8 +55,6 @@ const STRING_FORMATS: Record<string, FormatDef> = {
 
 /** Formats ajv-formats validates on strings that we do not express (reported, never ignored). */
 const UNSUPPORTED_STRING_FORMATS = new Set(['regex', 'url']);
-/** Formats with no effect on strings (ajv-formats: `true`, or number-only formats). */
-const NOOP_FORMATS = new Set(['password', 'binary', 'int32', 'int64', 'float', 'double']);
 
 const cache = new Map<string, FormatDef>();
 export type FormatKind = 'supported' | 'unsupported' | 'ignored';
@@ -65,10 +63,6 @@ export function stringFormatKind(name: string): FormatKind {
   if (name in STRING_FORMATS) return 'supported';
   if (UNSUPPORTED_STRING_FORMATS.has(name)) return 'unsupported';
   return 'ignored'; // unknown to ajv-formats (an annotation) or no effect on strings
-}
-
-export function isNoopFormat(name: string): boolean {
-  return NOOP_FORMATS.has(name);
 }
 
 /** Machines whose intersection is the format's language (fresh instances: machines carry per-use caches). */

@@ -8,10 +8,28 @@ import { computeMask } from './compute-mask.ts';
 import { MaskCache, sharedMaskCache } from './mask-cache.ts';
 import { forcedBytes, TokenMatcher } from './matcher.ts';
 import { boundedString, choiceGrammar, jsonGrammar, literalGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
-import { buildByteTrie, packEntries, TokenVocabulary } from './vocabulary.ts';
+import { buildByteTrie, TokenVocabulary, type PackedEntries } from './vocabulary.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+
+/** Packs (bytes, id) pairs for buildByteTrie, as TokenVocabulary does inline. */
+function packEntries(entries: readonly { bytes: Uint8Array; id: number }[]): PackedEntries {
+  let total = 0;
+  for (const e of entries) total += e.bytes.length;
+  const data = new Uint8Array(total);
+  const offset = new Uint32Array(entries.length + 1);
+  const ids = new Int32Array(entries.length);
+  let at = 0;
+  entries.forEach((e, k) => {
+    offset[k] = at;
+    data.set(e.bytes, at);
+    at += e.bytes.length;
+    ids[k] = e.id;
+  });
+  offset[entries.length] = at;
+  return { data, offset, ids };
+}
 
 // A small byte-level vocabulary: every single byte, then pieces of JSON, words, UTF-8 fragments and duplicates.
 const PIECES = [

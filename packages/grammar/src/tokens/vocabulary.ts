@@ -28,24 +28,6 @@ export interface PackedEntries {
   readonly ids: Int32Array;
 }
 
-/** Packs (bytes, id) pairs for buildByteTrie. */
-export function packEntries(entries: readonly { bytes: Uint8Array; id: number }[]): PackedEntries {
-  let total = 0;
-  for (const e of entries) total += e.bytes.length;
-  const data = new Uint8Array(total);
-  const offset = new Uint32Array(entries.length + 1);
-  const ids = new Int32Array(entries.length);
-  let at = 0;
-  entries.forEach((e, k) => {
-    offset[k] = at;
-    data.set(e.bytes, at);
-    at += e.bytes.length;
-    ids[k] = e.id;
-  });
-  offset[entries.length] = at;
-  return { data, offset, ids };
-}
-
 /**
  * Builds a preorder trie from packed (bytes, id) pairs by MSD radix partitioning (no string sort: ~O(total bytes)).
  * Ids with the same bytes share a node, in the order given. Empty bytes sit at the root.
