@@ -9,7 +9,7 @@
 // subgroups, but this variant measured faster there) and GPUs without subgroups; gemv.subgroup.wgsl is
 // the variant for GPUs with subgroups. B ≥ 2 vectors run gemv.multi.wgsl (each weight chunk dequantized
 // once for up to 4 vectors) except a lone vector left over from groups of 4.
-// ACCUMULATE adds into y (the residual stream), saving an add kernel; NORM and GATED fuse the RMSNorm before
+// ACCUMULATE adds into y (the residual stream: no add kernel); NORM and GATED fuse the RMSNorm before
 // and the gated activation after (lib/gemv-fusion.wgsl).
 
 override WG_SIZE: u32 = 64u;

@@ -125,7 +125,8 @@ test('1000 abort cycles on the GPU leak no buffer and no page; the next request 
     const golden: Golden = JSON.parse(new TextDecoder().decode(await fetchBytes('golden.json')));
     const { engine, runner } = await engineOverRunner({ maxTokensPerStep: 4 });
     const pages = runner.kv.availablePageCount;
-    // One request to completion first, so every per-step scratch buffer exists at its steady size.
+    // One request to completion first, so the buffers made on first use (sampler and acceptance inputs, readback staging) exist
+    // at their steady size before the baseline.
     const warm = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 8, temperature: 0, ignoreEos: true });
     await collect(engine, warm);
     const baseline = live.size;

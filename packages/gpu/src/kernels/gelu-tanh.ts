@@ -1,5 +1,5 @@
-// GeGLU with the tanh approximation of GELU: out = gelu(x) * up (see shaders/elementwise/gelu-tanh.wgsl), the
-// prefill path's activation for gelu_pytorch_tanh models (decode GEMVs fuse it: GemvOptions.gated).
+// GeGLU with the tanh approximation of GELU: out = gelu(x) * up (see shaders/elementwise/gelu-tanh.wgsl), for steps
+// where no fused gate|up GEMV applies it (GemvOptions.gated): prefill's GEMMs, or gate and up stored apart.
 
 import src from '../../../../shaders/elementwise/gelu-tanh.wgsl?raw';
 import type { Gpu } from '../device.ts';

@@ -1,4 +1,5 @@
-// SwiGLU: out = silu(gate) * up (see shaders/elementwise/swiglu.wgsl).
+// SwiGLU: out = silu(gate) * up (see shaders/elementwise/swiglu.wgsl), for steps where no fused gate|up GEMV
+// applies it (GemvOptions.gated): prefill's GEMMs, or gate and up stored apart.
 
 import src from '../../../../shaders/elementwise/swiglu.wgsl?raw';
 import type { Gpu } from '../device.ts';

@@ -6,8 +6,10 @@
 //
 // A decode step (up to gemvMaxRows tokens) runs 6 dispatches per layer, plus one more when attention needs its
 // split-K reduce: norm + q|k|v GEMV, RoPE + KV append, attention, o GEMV + residual, norm + gate|up GEMV + SwiGLU,
-// down GEMV + residual. Longer steps (prefill) run a norm and a GEMM where the GEMV fuses the norm, and the
-// activation as its own kernel.
+// down GEMV + residual. More dispatches: a GEMV runs one per weight part (a matrix too large for one binding) and
+// per group of 4 rows, and q, k, v (or gate, up) take one GEMV each when they cannot share one tensor (different
+// formats on the GPU; a gate|up too large for one binding), split gate and up then running the activation apart.
+// Longer steps (prefill) run a norm and a GEMM where the GEMV fuses the norm, and the activation as its own kernel.
 
 import {
   createAttentionDecode,
