@@ -10,7 +10,7 @@
 // read from disk) both run jobs through here, so `--runtime node` measures the same code as the browser.
 
 import type { Gpu } from '@intab/gpu';
-import { mulberry32 } from '@intab/gpu/reference';
+import { mulberry32 } from '@intab/gpu';
 import { checkDraft } from '@intab/engine';
 import { openTokenizer, type ModelFiles } from '@intab/model';
 import { benchChat } from './bench-chat.ts';
