@@ -14,11 +14,13 @@
 // z, then of the inverted id for ties, one histogram pass over V per digit, usually 4) finds the exact top
 // M = max(K, n) tokens; they are gathered into workgroup memory and bitonic-sorted there. The pure-
 // temperature pick splits V into one contiguous chunk per invocation, scans the chunk sums, and the chunk
-// owning u · total walks its tokens. WG_SIZE: a power of two in 32..256. KMAX: a power of two ≥ NMAX.
+// owning u · total walks its tokens. WG_SIZE: a power of two in 32..256. KMAX: a power of two ≥ NMAX. LEAN: a build
+// without candidate arrays (KMAX = 1) for greedy and pure temperature without top logprobs; anything else gets NONE.
 
 override WG_SIZE: u32 = 256u;
 override KMAX: u32 = 1024u;
 override NMAX: u32 = 20u;
+override LEAN: bool = false;
 
 const NONE: u32 = 0xffffffffu;
 const NEG_INF_BITS: u32 = 0xff800000u;
@@ -374,6 +376,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let truncating = !greedy && ((s.top_k > 0u && s.top_k < V) || s.top_p < 1.0 || s.min_p > 0.0);
   var K = 0u;
   if (truncating) { K = min(min(select(V, s.top_k, s.top_k > 0u), KMAX), V); }
+  if (LEAN && (truncating || n > 0u)) {
+    // The lean build has no candidate arrays (the wrapper uses it only for batches that need none): say so, never guess.
+    if (lid == 0u) {
+      out[ob] = NONE;
+      out[ob + 1u] = NEG_INF_BITS;
+    }
+    return;
+  }
   let M = max(max(K, n), select(0u, 1u, greedy));
   var P = 0u;
   if (M > 0u) { P = select_top(row, V, M, lid); }

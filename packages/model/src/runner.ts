@@ -221,6 +221,7 @@ export class Runner implements StepRunner {
       out: this.samplesOut,
       batch: R,
       adjust: packed.adjust,
+      candidates: packed.candidates,
     });
     this.accept.encode(pass, {
       samples: this.samplesOut,

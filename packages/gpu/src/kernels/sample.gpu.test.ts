@@ -6,8 +6,16 @@ import { sampleReference } from '../reference/sampling.ts';
 import type { Gpu } from '../device.ts';
 import { expectClose, expectEqual, mulberry32, randomF32, readU32, run, scratch, testGpu, upload } from '../testing.ts';
 
-async function sampleOnGpu(gpu: Gpu, sampler: Sampler, logits: Float32Array, seqs: SamplingParams[]): Promise<SampleResult[]> {
+/** `passes`: the adjust and candidate flags as the Runner passes them (packed's), or forced. */
+async function sampleOnGpu(
+  gpu: Gpu,
+  sampler: Sampler,
+  logits: Float32Array,
+  seqs: SamplingParams[],
+  passes?: 'packed' | { adjust: boolean; candidates: boolean },
+): Promise<SampleResult[]> {
   const packed = packSamplingBatch(sampler.vocab, seqs, { maxTopLogprobs: sampler.maxTopLogprobs });
+  const flags = passes === 'packed' ? { adjust: packed.adjust, candidates: packed.candidates } : passes;
   const out = scratch(gpu, seqs.length * sampler.outStride * 4);
   await run(gpu, (pass) =>
     sampler.encode(pass, {
@@ -18,6 +26,7 @@ async function sampleOnGpu(gpu: Gpu, sampler: Sampler, logits: Float32Array, seq
       mask: upload(gpu, packed.mask),
       out,
       batch: seqs.length,
+      ...flags,
     }),
   );
   return unpackSamples(await readU32(gpu, out), sampler.outStride, seqs.map((s) => s.topLogprobs ?? 0));
@@ -95,6 +104,40 @@ describe('sample', () => {
     expect(got.map((r) => r.id)).toEqual([500, 501, 502, 999]);
     expectSame(got, sampleReference(logits, V, seqs), 'greedy');
     expect(got[0].top.slice(0, 2).map((t) => t.id)).toEqual([500, 900]);
+    sampler.destroy();
+  });
+
+  test('a batch with neither truncation nor top logprobs runs the lean build (no candidate arrays), as the twin', async () => {
+    const gpu = await testGpu();
+    const [B, V] = [6, 1000];
+    const sampler = createSampler(gpu, { vocab: V, maxBatch: B });
+    const logits = logitRows(B, V, 23);
+    logits[2 * V + 7] = logits[2 * V + 700] = 60; // a tie: the lower id wins
+    const rng = mulberry32(5);
+    const seqs: SamplingParams[] = [
+      { temperature: 0, u: rng() },
+      { temperature: 1, u: rng() },
+      { temperature: 0, u: rng() },
+      { temperature: 0.7, u: rng(), history: [3, 3, 9], repetitionPenalty: 1.3 },
+      { temperature: 0, u: rng(), logitBias: [[11, 80]] },
+      { temperature: 1.5, u: rng(), topK: V, topP: 1 }, // top_k = V truncates nothing
+    ];
+    const packed = packSamplingBatch(V, seqs);
+    expect([packed.adjust, packed.candidates]).toEqual([true, false]);
+    const got = await sampleOnGpu(gpu, sampler, logits, seqs, 'packed');
+    expect(got[2].id).toBe(7);
+    expect(got[4].id).toBe(11);
+    expectSame(got, sampleReference(logits, V, seqs), 'lean');
+    // Greedy without any adjustment: the pick reads the logits directly.
+    const plain = seqs.filter((q) => q.temperature === 0 && !q.logitBias);
+    expect(packSamplingBatch(V, plain).adjust).toBe(false);
+    const rows = new Float32Array([...logits.subarray(0, V), ...logits.subarray(2 * V, 3 * V)]);
+    expectSame(await sampleOnGpu(gpu, sampler, rows, plain, 'packed'), sampleReference(rows, V, plain), 'lean, no adjust');
+    // A sequence that needs candidates never gets a guessed token from the lean build.
+    const needs: SamplingParams[] = [{ temperature: 0, u: 0.5, topLogprobs: 2 }, { temperature: 1, u: 0.5, topK: 5 }];
+    expect(packSamplingBatch(V, needs).candidates).toBe(true);
+    const forced = await sampleOnGpu(gpu, sampler, logits.subarray(0, 2 * V), needs, { adjust: true, candidates: false });
+    expect(forced.map((r) => r.id)).toEqual([NO_TOKEN, NO_TOKEN]);
     sampler.destroy();
   });
 

@@ -79,6 +79,8 @@ export interface PackedSampling {
   mask: Uint32Array;
   /** Whether any sequence's logits change before the pick (a mask, a bias, or a history with penalties). */
   adjust: boolean;
+  /** Whether any sequence needs the candidate selection (top-k/top-p/min-p truncation, or top logprobs). */
+  candidates: boolean;
 }
 
 function check(ok: boolean, argument: string, expected: string, actual: unknown): void {
@@ -140,6 +142,7 @@ export function packSamplingBatch(
   const maskAt = new Map<Uint32Array, number>();
   const f32 = new DataView(new ArrayBuffer(4));
   let adjust = false;
+  let candidates = false;
   seqs.forEach((p, b) => {
     checkParams(p, b, vocab, maxTop);
     const h = Array.from(p.history ?? []);
@@ -163,6 +166,8 @@ export function packSamplingBatch(
     history.push(...h);
     const penalizes = (p.repetitionPenalty ?? 1) !== 1 || (p.presencePenalty ?? 0) !== 0 || (p.frequencyPenalty ?? 0) !== 0;
     if (p.allowed || entries.length > 0 || (h.length > 0 && penalizes)) adjust = true;
+    const truncates = p.temperature > 0 && (((p.topK ?? 0) > 0 && p.topK! < vocab) || (p.topP ?? 1) < 1 || (p.minP ?? 0) > 0);
+    if (truncates || (p.topLogprobs ?? 0) > 0) candidates = true;
     for (const [id, v] of entries) {
       f32.setFloat32(0, v, true);
       bias.push(id, f32.getUint32(0, true));
@@ -179,7 +184,7 @@ export function packSamplingBatch(
   hist.set(history);
   const bs = new Uint32Array(padded(bias.length));
   bs.set(bias);
-  return { batch: seqs.length, params, history: hist, bias: bs, mask, adjust };
+  return { batch: seqs.length, params, history: hist, bias: bs, mask, adjust, candidates };
 }
 
 /**
@@ -236,6 +241,13 @@ export interface SampleArgs {
    * directly and the adjust pass is skipped (default true).
    */
   adjust?: boolean;
+  /**
+   * false when no sequence truncates or asks for top logprobs (PackedSampling.candidates): the pick runs a build
+   * of the kernel without the candidate arrays (KMAX = 1), whose 12 KiB of workgroup memory every workgroup would
+   * otherwise zero first (on SwiftShader a greedy pick went from ~0.8 to ~0.4 ms). A sequence that does need them
+   * gets NO_TOKEN from that build, never a wrong token (default true).
+   */
+  candidates?: boolean;
 }
 
 export interface Sampler {
@@ -296,13 +308,16 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'storage'),
     constants,
   });
-  const sample = gpu.pipelines.get({
-    name: 'sample',
-    variant: 'f32',
-    code: `${sampleSrc}\n${seqParamsSrc}`,
-    bindings: withParams('read', 'read', 'storage'),
-    constants: { ...constants, KMAX: kmax, NMAX: nmax },
-  });
+  const samplePipeline = (candidates: number) =>
+    gpu.pipelines.get({
+      name: 'sample',
+      variant: 'f32',
+      code: `${sampleSrc}\n${seqParamsSrc}`,
+      bindings: withParams('read', 'read', 'storage'),
+      constants: { ...constants, KMAX: candidates, NMAX: nmax, LEAN: candidates === 1 && kmax !== 1 ? 1 : 0 },
+    });
+  const sampleFull = samplePipeline(kmax);
+  const sampleLean = kmax === 1 ? sampleFull : samplePipeline(1);
   let z: GPUBuffer | undefined = gpu.device.createBuffer({ label: `${label}.z`, size: scratchBytes, usage: GPUBufferUsage.STORAGE });
   const outStride = 2 + 2 * nmax;
 
@@ -323,6 +338,7 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
       const params = new Params(4).u32(a.batch).u32(vocab).u32(0).u32(0);
       const grid = grid2d(gpu, a.batch);
       const dummy = unusedBinding(gpu);
+      const sample = a.candidates === false ? sampleLean : sampleFull;
       if (a.adjust === false) {
         dispatch(gpu, pass, sample, `${label}.sample`, params, [a.params, a.logits, a.out], grid);
         return;
