@@ -61,7 +61,7 @@ export function variantSeed(name, seed) {
   return seed + 1000 * Object.keys(VARIANTS).indexOf(name);
 }
 
-// mulberry32 + Box–Muller, as @intab/gpu/reference's random.ts, so fixtures are reproducible from a seed.
+// mulberry32 (as @intab/gpu's random.ts) + Box–Muller (as @intab/gpu/reference's randn), so fixtures are reproducible from a seed.
 function mulberry32(seed) {
   let a = seed >>> 0;
   return () => {
