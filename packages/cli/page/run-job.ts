@@ -11,8 +11,8 @@
 
 import type { Gpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu';
-import { checkDraft } from '@intab/engine';
-import { openTokenizer, type ModelFiles } from '@intab/model';
+import { openModels } from '@intab/engine';
+import type { ModelFiles } from '@intab/model';
 import { benchChat } from './bench-chat.ts';
 import { benchBatches } from './bench-decode.ts';
 import { benchGrammarDecode } from './bench-grammar.ts';
@@ -26,15 +26,12 @@ import { bytesPerToken, loadEngine, report, type Facts, type Job, type ModelRef 
  */
 export async function runModelJob(job: Job, gpu: Gpu, open: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
   const t0 = performance.now();
-  const model = await open(job);
-  const tokenizer = openTokenizer(model);
-  // The draft's files are checked (same vocabulary, same tokens) before either model is uploaded.
-  const draftModel = job.draft ? await open(job.draft) : undefined;
-  if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
+  const opened = await openModels(open, job, job.draft);
+  const { model, tokenizer } = opened;
   const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
   // The benchmarks of decoding run the same prompts again and again: the prefix cache would skip their prefill.
   const prefixCache = job.mode === 'generate' || job.mode === 'chat';
-  const load = () => loadEngine(gpu, job, model, tokenizer, draftModel, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
+  const load = () => loadEngine(gpu, job, opened, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
   if (job.mode === 'chat') return benchChat(job, tokenizer, load, report);
   const { engine, runner, draft, info } = await load();
   let steps = 0;

@@ -7,8 +7,8 @@ import type { Gpu } from '@intab/gpu';
 import {
   Engine,
   type EngineOptions,
-  loadRunners,
-  describeModel,
+  loadModel,
+  type OpenedModels,
   type ChatMessage,
   type Chunk,
   type GenerateRequest,
@@ -17,7 +17,7 @@ import {
   type SpeculativeMethod,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner } from '@intab/model';
 
 // ---- the job ----
 
@@ -142,7 +142,7 @@ export interface LoadedEngine {
  * Uploads the job's model (and its draft) to the GPU, compiles every pipeline, and wraps them in an engine that owns
  * them from then on (engine.destroy() frees them; the GPU device stays the caller's).
  */
-export async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenizer: Tokenizer | undefined, draftModel: ModelFiles | undefined, options: EngineOptions): Promise<LoadedEngine> {
+export async function loadEngine(gpu: Gpu, job: Job, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
   const t0 = performance.now();
   const progress = (which?: 'draft') => {
     let last = 0;
@@ -153,15 +153,16 @@ export async function loadEngine(gpu: Gpu, job: Job, model: ModelFiles, tokenize
       }
     };
   };
-  const { runner, draft } = await loadRunners(gpu, model, draftModel, {
+  const { runner, draft, info } = await loadModel(gpu, opened, {
     kvBudgetBytes: options.kvBudgetBytes ?? 256 << 20,
     maxBatch: Math.max(16, options.maxBatch ?? 8),
+    maxTokensPerStep: options.maxTokensPerStep,
     quantize: job.quantize,
+    prefixCache: options.prefixCache,
     onProgress: progress(),
     onDraftProgress: progress('draft'),
   });
-  const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
-  const engine = new Engine({ runner, draft, tokenizer, info, options });
+  const engine = new Engine({ runner, draft, tokenizer: opened.tokenizer, info, options });
   return { engine, runner, draft, info, loadMs: performance.now() - t0 };
 }
 

@@ -6,9 +6,7 @@
 
 import { requestGpu, type Gpu } from '@intab/gpu';
 import {
-  Runner,
   encodeChat,
-  openTokenizer,
   renderChat,
   tokenBytes,
   type StepEntry,
@@ -34,8 +32,8 @@ import { opfsFolder } from './kv-file.ts';
 import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
-import { checkDraft, describeModel, openModel } from './open-model.ts';
-import { loadRunners } from './load.ts';
+import { openModel } from './open-model.ts';
+import { loadModel, openModels, type LoadedModel } from './load.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -138,26 +136,24 @@ export class Engine implements EngineApi {
     this.loading = true;
     try {
       this.options = { ...this.options, ...options };
-      const model = await openModel(source, signal);
-      const tokenizer = openTokenizer(model);
-      const draftModel = options.draft ? await openModel(options.draft, signal) : undefined;
-      if (draftModel) checkDraft(model, tokenizer, draftModel, openTokenizer(draftModel));
+      const opened = await openModels((s: ModelSource) => openModel(s, signal), source, options.draft);
       const gpu = await requestGpu();
-      let runner: Runner;
-      let draft: Runner | undefined;
+      let loaded: LoadedModel;
       try {
-        ({ runner, draft } = await loadRunners(gpu, model, draftModel, {
+        loaded = await loadModel(gpu, opened, {
           kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
           maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
           maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
           quantize: options.quantize,
+          prefixCache: options.prefixCache,
           onProgress,
           signal,
-        }));
+        });
       } catch (err) {
         gpu.destroy();
         throw err;
       }
+      const { runner, draft, info } = loaded;
       if (this.closed) {
         draft?.destroy();
         runner.destroy();
@@ -165,8 +161,7 @@ export class Engine implements EngineApi {
         throw new EngineClosedError('destroyed');
       }
       this.gpu = gpu;
-      const info = { ...describeModel(gpu, runner, tokenizer, draft), prefixCache: options.prefixCache !== false };
-      this.attach(runner, tokenizer, info, draft);
+      this.attach(runner, opened.tokenizer, info, draft);
       if (options.restoreCache !== false) await this.restore(info);
       const preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
       if (preloads.length) info.preloaded = [];
