@@ -69,7 +69,7 @@ export async function runNode(argv: string[]): Promise<number> {
     const model = onDisk(resolveModel(flags.model));
     if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
     const draft = typeof flags.draft === 'string' ? onDisk(resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' })) : undefined;
-    job = jobFromFlags(flags, mode, model, draft) as Job;
+    job = jobFromFlags(flags, mode, model, draft);
   }
 
   let dawn: DawnGpu;
