@@ -5,7 +5,7 @@
 
 import type { ChatMessage, Chunk, Engine, GenerateRequest } from '@intab/engine';
 import { encodeChat, renderChat, type Tokenizer } from '@intab/model';
-import type { ChatJob, LoadedEngine } from './shared.ts';
+import { median, round, type ChatJob, type LoadedEngine } from './shared.ts';
 
 type Report = (record: unknown) => void;
 
@@ -185,16 +185,6 @@ async function collect(engine: Engine, r: GenerateRequest): Promise<Chunk[]> {
     out.push(c);
     if (c.finishReason) return out;
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-function round(x: number): number {
-  return Number(x.toPrecision(4));
 }
 
 /** The conversation without --conversation: a system prompt and eight user messages of a plausible chat. */

@@ -5,6 +5,7 @@
 
 import { createSHA256 } from 'hash-wasm';
 import { ModelStore, createEngine, opfsBackend } from '../../intab/src/index.ts';
+import { median, round } from './shared.ts';
 
 export interface StoreJob {
   urls: string[];
@@ -69,14 +70,4 @@ export async function benchStore(job: StoreJob, report: Report): Promise<void> {
     load_store_vs_network: round(m.loadStore / m.loadNetwork),
     samples: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v.map(round)])),
   });
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-}
-
-function round(x: number): number {
-  return Number(x.toPrecision(4));
 }
