@@ -83,7 +83,11 @@ export async function readVector(info: TensorInfo, o: UploadOptions = {}): Promi
 
 /** A 1-D tensor as an f32 storage buffer. */
 export async function uploadVector(gpu: Gpu, info: TensorInfo, label: string, o: UploadOptions = {}): Promise<GPUBuffer> {
-  const values = await readVector(info, o);
+  return uploadF32(gpu, await readVector(info, o), label);
+}
+
+/** f32 values as a storage buffer (at least 16 bytes). */
+export function uploadF32(gpu: Gpu, values: Float32Array, label: string): GPUBuffer {
   const buffer = gpu.device.createBuffer({ label, size: Math.max(16, values.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
   gpu.device.queue.writeBuffer(buffer, 0, values);
   return buffer;

@@ -8,7 +8,7 @@ import { createXXHash128 } from 'hash-wasm';
 import type { LlamaConfig } from '../config.ts';
 import { ModelMismatchError } from '../errors.ts';
 import type { TensorInfo } from '../types.ts';
-import { readVector, uploadDtype, uploadRows, uploadVector, type UploadOptions } from '../upload.ts';
+import { readVector, uploadDtype, uploadF32, uploadRows, uploadVector, type UploadOptions } from '../upload.ts';
 
 export interface LayerWeights {
   attnNorm: GPUBuffer; // (C) f32
@@ -136,9 +136,10 @@ export async function loadLlamaWeights(
     return [w];
   };
   const matrix = async (name: string, label: string) => {
-    const w = createWeight(gpu, { dtype: uploadDtype(tensors.get(name)!, options.quantize), n: tensors.get(name)!.shape[0], k: tensors.get(name)!.shape[1], label });
+    const t = tensors.get(name)!;
+    const w = createWeight(gpu, { dtype: uploadDtype(t, options.quantize), n: t.shape[0], k: t.shape[1], label });
     owned.push(w);
-    await uploadRows(gpu, tensors.get(name)!, w, 0, progress(name));
+    await uploadRows(gpu, t, w, 0, progress(name));
     done(name);
     return w;
   };
@@ -158,9 +159,8 @@ export async function loadLlamaWeights(
     const values = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
     let at = 0;
     for (const p of parts) (values.set(p, at), (at += p.length));
-    const buffer = gpu.device.createBuffer({ label, size: Math.max(16, values.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    const buffer = uploadF32(gpu, values, label);
     owned.push(buffer);
-    gpu.device.queue.writeBuffer(buffer, 0, values);
     return buffer;
   };
   try {
