@@ -308,16 +308,17 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
     bindings: withParams('read', 'read', 'read', 'read', 'read', 'storage'),
     constants,
   });
-  const samplePipeline = (candidates: number) =>
+  // The lean build has one candidate slot and refuses what needs more (LEAN); a sampler of one candidate is its own.
+  const samplePipeline = (lean: boolean) =>
     gpu.pipelines.get({
       name: 'sample',
       variant: 'f32',
       code: `${sampleSrc}\n${seqParamsSrc}`,
       bindings: withParams('read', 'read', 'storage'),
-      constants: { ...constants, KMAX: candidates, NMAX: nmax, LEAN: candidates === 1 && kmax !== 1 ? 1 : 0 },
+      constants: { ...constants, KMAX: lean ? 1 : kmax, NMAX: nmax, LEAN: lean ? 1 : 0 },
     });
-  const sampleFull = samplePipeline(kmax);
-  const sampleLean = kmax === 1 ? sampleFull : samplePipeline(1);
+  const sampleFull = samplePipeline(false);
+  const sampleLean = kmax === 1 ? sampleFull : samplePipeline(true);
   let z: GPUBuffer | undefined = gpu.device.createBuffer({ label: `${label}.z`, size: scratchBytes, usage: GPUBufferUsage.STORAGE });
   const outStride = 2 + 2 * nmax;
 
