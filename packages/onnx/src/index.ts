@@ -1,0 +1,37 @@
+// @intab/onnx: intab's backend on onnxruntime-web. ONNX graphs written from any checkpoint @intab/model opens
+// (llama-graph.ts, over a small protobuf writer and reader), and the StepRunner that drives them and downloaded
+// onnx-community exports alike.
+
+export * from './errors.ts';
+
+// ---- ONNX files: writing and checking ----
+export {
+  encodeModel,
+  ExternalDataBuilder,
+  DataType,
+  dataTypeSize,
+  attr,
+  f32Tensor,
+  i64Tensor,
+  MAX_PROTO_BYTES,
+  type OnnxModel,
+  type OnnxGraph,
+  type OnnxNode,
+  type OnnxTensor,
+  type OnnxValueInfo,
+  type OnnxAttribute,
+  type OpsetImport,
+  type ExternalLocation,
+  type DataTypeId,
+} from './onnx-proto.ts';
+export { readOnnxModel, type OnnxModelInfo, type OnnxValueInfoRead, type OnnxNodeRead, type OnnxInitializerRead } from './onnx-read.ts';
+
+// ---- Llama-family graphs ----
+export { buildLlamaGraph, tensorWeights, LLAMA_GRAPH_IO, type LlamaGraph, type LlamaGraphOptions, type GraphWeight, type GraphWeights } from './llama-graph.ts';
+
+// ---- running: the StepRunner over onnxruntime-web ----
+export { OnnxRunner, type OnnxRunnerOptions, type OnnxModelConfig } from './onnx-runner.ts';
+export { graphLayout, type GraphLayout, type GraphIO } from './graph-layout.ts';
+export { createSession, type OnnxBackend, type SessionOptions } from './session.ts';
+export { loadOnnxRunner, type OnnxLoadOptions, type LoadedOnnx } from './load.ts';
+export { sampleLogits } from './cpu-sampler.ts';

@@ -1,0 +1,498 @@
+// Builds an ONNX graph of a Llama-family model from any checkpoint @intab/model opens (GGUF or Hugging Face
+// files), with the inputs and outputs of the onnx-community / optimum exports that transformers.js runs, so one
+// ORT runner drives both our graphs and downloaded ones. It is the ONNX twin of reference/llama.ts: every
+// LlamaConfig field means here what it means there. Standard opset-23 ops (RMSNormalization, RotaryEmbedding,
+// Attention) keep the node count small; q4_0 / q8_0 matrices may stay quantized as com.microsoft MatMulNBits.
+
+import { dequantize, f16ToF32, quantize, ropeInvFreq, rowBytes, type WeightDtype } from '@intab/gpu';
+import { ModelMismatchError, UnsupportedModelError, type LlamaConfig, type TensorInfo } from '@intab/model';
+import { OnnxWriteError } from './errors.ts';
+import {
+  DataType,
+  ExternalDataBuilder,
+  MAX_PROTO_BYTES,
+  attr,
+  encodeModel,
+  f32Tensor,
+  i64Tensor,
+  type OnnxAttribute,
+  type OnnxNode,
+  type OnnxTensor,
+  type OnnxValueInfo,
+} from './onnx-proto.ts';
+
+// ---- public surface ----
+
+/** A weight as the builder takes it: f32 values, or stored bytes in a format @intab/gpu decodes. Matrices are (N, K) row-major. */
+export type GraphWeight = Float32Array | { dtype: WeightDtype; data: Uint8Array };
+
+/** Canonical (GGUF-style) tensor name → the weight, or undefined when the checkpoint has none. */
+export type GraphWeights = (name: string) => GraphWeight | undefined | Promise<GraphWeight | undefined>;
+
+export interface LlamaGraphOptions {
+  /**
+   * Keep q4_0 / q8_0 matrices quantized as com.microsoft MatMulNBits (block 32, 4 or 8 bits; exact, the same
+   * values) instead of dequantizing them to f32. Default false: ORT's wasm build has no n-bit kernels and
+   * dequantizes the whole matrix on every call (~15× slower than f32 at C = 2048); it saves memory, and is
+   * what the WebGPU EP, which has MatMulNBits shaders, wants.
+   */
+  matmulNBits?: boolean;
+  /** With matmulNBits: quantize the other matrices (f32, f16, bf16, q4_K, q6_K) to this format first (rows of K % 32 == 0). */
+  quantize?: 'q4_0' | 'q8_0';
+  /** MatMulNBits accuracy_level: 0 (default) computes in f32; 4 lets an EP with int8 kernels quantize activations (ORT wasm has none: no change). */
+  accuracyLevel?: 0 | 1 | 2 | 3 | 4;
+  /**
+   * RoPE cos/sin: 'table' stores (maxContext, rotaryDim/2) tables computed in float64; 'compute' derives them in
+   * the graph from position_ids in f32 (as transformers does). Default: 'table' up to 16 MiB, else 'compute'.
+   */
+  ropeCache?: 'table' | 'compute';
+  /**
+   * Weights (initializers of 1 KiB and more) go to an external data file of this name beside the model, as the
+   * onnx-community layout's `model.onnx_data`. Default: inline unless the model would pass protobuf's 2 GiB, then
+   * 'model.onnx_data'. null: always inline (throws OnnxWriteError past 2 GiB).
+   */
+  externalData?: string | null;
+  /** RMSNorm as one RMSNormalization-23 node (default), or the primitive Pow/ReduceMean/Add/Sqrt/Div/Mul chain ORT fuses itself. */
+  norm?: 'op' | 'primitive';
+  /** Name of the weights' file or folder, for error messages. */
+  file?: string;
+  /** Checked between tensors. */
+  signal?: AbortSignal;
+}
+
+export interface LlamaGraph {
+  /** The .onnx file (ModelProto bytes). */
+  model: Uint8Array;
+  /** The external data file the model's initializers point into, when weights are stored outside it. */
+  externalData?: { path: string; data: Uint8Array };
+  /** Nodes in the graph (before onnxruntime's own fusions). */
+  nodeCount: number;
+  /** Bytes of all initializers (inline or external). */
+  weightBytes: number;
+}
+
+/** Graph input and output names, the onnx-community / optimum layout. */
+export const LLAMA_GRAPH_IO = {
+  inputIds: 'input_ids',
+  attentionMask: 'attention_mask',
+  positionIds: 'position_ids',
+  logits: 'logits',
+  pastKey: (layer: number) => `past_key_values.${layer}.key`,
+  pastValue: (layer: number) => `past_key_values.${layer}.value`,
+  presentKey: (layer: number) => `present.${layer}.key`,
+  presentValue: (layer: number) => `present.${layer}.value`,
+} as const;
+
+/**
+ * A GraphWeights over an opened model's tensor table (openGguf / openHfFolder's `tensors`): each tensor's stored
+ * bytes, read when the builder asks for it.
+ * @example
+ * const model = await openGguf(await pathSource('stories260K.gguf'));
+ * const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors));
+ */
+export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options: { signal?: AbortSignal } = {}): GraphWeights {
+  return async (name) => {
+    const t = tensors.get(name);
+    if (!t) return undefined;
+    if (t.dtype.startsWith('unsupported:')) {
+      throw new UnsupportedModelError(t.source.name, `tensor '${name}' dtype`, t.dtype.slice('unsupported:'.length), 'intab reads f32, f16, bf16, q8_0, q4_0, q4_K and q6_K tensors: pick another quantization of the model');
+    }
+    return { dtype: t.dtype as WeightDtype, data: await t.source.read(t.offset, t.byteLength, options.signal) };
+  };
+}
+
+// ---- graph assembly ----
+
+const OPSET = 23; // RMSNormalization, RotaryEmbedding and Attention are standard from 23 (ORT ≥ 1.22 runs them)
+const IR_VERSION = 11; // the IR opset 23 needs
+const MS = 'com.microsoft';
+/** Additive mask of a key a query must not see: finite, so a row with no visible key (padding) stays finite. */
+const MASKED = -1e30;
+/** Initializers this large or larger go to the external data file. */
+const EXTERNAL_MIN_BYTES = 1024;
+/** Largest RoPE table ('table' cache) chosen by default. */
+const ROPE_TABLE_MAX_BYTES = 16 * 2 ** 20;
+
+/** Nodes and initializers being collected, with unique value names. */
+class Graph {
+  readonly nodes: OnnxNode[] = [];
+  readonly initializers: OnnxTensor[] = [];
+  private count = 0;
+
+  /** Adds a node; returns its output names (`outputs` names them, or a count makes fresh ones). */
+  op(opType: string, inputs: readonly string[], options: { name?: string; outputs?: number | readonly string[]; attributes?: OnnxAttribute[]; domain?: string } = {}): string[] {
+    const label = options.name ?? `${opType}_${this.count}`;
+    this.count++;
+    const outs = typeof options.outputs === 'object' ? [...options.outputs] : Array.from({ length: options.outputs ?? 1 }, (_, i) => `${label}/out${i}`);
+    this.nodes.push({ opType, inputs, outputs: outs, name: label, ...(options.attributes ? { attributes: options.attributes } : {}), ...(options.domain ? { domain: options.domain } : {}) });
+    return outs;
+  }
+
+  /** A single-output node. */
+  op1(opType: string, inputs: readonly string[], options: { name?: string; output?: string; attributes?: OnnxAttribute[]; domain?: string } = {}): string {
+    return this.op(opType, inputs, { ...options, outputs: options.output ? [options.output] : 1 })[0];
+  }
+
+  init(t: OnnxTensor): string {
+    this.initializers.push(t);
+    return t.name;
+  }
+
+  private consts = new Set<string>();
+
+  /** A small constant shared by every node that names it: created on first use. */
+  constant(name: string, make: () => OnnxTensor): string {
+    if (!this.consts.has(name)) {
+      this.consts.add(name);
+      this.init(make());
+    }
+    return name;
+  }
+}
+
+/** A matrix (n, k) as given: stored bytes and their format. */
+interface Matrix {
+  name: string;
+  n: number;
+  k: number;
+  dtype: WeightDtype;
+  bytes: Uint8Array;
+}
+
+/**
+ * Builds the ONNX graph of a Llama-family model. Inputs: input_ids (B, T) int64, attention_mask (B, P+T) int64
+ * (1 attend, 0 padding; left padding allowed), position_ids (B, T) int64, and past_key_values.{i}.key / .value
+ * (B, Hkv, P, D) f32 per layer (P may be 0). Outputs: logits (B, T, V) f32 and present.{i}.key / .value
+ * (B, Hkv, P+T, D): past with the new K (after RoPE) and V appended.
+ * @example
+ * const { config, tensors } = await openHfFolder(files);
+ * const { model, externalData } = await buildLlamaGraph(config, tensorWeights(tensors));
+ * const session = await ort.InferenceSession.create(model, externalData ? { externalData: [externalData] } : {});
+ */
+export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights, options: LlamaGraphOptions = {}): Promise<LlamaGraph> {
+  const file = options.file ?? 'weights';
+  const { hidden: C, ffn: F, layers: L, heads: H, kvHeads: Hkv, headDim: D, vocab: V, rmsEps: eps } = config;
+  const rot = config.rope.rotaryDim;
+  const nbits = options.matmulNBits ?? false;
+  if (options.quantize && !nbits) throw new OnnxWriteError('options.quantize', `'${options.quantize}' quantizes matrices for MatMulNBits, which is off`, 'set matmulNBits: true as well, or leave quantize out');
+  const g = new Graph();
+  let usesMs = false;
+
+  // ---- weights: fetched one at a time, checked against the config ----
+
+  const matrix = async (name: string, n: number, k: number): Promise<Matrix> => {
+    options.signal?.throwIfAborted();
+    const w = await weights(name);
+    if (!w) throw new ModelMismatchError(file, `tensor '${name}'`, `present (${n} × ${k} values)`, 'missing');
+    if (w instanceof Float32Array) {
+      if (w.length !== n * k) throw new ModelMismatchError(file, `tensor '${name}'`, `${n} × ${k} values`, `${w.length} values`);
+      return { name, n, k, dtype: 'f32', bytes: new Uint8Array(w.buffer, w.byteOffset, w.byteLength) };
+    }
+    let need: number;
+    try {
+      need = n * rowBytes(w.dtype, k);
+    } catch {
+      throw new ModelMismatchError(file, `tensor '${name}'`, `rows of ${k} values (a whole number of ${w.dtype} blocks)`, `${w.dtype} rows that do not split into blocks`);
+    }
+    if (w.data.length !== need) throw new ModelMismatchError(file, `tensor '${name}'`, `${need} bytes (${n} × ${k} ${w.dtype})`, `${w.data.length} bytes`);
+    return { name, n, k, dtype: w.dtype, bytes: w.data };
+  };
+  const vector = async (name: string, n: number): Promise<Float32Array> => toF32(await matrix(name, 1, n));
+
+  // ---- inputs and outputs ----
+
+  const io = LLAMA_GRAPH_IO;
+  const inputs: OnnxValueInfo[] = [
+    { name: io.inputIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
+    { name: io.attentionMask, elemType: DataType.INT64, dims: ['batch_size', 'total_sequence_length'] },
+    { name: io.positionIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
+  ];
+  const outputs: OnnxValueInfo[] = [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', V] }];
+  for (let i = 0; i < L; i++) {
+    for (const name of [io.pastKey(i), io.pastValue(i)]) inputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'past_sequence_length', D] });
+    for (const name of [io.presentKey(i), io.presentValue(i)]) outputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'total_sequence_length', D] });
+  }
+
+  // ---- constants ----
+
+  const i64 = (name: string, values: number[], dims: number[] = [values.length]) => g.constant(name, () => i64Tensor(name, dims, values));
+  const f32 = (name: string, values: number[], dims: number[] = [values.length]) => g.constant(name, () => f32Tensor(name, dims, Float32Array.from(values)));
+  const zeroI = i64('const.i64.0', [0], []);
+  const oneI = i64('const.i64.1', [1], []);
+
+  // ---- attention mask (B, 1, T, S), shared by all layers ----
+  // Query t sits at index P+t of the S = P+T keys; it sees key j iff attention_mask[b, j] = 1, j ≤ P+t, and
+  // (sliding window w) P+t − j < w.
+  const tLen = g.op1('Shape', [io.inputIds], { name: 'mask.T', attributes: [attr.int('start', 1), attr.int('end', 2)] }); // [T]
+  const sLen = g.op1('Shape', [io.attentionMask], { name: 'mask.S', attributes: [attr.int('start', 1), attr.int('end', 2)] }); // [S]
+  const pLen = g.op1('Sub', [sLen, tLen], { name: 'mask.P' }); // [P]
+  const sScalar = g.op1('Squeeze', [sLen], { name: 'mask.S0' });
+  const pScalar = g.op1('Squeeze', [pLen], { name: 'mask.P0' });
+  const keyIdx = g.op1('Range', [zeroI, sScalar, oneI], { name: 'mask.keys' }); // (S): j
+  const queryIdx = g.op1('Range', [pScalar, sScalar, oneI], { name: 'mask.queries' }); // (T): P+t
+  const queryCol = g.op1('Unsqueeze', [queryIdx, i64('const.axes.1', [1])], { name: 'mask.queries_col' }); // (T, 1)
+  const dist = g.op1('Sub', [queryCol, keyIdx], { name: 'mask.dist' }); // (T, S): P+t − j
+  let visible = g.op1('GreaterOrEqual', [dist, zeroI], { name: 'mask.causal' }); // j ≤ P+t
+  if (config.slidingWindow !== null) {
+    const inWindow = g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.window' });
+    visible = g.op1('And', [visible, inWindow], { name: 'mask.causal_window' });
+  }
+  const keep = g.op1('Cast', [io.attentionMask], { name: 'mask.padding', attributes: [attr.int('to', DataType.BOOL)] }); // (B, S)
+  const keep4 = g.op1('Unsqueeze', [keep, i64('const.axes.1_2', [1, 2])], { name: 'mask.padding4' }); // (B, 1, 1, S)
+  const allowed = g.op1('And', [visible, keep4], { name: 'mask.allowed' }); // (B, 1, T, S)
+  const mask = g.op1('Where', [allowed, f32('const.f32.0', [0], []), f32('const.masked', [MASKED], [])], { name: 'mask' }); // (B, 1, T, S) additive
+
+  // ---- RoPE cos/sin ----
+  const freqFactors = config.rope.freqFactors ? await vector('rope_freqs.weight', rot / 2) : undefined;
+  const invFreq = ropeInvFreq({ headDim: D, rotaryDim: rot, theta: config.rope.theta, scaling: config.rope.scaling, freqFactors }); // (rot/2) float64
+  const half = rot / 2;
+  const ropeMode = options.ropeCache ?? (config.maxContext * rot * 4 <= ROPE_TABLE_MAX_BYTES ? 'table' : 'compute');
+  let cos: string;
+  let sin: string;
+  let ropePositions: string[]; // RotaryEmbedding's optional position_ids input: given with tables, not with per-token cos/sin
+  if (ropeMode === 'table') {
+    const P = config.maxContext;
+    const c = new Float32Array(P * half);
+    const s = new Float32Array(P * half);
+    for (let p = 0; p < P; p++) {
+      for (let i = 0; i < half; i++) {
+        const a = p * invFreq[i]; // float64, as the reference
+        c[p * half + i] = Math.cos(a);
+        s[p * half + i] = Math.sin(a);
+      }
+    }
+    cos = g.init(f32Tensor('rope.cos', [P, half], c)); // (maxContext, rot/2)
+    sin = g.init(f32Tensor('rope.sin', [P, half], s));
+    ropePositions = [io.positionIds];
+  } else {
+    const posF = g.op1('Cast', [io.positionIds], { name: 'rope.pos', attributes: [attr.int('to', DataType.FLOAT)] }); // (B, T)
+    const pos3 = g.op1('Unsqueeze', [posF, i64('const.axes.2', [2])], { name: 'rope.pos3' }); // (B, T, 1)
+    const angles = g.op1('Mul', [pos3, g.init(f32Tensor('rope.inv_freq', [half], Float32Array.from(invFreq)))], { name: 'rope.angles' }); // (B, T, rot/2)
+    cos = g.op1('Cos', [angles], { name: 'rope.cos' });
+    sin = g.op1('Sin', [angles], { name: 'rope.sin' });
+    ropePositions = [];
+  }
+  const rope = (x: string, heads: number, name: string) =>
+    g.op1('RotaryEmbedding', [x, cos, sin, ...ropePositions], {
+      name,
+      attributes: [attr.int('num_heads', heads), attr.int('rotary_embedding_dim', rot), attr.int('interleaved', config.rope.style === 'normal' ? 1 : 0)],
+    });
+
+  // ---- building blocks ----
+
+  const rmsnorm = (x: string, weight: Float32Array, name: string): string => {
+    const w = g.init(f32Tensor(`${name}.weight`, [weight.length], weight));
+    if (options.norm !== 'primitive') return g.op1('RMSNormalization', [x, w], { name, attributes: [attr.int('axis', -1), attr.float('epsilon', eps)] });
+    // The pattern onnxruntime's SimplifiedLayerNormFusion turns into one node.
+    const sq = g.op1('Pow', [x, f32('const.f32.2', [2], [])], { name: `${name}.sq` });
+    const mean = g.op1('ReduceMean', [sq, i64('const.axes.-1', [-1])], { name: `${name}.mean`, attributes: [attr.int('keepdims', 1)] });
+    const plus = g.op1('Add', [mean, f32('const.eps', [eps], [])], { name: `${name}.eps_add` });
+    const root = g.op1('Sqrt', [plus], { name: `${name}.sqrt` });
+    const normed = g.op1('Div', [x, root], { name: `${name}.div` });
+    return g.op1('Mul', [normed, w], { name: `${name}.scale` });
+  };
+
+  /** y = x · [W_0; W_1; …]ᵀ (+ bias) as com.microsoft MatMulNBits over the parts' blocks (block 32, zero point 2^(bits−1)). */
+  const matmulNBits = (x: string, ms: readonly Matrix[], bits: 4 | 8, name: string, bias?: Float32Array, output?: string): string => {
+    usesMs = true;
+    const k = ms[0].k;
+    const n = ms.reduce((s, m) => s + m.n, 0);
+    const { b, scales } = packNBits(ms, bits, options.quantize);
+    const blocks = k / 32;
+    const inputsNb = [x, g.init({ name: `${name}.weight_q${bits}`, dataType: DataType.UINT8, dims: [n, blocks, (32 * bits) / 8], data: b }), g.init(f32Tensor(`${name}.scales`, [n * blocks], scales))];
+    if (bias) inputsNb.push('', '', g.init(f32Tensor(`${name}.bias`, [n], bias))); // inputs 3, 4 (zero points, g_idx) omitted
+    return g.op1('MatMulNBits', inputsNb, {
+      name,
+      output,
+      domain: MS,
+      attributes: [attr.int('K', k), attr.int('N', n), attr.int('bits', bits), attr.int('block_size', 32), attr.int('accuracy_level', options.accuracyLevel ?? 0)],
+    });
+  };
+
+  /** y = x · [W_0; W_1; …]ᵀ (+ bias): the parts' rows stacked into one matmul over the last axis of x. */
+  const linear = async (x: string, parts: { name: string; n: number }[], k: number, name: string, bias?: Float32Array, output?: string): Promise<string> => {
+    const ms: Matrix[] = [];
+    for (const p of parts) ms.push(await matrix(p.name, p.n, k));
+    const n = ms.reduce((s, m) => s + m.n, 0);
+    const bits = nbits ? nbitsOf(ms, options.quantize) : 0;
+    if (bits) return matmulNBits(x, ms, bits, name, bias, output);
+    // f32, stored (K, N) so MatMul reads it as is.
+    const wt = new Float32Array(k * n);
+    let col = 0;
+    for (const m of ms) {
+      transposeInto(wt, n, col, toF32(m), m.n, k);
+      col += m.n;
+    }
+    const w = g.init(f32Tensor(`${name}.weight`, [k, n], wt));
+    if (!bias) return g.op1('MatMul', [x, w], { name, output });
+    const y = g.op1('MatMul', [x, w], { name });
+    return g.op1('Add', [y, g.init(f32Tensor(`${name}.bias`, [n], bias))], { name: `${name}.bias_add`, output });
+  };
+
+  // ---- the forward ----
+
+  const embed = await matrix('token_embd.weight', V, C); // (V, C)
+  const embedF32 = toF32(embed);
+  const embedTable = g.init(f32Tensor('token_embd.weight', [V, C], embedF32));
+  let x = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed' }); // (B, T, C): x = embed[token]
+
+  const qkSize = [H * D, Hkv * D, Hkv * D];
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    const n = `L${l}.`;
+    // ---- attention ----
+    const xb = rmsnorm(x, await vector(`${b}attn_norm.weight`, C), `${n}attn_norm`); // xb = rmsnorm(x) * attn_norm
+    const qkvBias = config.qkvBias ? concatF32([await vector(`${b}attn_q.bias`, H * D), await vector(`${b}attn_k.bias`, Hkv * D), await vector(`${b}attn_v.bias`, Hkv * D)]) : undefined;
+    const qkv = await linear(xb, [{ name: `${b}attn_q.weight`, n: H * D }, { name: `${b}attn_k.weight`, n: Hkv * D }, { name: `${b}attn_v.weight`, n: Hkv * D }], C, `${n}attn.qkv`, qkvBias); // q|k|v = W xb (+ b)
+    let [q, k, v] = g.op('Split', [qkv, i64('const.qkv_sizes', qkSize)], { name: `${n}attn.split`, attributes: [attr.int('axis', -1)], outputs: 3 }); // (B, T, H·D), (B, T, Hkv·D) ×2
+    if (config.qkNorm) {
+      // Qwen3: RMSNorm over each head's D values of q and k, before RoPE.
+      const headNorm = async (t: string, heads: number, which: 'q' | 'k') => {
+        const w = await vector(`${b}attn_${which}_norm.weight`, D);
+        const split = g.op1('Reshape', [t, i64(`const.${which}_heads_shape`, [0, 0, heads, D])], { name: `${n}attn.${which}_heads` }); // (B, T, heads, D)
+        const normed = rmsnorm(split, w, `${n}attn.${which}_norm`);
+        return g.op1('Reshape', [normed, i64(`const.${which}_flat_shape`, [0, 0, heads * D])], { name: `${n}attn.${which}_flat` });
+      };
+      q = await headNorm(q, H, 'q');
+      k = await headNorm(k, Hkv, 'k');
+    }
+    q = rope(q, H, `${n}attn.rope_q`);
+    k = rope(k, Hkv, `${n}attn.rope_k`);
+    // softmax(q·kᵀ/√D + mask)·v over past|new keys; GQA: query head h reads kv head h / (H/Hkv).
+    const [att] = g.op('Attention', [q, k, v, mask, io.pastKey(l), io.pastValue(l)], {
+      name: `${n}attn`,
+      outputs: [`${n}attn/out`, io.presentKey(l), io.presentValue(l)],
+      attributes: [attr.int('q_num_heads', H), attr.int('kv_num_heads', Hkv), attr.float('scale', 1 / Math.sqrt(D))],
+    }); // (B, T, H·D)
+    const o = await linear(att, [{ name: `${b}attn_output.weight`, n: C }], H * D, `${n}attn.o`); // Wo att
+    x = g.op1('Add', [x, o], { name: `${n}attn.residual` }); // x += Wo att
+    // ---- feed-forward ----
+    const xf = rmsnorm(x, await vector(`${b}ffn_norm.weight`, C), `${n}ffn_norm`); // xb = rmsnorm(x) * ffn_norm
+    const gu = await linear(xf, [{ name: `${b}ffn_gate.weight`, n: F }, { name: `${b}ffn_up.weight`, n: F }], C, `${n}ffn.gate_up`); // g|u = W xb
+    const [gate, up] = g.op('Split', [gu, i64('const.ffn_sizes', [F, F])], { name: `${n}ffn.split`, attributes: [attr.int('axis', -1)], outputs: 2 });
+    let act: string;
+    if (config.activation === 'silu') {
+      const sig = g.op1('Sigmoid', [gate], { name: `${n}ffn.sigmoid` });
+      act = g.op1('Mul', [gate, sig], { name: `${n}ffn.silu` }); // silu(g) = g·σ(g)
+    } else {
+      act = g.op1('Gelu', [gate], { name: `${n}ffn.gelu`, attributes: [attr.string('approximate', 'tanh')] });
+    }
+    const h = g.op1('Mul', [act, up], { name: `${n}ffn.gated` }); // h = act(g) * u
+    const down = await linear(h, [{ name: `${b}ffn_down.weight`, n: C }], F, `${n}ffn.down`);
+    x = g.op1('Add', [x, down], { name: `${n}ffn.residual` }); // x += Wd h
+  }
+
+  // ---- head ----
+  const xo = rmsnorm(x, await vector('output_norm.weight', C), 'output_norm'); // xf = rmsnorm(x) * output_norm
+  const headBits = nbits ? nbitsOf([embed], options.quantize) : 0;
+  if (!config.tiedEmbeddings) {
+    await linear(xo, [{ name: 'output.weight', n: V }], C, 'lm_head', undefined, io.logits);
+  } else if (headBits) {
+    // The quantized embedding serves the head as MatMulNBits (it reads (N, K) rows as stored); Gather keeps the f32 table.
+    matmulNBits(xo, [embed], headBits, 'lm_head', undefined, io.logits);
+  } else {
+    // Tied f32: Gemm reads the (V, C) table transposed, so the weights exist once. Gemm is 2-D: fold (B, T).
+    const flat = g.op1('Reshape', [xo, i64('lm_head.flat_shape', [-1, C])], { name: 'lm_head.flat' }); // (B·T, C)
+    const y = g.op1('Gemm', [flat, embedTable], { name: 'lm_head', attributes: [attr.int('transB', 1)] }); // (B·T, V)
+    const idsShape = g.op1('Shape', [io.inputIds], { name: 'lm_head.bt' }); // [B, T]
+    const outShape = g.op1('Concat', [idsShape, i64('lm_head.v', [V])], { name: 'lm_head.shape', attributes: [attr.int('axis', 0)] });
+    g.op1('Reshape', [y, outShape], { name: 'lm_head.unflat', output: io.logits }); // (B, T, V)
+  }
+
+  // ---- serialize ----
+  const opsetImports = [{ domain: '', version: OPSET }, ...(usesMs ? [{ domain: MS, version: 1 }] : [])];
+  let weightBytes = 0;
+  for (const t of g.initializers) weightBytes += t.data?.length ?? 0;
+  const graph = (initializers: readonly OnnxTensor[]) => ({ name: `intab-${config.arch}`, nodes: g.nodes, initializers, inputs, outputs });
+  const model = (initializers: readonly OnnxTensor[]) =>
+    encodeModel({ irVersion: IR_VERSION, opsetImports, producerName: 'intab', producerVersion: '0.1.0', graph: graph(initializers), metadata: { 'intab.arch': config.arch } });
+  let location = options.externalData;
+  if (location === undefined) location = weightBytes > MAX_PROTO_BYTES - 2 ** 24 ? 'model.onnx_data' : null;
+  if (location === null) return { model: model(g.initializers), nodeCount: g.nodes.length, weightBytes };
+  if (!location || /[\\/]/.test(location)) throw new OnnxWriteError('options.externalData', `'${location}' is not a plain file name`, "name a file beside the model, e.g. 'model.onnx_data'");
+  const ext = new ExternalDataBuilder(location);
+  const inits = g.initializers.map((t) => ((t.data?.length ?? 0) >= EXTERNAL_MIN_BYTES ? ext.add(t) : t));
+  return { model: model(inits), externalData: { path: location, data: ext.bytes() }, nodeCount: g.nodes.length, weightBytes };
+}
+
+// ---- weight formats ----
+
+function toF32(m: Matrix): Float32Array {
+  if (m.dtype === 'f32' && m.bytes.byteOffset % 4 === 0) return new Float32Array(m.bytes.buffer, m.bytes.byteOffset, m.n * m.k);
+  return dequantize(m.dtype, m.bytes, m.n, m.k);
+}
+
+/** out[j, col + r] = w[r, j] for w (rows, k) into out (k, n): in 64×64 tiles, so both sides stay in cache. */
+function transposeInto(out: Float32Array, n: number, col: number, w: Float32Array, rows: number, k: number): void {
+  const TILE = 64;
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let j0 = 0; j0 < k; j0 += TILE) {
+      const j1 = Math.min(k, j0 + TILE);
+      for (let j = j0; j < j1; j++) {
+        const o = j * n + col;
+        for (let r = r0; r < r1; r++) out[o + r] = w[r * k + j];
+      }
+    }
+  }
+}
+
+function concatF32(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+  let at = 0;
+  for (const p of parts) (out.set(p, at), (at += p.length));
+  return out;
+}
+
+/**
+ * The MatMulNBits width a group of matrices (same K) gets: 4 when all are (or become) q4_0, 8 when q8_0 is among
+ * them (q4_0 rows convert to 8 bits exactly), 0 when some cannot be block-quantized (stays f32).
+ */
+function nbitsOf(ms: readonly Matrix[], target: 'q4_0' | 'q8_0' | undefined): 0 | 4 | 8 {
+  const kinds = ms.map((m) => (m.dtype === 'q4_0' || m.dtype === 'q8_0' ? m.dtype : target && m.k % 32 === 0 ? target : null));
+  if (kinds.some((d) => d === null)) return 0;
+  return kinds.every((d) => d === 'q4_0') ? 4 : 8;
+}
+
+/**
+ * Repacks ggml blocks into MatMulNBits' layout: B (N, K/32, 32·bits/8) u8 with element j of a block at bits
+ * [4(j % 2), +4) of byte j/2 (4-bit) or at byte j (8-bit, biased by the default zero point 128), and scales (N·K/32)
+ * f32. ggml's q4_0 keeps element j in the low nibble and j+16 in the high nibble of byte j; the value is
+ * (q − 8)·d either way, so the conversion is exact.
+ */
+function packNBits(ms: readonly Matrix[], bits: 4 | 8, target: 'q4_0' | 'q8_0' | undefined): { b: Uint8Array; scales: Float32Array } {
+  const k = ms[0].k;
+  const blocks = k / 32;
+  const n = ms.reduce((s, m) => s + m.n, 0);
+  const blob = (32 * bits) / 8;
+  const b = new Uint8Array(n * blocks * blob);
+  const scales = new Float32Array(n * blocks);
+  let row = 0;
+  for (const m0 of ms) {
+    const m = m0.dtype === 'q4_0' || m0.dtype === 'q8_0' ? m0 : { ...m0, dtype: target!, bytes: quantize(target!, toF32(m0), m0.n, m0.k) };
+    const dv = new DataView(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength);
+    const size = m.dtype === 'q4_0' ? 18 : 34;
+    for (let r = 0; r < m.n; r++) {
+      for (let blk = 0; blk < blocks; blk++) {
+        const src = (r * blocks + blk) * size;
+        const dst = (row + r) * blocks + blk;
+        scales[dst] = f16ToF32(dv.getUint16(src, true));
+        const out = dst * blob;
+        if (m.dtype === 'q8_0') {
+          for (let j = 0; j < 32; j++) b[out + j] = (m.bytes[src + 2 + j] + 128) & 0xff; // int8 q → u8 q + 128
+        } else if (bits === 8) {
+          for (let j = 0; j < 16; j++) {
+            const q = m.bytes[src + 2 + j];
+            b[out + j] = (q & 0xf) + 120; // (q − 8) + 128
+            b[out + j + 16] = (q >> 4) + 120;
+          }
+        } else {
+          const nib = (j: number) => (j < 16 ? m.bytes[src + 2 + j] & 0xf : m.bytes[src + 2 + j - 16] >> 4);
+          for (let i = 0; i < 16; i++) b[out + i] = nib(2 * i) | (nib(2 * i + 1) << 4);
+        }
+      }
+    }
+    row += m.n;
+  }
+  return { b, scales };
+}

@@ -1,0 +1,83 @@
+// From opened model files to a ready OnnxRunner: a checkpoint (GGUF or Hugging Face safetensors) gets its graph
+// written by llama-graph.ts; an ONNX folder (ModelFiles.onnx) brings its own .onnx and external data. Either way
+// the bytes go to an onnxruntime-web session on the backend asked for, the graph's inputs are mapped
+// (graph-layout.ts) and one throwaway step compiles ORT's kernels, so the first request does not pay for them.
+
+import type { LoadProgress, ModelFiles } from '@intab/model';
+import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
+import { graphLayout } from './graph-layout.ts';
+import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
+import { readOnnxModel } from './onnx-read.ts';
+import { OnnxFormatError } from './errors.ts';
+import { createSession, type OnnxBackend } from './session.ts';
+
+export interface OnnxLoadOptions extends OnnxRunnerOptions {
+  backend: OnnxBackend;
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** A loaded ONNX runner and what describes it. */
+export interface LoadedOnnx {
+  runner: OnnxRunner;
+  /** Bytes of the graph's weights (initializers), inline or external. */
+  weightBytes: number;
+  /** Where the graph came from: written from the checkpoint, or the folder's file. */
+  graph: 'built' | string;
+}
+
+/**
+ * The model's OnnxRunner on `backend`.
+ * @example
+ * const { runner } = await loadOnnxRunner(await openGguf(source), { backend: 'onnx-wasm', kvBudgetBytes: 64 << 20 });
+ */
+export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Promise<LoadedOnnx> {
+  const c = model.config;
+  let bytes: Uint8Array;
+  let externalData = new Map<string, Uint8Array>();
+  let weightBytes: number;
+  let file: string;
+  if (model.onnx) {
+    file = model.onnx.model.name;
+    bytes = await model.onnx.model.read(0, model.onnx.model.size, o.signal);
+    const info = readOnnxModel(bytes, file);
+    const wanted = info.externalFiles;
+    let loaded = 0;
+    const total = wanted.reduce((n, name) => n + (model.onnx!.externalData.get(name)?.size ?? 0), bytes.byteLength);
+    for (const name of wanted) {
+      const src = model.onnx.externalData.get(name);
+      if (!src) throw new OnnxFormatError(file, 'external data', `its weights are in '${name}', which is not among the files given (${[...model.onnx.externalData.keys()].join(', ') || 'none'}); put it beside the .onnx file`);
+      externalData.set(name, await src.read(0, src.size, o.signal));
+      o.onProgress?.({ loaded: (loaded += src.size), total });
+    }
+    weightBytes = info.graph.initializers.reduce((n, t) => n + (t.external?.length ?? t.raw?.length ?? 0), 0);
+  } else {
+    file = `${c.arch} graph`;
+    const graph = await buildLlamaGraph(c, tensorWeights(model.tensors, { signal: o.signal }), { signal: o.signal, file: 'weights' });
+    bytes = graph.model;
+    if (graph.externalData) externalData = new Map([[graph.externalData.path, graph.externalData.data]]);
+    weightBytes = graph.weightBytes;
+  }
+  o.signal?.throwIfAborted();
+  const session = await createSession(bytes, { backend: o.backend, externalData, file });
+  const runner = new OnnxRunner(session, graphLayout(session, c, file), c, o);
+  try {
+    await warmup(runner, c.bosId ?? 0);
+  } catch (err) {
+    runner.destroy();
+    throw err;
+  }
+  return { runner, weightBytes, graph: model.onnx ? file : 'built' };
+}
+
+/** One prefill and one decode step on a scratch sequence: ORT builds its kernels on first use. */
+async function warmup(runner: OnnxRunner, token: number): Promise<void> {
+  const seq = -1;
+  runner.alloc(seq);
+  try {
+    await runner.step([{ seq, tokens: [token, token] }]);
+    await runner.step([{ seq, tokens: [token] }]);
+  } finally {
+    runner.free(seq);
+  }
+}

@@ -1,0 +1,137 @@
+// The ONNX StepRunner on onnxruntime-web's wasm EP in Node, over the graph built from stories260K's GGUF: the
+// golden greedy ids through step() (prompt prefill, then one token per step), several sequences in one step,
+// a verify entry accepting exactly what greedy decoding would, rewind and fork keeping the K/V right, and what
+// it refuses (adopt, early exit, a graph in another layout) as typed errors.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { openGguf, pathSource, type LlamaConfig } from '@intab/model';
+import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
+import { graphLayout } from './graph-layout.ts';
+import { OnnxLayoutError, OnnxUnsupportedError } from './errors.ts';
+import { OnnxRunner } from './onnx-runner.ts';
+import { createSession } from './session.ts';
+
+const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
+const STORIES = join(SHARED, 'models/stories260K');
+const golden: { cases: { prompt: number[]; greedy: number[] }[] } = JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8'));
+
+let config: LlamaConfig;
+let runner: OnnxRunner;
+
+beforeAll(async () => {
+  const model = await openGguf(await pathSource(join(STORIES, 'stories260K.gguf')));
+  config = model.config;
+  const graph = await buildLlamaGraph(config, tensorWeights(model.tensors));
+  const session = await createSession(graph.model, { backend: 'onnx-wasm' });
+  runner = new OnnxRunner(session, graphLayout(session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4 });
+});
+
+/** Greedy ids of one sequence through step(): the prompt in one step, then a token per step. */
+async function greedy(seq: number, prompt: number[], n: number): Promise<number[]> {
+  runner.alloc(seq);
+  const out: number[] = [];
+  let next = prompt;
+  for (let i = 0; i < n; i++) {
+    const [r] = await runner.step([{ seq, tokens: next }]);
+    out.push(r.id);
+    next = [r.id];
+  }
+  runner.free(seq);
+  return out;
+}
+
+describe('OnnxRunner on ORT wasm', () => {
+  test('reproduces the golden greedy ids of stories260K', async () => {
+    for (const c of golden.cases) expect(await greedy(1, c.prompt, c.greedy.length)).toEqual(c.greedy);
+  });
+
+  test('sequences batched in one step decode as they do alone', async () => {
+    const [a, b] = golden.cases;
+    runner.alloc(1);
+    runner.alloc(2);
+    const got: number[][] = [[], []];
+    let next = [a.prompt, b.prompt];
+    for (let i = 0; i < 20; i++) {
+      const r = await runner.step([
+        { seq: 1, tokens: next[0] },
+        { seq: 2, tokens: next[1] },
+      ]);
+      got[0].push(r[0].id);
+      got[1].push(r[1].id);
+      next = [[r[0].id], [r[1].id]];
+    }
+    runner.free(1);
+    runner.free(2);
+    expect(got[0]).toEqual(a.greedy.slice(0, 20));
+    expect(got[1]).toEqual(b.greedy.slice(0, 20));
+  });
+
+  test('a verify entry accepts the greedy continuation, and rewind drops the rejected tail', async () => {
+    const c = golden.cases[1];
+    runner.alloc(3);
+    await runner.step([{ seq: 3, tokens: c.prompt }]);
+    // Proposals: 3 right greedy tokens, then a wrong one.
+    const wrong = (c.greedy[4] + 1) % config.vocab;
+    const tokens = [c.greedy[0], c.greedy[1], c.greedy[2], c.greedy[3], wrong];
+    const [r] = await runner.step([{ seq: 3, tokens, verify: tokens.map(() => ({ temperature: 0, u: 0 })), rows: true }]);
+    expect(r.accepted).toBe(3);
+    expect(r.id).toBe(c.greedy[4]);
+    expect(r.acceptedRows?.map((x) => x.id)).toEqual(c.greedy.slice(1, 4));
+    // The cache holds the prompt and all 5 tokens: drop the one rejected proposal, then continue.
+    expect(runner.kv.length(3)).toBe(c.prompt.length + 5);
+    runner.rewind(3, 1);
+    const rest: number[] = [];
+    let next = [c.greedy[4]];
+    for (let i = 0; i < 10; i++) {
+      const [s] = await runner.step([{ seq: 3, tokens: next }]);
+      rest.push(s.id);
+      next = [s.id];
+    }
+    runner.free(3);
+    expect(rest).toEqual(c.greedy.slice(5, 15));
+  });
+
+  test('a fork continues from the same cache as its source, and each goes its own way', async () => {
+    const c = golden.cases[0];
+    runner.alloc(4);
+    const [first] = await runner.step([{ seq: 4, tokens: c.prompt }]);
+    runner.fork(4, 5);
+    const [a, b] = await runner.step([
+      { seq: 4, tokens: [first.id] },
+      { seq: 5, tokens: [first.id] },
+    ]);
+    expect([a.id, b.id]).toEqual([c.greedy[1], c.greedy[1]]);
+    // The fork takes another token: its source must not see it.
+    const [x] = await runner.step([{ seq: 5, tokens: [(c.greedy[2] + 7) % config.vocab] }]);
+    const [y] = await runner.step([{ seq: 4, tokens: [c.greedy[2]] }]);
+    expect(y.id).toBe(c.greedy[3]);
+    expect(x.id).not.toBeUndefined();
+    runner.free(4);
+    runner.free(5);
+  });
+
+  test('logits come back when asked, and logprobs are log-softmax of them', async () => {
+    runner.alloc(6);
+    const [r] = await runner.step([{ seq: 6, tokens: [1], sampling: { temperature: 0, u: 0, topLogprobs: 3 } }], { logits: true });
+    runner.free(6);
+    const z = r.logits!;
+    expect(z.length).toBe(config.vocab);
+    const m = Math.max(...z);
+    const logZ = m + Math.log(z.reduce((s, x) => s + Math.exp(x - m), 0));
+    expect(r.logprob).toBeCloseTo(z[r.id] - logZ, 5);
+    expect(r.top.map((t) => t.id)[0]).toBe(r.id);
+  });
+
+  test('what it cannot do is a typed error', async () => {
+    expect(runner.capabilities).toEqual({ sharedPages: false, earlyExit: false });
+    expect(() => runner.adopt()).toThrow(OnnxUnsupportedError);
+    runner.alloc(7);
+    await expect(runner.step([{ seq: 7, tokens: [1] }], { layers: 2 })).rejects.toThrow(OnnxUnsupportedError);
+    runner.free(7);
+    expect(() => graphLayout({ inputNames: ['input_ids', 'pixel_values'], outputNames: ['logits'] }, config, 'vision.onnx')).toThrow(OnnxLayoutError);
+    expect(() => graphLayout({ inputNames: ['input_ids', 'attention_mask'], outputNames: ['logits'] }, config, 'nokv.onnx')).toThrow(/past_key_values/);
+  });
+});

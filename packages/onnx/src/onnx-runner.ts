@@ -1,0 +1,208 @@
+// The StepRunner over onnxruntime-web: the engine (scheduling, sampling policy, stops, logprobs, grammar masks,
+// speculative verify steps) runs unchanged on an ONNX graph in the onnx-community layout (graph-layout.ts), on the
+// wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph returned
+// (present.* fed back as past_key_values.*): rewind trims them, fork shares them (inputs are never written). A
+// PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same
+// rules; but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in
+// `capabilities`, and the engine runs without its prefix cache.
+
+import * as ort from 'onnxruntime-web';
+import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
+import { PagePool, checkStep, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
+import { sampleLogits } from './cpu-sampler.ts';
+import { OnnxRunError, OnnxUnsupportedError } from './errors.ts';
+import type { GraphLayout } from './graph-layout.ts';
+
+export interface OnnxRunnerOptions {
+  /** Bytes of K/V all sequences may hold together [64 MiB]: sets the pool's pages. */
+  kvBudgetBytes?: number;
+  /** Most sequences in one step [16]. */
+  maxBatch?: number;
+  /** Most tokens in one step, of all its entries [512]. */
+  maxTokensPerStep?: number;
+  /** Tokens per accounting page [16]. */
+  pageSize?: number;
+  /** The sequences of a step run as one batched call (left-padded) or one call each ['per-sequence']. */
+  batching?: 'per-sequence' | 'batched';
+}
+
+/** What the runner needs of the model: the StepRunner's config. */
+export interface OnnxModelConfig {
+  vocab: number;
+  maxContext: number;
+  eosIds: number[];
+  bosId: number | null;
+  layers: number;
+}
+
+/** One sequence's K/V: per layer, [1, Hkv, S, D] tensors (S = the sequence's cached tokens once trimmed). */
+interface SeqKv {
+  keys: ort.Tensor[];
+  values: ort.Tensor[];
+}
+
+const GREEDY: SamplingParams = { temperature: 0, u: 0 };
+
+/**
+ * The ONNX StepRunner.
+ * @example
+ * const session = await createSession(modelBytes, { backend: 'onnx-wasm' });
+ * const runner = new OnnxRunner(session, graphLayout(session, config), config);
+ * runner.alloc(0);
+ * const [{ id }] = await runner.step([{ seq: 0, tokens: [1, 403, 261] }]);
+ */
+export class OnnxRunner implements StepRunner {
+  readonly kv: PagePool;
+  readonly maxBatch: number;
+  readonly maxRows: number;
+  readonly maxTokens: number;
+  readonly capabilities: RunnerCapabilities = { sharedPages: false, earlyExit: false };
+  private readonly seqs = new Map<number, SeqKv>();
+  private readonly batching: 'per-sequence' | 'batched';
+  private destroyed = false;
+
+  constructor(
+    private readonly session: ort.InferenceSession,
+    readonly layout: GraphLayout,
+    readonly config: OnnxModelConfig,
+    options: OnnxRunnerOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 16;
+    this.maxTokens = options.maxTokensPerStep ?? 512;
+    this.maxRows = 4 * this.maxBatch;
+    this.batching = options.batching ?? 'per-sequence';
+    const pageSize = options.pageSize ?? 16;
+    const pageBytes = 2 * layout.layers * layout.kvHeads * layout.headDim * layout.kvBytes * pageSize;
+    const pages = Math.floor((options.kvBudgetBytes ?? 64 << 20) / pageBytes);
+    if (pages < 1) throw new OnnxUnsupportedError('kvBudgetBytes', `${options.kvBudgetBytes} bytes hold no page of ${pageBytes} bytes: give at least one page's worth.`);
+    this.kv = new PagePool(pages, pageSize);
+  }
+
+  alloc(seq: number): void {
+    this.kv.alloc(seq);
+    this.seqs.set(seq, this.emptyKv());
+  }
+
+  adopt(): void {
+    throw new OnnxUnsupportedError('adopt', 'K/V lives in per-sequence ORT tensors on this runner, so sequences cannot share pages (capabilities.sharedPages is false): run the engine without its prefix cache.');
+  }
+
+  free(seq: number): void {
+    this.kv.free(seq);
+    this.seqs.delete(seq);
+  }
+
+  rewind(seq: number, n: number): void {
+    this.kv.rewind(seq, n);
+    this.kv.takeCopies();
+  }
+
+  fork(src: number, dst: number): void {
+    const kv = this.seqs.get(src);
+    this.kv.fork(src, dst);
+    // ORT never writes its inputs: both sequences read the same tensors until their next step replaces them.
+    this.seqs.set(dst, { keys: [...kv!.keys], values: [...kv!.values] });
+  }
+
+  async step(entries: readonly StepEntry[], options: StepOptions = {}): Promise<StepResult[]> {
+    if (this.destroyed) throw new OnnxUnsupportedError('step', 'this OnnxRunner was destroyed: load the model again.');
+    if (entries.length === 0) return [];
+    checkStep(this.kv, entries, this.config.vocab, this.maxBatch, this.maxRows, this.maxTokens);
+    if (options.layers !== undefined && options.layers !== this.config.layers) {
+      throw new OnnxUnsupportedError('layers', `an ONNX graph runs all ${this.config.layers} layers (capabilities.earlyExit is false): use ngram or draft-model speculation instead of self-speculation.`);
+    }
+    const results: StepResult[] = [];
+    for (const e of entries) {
+      const logits = await this.run(e);
+      results.push(this.sample(e, logits, options.logits === true));
+    }
+    return results;
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.seqs.clear();
+    void this.session.release().catch(() => undefined);
+  }
+
+  // ---- one sequence ----
+
+  /** Runs one entry's tokens; returns the logits of its rows ((rows, V) f32: the last token, or every token of a verify entry). */
+  private async run(e: StepEntry): Promise<Float32Array> {
+    const L = this.layout;
+    const kv = this.trimmed(e.seq);
+    const past = this.kv.length(e.seq);
+    const T = e.tokens.length;
+    this.kv.grow(e.seq, T);
+    this.kv.takeCopies();
+    const feeds: Record<string, ort.Tensor> = {
+      [L.inputIds]: new ort.Tensor('int64', BigInt64Array.from(e.tokens, BigInt), [1, T]),
+    };
+    if (L.attentionMask) feeds[L.attentionMask] = new ort.Tensor('int64', new BigInt64Array(past + T).fill(1n), [1, past + T]);
+    if (L.positionIds) feeds[L.positionIds] = new ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(past + i)), [1, T]);
+    for (let l = 0; l < L.layers; l++) {
+      feeds[L.pastKeys[l]] = kv.keys[l];
+      feeds[L.pastValues[l]] = kv.values[l];
+    }
+    let out: ort.InferenceSession.ReturnType;
+    try {
+      out = await this.session.run(feeds);
+    } catch (err) {
+      this.kv.rewind(e.seq, T);
+      throw new OnnxRunError(`sequence ${e.seq}, ${T} tokens after ${past}`, err);
+    }
+    this.seqs.set(e.seq, {
+      keys: L.presentKeys.map((n) => out[n]),
+      values: L.presentValues.map((n) => out[n]),
+    });
+    const rows = e.verify ? T : 1;
+    return lastRows(out[L.logits], rows, this.config.vocab);
+  }
+
+  /** The sampled token of an entry from its logits rows (the WebGPU Runner's rules: see accept.wgsl for verify). */
+  private sample(e: StepEntry, logits: Float32Array, withLogits: boolean): StepResult {
+    const V = this.config.vocab;
+    const masks = e.masks?.();
+    const params = (p: SamplingParams, i: number): SamplingParams => (masks?.[i] ? { ...p, allowed: masks[i] } : p);
+    const extra = withLogits ? { logits } : {};
+    if (!e.verify) return { ...sampleLogits(logits, params(e.sampling ?? GREEDY, 0), DEFAULT_KMAX), ...extra };
+    const rows = e.verify.map((p, i) => sampleLogits(logits.subarray(i * V, (i + 1) * V), params(p, i), DEFAULT_KMAX));
+    let accepted = 0;
+    while (accepted < e.tokens.length - 1 && rows[accepted].id === e.tokens[accepted + 1]) accepted++;
+    return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}), ...extra };
+  }
+
+  /** The sequence's K/V cut to its cached length (a rewind drops the tail lazily, here). */
+  private trimmed(seq: number): SeqKv {
+    const kv = this.seqs.get(seq)!;
+    const length = this.kv.length(seq);
+    if (kv.keys.length === 0 || kv.keys[0].dims[2] === length) return kv;
+    const cut = (t: ort.Tensor) => sliceSequence(t, length);
+    const out = { keys: kv.keys.map(cut), values: kv.values.map(cut) };
+    this.seqs.set(seq, out);
+    return out;
+  }
+
+  private emptyKv(): SeqKv {
+    const L = this.layout;
+    const empty = () => new ort.Tensor(L.kvType, L.kvType === 'float16' ? new Uint16Array(0) : new Float32Array(0), [1, L.kvHeads, 0, L.headDim]);
+    return { keys: Array.from({ length: L.layers }, empty), values: Array.from({ length: L.layers }, empty) };
+  }
+}
+
+/** A [1, Hkv, S, D] tensor's first `length` positions (a copy). */
+function sliceSequence(t: ort.Tensor, length: number): ort.Tensor {
+  const [b, h, s, d] = t.dims;
+  const src = t.data as Float32Array | Uint16Array;
+  const out = new (src.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(b * h * length * d);
+  for (let i = 0; i < b * h; i++) out.set(src.subarray(i * s * d, i * s * d + length * d), i * length * d);
+  return new ort.Tensor(t.type as 'float32' | 'float16', out, [b, h, length, d]);
+}
+
+/** The last `rows` rows of a [1, T, V] logits tensor, as f32. */
+function lastRows(t: ort.Tensor, rows: number, vocab: number): Float32Array {
+  const data = t.data as Float32Array | Uint16Array;
+  const all = data instanceof Float32Array ? data : Float32Array.from(data, f16ToF32);
+  return all.subarray(all.length - rows * vocab);
+}

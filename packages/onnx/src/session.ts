@@ -1,0 +1,76 @@
+// Creating an onnxruntime-web session for the runner: the execution provider the backend names (wasm, or WebGPU
+// through ORT's own kernels), wasm threads only where the page is cross-origin isolated (nothing requires
+// COOP/COEP), full graph optimization, external weight files handed over as bytes, and ORT's failures turned
+// into typed errors that say what to do. ORT's wasm binaries come from this package's dependency, resolved by
+// the app's bundler (no CDN), so an offline PWA carries them like any other asset.
+
+import * as ort from 'onnxruntime-web';
+import { OnnxFormatError, OnnxRunError, OnnxUnsupportedError } from './errors.ts';
+
+/** The backends that run on onnxruntime-web. */
+export type OnnxBackend = 'onnx-wasm' | 'onnx-webgpu';
+
+export interface SessionOptions {
+  backend: OnnxBackend;
+  /** Files the model's initializers name as external data (e.g. 'model.onnx_data'), by that name. */
+  externalData?: ReadonlyMap<string, Uint8Array>;
+  /** The model file's name, for error messages ['model.onnx']. */
+  file?: string;
+}
+
+let configured = false;
+
+/** ORT's process-wide settings, made once before the first session (ORT reads them when it starts its wasm). */
+function configure(): void {
+  if (configured) return;
+  configured = true;
+  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
+  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
+  // Threads need SharedArrayBuffer, which only a cross-origin isolated page has; elsewhere ORT would warn and fall back.
+  ort.env.wasm.numThreads = isolated ? Math.max(1, Math.min(4, cores)) : 1;
+  ort.env.logLevel = 'error';
+}
+
+/**
+ * A session over a model's bytes.
+ * @example
+ * const session = await createSession(bytes, { backend: 'onnx-wasm', externalData: new Map([['model.onnx_data', data]]) });
+ */
+export async function createSession(model: Uint8Array, o: SessionOptions): Promise<ort.InferenceSession> {
+  configure();
+  const file = o.file ?? 'model.onnx';
+  const options: ort.InferenceSession.SessionOptions = {
+    executionProviders: [o.backend === 'onnx-webgpu' ? 'webgpu' : 'wasm'],
+    graphOptimizationLevel: 'all',
+    // Warnings such as shape ops placed on the CPU beside the WebGPU EP are ORT's business, not the app's console's.
+    logSeverityLevel: 3,
+    ...(o.externalData?.size ? { externalData: [...o.externalData].map(([path, data]) => ({ path, data })) } : {}),
+  };
+  try {
+    return await ort.InferenceSession.create(model, options);
+  } catch (err) {
+    throw sessionError(file, o.backend, err);
+  }
+}
+
+/** ORT's message of a failed session creation, as the typed error that names the problem. */
+export function sessionError(file: string, backend: OnnxBackend, err: unknown): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  const op = /Could not find an implementation for (\S+)\((\d+)\) node with name '([^']*)'/.exec(message);
+  if (op) {
+    return new OnnxUnsupportedError(
+      `op ${op[1]} (opset ${op[2]})`,
+      `${file}: node '${op[3]}' uses ${op[1]}, which onnxruntime's ${backend === 'onnx-webgpu' ? 'WebGPU' : 'wasm'} execution provider does not implement: try backend '${backend === 'onnx-webgpu' ? 'onnx-wasm' : 'onnx-webgpu'}', or export the model with standard ops.`,
+    );
+  }
+  if (/Unrecognized attribute|Unsupported model IR version|opset/i.test(message) && !/protobuf/i.test(message)) {
+    return new OnnxUnsupportedError('model', `${file}: ${message}: onnxruntime ${ort.env.versions.web} cannot run it; re-export the model for an ONNX opset this onnxruntime supports (≤ 23).`);
+  }
+  if (/external data|external_data|file not found|ExternalData|Failed to load external/i.test(message)) {
+    return new OnnxFormatError(file, 'external data', `onnxruntime could not read the weights the model keeps in another file (${message}); give every file the model names beside it`, -1, { cause: err });
+  }
+  if (/protobuf|parsing|Load model from buffer failed|Invalid model/i.test(message)) {
+    return new OnnxFormatError(file, 'model', `onnxruntime could not parse it (${message})`, -1, { cause: err });
+  }
+  return new OnnxRunError(`creating a session for ${file} on ${backend}`, err);
+}
