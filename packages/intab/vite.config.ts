@@ -1,5 +1,5 @@
 // Library build of the public `intab` package: bundles the private workspace packages (@intab/engine,
-// @intab/model, @intab/gpu) and their WGSL (`?raw`, inlined as strings) into dist/ as ESM, keeps the
+// @intab/model, @intab/gpu, @intab/onnx) and their WGSL (`?raw`, inlined as strings) into dist/ as ESM, keeps the
 // third-party dependencies external (they are real dependencies of the published package), and emits the
 // module Worker as its own chunk, referenced as `new URL('./worker-xxx.js', import.meta.url)` so that an
 // app's bundler finds and bundles it. Run with `pnpm --filter intab build`.
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 // Bare imports that stay imports in dist: the published package depends on them.
-const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm'];
+const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web'];
 const external = (id: string) => THIRD_PARTY.some((d) => id === d || id.startsWith(`${d}/`));
 
 // Vite's worker plugin writes the emitted worker's URL for a served app: `new URL(/* @vite-ignore */

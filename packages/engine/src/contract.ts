@@ -183,7 +183,17 @@ export type ModelSource =
   | { kind: 'hf-urls'; files: Record<string, string> }
   | { kind: 'files'; files: { name: string; blob: Blob }[] };
 
+/**
+ * What runs the model: 'webgpu' is intab's own WGSL kernels; 'onnx-wasm' and 'onnx-webgpu' are onnxruntime-web's wasm
+ * (CPU) and WebGPU execution providers over an ONNX graph (an ONNX folder's, or one written from the GGUF or
+ * safetensors weights). 'auto' takes 'webgpu' on a hardware GPU and 'onnx-wasm' where WebGPU is missing or its only
+ * adapter is a software one (there ORT's wasm kernels are faster).
+ */
+export type Backend = 'auto' | 'webgpu' | 'onnx-webgpu' | 'onnx-wasm';
+
 export interface LoadOptions {
+  /** What runs the model ['auto'] (ModelInfo.backend says which ran, and why). */
+  backend?: Backend;
   quantize?: 'q8_0' | 'q4_0';
   /** KV-cache bytes [128 MiB]. */
   kvBudgetBytes?: number;
@@ -272,6 +282,8 @@ export interface EngineStats {
 }
 
 export interface ModelInfo {
+  /** What runs the model, and why it was chosen (LoadOptions.backend). */
+  backend: { name: Exclude<Backend, 'auto'>; reason: string };
   arch: string;
   layers: number;
   hidden: number;

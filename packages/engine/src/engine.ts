@@ -4,7 +4,7 @@
 // is pull-based: each sequence queues its step outputs and sits out of steps while its queue is full. The
 // same class runs in the worker (worker.ts exposes it through Comlink) and in-thread (tests, no-worker pages).
 
-import { requestGpu, type Gpu } from '@intab/gpu';
+import type { Gpu } from '@intab/gpu';
 import {
   encodeChat,
   renderChat,
@@ -33,7 +33,7 @@ import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import { openModel } from './open-model.ts';
-import { loadModel, openModels, type LoadedModel } from './load.ts';
+import { chooseBackend, loadModel, loadOnnxModel, openModels } from './load.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -137,27 +137,33 @@ export class Engine implements EngineApi {
     try {
       this.options = { ...this.options, ...options };
       const opened = await openModels((s: ModelSource) => openModel(s, signal), source, options.draft);
-      const gpu = await requestGpu();
-      let loaded: LoadedModel;
+      const backend = await chooseBackend(options.backend, opened.model);
+      const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
+      const runnersOptions = {
+        kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
+        maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+        maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
+        quantize: options.quantize,
+        onProgress,
+        signal,
+      };
+      let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
       try {
-        loaded = await loadModel(gpu, opened, {
-          kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
-          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
-          maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
-          quantize: options.quantize,
-          prefixCache: options.prefixCache,
-          onProgress,
-          signal,
-        });
+        if (backend.name === 'webgpu') {
+          loaded = await loadModel(backend.gpu, opened, { ...runnersOptions, prefixCache: options.prefixCache });
+          loaded.info.backend.reason = backend.reason;
+        } else {
+          loaded = await loadOnnxModel(opened, backend, runnersOptions);
+        }
       } catch (err) {
-        gpu.destroy();
+        gpu?.destroy();
         throw err;
       }
       const { runner, draft, info } = loaded;
       if (this.closed) {
         draft?.destroy();
         runner.destroy();
-        gpu.destroy();
+        gpu?.destroy();
         throw new EngineClosedError('destroyed');
       }
       this.gpu = gpu;
@@ -209,6 +215,7 @@ export class Engine implements EngineApi {
     const spec = resolveSpeculative(request.speculative ?? this.options.speculative ?? (this.draft ? 'auto' : false), {
       hasDraft: this.draft !== undefined,
       layers: runner.config.layers,
+      earlyExit: runner.capabilities?.earlyExit !== false,
     });
     return this.begin(prompt, options, signal, { constraint, spec }).id;
   }
@@ -224,7 +231,7 @@ export class Engine implements EngineApi {
    */
   async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {
     const { runner } = this.ready();
-    if (!this.cache) throw new EngineStateError('preload() pins a prefix in the prefix cache, which this engine has off: load it with prefixCache: true (the default).');
+    if (!this.cache) throw new EngineStateError(`preload() pins a prefix in the prefix cache, which this engine has off: ${this.noCacheAdvice()}.`);
     const prompt = this.encodePrefix(request);
     const options = resolveOptions({ promptIds: prompt, maxTokens: 1, temperature: 0 }, runner.config.vocab, false);
     this.fitContext(prompt, options);
@@ -259,7 +266,7 @@ export class Engine implements EngineApi {
    */
   async saveCache(options: { all?: boolean } = {}): Promise<SaveCacheResult> {
     const { runner } = this.ready();
-    if (!this.cache) throw new EngineStateError('saveCache() writes the prefix cache, which this engine has off: load it with prefixCache: true (the default).');
+    if (!this.cache) throw new EngineStateError(`saveCache() writes the prefix cache, which this engine has off: ${this.noCacheAdvice()}.`);
     const folder = await opfsFolder();
     if (!folder) throw new EngineStateError("saveCache() writes to the Origin Private File System, which this context lacks (navigator.storage.getDirectory): the prefix cache is kept in memory only.");
     return saveKvCache(this.cache, runner, folder, options, this.now);
@@ -318,14 +325,22 @@ export class Engine implements EngineApi {
 
   // ---- internals ----
 
+  /** Why the prefix cache is off, and what turns it on. */
+  private noCacheAdvice(): string {
+    if (this.runner?.capabilities?.sharedPages === false) return "this backend keeps each sequence's K/V apart and cannot share prefixes: load the model with backend 'webgpu' to use it";
+    return 'load it with prefixCache: true (the default)';
+  }
+
   private attach(runner: StepRunner, tokenizer: Tokenizer | undefined, info: ModelInfo | undefined, draft?: StepRunner): void {
     this.runner = runner;
     this.draft = draft;
     if (draft && draft.config.vocab !== runner.config.vocab) throw new DraftMismatchError('vocabulary size', String(runner.config.vocab), String(draft.config.vocab));
-    this.speculator = new Speculator(runner, draft, this.now, Math.min(256, draft?.maxTokens ?? Infinity), draft && this.options.prefixCache !== false ? new PrefixCache(draft) : undefined);
+    // A runner whose pages hold no bytes (capabilities.sharedPages false: the ONNX runner) cannot share prefixes.
+    const caches = (r: StepRunner) => this.options.prefixCache !== false && r.capabilities?.sharedPages !== false;
+    this.speculator = new Speculator(runner, draft, this.now, Math.min(256, draft?.maxTokens ?? Infinity), draft && caches(draft) ? new PrefixCache(draft) : undefined);
     this.tokenizer = tokenizer;
     this.info = info;
-    this.cache = this.options.prefixCache === false ? undefined : new PrefixCache(runner);
+    this.cache = caches(runner) ? new PrefixCache(runner) : undefined;
     this.scheduler = new Scheduler(
       runner,
       {

@@ -9,6 +9,7 @@ import { GPU_ERRORS } from '@intab/gpu';
 // The errors files alone (the packages' entries read WebGPU globals, which the main thread may lack).
 import { GRAMMAR_ERRORS } from '@intab/grammar/errors';
 import { MODEL_ERRORS } from '@intab/model/errors';
+import { ONNX_ERRORS } from '@intab/onnx/errors';
 
 /** Base class of every error thrown by @intab/engine. */
 export class IntabEngineError extends Error {
@@ -203,7 +204,7 @@ export const ENGINE_ERRORS = {
 } as const;
 
 // The one registration: every package's classes and the platform's own.
-for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...GRAMMAR_ERRORS, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
+for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...ONNX_ERRORS, ...GRAMMAR_ERRORS, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
   registerErrorClass(name, cls);
 }
 

@@ -1,11 +1,14 @@
 // Putting a model (and the draft model that speculates for it) on the GPU: its files opened and checked against each
 // other (openModels), weights uploaded, every pipeline compiled (warm-up, so the first request does not pay for shader
 // compilation), and the draft's KV-cache sized like the target's (loadRunners), then described for the main thread
-// (loadModel). The engine's load() and the CLI (its page and --runtime node) both load through here.
+// (loadModel). The engine's load() and the CLI (its page and --runtime node) both load through here. chooseBackend
+// decides what runs the model (LoadOptions.backend), and loadOnnxModel puts it on onnxruntime-web instead
+// (@intab/onnx, imported only then, so apps on the WebGPU kernels never download ORT).
 
-import type { Gpu } from '@intab/gpu';
-import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type Tokenizer } from '@intab/model';
-import type { ModelInfo } from './contract.ts';
+import { requestGpu, type Gpu } from '@intab/gpu';
+import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import type { Backend, ModelInfo } from './contract.ts';
+import { ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel } from './open-model.ts';
 
 /** A model's files and tokenizer, and its draft's files, checked to share the vocabulary. */
@@ -83,4 +86,89 @@ export interface LoadedModel {
 export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean }): Promise<LoadedModel> {
   const { runner, draft } = await loadRunners(gpu, opened.model, opened.draftModel, o);
   return { runner, draft, info: { ...describeModel(gpu, runner, opened.tokenizer, draft), prefixCache: o.prefixCache !== false } };
+}
+
+// ---- backends ----
+
+/** The backend that will run the model, why, and the GPU when it is intab's WebGPU kernels. */
+export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { name: 'onnx-wasm' | 'onnx-webgpu'; reason: string };
+
+/**
+ * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and ORT's wasm
+ * where WebGPU is missing or only a software adapter exists (measured: ORT wasm decodes stories260K several times
+ * faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only.
+ * @example
+ * const choice = await chooseBackend(options.backend, opened.model);
+ */
+export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles, request: () => Promise<Gpu> = requestGpu): Promise<BackendChoice> {
+  const onnxFolder = model?.onnx !== undefined;
+  if (asked === 'onnx-wasm' || asked === 'onnx-webgpu') return { name: asked, reason: `backend '${asked}' was asked for` };
+  if (asked === 'webgpu') {
+    if (onnxFolder) throw new ModelSourceError(model!.onnx!.model.name, "an ONNX model runs on onnxruntime: load it with backend 'onnx-webgpu', 'onnx-wasm' or 'auto', or load the model's GGUF or safetensors on 'webgpu'");
+    return { name: 'webgpu', reason: "backend 'webgpu' was asked for", gpu: await request() };
+  }
+  if (asked !== 'auto') throw new ModelSourceError(String(asked), "backend is not 'auto', 'webgpu', 'onnx-webgpu' or 'onnx-wasm'");
+  let gpu: Gpu;
+  try {
+    gpu = await request();
+  } catch (err) {
+    return { name: 'onnx-wasm', reason: `auto: WebGPU is unavailable here (${err instanceof Error ? err.message : String(err)}), so onnxruntime's wasm runs it` };
+  }
+  const a = gpu.adapterInfo;
+  const adapter = [a.vendor, a.architecture].filter(Boolean).join(' ') || 'unknown';
+  if (a.isFallbackAdapter) {
+    gpu.destroy();
+    return { name: 'onnx-wasm', reason: `auto: the only WebGPU adapter is a software one (${adapter}), where onnxruntime's wasm decodes faster` };
+  }
+  if (onnxFolder) {
+    gpu.destroy();
+    return { name: 'onnx-webgpu', reason: `auto: an ONNX model on a hardware WebGPU adapter (${adapter}) runs on onnxruntime's WebGPU execution provider` };
+  }
+  return { name: 'webgpu', reason: `auto: a hardware WebGPU adapter (${adapter})`, gpu };
+}
+
+/** The runners of a model on onnxruntime-web, with what the main thread is told about them. */
+export interface LoadedOnnxModel {
+  runner: StepRunner;
+  draft?: StepRunner;
+  info: ModelInfo;
+}
+
+/**
+ * Loads the model (and its draft) on onnxruntime-web: an ONNX folder's graph, or one written from the checkpoint.
+ * The runner keeps each sequence's K/V apart, so ModelInfo.prefixCache is false whatever was asked.
+ * @example
+ * const { runner, info } = await loadOnnxModel(opened, { name: 'onnx-wasm', reason: 'asked' }, { kvBudgetBytes: 64 << 20, maxBatch: 8 });
+ */
+export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<BackendChoice, { name: 'webgpu' }>, o: RunnersOptions): Promise<LoadedOnnxModel> {
+  if (o.quantize) throw new ModelSourceError('quantize', `quantize '${o.quantize}' re-quantizes weights for intab's WebGPU kernels; on '${backend.name}' leave it out (the graph keeps the checkpoint's weights)`);
+  const { loadOnnxRunner } = await import('@intab/onnx');
+  const options = { backend: backend.name, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
+  const target = await loadOnnxRunner(opened.model, { ...options, onProgress: o.onProgress });
+  let draft: Awaited<ReturnType<typeof loadOnnxRunner>> | undefined;
+  try {
+    if (opened.draftModel) draft = await loadOnnxRunner(opened.draftModel, { ...options, onProgress: o.onDraftProgress });
+  } catch (err) {
+    target.runner.destroy();
+    throw err;
+  }
+  const c = opened.model.config;
+  const threads = backend.name === 'onnx-wasm' ? (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated ? 'threads' : '1 thread' : '';
+  const info: ModelInfo = {
+    backend: { name: backend.name, reason: backend.reason },
+    ...(draft && opened.draftModel ? { draft: { arch: opened.draftModel.config.arch, layers: opened.draftModel.config.layers, hidden: opened.draftModel.config.hidden, weightBytes: draft.weightBytes } } : {}),
+    arch: c.arch,
+    layers: c.layers,
+    hidden: c.hidden,
+    vocab: c.vocab,
+    contextLength: c.maxContext,
+    hasTokenizer: opened.tokenizer !== undefined,
+    hasChatTemplate: opened.tokenizer?.chatTemplate !== undefined,
+    weightBytes: target.weightBytes,
+    kvPages: target.runner.kv.pages,
+    adapter: `onnxruntime-web ${backend.name === 'onnx-wasm' ? `wasm (${threads})` : 'WebGPU EP'}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
+    prefixCache: false,
+    warnings: ["The prefix cache is off: this backend keeps each sequence's K/V apart, so requests do not share prefixes (use backend 'webgpu' for that)."],
+  };
+  return { runner: target.runner, draft: draft?.runner, info };
 }

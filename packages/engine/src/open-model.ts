@@ -61,10 +61,11 @@ async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string)
   return openHfFolder(found);
 }
 
-/** What the main thread is told about a loaded model. */
-export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner): ModelInfo {
+/** What the main thread is told about a model loaded on intab's WebGPU kernels (`reason`: why that backend). */
+export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner, reason = "backend 'webgpu' was asked for"): ModelInfo {
   const c = runner.config;
   return {
+    backend: { name: 'webgpu', reason },
     ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
     arch: c.arch,
     layers: c.layers,

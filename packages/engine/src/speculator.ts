@@ -44,7 +44,7 @@ const PROBE_BUDGET = 0.015;
  */
 export function resolveSpeculative(
   value: SpeculativeMethod | SpeculativeOptions | false | undefined,
-  context: { hasDraft: boolean; layers: number },
+  context: { hasDraft: boolean; layers: number; earlyExit?: boolean },
 ): SpeculationConfig | undefined {
   const bad = (field: string, v: unknown, expected: string): never => {
     throw new InvalidRequestError(field, v, expected);
@@ -56,6 +56,9 @@ export function resolveSpeculative(
   if (!methods.includes(o.method)) return bad('speculative.method', o.method, "'ngram', 'draft', 'self' or 'auto'");
   if (o.method === 'draft' && !context.hasDraft) {
     return bad('speculative.method', o.method, "'ngram', 'self' or 'auto': no draft model is loaded (load one with createEngine({ model, draft }))");
+  }
+  if (o.method === 'self' && context.earlyExit === false) {
+    return bad('speculative.method', o.method, "'ngram', 'draft' or 'auto': this backend runs every layer in each step, so the model cannot draft for itself (self-speculation needs the WebGPU backend)");
   }
   const method = o.method === 'auto' ? (context.hasDraft ? 'draft' : 'ngram') : o.method;
   const k = o.k ?? (method === 'ngram' ? 8 : 4);

@@ -226,6 +226,7 @@ function storeIdOf(model: ModelInput, o: { file?: string; revision?: string }): 
 
 function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   const out: LoadOptions = {};
+  if (o.backend !== undefined) out.backend = o.backend;
   if (o.quantize !== undefined) out.quantize = o.quantize;
   if (o.kvBudgetBytes !== undefined) out.kvBudgetBytes = o.kvBudgetBytes;
   if (o.maxBatch !== undefined) out.maxBatch = o.maxBatch;

@@ -52,6 +52,7 @@ export type {
   Chunk,
   ModelSource,
   LoadOptions,
+  Backend,
   ModelInfo,
   LoadProgress,
   EngineApi,
@@ -84,5 +85,6 @@ export {
   CacheStorageError,
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
+export { IntabOnnxError, OnnxFormatError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError, OnnxWriteError } from '@intab/onnx/errors';
 export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, type UnsupportedKeyword } from '@intab/grammar/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';

@@ -19,6 +19,7 @@ export function referenceEngine(options: { pages?: number; maxQueuedChunks?: num
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: options.pages ?? 64, pageSize: 16 });
   const tokenizer = tinyChatTokenizer();
   const info: ModelInfo = {
+    backend: { name: 'webgpu', reason: 'a test fixture: the CPU reference runner stands in for it' },
     arch: config.arch,
     layers: config.layers,
     hidden: config.hidden,

@@ -14,6 +14,6 @@ export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache
 export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions } from './runner.ts';
-export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
+export type { StepRunner, RunnerCapabilities, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
 export { uploadVector, readVector, type UploadOptions } from './upload.ts';
 export * from './tokenizer/index.ts';

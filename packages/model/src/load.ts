@@ -19,6 +19,11 @@ export interface ModelFiles {
   gguf?: GgufFile;
   /** The parsed folder, when the model came from Hugging Face files. */
   hf?: HfFolder;
+  /**
+   * An ONNX folder (onnx-community layout): the .onnx graph to run and the files its initializers may name as
+   * external data, by name. `tensors` is then empty: the weights are the graph's (@intab/onnx runs it).
+   */
+  onnx?: { model: ByteSource; externalData: ReadonlyMap<string, ByteSource> };
 }
 
 /** A GGUF model from one file or its splits (`*-00001-of-0000N.gguf`, in any order). */

@@ -71,7 +71,16 @@ export interface PageIO {
   write(pages: readonly number[], bytes: Uint8Array): Promise<void>;
 }
 
+/** What a runner can do beyond the contract's core (absent: all of it); the engine reads it instead of failing later. */
+export interface RunnerCapabilities {
+  /** adopt() and fork() over pages that hold their K/V bytes: the prefix cache, preload and saving it need them. */
+  sharedPages: boolean;
+  /** StepOptions.layers below config.layers: self-speculative drafts need it. */
+  earlyExit: boolean;
+}
+
 export interface StepRunner {
+  readonly capabilities?: RunnerCapabilities;
   readonly config: { vocab: number; maxContext: number; eosIds: number[]; bosId: number | null; layers: number };
   readonly maxBatch: number;
   /** Most sampled rows in one step (one per plain entry, tokens.length per verify entry) [unbounded]. */

@@ -1,0 +1,101 @@
+// The engine on onnxruntime-web in headless Chromium: Engine.load with backend 'onnx-wasm' and 'onnx-webgpu' writes
+// the graph from stories260K's GGUF or HF folder, runs it on ORT's wasm or WebGPU execution provider, and gives
+// golden.json's greedy ids; engine features (stop strings, logprobs, ngram speculation) give the same ids as on
+// intab's WebGPU kernels; abort frees the sequence; 'auto' picks ORT wasm on this machine's software adapter and says
+// why; what the backend cannot do (the prefix cache, self-speculation) is refused with a typed error.
+import { afterAll, describe, expect, test } from 'vitest';
+import { sharedUrl, fetchShared } from '@intab/gpu/testing';
+import type { GenerateRequest, LoadOptions, ModelSource } from './contract.ts';
+import { Engine } from './engine.ts';
+import { collect } from './test-streams.ts';
+
+const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;
+const GGUF: ModelSource = { kind: 'url', url: BASE + 'stories260K.gguf' };
+const HF: ModelSource = { kind: 'url', url: BASE + 'hf/' };
+
+interface Golden {
+  cases: { prompt: number[]; greedy: number[] }[];
+}
+const golden = async (): Promise<Golden> => JSON.parse(new TextDecoder().decode(await fetchShared('models/stories260K/golden.json')));
+
+const engines: Engine[] = [];
+afterAll(async () => {
+  for (const e of engines) await e.destroy();
+});
+
+async function load(source: ModelSource, options: LoadOptions): Promise<Engine> {
+  const engine = await Engine.load(source, { kvBudgetBytes: 2 << 20, maxBatch: 4, ...options, seed: 1 } as LoadOptions);
+  engines.push(engine);
+  return engine;
+}
+
+const greedy = (promptIds: number[], maxTokens: number, extra: Partial<GenerateRequest> = {}): GenerateRequest => ({ promptIds, maxTokens, temperature: 0, ignoreEos: true, ...extra });
+
+describe('the engine on onnxruntime-web (stories260K)', () => {
+  for (const [backend, source, label] of [
+    ['onnx-wasm', GGUF, 'GGUF'],
+    ['onnx-wasm', HF, 'HF folder'],
+    ['onnx-webgpu', GGUF, 'GGUF'],
+  ] as const) {
+    test(`${backend}, graph written from the ${label}: golden greedy ids`, async () => {
+      const g = await golden();
+      const engine = await load(source, { backend });
+      const info = engine.modelInfo!;
+      expect(info.backend.name).toBe(backend);
+      expect(info.prefixCache).toBe(false);
+      for (const c of g.cases) expect((await collect(engine, await engine.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
+    });
+  }
+
+  test("'auto' takes ORT wasm on a software adapter and says why", async () => {
+    const engine = await load(GGUF, { backend: 'auto' });
+    const { backend } = engine.modelInfo!;
+    expect(backend.name).toBe('onnx-wasm');
+    expect(backend.reason).toMatch(/software/);
+  });
+
+  test('stop strings, logprobs and ngram speculation give the same ids as on the WebGPU kernels; abort frees the sequence', async () => {
+    const g = await golden();
+    // The GGUF with a tokenizer, so stop strings have text to match.
+    const withVocab: ModelSource = { kind: 'url', url: BASE + 'stories260K-vocab-ud.gguf' };
+    const onnx = await load(withVocab, { backend: 'onnx-wasm' });
+    const gpu = await load(withVocab, { backend: 'webgpu', prefixCache: false });
+    const c = g.cases[1];
+    const plain = await collect(gpu, await gpu.start(greedy(c.prompt, 40)));
+    const stop = plain.text.slice(20, 24);
+    const requests: GenerateRequest[] = [
+      greedy(c.prompt, 40, { logprobs: true, topLogprobs: 3 }),
+      greedy(c.prompt, 48, { speculative: { method: 'ngram', k: 4 } }),
+      greedy(c.prompt, 40, { stop: [stop] }),
+      greedy(c.prompt, 40, { stopTokenIds: [c.greedy[10]] }),
+      { promptIds: c.prompt, maxTokens: 30, temperature: 0.9, topK: 20, seed: 7, ignoreEos: true },
+    ];
+    for (const [i, r] of requests.entries()) {
+      const a = await collect(onnx, await onnx.start(r));
+      const b = await collect(gpu, await gpu.start(r));
+      expect(a.ids, `request ${i}`).toEqual(b.ids);
+      expect(a.last.finishReason).toBe(b.last.finishReason);
+      if (r.logprobs) {
+        const la = a.chunks.flatMap((x) => x.logprobs ?? []);
+        const lb = b.chunks.flatMap((x) => x.logprobs ?? []);
+        expect(la.length).toBe(lb.length);
+        la.forEach((x, j) => expect(x.logprob).toBeCloseTo(lb[j].logprob, 3));
+      }
+    }
+    // Abort mid-decode: the pages come back.
+    const before = onnx.stats().freePages;
+    const controller = new AbortController();
+    const id = await onnx.start(greedy(c.prompt, 400), controller.signal);
+    const first = await onnx.next(id);
+    expect(first.ids.length).toBeGreaterThan(0);
+    controller.abort();
+    await collect(onnx, id).catch(() => undefined);
+    await expect.poll(() => onnx.stats().freePages).toBe(before);
+  });
+
+  test('what ORT cannot do is refused with a typed error', async () => {
+    const engine = await load(GGUF, { backend: 'onnx-wasm' });
+    await expect(engine.preload({ promptIds: [1, 2, 3] })).rejects.toThrow(/cannot share prefixes/);
+    await expect(engine.start(greedy([1], 4, { speculative: 'self' }))).rejects.toMatchObject({ name: 'InvalidRequestError' });
+  });
+});
