@@ -1,5 +1,5 @@
 // A GPUDevice in Node from Dawn (the `webgpu` package's dawn.node), handed to the same requestGpu the browser uses,
-// so the kernels, the Runner and the WGSL run unchanged. Dawn's backend is chosen by `--backend`: 'auto' tries Vulkan
+// so the kernels, the Runner and the WGSL run unchanged. Dawn's backend is chosen by `--dawn-backend`: 'auto' tries Vulkan
 // (a real GPU) and then OpenGL, which on a machine without a GPU is Mesa's llvmpipe through EGL, offered only as a
 // WebGPU compatibility-mode adapter (no subgroups, no shader-f16, 128 MiB storage bindings): the kernels' f32,
 // no-subgroup path. requestGpu asks the adapter for its real limits, as in the browser.
@@ -80,7 +80,7 @@ async function loadDawn(path: string | undefined): Promise<{ module: DawnModule;
  */
 export async function requestDawnGpu(o: DawnOptions = {}): Promise<DawnGpu> {
   const backend = o.backend ?? 'auto';
-  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--backend takes ${DAWN_BACKENDS.join(', ')}; got '${backend}'`);
+  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--dawn-backend takes ${DAWN_BACKENDS.join(', ')}; got '${backend}'`);
   const { module, from } = await loadDawn(o.dawnPath);
   // GPUBufferUsage, GPUMapMode, GPUBuffer (instanceof) and the other WebGPU globals the kernels use.
   Object.assign(globalThis, module.globals);

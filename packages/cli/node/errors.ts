@@ -2,7 +2,7 @@
 
 import { IntabGpuError } from '@intab/gpu';
 
-/** The Dawn backends `--backend` takes: 'auto' tries Vulkan, then OpenGL. */
+/** The Dawn backends `--dawn-backend` takes: 'auto' tries Vulkan, then OpenGL. */
 export type DawnBackend = 'auto' | 'vulkan' | 'opengl' | 'opengles' | 'metal' | 'd3d12' | 'd3d11' | 'null';
 
 const DRIVERS: Record<string, string> = {
@@ -23,7 +23,7 @@ export class DawnUnavailableError extends IntabGpuError {
         ? 'In the repository run `pnpm install` (the webgpu package ships dawn.node for Linux, macOS and Windows); ' +
           'elsewhere put dawn.node beside intab-node.mjs (`intab bundle-node` does), or pass --dawn /path/to/dawn.node (or set INTAB_DAWN).'
         : `Install what the backend needs: ${backends.map((b) => DRIVERS[b] ?? b).join('; or ')}. ` +
-          (backends.includes('opengl') ? 'Pass --backend vulkan on a machine with a GPU.' : 'Or pass --backend opengl for the software path.') +
+          (backends.includes('opengl') ? 'Pass --dawn-backend vulkan on a machine with a GPU.' : 'Or pass --dawn-backend opengl for the software path.') +
           ' The browser runtime (--runtime browser, the default) needs none of this.';
     const what = {
       'no-dawn': 'Dawn for Node (dawn.node) could not be loaded',

@@ -16,11 +16,11 @@ import type { DawnBackend } from './errors.ts';
 export const NODE_USAGE = `usage (Node runtime: Dawn, no browser):
   intab generate|bench decode|bench speculative --runtime node --model <gguf file | HF folder> [flags of the browser runtime]
   intab bench kernels --runtime node [--quick] [--filter TEXT] [--json]
-  Common: [--backend auto|vulkan|opengl|...] [--dawn PATH/dawn.node] [--adapter NAME] [--timeout SECONDS]
+  Common: [--dawn-backend auto|vulkan|opengl|...] [--dawn PATH/dawn.node] [--adapter NAME] [--timeout SECONDS]
       --backend: Dawn's backend (or INTAB_DAWN_BACKEND); auto (the default) tries Vulkan, then OpenGL (Mesa's llvmpipe
       through EGL on a machine without a GPU, as a compatibility-mode adapter: f32, no subgroups).
       --dawn: the dawn.node to load (or INTAB_DAWN); else the webgpu package's, else one beside intab-node.mjs.
-      Records are the browser runtime's, plus "runtime":"node", "backend" and "feature_level". bench kernels runs the
+      Records are the browser runtime's, plus "runtime":"node", "dawn_backend" and "feature_level". bench kernels runs the
       kernel lab's checks (each kernel against its CPU twin: "check" lines) before its benchmark.`;
 
 /** Opens a job's model files: paths on disk (what resolveModel found), or http(s) URLs. */
@@ -49,7 +49,7 @@ export async function runNode(argv: string[]): Promise<number> {
     if (flags[f] !== undefined) throw new Error(`--${f} is not for the Node runtime: drop --runtime node to use it`);
   }
   const backend = String(flags.backend ?? process.env.INTAB_DAWN_BACKEND ?? 'auto') as DawnBackend;
-  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--backend takes ${DAWN_BACKENDS.join(', ')}, e.g. --backend vulkan`);
+  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--backend takes ${DAWN_BACKENDS.join(', ')}, e.g. --dawn-backend vulkan`);
   const dawnPath = typeof flags.dawn === 'string' ? flags.dawn : process.env.INTAB_DAWN || undefined;
   const adapter = typeof flags.adapter === 'string' ? flags.adapter : undefined;
   if (flags.timeout !== undefined) {
@@ -79,7 +79,7 @@ export async function runNode(argv: string[]): Promise<number> {
     console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
     return 1;
   }
-  const extra = { runtime: 'node', backend: dawn.backend, feature_level: dawn.featureLevel };
+  const extra = { runtime: 'node', dawn_backend: dawn.backend, feature_level: dawn.featureLevel };
   const { gpu } = dawn;
   try {
     if (command === 'kernels') {

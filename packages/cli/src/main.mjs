@@ -121,25 +121,25 @@ const USAGE = `usage:
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
       gflops, roofline_ratio, read_ratio.
-  intab generate|bench decode|bench speculative|bench kernels ... --runtime node [--backend auto|vulkan|opengl]
+  intab generate|bench decode|bench speculative|bench kernels ... --runtime node [--dawn-backend auto|vulkan|opengl]
                  [--dawn FILE] [--adapter NAME]
       The same command without a browser: the same kernels, Runner and engine (built into one file with Vite, kept
       in packages/cli/dist/node and rebuilt when a source changes) on Dawn, the webgpu package's dawn.node, with
-      the model read from disk. Lines are the browser runtime's plus "runtime":"node", "backend" and
+      the model read from disk. Lines are the browser runtime's plus "runtime":"node", "dawn_backend" and
       "feature_level"; bench kernels runs the kernel lab's checks ("check" lines: each kernel against its CPU twin)
-      before the benchmark. --backend (or INTAB_DAWN_BACKEND): auto, the default, tries Vulkan and then OpenGL
+      before the benchmark. --dawn-backend (or INTAB_DAWN_BACKEND): auto, the default, tries Vulkan and then OpenGL
       (Mesa's llvmpipe through EGL where there is no GPU: a compatibility-mode adapter, f32 kernels, no
       subgroups); vulkan on a machine with a GPU. --dawn FILE (or INTAB_DAWN) loads that dawn.node.
       --runtime browser (headless Chromium) is the default.
   intab bundle-node --out DIR [--no-node]
       Writes DIR/intab-node.mjs (the Node runtime in one file), DIR/dawn.node (this platform's) and DIR/node (this
       Node binary; not with --no-node): with a model file, all a machine without a browser or a registry needs for
-      DIR/node DIR/intab-node.mjs bench decode --model MODEL.gguf --backend vulkan --json.`;
+      DIR/node DIR/intab-node.mjs bench decode --model MODEL.gguf --dawn-backend vulkan --json.`;
 
 /** Commands the Node runtime (--runtime node) runs. */
 const NODE_COMMANDS = ['generate', 'bench decode', 'bench speculative', 'bench kernels'];
 /** Flags of the Node runtime only. */
-const NODE_FLAGS = ['backend', 'dawn', 'adapter'];
+const NODE_FLAGS = ['dawn-backend', 'dawn', 'adapter'];
 
 
 /** @param {string[]} argv */

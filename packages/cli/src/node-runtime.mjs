@@ -111,7 +111,7 @@ export function dawnNodePath() {
 /**
  * `intab bundle-node --out DIR [--no-node]`: DIR/intab-node.mjs, DIR/dawn.node (this platform's) and DIR/node (this
  * Node binary): what a machine without a browser or a registry needs, besides the model file, to run
- * `DIR/node DIR/intab-node.mjs bench decode --model FILE --backend vulkan --json`.
+ * `DIR/node DIR/intab-node.mjs bench decode --model FILE --dawn-backend vulkan --json`.
  * @param {Record<string, string | boolean>} flags
  */
 export async function bundleNode(flags) {
@@ -129,6 +129,6 @@ export async function bundleNode(flags) {
   }
   for (const f of files) console.log(`${f}\t${(statSync(f).size / 2 ** 20).toFixed(1)} MiB`);
   const node = flags['no-node'] ? 'node' : join(out, 'node');
-  console.log(`carry ${out} (anywhere) and the model file; there run: ${node} ${join(out, BUNDLE_NAME)} bench decode --model MODEL.gguf --backend vulkan --json`);
+  console.log(`carry ${out} (anywhere) and the model file; there run: ${node} ${join(out, BUNDLE_NAME)} bench decode --model MODEL.gguf --dawn-backend vulkan --json`);
   return 0;
 }

@@ -35,7 +35,7 @@ describe('intab --runtime node (Dawn, no browser)', () => {
     const [line] = await intabNode('bench', 'decode', '--model', GGUF, '--prompt-tokens', '8', '--max-tokens', '8');
     expect(line).toMatchObject({ bench: 'decode', done: true, runtime: 'node', finish_reason: 'length', prompt_tokens: 8, generated_tokens: 8, bind_groups_per_step: 0 });
     for (const k of ['prefill_tok_s', 'decode_tok_s', 'ttft_ms', 'weight_bytes_per_token', 'dispatches_per_token', 'dispatches_per_step', 'load_ms']) expect(line[k], k).toBeGreaterThan(0);
-    expect(['vulkan', 'opengl']).toContain(line.backend);
+    expect(['vulkan', 'opengl']).toContain(line.dawn_backend);
     expect(['core', 'compatibility']).toContain(line.feature_level);
     expect(String(line.adapter)).not.toBe('');
     expect(line.model).toMatchObject({ arch: 'llama', layers: 5, vocab: 512 });
@@ -68,7 +68,7 @@ describe('intab --runtime node (Dawn, no browser)', () => {
 
   test('intab bundle-node: the carried folder runs with no repository and no node_modules around it', async () => {
     const { stdout } = await run(process.execPath, [join(ROOT, 'packages/cli/bin/intab.mjs'), 'bundle-node', '--out', carried, '--no-node'], { cwd: ROOT, timeout: 120_000 });
-    expect(stdout).toContain('--backend vulkan');
+    expect(stdout).toContain('--dawn-backend vulkan');
     for (const f of ['intab-node.mjs', 'dawn.node']) expect(existsSync(join(carried, f)), f).toBe(true);
     const c = golden[1];
     const { stdout: out } = await run(process.execPath, [join(carried, 'intab-node.mjs'), 'generate', '--model', GGUF, '--prompt-ids', c.prompt.join(','), '--max-tokens', '8', '--temperature', '0', '--json'], { cwd: tmpdir(), timeout: 120_000 });
@@ -86,7 +86,7 @@ describe('--runtime and its flags, checked before anything starts', () => {
   test('--runtime takes browser or node; node runs four commands; Dawn flags need it', async () => {
     await expect(main(['bench', 'decode', '--runtime', 'deno', '--model', GGUF])).rejects.toThrow('--runtime takes browser (headless Chromium, the default) or node');
     await expect(main(['bench', 'chat', '--runtime', 'node', '--model', GGUF])).rejects.toThrow("--runtime node runs generate, bench decode, bench speculative, bench kernels; 'bench chat' runs in the browser only");
-    await expect(main(['bench', 'decode', '--backend', 'vulkan', '--model', GGUF])).rejects.toThrow('--backend goes with --runtime node');
+    await expect(main(['bench', 'decode', '--dawn-backend', 'vulkan', '--model', GGUF])).rejects.toThrow('--dawn-backend goes with --runtime node');
     await expect(main(['bundle-node'])).rejects.toThrow('--out DIR is required');
   });
 });

@@ -1,7 +1,7 @@
 // @ts-check
 // How the CLI prints the records a run reports (tokens, done lines, bench lines, kernel cases), in one place for the
 // browser runtime (generate.mjs, bench.mjs through browser.mjs) and the Node runtime (packages/cli/node), so both print
-// the same lines. `extra` fields (the Node runtime's "runtime" and "backend") go into every line but tokens.
+// the same lines. `extra` fields (the Node runtime's "runtime" and "dawn_backend") go into every line but tokens.
 
 /** Columns of intab bench speculative without --json. */
 const SPEC_COLUMNS = ['prompt', 'method', 'k', 'adaptive', 'acceptance_rate', 'tokens_per_target_step', 'verify_decode_cost_ratio', 'draft_ms_per_step', 'decode_tok_s', 'plain_decode_tok_s', 'speedup', 'identical_ids'];
