@@ -153,7 +153,11 @@ export class Engine implements EngineApi {
           loaded = await loadModel(backend.gpu, opened, { ...runnersOptions, prefixCache: options.prefixCache });
           loaded.info.backend.reason = backend.reason;
         } else {
-          loaded = await loadOnnxModel(opened, backend, runnersOptions);
+          // quantize re-quantizes for intab's kernels: asked with an ONNX backend it is an error, but 'auto' choosing ORT
+          // (no hardware GPU here) must not fail a page written for WebGPU, so it is dropped with a warning.
+          const dropped = options.backend === undefined || options.backend === 'auto' ? options.quantize : undefined;
+          loaded = await loadOnnxModel(opened, backend, { ...runnersOptions, quantize: dropped ? undefined : options.quantize });
+          if (dropped) loaded.info.warnings = [...(loaded.info.warnings ?? []), `quantize '${dropped}' was ignored: it applies to intab's WebGPU kernels, and this load runs on ${backend.name}.`];
         }
       } catch (err) {
         gpu?.destroy();

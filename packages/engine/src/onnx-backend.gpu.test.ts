@@ -1,9 +1,10 @@
 // The engine on onnxruntime-web in headless Chromium: Engine.load with backend 'onnx-wasm' and 'onnx-webgpu' writes
 // the graph from stories260K's GGUF or HF folder, runs it on ORT's wasm or WebGPU execution provider, and gives
-// golden.json's greedy ids; engine features (stop strings, logprobs, ngram speculation) give the same ids as on
+// golden.json's greedy ids, and so does an ONNX folder in the onnx-community layout (the test hub serves one that
+// @intab/onnx's builder wrote, with external data) by folder URL and by its hub files; engine features (stop strings, logprobs, ngram speculation) give the same ids as on
 // intab's WebGPU kernels; abort frees the sequence; 'auto' picks ORT wasm on this machine's software adapter and says
 // why; what the backend cannot do (the prefix cache, self-speculation) is refused with a typed error.
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, inject, test } from 'vitest';
 import { sharedUrl, fetchShared } from '@intab/gpu/testing';
 import type { GenerateRequest, LoadOptions, ModelSource } from './contract.ts';
 import { Engine } from './engine.ts';
@@ -12,6 +13,14 @@ import { collect } from './test-streams.ts';
 const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;
 const GGUF: ModelSource = { kind: 'url', url: BASE + 'stories260K.gguf' };
 const HF: ModelSource = { kind: 'url', url: BASE + 'hf/' };
+/** stories260K as an onnx-community folder on the local test hub (scripts/hub-server-setup.mjs wrote it). */
+const ONNX_REPO = `${inject('hubUrl')}/test/stories-onnx/resolve/main/`;
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    hubUrl: string;
+  }
+}
 
 interface Golden {
   cases: { prompt: number[]; greedy: number[] }[];
@@ -46,6 +55,23 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
       for (const c of g.cases) expect((await collect(engine, await engine.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
     });
   }
+
+  test('an ONNX folder (onnx/model.onnx + model.onnx_data), by folder URL and by its files: golden ids; auto runs it on ORT', async () => {
+    const g = await golden();
+    const byUrl = await load({ kind: 'url', url: ONNX_REPO }, { backend: 'onnx-wasm' });
+    expect(byUrl.modelInfo!.adapter).toContain('onnx/model.onnx');
+    for (const c of g.cases) expect((await collect(byUrl, await byUrl.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
+    const files = { 'config.json': ONNX_REPO + 'config.json', 'onnx/model.onnx': ONNX_REPO + 'onnx/model.onnx', 'onnx/model.onnx_data': ONNX_REPO + 'onnx/model.onnx_data' };
+    const auto = await load({ kind: 'hf-urls', files }, {});
+    expect(auto.modelInfo!.backend.name).toBe('onnx-wasm');
+    const c = g.cases[1];
+    expect((await collect(auto, await auto.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
+    // intab's WebGPU kernels run GGUF and safetensors, not ONNX graphs.
+    await expect(Engine.load({ kind: 'hf-urls', files }, { backend: 'webgpu' })).rejects.toMatchObject({ name: 'ModelSourceError', message: expect.stringContaining("backend 'onnx-webgpu', 'onnx-wasm' or 'auto'") });
+    // Without its external data, the graph is refused with a typed error that names the missing file.
+    const { 'onnx/model.onnx_data': _, ...withoutData } = files;
+    await expect(Engine.load({ kind: 'hf-urls', files: withoutData }, { backend: 'onnx-wasm' })).rejects.toMatchObject({ name: 'OnnxFormatError', message: expect.stringContaining("'model.onnx_data'") });
+  });
 
   test("'auto' takes ORT wasm on a software adapter and says why", async () => {
     const engine = await load(GGUF, { backend: 'auto' });

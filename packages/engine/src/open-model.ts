@@ -3,23 +3,26 @@
 // the target's tokenizer.
 
 import type { Gpu } from '@intab/gpu';
-import { blobSource, openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { blobSource, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 
 const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
 const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
 const isGguf = (name: string) => /\.gguf$/i.test(baseName(name.split(/[?#]/)[0]));
+const isOnnx = (name: string) => /\.onnx$/i.test(name.split(/[?#]/)[0]);
+/** The graph and external data files of an ONNX folder URL, tried in this order when nothing lists the folder. */
+const ONNX_URL_FILES = ['onnx/model.onnx', 'onnx/model.onnx_data'];
 
-/** The model files behind a ModelSource: GGUF (one file or splits) or a Hugging Face folder. */
+/** The model files behind a ModelSource: GGUF (one file or splits), a Hugging Face folder, or an ONNX folder (onnx/model*.onnx). */
 export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
   switch (source.kind) {
     case 'url': {
       if (!source.url.endsWith('/')) return openGguf(await urlSource(source.url, { signal }), { signal });
-      // A folder URL: fetch what exists of the usual Hugging Face files.
+      // A folder URL: fetch what exists of the usual Hugging Face files (and of an ONNX folder's).
       const found = new Map<string, ByteSource>();
       await Promise.all(
-        HF_FILES.map(async (name) => {
+        [...HF_FILES, ...ONNX_URL_FILES].map(async (name) => {
           try {
             found.set(name, await urlSource(new URL(name, source.url).href, { signal }));
           } catch (err) {
@@ -27,6 +30,7 @@ export async function openModel(source: ModelSource, signal?: AbortSignal): Prom
           }
         }),
       );
+      if (found.has('onnx/model.onnx') && !found.has('model.safetensors')) return openOnnxFolder(found, { signal });
       return openHfUrls(found, (name) => new URL(name, source.url).href, signal);
     }
     case 'hf-urls': {
@@ -34,15 +38,19 @@ export async function openModel(source: ModelSource, signal?: AbortSignal): Prom
       const ggufs = names.filter(isGguf);
       if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => urlSource(source.files[n], { signal }))), { signal });
       const found = new Map<string, ByteSource>();
-      await Promise.all(names.map(async (n) => found.set(baseName(n), await urlSource(source.files[n], { signal }))));
+      // ONNX folders keep their names (onnx/model.onnx): external data is found beside the graph.
+      const onnx = names.some(isOnnx);
+      await Promise.all(names.map(async (n) => found.set(onnx ? n : baseName(n), await urlSource(source.files[n], { signal }))));
+      if (onnx) return openOnnxFolder(found, { signal });
       return openHfUrls(found, undefined, signal);
     }
     case 'files': {
       const ggufs = source.files.filter((f) => isGguf(f.name));
       if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
       if (!source.files.some((f) => baseName(f.name) === 'config.json')) {
-        throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file or a Hugging Face model folder');
+        throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file, a Hugging Face model folder or an ONNX folder');
       }
+      if (source.files.some((f) => isOnnx(f.name))) return openOnnxFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])), { signal });
       return openHfFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])));
     }
     default:

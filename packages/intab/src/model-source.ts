@@ -24,7 +24,7 @@ export type ModelInput =
 export interface HfModelRef {
   /** `org/name` on the hub. */
   id: string;
-  /** The GGUF file in the repository (else its safetensors checkpoint). */
+  /** The GGUF file in the repository, or its .onnx graph (e.g. 'onnx/model_q4.onnx'); else its safetensors checkpoint, or onnx/model.onnx. */
   file?: string;
   /** Branch, tag or commit [main]. */
   revision?: string;
@@ -115,11 +115,18 @@ interface HubSibling {
   rfilename: string;
 }
 
+/** The .onnx graph of an onnx-community repository to load: `file`, else onnx/model.onnx (f32 runs everywhere), else the first. */
+function onnxGraph(names: ReadonlySet<string>, file?: string): string | undefined {
+  if (file) return names.has(file) ? file : undefined;
+  const graphs = [...names].filter((n) => /\.onnx$/i.test(n)).sort();
+  return graphs.find((n) => n === 'onnx/model.onnx') ?? graphs.find((n) => n.startsWith('onnx/')) ?? graphs[0];
+}
+
 async function resolveHf(id: string, o: ResolveModelOptions): Promise<ModelSource> {
   const hub = (o.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
   const revision = o.revision ?? 'main';
   const fileUrl = (name: string) => `${hub}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(name)}`;
-  if (o.file) return { kind: 'url', url: fileUrl(o.file) };
+  if (o.file && !/\.onnx$/i.test(o.file)) return { kind: 'url', url: fileUrl(o.file) };
 
   // A folder: list the repository once, so that only files that exist are fetched by the worker.
   const fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis);
@@ -141,6 +148,14 @@ async function resolveHf(id: string, o: ResolveModelOptions): Promise<ModelSourc
   const files: Record<string, string> = {};
   for (const f of HF_FOLDER_FILES) if (names.has(f)) files[f] = fileUrl(f);
   const weights = [...names].filter((n) => !n.includes('/') && (n === 'model.safetensors' || n === 'model.safetensors.index.json' || /^model-\d+-of-\d+\.safetensors$/.test(n)));
+  const graph = onnxGraph(names, o.file);
+  if (files['config.json'] && graph && (weights.length === 0 || o.file)) {
+    // An ONNX folder (onnx-community layout): the graph and the external data files beside it that share its name.
+    const dir = graph.slice(0, graph.lastIndexOf('/') + 1);
+    for (const n of names) if (n === graph || (n.startsWith(dir) && !n.slice(dir.length).includes('/') && n.slice(dir.length).startsWith(graph.slice(dir.length)))) files[n] = fileUrl(n);
+    return { kind: 'hf-urls', files };
+  }
+  if (o.file) throw new ModelSourceError(id, `'${o.file}' is not in the repository${files['config.json'] ? '' : ' (nor is its config.json)'}: pick one of ${[...names].filter((n) => /\.onnx$/i.test(n)).slice(0, 8).join(', ') || 'its files'}`);
   if (!files['config.json'] || weights.length === 0) {
     const ggufs = [...names].filter((n) => n.toLowerCase().endsWith('.gguf'));
     if (ggufs.length) {

@@ -9,7 +9,7 @@ export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.t
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 export { configFromGguf, configFromHf, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
 export { canonicalHfName, fusedRows, type FusedTensor } from './tensor-names.ts';
-export { openGguf, openHfFolder, openTokenizer, type ModelFiles } from './load.ts';
+export { openGguf, openHfFolder, openOnnxFolder, openTokenizer, type ModelFiles } from './load.ts';
 export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
 export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';

@@ -82,6 +82,40 @@ export async function openHfFolder(files: Map<string, ByteSource> | ((name: stri
   return { config, tensors, hf };
 }
 
+/** The .onnx files of an onnx-community folder, most widely runnable first: f32 runs on every backend (SwiftShader has no f16). */
+const ONNX_PREFERENCE = ['model.onnx', 'model_quantized.onnx', 'model_int8.onnx', 'model_uint8.onnx', 'model_fp16.onnx', 'model_q4.onnx', 'model_q4f16.onnx', 'model_bnb4.onnx'];
+
+const baseNameOf = (name: string) => name.split(/[\\/]/).pop() ?? name;
+
+/**
+ * An ONNX folder in the layout onnx-community and transformers.js use: config.json, the tokenizer files, and
+ * onnx/model*.onnx with its external data (model.onnx_data, ...). Keys may carry folder prefixes ('onnx/model.onnx').
+ * `onnxFile` picks the graph (a base name such as 'model_q4.onnx'); else model.onnx, then the others by
+ * ONNX_PREFERENCE. The graph's weights are read when it runs (@intab/onnx), so `tensors` is empty.
+ * @example
+ * const model = await openOnnxFolder(new Map([['config.json', cfg], ['onnx/model.onnx', graph], ['onnx/model.onnx_data', data]]));
+ */
+export async function openOnnxFolder(files: ReadonlyMap<string, ByteSource>, options: { onnxFile?: string; signal?: AbortSignal } = {}): Promise<ModelFiles> {
+  const hf = await readHfFolder(new Map(files), { weights: false, signal: options.signal });
+  const config = configFromHf(hf.config, 'config.json');
+  const graphs = [...files.keys()].filter((k) => /\.onnx$/i.test(k));
+  const rank = (k: string) => {
+    const i = ONNX_PREFERENCE.indexOf(baseNameOf(k));
+    return i < 0 ? ONNX_PREFERENCE.length : i;
+  };
+  const chosen = options.onnxFile
+    ? graphs.find((k) => k === options.onnxFile || baseNameOf(k) === baseNameOf(options.onnxFile!))
+    : graphs.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))[0];
+  if (!chosen) {
+    throw new ModelFormatError(options.onnxFile ?? 'onnx/model.onnx', 'ONNX graph', `${options.onnxFile ? 'it is not' : 'no .onnx file is'} among the folder's files (${[...files.keys()].join(', ')}); an ONNX folder holds onnx/model*.onnx beside config.json`);
+  }
+  // External data is named relative to the .onnx file: its base name and the files beside it.
+  const stem = baseNameOf(chosen);
+  const externalData = new Map<string, ByteSource>();
+  for (const [k, v] of files) if (k !== chosen && baseNameOf(k).startsWith(stem)) externalData.set(baseNameOf(k), v);
+  return { config, tensors: new Map(), hf, onnx: { model: files.get(chosen)!, externalData } };
+}
+
 /**
  * The model's tokenizer: tokenizer.json (+ tokenizer_config.json) of a Hugging Face folder, or the
  * vocabulary embedded in a GGUF; undefined when the files carry none (drive such a model with ids).

@@ -1,8 +1,9 @@
 // @ts-check
 // A local HTTP server that behaves like a model hub, for the model store's browser tests (started by the test tier's
 // global setup, on loopback, never a mock of fetch): `/<org>/<name>/resolve/<rev>/<file>` serves the files of a few
-// repositories with HTTP Range support and CORS, and `/api/models/<org>/<name>/tree/<rev>` lists them with sizes
-// and LFS SHA-256, as huggingface.co does. Query flags make it misbehave the way real servers do:
+// repositories (subfolders included) with HTTP Range support and CORS, `/api/models/<org>/<name>/tree/<rev>` lists
+// them with sizes and LFS SHA-256, and `/api/models/<org>/<name>/revision/<rev>` gives their `siblings`, as
+// huggingface.co does. Query flags make it misbehave the way real servers do:
 //   cut=N      close the connection after N bytes of the body (once per `tag`, so the resume succeeds)
 //   html=1     answer 200 with an HTML page (a login or error page)
 //   corrupt=1  flip one byte of the file (the hub's hash no longer matches)
@@ -27,7 +28,7 @@ export async function startHubServer(repos, virtual = {}) {
   const cache = new Map();
   const fileOf = (/** @type {string} */ repo, /** @type {string} */ name) => {
     const dir = repos[repo];
-    if (!dir || name.includes('..') || name.includes('/')) return undefined;
+    if (!dir || name.split('/').some((part) => part === '' || part === '.' || part === '..')) return undefined;
     const path = join(dir, name);
     try {
       if (!statSync(path).isFile()) return undefined;
@@ -51,15 +52,29 @@ export async function startHubServer(repos, virtual = {}) {
       for (const k of Object.keys(counts)) delete counts[k];
       return res.writeHead(204).end();
     }
+    // The repository's files, subfolders included (onnx/model.onnx), as paths relative to its folder.
+    const listFiles = (/** @type {string} */ repo) => {
+      const dir = repos[repo];
+      /** @type {(sub: string) => string[]} */
+      const walk = (sub) => readdirSync(join(dir, sub), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(`${sub}${e.name}/`) : [`${sub}${e.name}`]));
+      return walk('').filter((name) => fileOf(repo, name));
+    };
+    // huggingface.co's model info: `siblings` lists every file of the revision (what resolveModelSource reads).
+    const info = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(url.pathname);
+    if (info) {
+      const repo = decodeURIComponent(info[1]);
+      if (!repos[repo]) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: repo, siblings: listFiles(repo).map((rfilename) => ({ rfilename })) }));
+    }
     const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)$/.exec(url.pathname);
     if (tree) {
       const listed = virtual[decodeURIComponent(tree[1])];
       if (listed) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(listed.map((f) => ({ type: 'file', path: f.path, size: f.size, lfs: { oid: '0'.repeat(64), size: f.size } }))));
       const dir = repos[decodeURIComponent(tree[1])];
       if (!dir) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
-      const entries = readdirSync(dir).filter((name) => fileOf(decodeURIComponent(tree[1]), name)).map((name) => {
+      const entries = listFiles(decodeURIComponent(tree[1])).map((name) => {
         const data = /** @type {Buffer} */ (fileOf(decodeURIComponent(tree[1]), name));
-        const lfs = /\.(gguf|safetensors)$/.test(name);
+        const lfs = /\.(gguf|safetensors|onnx|onnx_data)$/.test(name);
         return { type: 'file', path: name, size: data.length, ...(lfs ? { lfs: { oid: createHash('sha256').update(data).digest('hex'), size: data.length } } : { oid: createHash('sha1').update(data).digest('hex') }) };
       });
       return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entries));

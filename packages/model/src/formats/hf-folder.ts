@@ -24,6 +24,8 @@ export interface HfFolder {
 }
 
 export interface ReadHfFolderOptions {
+  /** Read the safetensors checkpoint's headers [true]; false for a folder whose weights are elsewhere (an ONNX graph). */
+  weights?: boolean;
   signal?: AbortSignal;
 }
 
@@ -78,6 +80,7 @@ export async function readHfFolder(files: HfFiles, options: ReadHfFolderOptions 
   const tokenizerJson = await optional('tokenizer.json');
   const tokenizerConfig = await optional('tokenizer_config.json');
 
+  if (options.weights === false) return { config, generationConfig, tokenizerJson, tokenizerConfig, tensors: [], safetensorsMetadata: {} };
   let tensors: readonly TensorInfo[];
   let safetensorsMetadata: Readonly<Record<string, string>>;
   const indexSrc = get('model.safetensors.index.json');
