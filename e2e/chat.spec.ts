@@ -19,7 +19,8 @@ test('chat page: local model offline, streaming, stop, next message', async ({ p
   });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('/examples/chat/');
+  // intab's WebGPU kernels: the prefix cache this test checks is theirs ('auto' takes onnxruntime on SwiftShader).
+  await page.goto('/examples/chat/?backend=webgpu');
   await page.locator('#max-tokens').fill('400');
   await page.locator('#local-files').setInputFiles(MODEL);
   await expect(page.locator('#model-status')).toContainText('llama, 5 layers', { timeout: 120_000 });

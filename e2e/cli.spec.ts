@@ -38,11 +38,26 @@ test('intab generate: golden greedy ids from the GGUF, then a text prompt throug
   expect(fromText[0].text).toBe(`<t${golden.greedy[0]}>`);
 });
 
+test('intab generate --backend onnx-wasm|onnx-webgpu: the same golden ids on onnxruntime-web, the backend named; bad combinations refused', async () => {
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
+  for (const backend of ['onnx-wasm', 'onnx-webgpu']) {
+    const lines = await intab('generate', '--backend', backend, '--model', join(MODEL, 'hf'), '--prompt-ids', golden.prompt.join(','), '--max-tokens', '24', '--temperature', '0');
+    const done = lines.at(-1)!;
+    expect(done.ids, backend).toEqual(golden.greedy.slice(0, 24));
+    expect(done.backend).toBe(backend);
+    expect(String(done.adapter)).toContain('onnxruntime-web');
+    expect(done.dispatches_per_token).toBeUndefined(); // intab's kernels' figure: none to count on ORT
+  }
+  await expect(intab('generate', '--backend', 'onnx-wasm', '--quantize', 'q8_0', '--model', join(MODEL, 'hf'), '--prompt-ids', '1')).rejects.toThrow(/--quantize re-quantizes/);
+  await expect(intab('generate', '--backend', 'cuda', '--model', join(MODEL, 'hf'), '--prompt-ids', '1')).rejects.toThrow(/--backend takes webgpu, auto, onnx-wasm, onnx-webgpu/);
+});
+
 test('intab bench decode prints prefill and decode speeds and bytes per token', async () => {
   const [line] = await intab('bench', 'decode', '--model', join(MODEL, 'hf'), '--prompt-tokens', '16', '--max-tokens', '8');
   expect(line.bench).toBe('decode');
   for (const k of ['prefill_tok_s', 'decode_tok_s', 'weight_bytes_per_token', 'dispatches_per_token', 'dispatches_per_step']) expect(line[k]).toBeGreaterThan(0);
   expect(line.bind_groups_per_step).toBe(0); // every bind group is built at warm-up
+  expect(line.backend).toBe('webgpu'); // the CLI measures intab's kernels unless --backend says otherwise
 });
 
 test('intab bench decode --compare HEAD: both trees run alternately, the medians compared, the worktree removed', async () => {

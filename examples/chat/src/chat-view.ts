@@ -176,7 +176,8 @@ export function transcriptLine(m: ChatMessage): string {
  */
 export async function preloadSystemPrompt(engine: IntabEngine, text: string, previous?: Preloaded): Promise<Preloaded | undefined> {
   await previous?.release();
-  if (!text) return undefined;
+  // A backend without a prefix cache (onnxruntime) sends the system prompt with each request instead.
+  if (!text || !engine.info.prefixCache) return undefined;
   try {
     const handle = await engine.preload(engine.info.hasChatTemplate ? { messages: [{ role: 'system', content: text }] } : { prompt: transcriptLine({ role: 'system', content: text }) });
     await engine.saveCache().catch((err: Error) => console.warn(`The prefix cache was not saved: ${err.message}`));

@@ -3,9 +3,11 @@
 // settings, a multi-turn history, load progress, and TTFT / tok/s per answer. The system prompt is
 // preloaded into the prefix cache (and saved, so the next visit restores it), and each answer says how
 // many of its prompt tokens came from the cache: earlier turns are never prefilled twice. A model loaded by
-// id or URL goes into the model store (downloading / verifying / from the store, in the status line).
+// id or URL goes into the model store (downloading / verifying / from the store, in the status line). The backend
+// select (or ?backend=) picks intab's WebGPU kernels or onnxruntime-web; 'auto' takes ORT's wasm where WebGPU is
+// missing or software-only, and there, with no prefix cache, the system prompt is simply sent with each request.
 
-import { createEngine, type IntabEngine, type Preloaded } from 'intab';
+import { createEngine, type Backend, type IntabEngine, type Preloaded } from 'intab';
 import { chatView, describeProgress, originNote, preloadSystemPrompt } from './chat-view.ts';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
@@ -19,6 +21,7 @@ const ui = {
   drop: $<HTMLDivElement>('drop'),
   localFiles: $<HTMLInputElement>('local-files'),
   quantize: $<HTMLSelectElement>('quantize'),
+  backend: $<HTMLSelectElement>('backend'),
   progress: $<HTMLProgressElement>('progress'),
   status: $<HTMLDivElement>('model-status'),
   system: $<HTMLTextAreaElement>('system'),
@@ -48,7 +51,11 @@ const view = chatView(ui, {
 });
 const setReady = view.setReady;
 
-ui.modelId.value = new URLSearchParams(location.search).get('model') ?? DEFAULT_MODEL;
+const params = new URLSearchParams(location.search);
+ui.modelId.value = params.get('model') ?? DEFAULT_MODEL;
+// ?backend=onnx-wasm (or webgpu, onnx-webgpu, auto) picks what runs the model, as the select does.
+const asked = params.get('backend');
+if (asked && [...ui.backend.options].some((o) => o.value === asked)) ui.backend.value = asked;
 
 // ---- loading ----
 
@@ -69,7 +76,9 @@ async function load(model: ModelInput, label: string): Promise<void> {
     engine = await createEngine(
       {
         model,
-        quantize: (ui.quantize.value || undefined) as 'q8_0' | 'q4_0' | undefined,
+        backend: ui.backend.value as Backend,
+        // Quantizing is for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights.
+        quantize: ui.backend.value.startsWith('onnx-') ? undefined : ((ui.quantize.value || undefined) as 'q8_0' | 'q4_0' | undefined),
         onProgress: (p) => {
           ui.progress.value = p.total ? p.loaded / p.total : 0;
           ui.status.textContent = `${label}: ${describeProgress(p)}`;
@@ -78,7 +87,8 @@ async function load(model: ModelInput, label: string): Promise<void> {
       { signal: controller.signal },
     );
     const info = engine.info;
-    ui.status.textContent = `${label} — ${info.arch}, ${info.layers} layers, ${(info.weightBytes / 2 ** 20).toFixed(0)} MiB, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s on ${info.adapter || 'WebGPU'}`;
+    ui.status.textContent = `${label} — ${info.arch}, ${info.layers} layers, ${(info.weightBytes / 2 ** 20).toFixed(0)} MiB, loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s on ${info.backend.name} (${info.adapter || 'WebGPU'})`;
+    ui.status.title = info.backend.reason;
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
     ui.status.textContent += originNote(engine);
     preloaded = undefined;

@@ -70,6 +70,7 @@ export async function runNode(argv: string[]): Promise<number> {
     if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
     const draft = typeof flags.draft === 'string' ? onDisk(resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' })) : undefined;
     job = jobFromFlags(flags, mode, model, draft);
+    if (job.backend !== 'webgpu') throw new Error(`--backend ${job.backend} runs in the browser runtime (onnxruntime-web); the Node runtime runs intab's WebGPU kernels on Dawn: drop --runtime node or --backend`);
   }
 
   let dawn: DawnGpu;
@@ -96,7 +97,7 @@ export async function runNode(argv: string[]): Promise<number> {
       if (rec.type === 'progress') process.stderr.write(progressLine(rec));
       else print(r);
     });
-    await runModelJob(job!, gpu, (ref) => openModel(ref, sourceOf));
+    await runModelJob(job!, async () => gpu, (ref) => openModel(ref, sourceOf));
     return 0;
   } catch (err) {
     console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);

@@ -35,6 +35,7 @@ export async function benchBatches(engine: Engine, job: Job, benchPrompt: () => 
       weight_bytes_per_token: facts.perToken,
       load_ms: round(facts.loadMs),
       model: facts.modelFacts,
+      backend: facts.backend,
       adapter: facts.adapter,
     });
   }

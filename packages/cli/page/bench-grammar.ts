@@ -84,7 +84,8 @@ export async function benchGrammarDecode(engine: Engine, job: Job, tokenizer: To
     target_slowdown: 0.05,
     model: facts.modelFacts,
     load_ms: round(facts.loadMs),
-    adapter: facts.adapter,
+    backend: facts.backend,
+      adapter: facts.adapter,
   });
 }
 

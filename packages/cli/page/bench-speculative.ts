@@ -96,7 +96,8 @@ export async function benchSpeculative(engine: Engine, job: Job, tokenizer: Toke
           verify_steps: s?.verifySteps ?? 0,
           draft_steps: s?.draftSteps ?? 0,
           model: facts.modelFacts,
-          adapter: facts.adapter,
+          backend: facts.backend,
+      adapter: facts.adapter,
         });
       }
     }

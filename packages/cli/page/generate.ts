@@ -52,8 +52,10 @@ export async function generate(engine: Engine, job: Job, request: GenerateReques
   );
   const wallMs = performance.now() - tStart;
   const steps = from ? facts.steps() - from.steps : 0;
-  const perStep = from && steps > 0 ? { dispatches_per_step: round((gpuStats.dispatches - from.dispatches) / steps), bind_groups_per_step: round((gpuStats.bindGroups - from.bindGroups) / steps) } : {};
-  const perToken = from && tokens > from.tokens ? { dispatches_per_token: round((gpuStats.dispatches - from.dispatches) / (tokens - from.tokens)) } : {};
+  // Dispatches and bind groups are intab's kernels' figures; onnxruntime's backends have none to count.
+  const kernels = facts.backend === 'webgpu';
+  const perStep = kernels && from && steps > 0 ? { dispatches_per_step: round((gpuStats.dispatches - from.dispatches) / steps), bind_groups_per_step: round((gpuStats.bindGroups - from.bindGroups) / steps) } : {};
+  const perToken = kernels && from && tokens > from.tokens ? { dispatches_per_token: round((gpuStats.dispatches - from.dispatches) / (tokens - from.tokens)) } : {};
   for (const r of results) {
     const m = r.metrics;
     const decoded = r.ids.length - 1;
@@ -80,6 +82,7 @@ export async function generate(engine: Engine, job: Job, request: GenerateReques
       decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,
       load_ms: round(facts.loadMs),
       model: facts.modelFacts,
+      backend: facts.backend,
       adapter: facts.adapter,
     });
   }
@@ -98,7 +101,8 @@ export async function generate(engine: Engine, job: Job, request: GenerateReques
     ttft_ms_mean: round(mean(results.map((r) => r.metrics?.ttftMs ?? 0))),
     ttft_ms_max: round(Math.max(...results.map((r) => r.metrics?.ttftMs ?? 0))),
     ...(latencies.length ? { abort_latency_ms_mean: round(mean(latencies)), abort_latency_ms_max: round(Math.max(...latencies)) } : {}),
-    adapter: facts.adapter,
+    backend: facts.backend,
+      adapter: facts.adapter,
   });
 }
 

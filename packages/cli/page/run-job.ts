@@ -11,8 +11,8 @@
 
 import type { Gpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu';
-import { openModels } from '@intab/engine';
-import type { ModelFiles } from '@intab/model';
+import { chooseBackend, openModels } from '@intab/engine';
+import { Runner, type ModelFiles } from '@intab/model';
 import { benchChat } from './bench-chat.ts';
 import { benchBatches } from './bench-decode.ts';
 import { benchGrammarDecode } from './bench-grammar.ts';
@@ -21,17 +21,19 @@ import { generate, requestOf } from './generate.ts';
 import { bytesPerToken, loadEngine, report, type Facts, type Job, type ModelRef } from './shared.ts';
 
 /**
- * Runs `job` (any mode but 'store') on `gpu`, opening its model files with `open`; records go through shared.ts's
- * report. The GPU stays the caller's to destroy.
+ * Runs `job` (any mode but 'store') on the backend it names (--backend), opening its model files with `open` and
+ * taking a GPU from `requestGpu` when the backend wants one; records go through shared.ts's report. A GPU taken stays
+ * the caller's to destroy.
  */
-export async function runModelJob(job: Job, gpu: Gpu, open: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
+export async function runModelJob(job: Job, requestGpu: () => Promise<Gpu>, open: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
   const t0 = performance.now();
   const opened = await openModels(open, job, job.draft);
+  const backend = await chooseBackend(job.backend ?? 'webgpu', opened.model, requestGpu);
   const { model, tokenizer } = opened;
   const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
   // The benchmarks of decoding run the same prompts again and again: the prefix cache would skip their prefill.
   const prefixCache = job.mode === 'generate' || job.mode === 'chat';
-  const load = () => loadEngine(gpu, job, opened, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
+  const load = () => loadEngine(backend, job, opened, { maxBatch: Math.max(8, widest), kvBudgetBytes: 256 << 20, seed: job.seed, prefixCache, restoreCache: false });
   if (job.mode === 'chat') return benchChat(job, tokenizer, load, report);
   const { engine, runner, draft, info } = await load();
   let steps = 0;
@@ -43,17 +45,17 @@ export async function runModelJob(job: Job, gpu: Gpu, open: (ref: ModelRef) => P
   const rng = mulberry32(job.seed);
   const benchPrompt = () =>
     Array.from({ length: job.promptTokens ?? 64 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
-  const perToken = bytesPerToken(runner);
+  const perToken = bytesPerToken(runner, info);
   const modelFacts = {
     arch: c.arch,
     layers: c.layers,
     hidden: c.hidden,
     vocab: c.vocab,
-    dtype: runner.weights.layers[0]?.qkv[0].dtype,
+    dtype: runner instanceof Runner ? runner.weights.layers[0]?.qkv[0].dtype : null,
     quantize: job.quantize ?? null,
-    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, dtype: draft.weights.layers[0]?.qkv[0].dtype } } : {}),
+    ...(draft && info.draft ? { draft: { arch: info.draft.arch, layers: info.draft.layers, hidden: info.draft.hidden, dtype: draft instanceof Runner ? draft.weights.layers[0]?.qkv[0].dtype : null } } : {}),
   };
-  const facts: Facts = { perToken, modelFacts, adapter, loadMs, steps: () => steps };
+  const facts: Facts = { perToken, modelFacts, backend: info.backend.name, adapter, loadMs, steps: () => steps };
   try {
     if (job.mode === 'grammar') await benchGrammarDecode(engine, job, tokenizer, facts);
     else if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, facts);

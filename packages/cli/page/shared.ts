@@ -3,11 +3,13 @@
 // way a user of the engine would, and the figures' arithmetic. Mode modules import this one and nothing of each
 // other's; run.ts imports them all.
 
-import type { Gpu } from '@intab/gpu';
 import {
   Engine,
+  type Backend,
+  type BackendChoice,
   type EngineOptions,
   loadModel,
+  loadOnnxModel,
   type OpenedModels,
   type ChatMessage,
   type Chunk,
@@ -17,7 +19,7 @@ import {
   type SpeculativeMethod,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { openGguf, openHfFolder, urlSource, type ByteSource, type ModelFiles, type Runner } from '@intab/model';
+import { openGguf, openHfFolder, Runner, urlSource, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
 
 // ---- the job ----
 
@@ -68,6 +70,8 @@ export interface Job extends ModelRef, ChatJob {
   topP?: number;
   seed: number;
   quantize?: 'q8_0' | 'q4_0';
+  /** What runs the model (--backend) ['webgpu']. */
+  backend?: Backend;
   ignoreEos?: boolean;
   /** bench: prompt length and decode steps. */
   promptTokens?: number;
@@ -132,17 +136,18 @@ export async function openModel(job: ModelRef, sourceOf: (url: string) => Promis
 /** An engine with its runners (the draft's too), as loadEngine returns it. */
 export interface LoadedEngine {
   engine: Engine;
-  runner: Runner;
-  draft?: Runner;
+  runner: StepRunner;
+  draft?: StepRunner;
   info: ModelInfo;
   loadMs: number;
 }
 
 /**
- * Uploads the job's model (and its draft) to the GPU, compiles every pipeline, and wraps them in an engine that owns
- * them from then on (engine.destroy() frees them; the GPU device stays the caller's).
+ * Loads the job's model (and its draft) on the chosen backend: uploaded to the GPU with every pipeline compiled, or
+ * onto onnxruntime-web; then wraps them in an engine that owns them from then on (engine.destroy() frees them; the
+ * GPU device stays the caller's).
  */
-export async function loadEngine(gpu: Gpu, job: Job, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
+export async function loadEngine(backend: BackendChoice, job: Job, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
   const t0 = performance.now();
   const progress = (which?: 'draft') => {
     let last = 0;
@@ -153,30 +158,43 @@ export async function loadEngine(gpu: Gpu, job: Job, opened: OpenedModels, optio
       }
     };
   };
-  const { runner, draft, info } = await loadModel(gpu, opened, {
+  const o = {
     kvBudgetBytes: options.kvBudgetBytes ?? 256 << 20,
     maxBatch: Math.max(16, options.maxBatch ?? 8),
     maxTokensPerStep: options.maxTokensPerStep,
     quantize: job.quantize,
-    prefixCache: options.prefixCache,
     onProgress: progress(),
     onDraftProgress: progress('draft'),
-  });
+  };
+  let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
+  if (backend.name === 'webgpu') {
+    loaded = await loadModel(backend.gpu, opened, { ...o, prefixCache: options.prefixCache });
+    loaded.info.backend.reason = backend.reason;
+  } else {
+    loaded = await loadOnnxModel(opened, backend, o);
+  }
+  const { runner, draft, info } = loaded;
   const engine = new Engine({ runner, draft, tokenizer: opened.tokenizer, info, options });
   return { engine, runner, draft, info, loadMs: performance.now() - t0 };
 }
 
-/** Bytes the GPU reads for one decode token: every matrix except the embedding (one row), plus norms. */
-export function bytesPerToken(runner: Runner): number {
+/**
+ * Bytes read for one decode token: on intab's kernels every matrix except the embedding (one row), plus norms; on
+ * onnxruntime, whose graph reads every weight it holds, the graph's weight bytes.
+ */
+export function bytesPerToken(runner: StepRunner, info: ModelInfo): number {
+  if (!(runner instanceof Runner)) return info.weightBytes;
   const w = runner.weights;
   let bytes = w.output.rowBytes * w.output.n + w.embed.rowBytes;
   for (const l of w.layers) for (const m of [...l.qkv, l.o, ...l.gateUp, l.down]) bytes += m.rowBytes * m.n;
   return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
 }
 
-/** What every bench record says about the run besides its own figures: the model, the adapter, load time. */
+/** What every bench record says about the run besides its own figures: the model, the backend and adapter, load time. */
 export interface Facts {
   perToken: number;
+  /** What ran the model (ModelInfo.backend.name). */
+  backend: string;
   /** Runner steps run so far (target model). */
   steps: () => number;
   modelFacts: Record<string, unknown>;

@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 /** Speculative methods `--speculative` takes, and those `--methods` (bench speculative) measures. */
 const SPEC_METHODS = ['ngram', 'draft', 'self', 'auto'];
 const BENCH_METHODS = ['ngram', 'self', 'draft'];
+/** What --backend takes (the engine's LoadOptions.backend); the CLI measures intab's kernels ('webgpu') unless told. */
+const BACKENDS = ['webgpu', 'auto', 'onnx-wasm', 'onnx-webgpu'];
 /** The engine's largest k (MAX_SPECULATIVE_K in @intab/engine). */
 const MAX_SPEC_K = 16;
 
@@ -44,6 +46,9 @@ export function jobFromFlags(flags, mode, model, draft) {
   const format = formatFromFlags(flags, mode);
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
+  const backend = flags.backend ?? 'webgpu';
+  if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
+  if (quantize !== undefined && backend.startsWith('onnx-')) throw new Error(`--quantize re-quantizes for intab's WebGPU kernels; --backend ${backend} runs the checkpoint's own weights: drop one of them`);
   const concurrency = count('concurrency');
   if (concurrency !== undefined && mode !== 'generate') throw new Error('--concurrency is for intab generate; intab bench decode takes --batch 1,2,4,8');
   /** @type {number[] | undefined} */
@@ -67,6 +72,7 @@ export function jobFromFlags(flags, mode, model, draft) {
     topP: num('top-p', undefined),
     seed: num('seed', 0),
     quantize,
+    backend,
     ignoreEos: Boolean(flags['ignore-eos']),
     promptTokens: count('prompt-tokens') ?? (mode === 'speculative' ? 32 : 64),
     concurrency,

@@ -17,10 +17,15 @@ const USAGE = `usage:
                  [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos]
                  [--concurrency N] [--abort-after-tokens K]
                  [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive]
-                 [--json-schema FILE [--lenient] | --json-object | --grammar FILE | --regex PATTERN] [--json]
-      Runs the model in headless Chromium on WebGPU through the engine: one JSON line per token ({"id", "text"}),
-      then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s
-      and the adapter.
+                 [--json-schema FILE [--lenient] | --json-object | --grammar FILE | --regex PATTERN]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--json]
+      Runs the model in headless Chromium through the engine: one JSON line per token ({"id", "text"}),
+      then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s,
+      the backend and the adapter.
+      --backend: what runs the model (the engine's LoadOptions.backend): webgpu, the default here, is intab's own
+      WGSL kernels; onnx-wasm and onnx-webgpu run an ONNX graph written from the GGUF or safetensors weights on
+      onnxruntime-web's wasm or WebGPU execution provider; auto is what createEngine does by default (webgpu on a
+      hardware adapter, else onnx-wasm). Not with --quantize on onnx-*, nor with --runtime node.
       --concurrency N runs N copies of the request at once through one engine (continuous batching): every line
       carries "stream": i, one done line per stream, then a "summary" line (aggregate tok/s, identical_ids).
       --abort-after-tokens K aborts each stream's AbortSignal after K tokens; its done line gives
@@ -38,9 +43,10 @@ const USAGE = `usage:
       schema); --json-object to any JSON; --grammar FILE to a GBNF grammar; --regex PATTERN to a regex. JSON
       runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
-                 [--compare REF [--rounds N (3)]]
+                 [--compare REF [--rounds N (3)]] [--backend webgpu|auto|onnx-wasm|onnx-webgpu]
       Prefill and decode tok/s, the weight bytes read per token, and the GPU work of a decode step
-      (dispatches_per_token, dispatches_per_step, bind_groups_per_step). With --batch, per batch size B: B concurrent
+      (dispatches_per_token, dispatches_per_step, bind_groups_per_step: intab's kernels only). --backend as for
+      generate (records name it). With --batch, per batch size B: B concurrent
       streams (same prompt length and max tokens), one line each with aggregate_decode_tok_s,
       per_stream_decode_tok_s and ttft_ms.
       --compare REF measures this working tree against a git ref (HEAD~3, a commit, a branch) in one sitting: REF is

@@ -1,0 +1,45 @@
+// The demo chat page where there is no WebGPU at all (Chromium started without it, as Firefox or a locked-down
+// Chrome would be): ?backend=onnx-wasm, and 'auto' by itself, load a local GGUF onto onnxruntime-web's wasm, and
+// the visitor gets a streamed answer, the stop button and a next turn, offline (every request off localhost is
+// blocked: ORT's wasm comes from the app's own bundle, no CDN).
+import { expect, test } from '@playwright/test';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromiumArgs, chromiumPath } from '../scripts/chromium.mjs';
+import { streamThenStop } from './chat-steps.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MODEL = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K', 'stories260K-vocab-ud.gguf');
+
+test.use({ launchOptions: { executablePath: chromiumPath(), args: chromiumArgs().filter((a) => a !== '--enable-unsafe-webgpu').concat('--disable-gpu') } });
+
+for (const backend of ['onnx-wasm', 'auto']) {
+  test(`chat page without WebGPU, ?backend=${backend}: a streamed answer on onnxruntime wasm, stop, next turn`, async ({ page }) => {
+    const offsite: string[] = [];
+    await page.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.protocol === 'blob:' || url.protocol === 'data:') return route.continue();
+      offsite.push(url.href);
+      return route.abort();
+    });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`/examples/chat/?backend=${backend}`);
+    expect(await page.evaluate(async () => !('gpu' in navigator) || (await navigator.gpu.requestAdapter()) === null)).toBe(true);
+    await page.locator('#max-tokens').fill('400');
+    await page.locator('#local-files').setInputFiles(MODEL);
+    await expect(page.locator('#model-status')).toContainText('llama, 5 layers', { timeout: 120_000 });
+    await expect(page.locator('#model-status')).toContainText('on onnx-wasm (onnxruntime-web wasm');
+    if (backend === 'auto') expect(await page.locator('#model-status').getAttribute('title')).toMatch(/WebGPU is unavailable/);
+
+    await streamThenStop(page, 'Tell me a story');
+    await page.locator('#input').fill('And then?');
+    await page.locator('#max-tokens').fill('12');
+    await page.locator('#send').click();
+    await expect(page.locator('.msg.assistant')).toHaveCount(2);
+    await expect(page.locator('.msg.assistant .stats').last()).toContainText('TTFT', { timeout: 60_000 });
+    await expect(page.locator('.msg.assistant .body').last()).not.toBeEmpty();
+    expect(errors).toEqual([]);
+    expect(offsite).toEqual([]);
+  });
+}
