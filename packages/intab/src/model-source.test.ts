@@ -1,4 +1,4 @@
-// Model inputs to ModelSource: URLs, hub ids (GGUF file and folder, listed through a stubbed hub API so only
+// Model inputs to ModelSource: URLs, hub ids (GGUF file, safetensors and ONNX folders, listed through a stubbed hub API so only
 // existing files are fetched), Files and folders, and the typed errors with their advice.
 import { describe, expect, test } from 'vitest';
 import { ModelSourceError } from '@intab/engine/errors';
@@ -49,6 +49,24 @@ describe('resolveModelSource', () => {
     expect(Object.keys((s as { files: Record<string, string> }).files).sort()).toEqual(
       ['config.json', 'generation_config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer_config.json'],
     );
+  });
+
+  test('an onnx-community repository: config, tokenizer, onnx/model.onnx and its external data; `file` picks another graph', async () => {
+    const names = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model.onnx_data', 'onnx/model_q4.onnx', 'onnx/model_q4.onnx_data', 'onnx/model_fp16.onnx', 'README.md'];
+    const base = 'https://huggingface.co/onnx-community/Tiny-ONNX/resolve/main/';
+    const src = await resolveModelSource('onnx-community/Tiny-ONNX', { fetch: hub(names).fetch });
+    expect(src).toEqual({
+      kind: 'hf-urls',
+      files: Object.fromEntries(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model.onnx_data'].map((n) => [n, base + n])),
+    });
+    const q4 = await resolveModelSource('onnx-community/Tiny-ONNX', { file: 'onnx/model_q4.onnx', fetch: hub(names).fetch });
+    expect(Object.keys((q4 as { files: Record<string, string> }).files).sort()).toEqual(['config.json', 'onnx/model_q4.onnx', 'onnx/model_q4.onnx_data', 'tokenizer.json', 'tokenizer_config.json']);
+    // A repository with safetensors and an onnx/ folder (as SmolLM2's): the safetensors unless an .onnx is named.
+    const both = await resolveModelSource('org/both', { fetch: hub(['config.json', 'model.safetensors', 'onnx/model.onnx']).fetch });
+    expect(Object.keys((both as { files: Record<string, string> }).files)).toEqual(['config.json', 'model.safetensors']);
+    const err = await resolveModelSource('onnx-community/Tiny-ONNX', { file: 'onnx/model_int3.onnx', fetch: hub(names).fetch }).catch((e) => e);
+    expect(err).toBeInstanceOf(ModelSourceError);
+    expect(err.message).toContain("'onnx/model_int3.onnx' is not in the repository: pick one of onnx/model.onnx, onnx/model_q4.onnx, onnx/model_fp16.onnx");
   });
 
   test('a GGUF-only repository without `file` says which files to pick', async () => {

@@ -62,8 +62,8 @@ export class OnnxLayoutError extends IntabOnnxError {
 export class OnnxRunError extends IntabOnnxError {
   /** Which call failed, e.g. 'sequence 3, 1 tokens after 40'. */
   readonly call: string;
-  constructor(call: string, cause: unknown) {
-    super(`onnxruntime failed to run the model (${call}): ${cause instanceof Error ? cause.message : String(cause)}. The sequence's cache is unchanged: retry, or load the model on another backend.`, { cause });
+  constructor(call: string, cause: unknown, advice = "The sequence's cache is unchanged: retry, or load the model on another backend.") {
+    super(`onnxruntime failed (${call}): ${cause instanceof Error ? cause.message : String(cause)}. ${advice}`, { cause });
     this.name = 'OnnxRunError';
     this.call = call;
   }

@@ -6,6 +6,7 @@
 
 import * as ort from 'onnxruntime-web';
 import { OnnxFormatError, OnnxRunError, OnnxUnsupportedError } from './errors.ts';
+import { readOnnxModel } from './onnx-read.ts';
 
 /** The backends that run on onnxruntime-web. */
 export type OnnxBackend = 'onnx-wasm' | 'onnx-webgpu';
@@ -39,6 +40,8 @@ function configure(): void {
 export async function createSession(model: Uint8Array, o: SessionOptions): Promise<ort.InferenceSession> {
   configure();
   const file = o.file ?? 'model.onnx';
+  // Our own reader first: a truncated or corrupted file is named with the field and byte where it breaks.
+  readOnnxModel(model, file);
   const options: ort.InferenceSession.SessionOptions = {
     executionProviders: [o.backend === 'onnx-webgpu' ? 'webgpu' : 'wasm'],
     graphOptimizationLevel: 'all',
@@ -56,21 +59,27 @@ export async function createSession(model: Uint8Array, o: SessionOptions): Promi
 /** ORT's message of a failed session creation, as the typed error that names the problem. */
 export function sessionError(file: string, backend: OnnxBackend, err: unknown): Error {
   const message = err instanceof Error ? err.message : String(err);
-  const op = /Could not find an implementation for (\S+)\((\d+)\) node with name '([^']*)'/.exec(message);
+  const ep = backend === 'onnx-webgpu' ? 'WebGPU' : 'wasm';
+  const other = backend === 'onnx-webgpu' ? 'onnx-wasm' : 'onnx-webgpu';
+  // An op no execution provider implements (ORT's three phrasings: no schema, no function, no kernel).
+  const op =
+    /No Op registered for (\S+) with domain_version of (\d+)/.exec(message) ??
+    /(\S+)\((-?\d+)\) is not a registered function\/op/.exec(message) ??
+    /Could not find an implementation for (\S+)\((\d+)\) node/.exec(message);
   if (op) {
     return new OnnxUnsupportedError(
-      `op ${op[1]} (opset ${op[2]})`,
-      `${file}: node '${op[3]}' uses ${op[1]}, which onnxruntime's ${backend === 'onnx-webgpu' ? 'WebGPU' : 'wasm'} execution provider does not implement: try backend '${backend === 'onnx-webgpu' ? 'onnx-wasm' : 'onnx-webgpu'}', or export the model with standard ops.`,
+      `op ${op[1]}`,
+      `${file} uses ${op[1]} (opset ${op[2]}), which onnxruntime ${ort.env.versions.web}'s ${ep} execution provider does not implement: try backend '${other}', or export the model with standard ops (or load its GGUF or safetensors, which intab writes as a graph it can run).`,
     );
   }
-  if (/Unrecognized attribute|Unsupported model IR version|opset/i.test(message) && !/protobuf/i.test(message)) {
+  if (/Unsupported model IR version|opset .* is not supported/i.test(message)) {
     return new OnnxUnsupportedError('model', `${file}: ${message}: onnxruntime ${ort.env.versions.web} cannot run it; re-export the model for an ONNX opset this onnxruntime supports (≤ 23).`);
   }
-  if (/external data|external_data|file not found|ExternalData|Failed to load external/i.test(message)) {
+  if (/external data|external_data|ExternalData|Failed to load external|file not found/i.test(message)) {
     return new OnnxFormatError(file, 'external data', `onnxruntime could not read the weights the model keeps in another file (${message}); give every file the model names beside it`, -1, { cause: err });
   }
-  if (/protobuf|parsing|Load model from buffer failed|Invalid model/i.test(message)) {
+  if (/protobuf|parsing|Invalid model/i.test(message)) {
     return new OnnxFormatError(file, 'model', `onnxruntime could not parse it (${message})`, -1, { cause: err });
   }
-  return new OnnxRunError(`creating a session for ${file} on ${backend}`, err);
+  return new OnnxRunError(`creating a session for ${file} on ${backend}`, err, `Check that the file is a complete ONNX model, or try backend '${other}'.`);
 }
