@@ -173,7 +173,12 @@ export class Engine implements EngineApi {
       this.gpu = gpu;
       this.attach(runner, opened.tokenizer, info, draft);
       if (options.restoreCache !== false) await this.restore(info);
-      const preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
+      let preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
+      // Preloading only saves time: when 'auto' chose a backend without a prefix cache, it is skipped, not fatal.
+      if (preloads.length && !this.cache && backend.name !== 'webgpu' && (options.backend ?? 'auto') === 'auto') {
+        info.warnings = [...(info.warnings ?? []), `preload was skipped: ${this.noCacheAdvice()}.`];
+        preloads = [];
+      }
       if (preloads.length) info.preloaded = [];
       for (const p of preloads) info.preloaded!.push(await this.preload(p, signal));
       return info;

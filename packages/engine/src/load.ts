@@ -8,7 +8,7 @@
 import { requestGpu, type Gpu } from '@intab/gpu';
 import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
-import { ModelSourceError } from './errors.ts';
+import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel } from './open-model.ts';
 
 /** A model's files and tokenizer, and its draft's files, checked to share the vocabulary. */
@@ -107,7 +107,7 @@ export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles,
     if (onnxFolder) throw new ModelSourceError(model!.onnx!.model.name, "an ONNX model runs on onnxruntime: load it with backend 'onnx-webgpu', 'onnx-wasm' or 'auto', or load the model's GGUF or safetensors on 'webgpu'");
     return { name: 'webgpu', reason: "backend 'webgpu' was asked for", gpu: await request() };
   }
-  if (asked !== 'auto') throw new ModelSourceError(String(asked), "backend is not 'auto', 'webgpu', 'onnx-webgpu' or 'onnx-wasm'");
+  if (asked !== 'auto') throw new InvalidRequestError('backend', asked, "'auto', 'webgpu', 'onnx-webgpu' or 'onnx-wasm'");
   let gpu: Gpu;
   try {
     gpu = await request();
@@ -141,7 +141,9 @@ export interface LoadedOnnxModel {
  * const { runner, info } = await loadOnnxModel(opened, { name: 'onnx-wasm', reason: 'asked' }, { kvBudgetBytes: 64 << 20, maxBatch: 8 });
  */
 export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<BackendChoice, { name: 'webgpu' }>, o: RunnersOptions): Promise<LoadedOnnxModel> {
-  if (o.quantize) throw new ModelSourceError('quantize', `quantize '${o.quantize}' re-quantizes weights for intab's WebGPU kernels; on '${backend.name}' leave it out (the graph keeps the checkpoint's weights)`);
+  if (o.quantize) {
+    throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights)`);
+  }
   const { loadOnnxRunner } = await import('@intab/onnx');
   const options = { backend: backend.name, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
   const target = await loadOnnxRunner(opened.model, { ...options, onProgress: o.onProgress });

@@ -73,11 +73,17 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
     await expect(Engine.load({ kind: 'hf-urls', files: withoutData }, { backend: 'onnx-wasm' })).rejects.toMatchObject({ name: 'OnnxFormatError', message: expect.stringContaining("'model.onnx_data'") });
   });
 
-  test("'auto' takes ORT wasm on a software adapter and says why", async () => {
-    const engine = await load(GGUF, { backend: 'auto' });
-    const { backend } = engine.modelInfo!;
-    expect(backend.name).toBe('onnx-wasm');
-    expect(backend.reason).toMatch(/software/);
+  test("'auto' takes ORT wasm on a software adapter and says why; what only intab's kernels do is skipped with a warning", async () => {
+    // A page written for WebGPU (quantize, preload) still loads where 'auto' picks onnxruntime.
+    const engine = await load(GGUF, { backend: 'auto', quantize: 'q8_0', preload: { promptIds: [1, 403, 261] } });
+    const info = engine.modelInfo!;
+    expect(info.backend.name).toBe('onnx-wasm');
+    expect(info.backend.reason).toMatch(/software/);
+    expect(info.preloaded).toBeUndefined();
+    expect(info.warnings).toEqual(expect.arrayContaining([expect.stringContaining("quantize 'q8_0' was ignored"), expect.stringContaining('preload was skipped')]));
+    // Asked for by name, the same options are errors.
+    await expect(Engine.load(GGUF, { backend: 'onnx-wasm', quantize: 'q8_0' })).rejects.toMatchObject({ name: 'InvalidRequestError', field: 'quantize' });
+    await expect(Engine.load(GGUF, { backend: 'onnx-wasm', preload: { promptIds: [1] } })).rejects.toMatchObject({ name: 'EngineStateError' });
   });
 
   test('stop strings, logprobs and ngram speculation give the same ids as on the WebGPU kernels; abort frees the sequence', async () => {

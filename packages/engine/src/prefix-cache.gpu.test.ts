@@ -247,15 +247,16 @@ describe('prefix cache in the Origin Private File System', () => {
   test('Engine.load restores by itself, and preloads after restoring', async () => {
     await clean();
     const url = new URL(sharedUrl('models/stories260K/stories260K.gguf'), location.href).href;
-    const first = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, preload: { promptIds: system } });
+    // The prefix cache is intab's WebGPU kernels' ('auto' takes onnxruntime on a software adapter, and skips preload).
+    const first = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, preload: { promptIds: system }, backend: 'webgpu' });
     expect(first.modelInfo!.preloaded).toEqual([expect.objectContaining({ tokens: 101, cachedTokens: 0 })]);
     expect(first.modelInfo!.restored).toBeUndefined();
     await first.saveCache();
     await first.destroy();
-    const second = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, preload: { promptIds: system } });
+    const second = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, preload: { promptIds: system }, backend: 'webgpu' });
     expect(second.modelInfo!.restored).toMatchObject({ pages: 7, tokens: 101 });
     expect(second.modelInfo!.preloaded).toEqual([expect.objectContaining({ tokens: 101, cachedTokens: 101 })]);
-    const off = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, restoreCache: false, prefixCache: false });
+    const off = await Engine.load({ kind: 'url', url }, { kvBudgetBytes: 2 << 20, restoreCache: false, prefixCache: false, backend: 'webgpu' });
     expect(off.modelInfo).toMatchObject({ prefixCache: false });
     expect((await run(second, request)).ids).toEqual((await run(off, request)).ids);
     await Promise.all([second.destroy(), off.destroy()]);

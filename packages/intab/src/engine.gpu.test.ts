@@ -2,7 +2,8 @@
 // (served by Vite, loaded by URL in the worker, progress reported), greedy ids equal golden.json (both cases
 // at once, batched), abort through the signal ends with 'abort', `break` cancels, typed errors cross the
 // worker with name and fields, OpenAI chat shapes (stories260K's HF folder as Files plus a tiny ChatML
-// tokenizer), the in-thread engine (worker: false), and destroy().
+// tokenizer), the in-thread engine (worker: false), and destroy(). createEngine's default backend ('auto') runs
+// onnxruntime's wasm on a software adapter (SwiftShader here); the prefix cache's tests ask for intab's kernels.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { fixtureGguf } from '@intab/model/reference';
 import { sharedUrl } from '@intab/gpu/testing';
@@ -54,8 +55,13 @@ afterAll(async () => {
 });
 
 describe('createEngine with the worker', () => {
-  test('loads in a Worker and reports progress', () => {
+  test('loads in a Worker and reports progress, on the backend auto picks for this adapter', async () => {
     expect(engine.inWorker).toBe(true);
+    // 'auto': intab's kernels on a hardware adapter, onnxruntime's wasm where WebGPU is missing or software-only.
+    const adapter = await navigator.gpu?.requestAdapter();
+    const software = !adapter || adapter.info.isFallbackAdapter;
+    expect(engine.info.backend.name).toBe(software ? 'onnx-wasm' : 'webgpu');
+    expect(engine.info.backend.reason).toMatch(software ? /software|unavailable/ : /hardware/);
     expect(engine.model).toBe('stories260K.gguf');
     expect(engine.info).toMatchObject({ arch: 'llama', layers: 5, hidden: 64, vocab: 512, hasTokenizer: false, hasChatTemplate: false });
     expect(progress.length).toBeGreaterThan(0);
@@ -233,7 +239,8 @@ describe('chat completions in the worker (HF folder as Files, ChatML tokenizer)'
       new File([JSON.stringify(tok.tokenizerJson)], 'tokenizer.json'),
       new File([JSON.stringify(tok.tokenizerConfig)], 'tokenizer_config.json'),
     ];
-    chat = await createEngine({ model: files, kvBudgetBytes: 4 << 20, name: 'stories-chat' });
+    // intab's kernels: usage counts the prefix cache's tokens, which onnxruntime's backends do not have.
+    chat = await createEngine({ model: files, kvBudgetBytes: 4 << 20, name: 'stories-chat', backend: 'webgpu' });
   });
 
   afterAll(async () => {
@@ -309,7 +316,8 @@ describe('prefix cache in the worker', () => {
     const model = () => new File([fixtureGguf('llama', 4321) as BlobPart], 'prefix-fixture.gguf');
     const system = Array.from({ length: 69 }, (_, i) => 3 + ((i * 7) % 120)); // 4 pages of 16 and a partial one
     const request = { promptIds: [...system, 30, 31], maxTokens: 8, temperature: 0, ignoreEos: true };
-    const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system } });
+    // The prefix cache is intab's WebGPU kernels' (onnxruntime keeps each sequence's K/V apart).
+    const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system }, backend: 'webgpu' });
     try {
       expect(first.info.prefixCache).toBe(true);
       expect(first.preloaded).toHaveLength(1);
@@ -321,7 +329,7 @@ describe('prefix cache in the worker', () => {
       expect(saved).toMatchObject({ pages: 5, tokens: 69 });
       await first.preloaded[0].release();
       expect((await first.stats()).prefixCache!.pinnedPages).toBe(0);
-      const second = await createEngine({ model: model(), kvBudgetBytes: 4 << 20 });
+      const second = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, backend: 'webgpu' });
       try {
         expect(second.info.restored).toMatchObject({ pages: 5, tokens: 69, bytes: saved.bytes });
         const b = await collect(second.generate(request));
@@ -333,7 +341,7 @@ describe('prefix cache in the worker', () => {
       } finally {
         await second.destroy();
       }
-      const off = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, prefixCache: false, restoreCache: false });
+      const off = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, prefixCache: false, restoreCache: false, backend: 'webgpu' });
       try {
         expect(off.info.restored).toBeUndefined();
         await expect(off.preload({ promptIds: system })).rejects.toMatchObject({ name: 'EngineStateError' });

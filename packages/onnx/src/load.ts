@@ -53,7 +53,16 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     weightBytes = info.graph.initializers.reduce((n, t) => n + (t.external?.length ?? t.raw?.length ?? 0), 0);
   } else {
     file = `${c.arch} graph`;
-    const graph = await buildLlamaGraph(c, tensorWeights(model.tensors, { signal: o.signal }), { signal: o.signal, file: 'weights' });
+    // Progress is the checkpoint's bytes read into the graph, tensor by tensor (the builder checks the signal between them).
+    const read = tensorWeights(model.tensors, { signal: o.signal });
+    const total = [...model.tensors.values()].reduce((n, t) => n + t.byteLength, 0);
+    let loaded = 0;
+    const weights = async (name: string) => {
+      const w = await read(name);
+      o.onProgress?.({ loaded: (loaded += model.tensors.get(name)?.byteLength ?? 0), total });
+      return w;
+    };
+    const graph = await buildLlamaGraph(c, weights, { signal: o.signal, file: 'weights' });
     bytes = graph.model;
     if (graph.externalData) externalData = new Map([[graph.externalData.path, graph.externalData.data]]);
     weightBytes = graph.weightBytes;
