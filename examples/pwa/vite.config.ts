@@ -1,5 +1,5 @@
 // Production build of the offline assistant: the app (index.html) and its API page (api.html), the engine's
-// worker chunk, and the Service Worker (src/sw.ts, built by vite-plugin-pwa's injectManifest with the list of
+// worker chunk, onnxruntime-web's wasm, and the Service Worker (src/sw.ts, built by vite-plugin-pwa's injectManifest with the list of
 // every built file to precache) and the web app manifest. `node scripts/pwa.mjs` builds and serves it.
 import { defineConfig } from 'vite';
 import { VitePWA } from 'vite-plugin-pwa';
@@ -40,9 +40,11 @@ export default defineConfig({
         ],
       },
       injectManifest: {
-        globPatterns: ['**/*.{js,css,html,png,webmanifest}'],
-        // The engine's worker chunk carries the kernels and tokenizers.
-        maximumFileSizeToCacheInBytes: 32 << 20,
+        // .wasm: onnxruntime-web's binary (from the package, emitted by this build), which runs the model where WebGPU
+        // is missing or software-only; offline, it must come from the cache like the rest of the app.
+        globPatterns: ['**/*.{js,css,html,png,webmanifest,wasm}'],
+        // The engine's worker chunk carries the kernels and tokenizers; ORT's wasm is ~28 MB.
+        maximumFileSizeToCacheInBytes: 48 << 20,
         rollupFormat: 'iife',
       },
     }),

@@ -70,7 +70,8 @@ async function load(model: string): Promise<void> {
     if (controller.signal.aborted) return void loaded.destroy();
     engine = loaded;
     const info = loaded.info;
-    ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers${originNote(loaded)}`;
+    ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers, on ${info.backend.name}${originNote(loaded)}`;
+    ui.status.title = info.backend.reason;
     stopServing = serveOpenAI(loaded, { onRequest: (e) => api.request(e) });
     view.setReady(true);
     // A reload (offline too) loads the same model.
