@@ -25,8 +25,8 @@ beforeAll(async () => {
   const model = await openGguf(await pathSource(join(STORIES, 'stories260K.gguf')));
   config = model.config;
   const graph = await buildLlamaGraph(config, tensorWeights(model.tensors));
-  const session = await createSession(graph.model, { backend: 'onnx-wasm' });
-  runner = new OnnxRunner(session, graphLayout(session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4 });
+  const onnx = await createSession(graph.model, { backend: 'onnx-wasm' });
+  runner = new OnnxRunner(onnx, graphLayout(onnx.session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4 });
 });
 
 /** Greedy ids of one sequence through step(): the prompt in one step, then a token per step. */

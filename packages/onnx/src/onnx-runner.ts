@@ -6,12 +6,13 @@
 // rules; but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in
 // `capabilities`, and the engine runs without its prefix cache.
 
-import * as ort from 'onnxruntime-web';
+import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
 import { PagePool, checkStep, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
 import { sampleLogits } from './cpu-sampler.ts';
 import { OnnxRunError, OnnxUnsupportedError } from './errors.ts';
 import type { GraphLayout } from './graph-layout.ts';
+import type { OnnxSession, Ort } from './session.ts';
 
 export interface OnnxRunnerOptions {
   /** Bytes of K/V all sequences may hold together [64 MiB]: sets the pool's pages. */
@@ -37,8 +38,8 @@ export interface OnnxModelConfig {
 
 /** One sequence's K/V: per layer, [1, Hkv, S, D] tensors (S = the sequence's cached tokens once trimmed). */
 interface SeqKv {
-  keys: ort.Tensor[];
-  values: ort.Tensor[];
+  keys: Tensor[];
+  values: Tensor[];
 }
 
 const GREEDY: SamplingParams = { temperature: 0, u: 0 };
@@ -46,8 +47,8 @@ const GREEDY: SamplingParams = { temperature: 0, u: 0 };
 /**
  * The ONNX StepRunner.
  * @example
- * const session = await createSession(modelBytes, { backend: 'onnx-wasm' });
- * const runner = new OnnxRunner(session, graphLayout(session, config), config);
+ * const onnx = await createSession(modelBytes, { backend: 'onnx-wasm' });
+ * const runner = new OnnxRunner(onnx, graphLayout(onnx.session, config, 'model.onnx'), config);
  * runner.alloc(0);
  * const [{ id }] = await runner.step([{ seq: 0, tokens: [1, 403, 261] }]);
  */
@@ -60,13 +61,17 @@ export class OnnxRunner implements StepRunner {
   private readonly seqs = new Map<number, SeqKv>();
   private readonly batching: 'per-sequence' | 'batched';
   private destroyed = false;
+  private readonly ort: Ort;
+  private readonly session: InferenceSession;
 
   constructor(
-    private readonly session: ort.InferenceSession,
+    { ort, session }: OnnxSession,
     readonly layout: GraphLayout,
     readonly config: OnnxModelConfig,
     options: OnnxRunnerOptions = {},
   ) {
+    this.ort = ort;
+    this.session = session;
     this.maxBatch = options.maxBatch ?? 16;
     this.maxTokens = options.maxTokensPerStep ?? 512;
     this.maxRows = 4 * this.maxBatch;
@@ -136,16 +141,16 @@ export class OnnxRunner implements StepRunner {
     const T = e.tokens.length;
     this.kv.grow(e.seq, T);
     this.kv.takeCopies();
-    const feeds: Record<string, ort.Tensor> = {
-      [L.inputIds]: new ort.Tensor('int64', BigInt64Array.from(e.tokens, BigInt), [1, T]),
+    const feeds: Record<string, Tensor> = {
+      [L.inputIds]: new this.ort.Tensor('int64', BigInt64Array.from(e.tokens, BigInt), [1, T]),
     };
-    if (L.attentionMask) feeds[L.attentionMask] = new ort.Tensor('int64', new BigInt64Array(past + T).fill(1n), [1, past + T]);
-    if (L.positionIds) feeds[L.positionIds] = new ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(past + i)), [1, T]);
+    if (L.attentionMask) feeds[L.attentionMask] = new this.ort.Tensor('int64', new BigInt64Array(past + T).fill(1n), [1, past + T]);
+    if (L.positionIds) feeds[L.positionIds] = new this.ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(past + i)), [1, T]);
     for (let l = 0; l < L.layers; l++) {
       feeds[L.pastKeys[l]] = kv.keys[l];
       feeds[L.pastValues[l]] = kv.values[l];
     }
-    let out: ort.InferenceSession.ReturnType;
+    let out: InferenceSession.ReturnType;
     try {
       out = await this.session.run(feeds);
     } catch (err) {
@@ -178,7 +183,7 @@ export class OnnxRunner implements StepRunner {
     const kv = this.seqs.get(seq)!;
     const length = this.kv.length(seq);
     if (kv.keys.length === 0 || kv.keys[0].dims[2] === length) return kv;
-    const cut = (t: ort.Tensor) => sliceSequence(t, length);
+    const cut = (t: Tensor) => sliceSequence(this.ort, t, length);
     const out = { keys: kv.keys.map(cut), values: kv.values.map(cut) };
     this.seqs.set(seq, out);
     return out;
@@ -186,13 +191,13 @@ export class OnnxRunner implements StepRunner {
 
   private emptyKv(): SeqKv {
     const L = this.layout;
-    const empty = () => new ort.Tensor(L.kvType, L.kvType === 'float16' ? new Uint16Array(0) : new Float32Array(0), [1, L.kvHeads, 0, L.headDim]);
+    const empty = () => new this.ort.Tensor(L.kvType, L.kvType === 'float16' ? new Uint16Array(0) : new Float32Array(0), [1, L.kvHeads, 0, L.headDim]);
     return { keys: Array.from({ length: L.layers }, empty), values: Array.from({ length: L.layers }, empty) };
   }
 }
 
 /** A [1, Hkv, S, D] tensor's first `length` positions (a copy). */
-function sliceSequence(t: ort.Tensor, length: number): ort.Tensor {
+function sliceSequence(ort: Ort, t: Tensor, length: number): Tensor {
   const [b, h, s, d] = t.dims;
   const src = t.data as Float32Array | Uint16Array;
   const out = new (src.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(b * h * length * d);
@@ -201,7 +206,7 @@ function sliceSequence(t: ort.Tensor, length: number): ort.Tensor {
 }
 
 /** The last `rows` rows of a [1, T, V] logits tensor, as f32. */
-function lastRows(t: ort.Tensor, rows: number, vocab: number): Float32Array {
+function lastRows(t: Tensor, rows: number, vocab: number): Float32Array {
   const data = t.data as Float32Array | Uint16Array;
   const all = data instanceof Float32Array ? data : Float32Array.from(data, f16ToF32);
   return all.subarray(all.length - rows * vocab);

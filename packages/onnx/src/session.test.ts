@@ -33,7 +33,7 @@ function model(op: string, o: { domain?: string; version?: number; external?: bo
 describe('createSession refuses bad models with typed errors', () => {
   test('a sound graph loads and runs, with its external data given', async () => {
     const { bytes, data } = model('Relu', { external: true });
-    const session = await createSession(bytes, { backend: 'onnx-wasm', externalData: new Map([['model.onnx_data', data!]]) });
+    const { session } = await createSession(bytes, { backend: 'onnx-wasm', externalData: new Map([['model.onnx_data', data!]]) });
     expect(session.inputNames).toEqual(['x']);
     await session.release();
   });
