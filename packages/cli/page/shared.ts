@@ -19,7 +19,7 @@ import {
   type SpeculativeMethod,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { openGguf, openHfFolder, Runner, urlSource, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
+import { openGguf, openHfFolder, openOnnxFolder, Runner, urlSource, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
 
 // ---- the job ----
 
@@ -114,7 +114,8 @@ export const report = (r: unknown) => (sink ?? globalThis.window?.__intabReport)
 // ---- loading ----
 
 /**
- * Opens a model's files where the CLI serves them (range requests, like a model hub); nothing is uploaded yet.
+ * Opens a model's files where the CLI serves them (range requests, like a model hub): a GGUF, a Hugging Face folder or
+ * an ONNX folder; nothing is uploaded yet.
  * `sourceOf` reads one of `job.urls`: a URL relative to the page by default; the Node runtime reads paths on disk.
  */
 export async function openModel(job: ModelRef, sourceOf: (url: string) => Promise<ByteSource> = (u) => urlSource(new URL(u, location.href).href)): Promise<ModelFiles> {
@@ -130,6 +131,8 @@ export async function openModel(job: ModelRef, sourceOf: (url: string) => Promis
       }
     }),
   );
+  // An ONNX folder (onnx/model.onnx beside config.json) runs on onnxruntime (--backend onnx-wasm, onnx-webgpu, auto).
+  if (job.files.some((f) => f.endsWith('.onnx'))) return openOnnxFolder(sources);
   return openHfFolder(sources);
 }
 

@@ -9,6 +9,7 @@ import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
 import { parseArgs } from './args.mjs';
+import { exportOnnx } from './export-onnx.mjs';
 
 export { parseArgs };
 
@@ -123,6 +124,10 @@ const USAGE = `usage:
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
       tokenizer (tokenizer.ggml.*, chat template) and makes the vocabulary the tokenizer's (Qwen3 151,669,
       Llama 3 128,256 rows: no dtype needs padding of the row count), for text prompts and constrained output.
+  intab export-onnx --model <gguf file | HF folder> --out DIR
+      Writes the model as an ONNX folder in the onnx-community layout (config.json, tokenizer files, onnx/model.onnx,
+      onnx/model.onnx_data): the graph the onnx-wasm and onnx-webgpu backends run, which transformers.js and
+      onnxruntime load too (f32 weights; q8_0/q4_0 matrices are dequantized).
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -177,6 +182,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'store') return benchStore(flags);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
+  if (cmd === 'export-onnx') return exportOnnx(flags);
   console.error(`intab: unknown command '${positional.join(' ')}'\n${USAGE}`);
   return 2;
 }

@@ -1,7 +1,7 @@
 // @ts-check
 // Serves a model's local files to the headless page, same origin as the page, with HTTP Range support
 // (the page reads weights with range requests, as it would from a model hub). A model is a .gguf file
-// (plus its -0000N-of-0000M splits), or a Hugging Face folder.
+// (plus its -0000N-of-0000M splits), a Hugging Face folder, or an ONNX folder (config.json and onnx/model*.onnx).
 import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
@@ -29,7 +29,12 @@ export function resolveModel(spec, o = {}) {
   if (statSync(path).isDirectory()) {
     const files = readdirSync(path).filter((f) => /\.(json|safetensors)$/.test(f));
     if (!files.includes('config.json')) throw new Error(`${flag} ${spec}: a Hugging Face folder needs config.json`);
-    return { kind: 'hf', dir: path, files, urls: files.map((f) => prefix + encodeURIComponent(f)) };
+    // An ONNX folder (onnx-community layout): its graphs and their external data under onnx/, served as they lie.
+    const onnxDir = join(path, 'onnx');
+    if (!files.some((f) => f.endsWith('.safetensors')) && existsSync(onnxDir) && statSync(onnxDir).isDirectory()) {
+      files.push(...readdirSync(onnxDir).filter((f) => /\.onnx(_data.*|\.data)?$/.test(f)).map((f) => `onnx/${f}`));
+    }
+    return { kind: 'hf', dir: path, files, urls: files.map((f) => prefix + f.split('/').map(encodeURIComponent).join('/')) };
   }
   if (!path.endsWith('.gguf')) throw new Error(`${flag} ${spec}: expected a .gguf file, a Hugging Face folder or a URL`);
   const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(basename(path));
@@ -48,9 +53,11 @@ export function modelFilesMiddleware(dir, prefix = MODEL_PREFIX) {
   /** @type {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => void} */
   return (req, res, next) => {
     if (!req.url?.startsWith(prefix)) return next();
-    const name = decodeURIComponent(req.url.slice(prefix.length).split('?')[0]);
+    const name = req.url.slice(prefix.length).split('?')[0].split('/').map(decodeURIComponent).join('/');
     const path = join(dir, name);
-    if (name.includes('/') || name.includes('\\') || !existsSync(path) || !statSync(path).isFile()) {
+    // One level of subfolder at most (an ONNX folder's onnx/), and never out of `dir`.
+    const parts = name.split('/');
+    if (parts.length > 2 || parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\\')) || !existsSync(path) || !statSync(path).isFile()) {
       res.statusCode = 404;
       return res.end('not found');
     }

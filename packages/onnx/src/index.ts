@@ -35,3 +35,4 @@ export { graphLayout, type GraphLayout, type GraphIO } from './graph-layout.ts';
 export { createSession, loadOrt, type OnnxBackend, type OnnxSession, type Ort, type SessionOptions } from './session.ts';
 export { loadOnnxRunner, type OnnxLoadOptions, type LoadedOnnx } from './load.ts';
 export { sampleLogits } from './cpu-sampler.ts';
+export { onnxFolderFiles, hfConfig } from './onnx-folder.ts';
