@@ -52,9 +52,10 @@ export interface Job extends ModelRef, ChatJob {
   format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
   /**
    * 'generate' is intab generate, 'bench' intab bench decode, 'speculative' intab bench speculative, 'grammar' the decode
-   * part of intab bench grammar, 'chat' intab bench chat, 'store' intab bench store; run.ts dispatches to the mode's module.
+   * part of intab bench grammar, 'chat' intab bench chat, 'store' intab bench store, 'compare' intab bench compare; run.ts
+   * dispatches to the mode's module.
    */
-  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat' | 'store';
+  mode: 'generate' | 'bench' | 'speculative' | 'grammar' | 'chat' | 'store' | 'compare';
   /** grammar: the id of the JSONSchemaBench schema in format.responseFormat (reported). */
   schemaId?: string;
   /** grammar: the model's tokenizer by name, when the CLI knows it (the model it made); reported. */

@@ -6,12 +6,13 @@ import { createServer } from 'vite';
 import { chromium } from 'playwright';
 import { ROOT } from '../../../scripts/ensure-install.mjs';
 import { chromiumArgs, chromiumPath } from '../../../scripts/chromium.mjs';
-import { DRAFT_PREFIX, MODEL_PREFIX, modelFilesMiddleware } from './model-files.mjs';
+import { DRAFT_PREFIX, MODEL_PREFIX, ONNX_PREFIX, modelFilesMiddleware } from './model-files.mjs';
 import { progressLine } from './records.mjs';
 
 /**
- * `modelDir` is served under MODEL_PREFIX and `draftDir` (a draft model for speculative decoding) under DRAFT_PREFIX.
- * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, draftDir?: string, job?: unknown }} o
+ * `modelDir` is served under MODEL_PREFIX, `draftDir` (a draft model for speculative decoding) under DRAFT_PREFIX and
+ * `onnxDir` (the ONNX folder of bench compare) under ONNX_PREFIX.
+ * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, draftDir?: string, onnxDir?: string, job?: unknown }} o
  * @returns {Promise<void>} resolves when the page sets window.__intabDone
  */
 export async function runPage(o) {
@@ -19,6 +20,7 @@ export async function runPage(o) {
   const served = [];
   if (o.modelDir) served.push([o.modelDir, MODEL_PREFIX]);
   if (o.draftDir) served.push([o.draftDir, DRAFT_PREFIX]);
+  if (o.onnxDir) served.push([o.onnxDir, ONNX_PREFIX]);
   const server = await createServer({
     configFile: join(ROOT, 'vite.config.ts'),
     root: ROOT,
@@ -60,7 +62,7 @@ export async function runPage(o) {
  * Runs a job on the CLI's model page (packages/cli/page/run.html), serving the model's files (and a draft's): loading
  * progress goes to stderr and a page error is printed as `intab: Name: message`; every other record reaches
  * `onRecord`. Resolves with true when the page reported an error.
- * @param {{ job: unknown, modelDir?: string, draftDir?: string, timeoutS: number, headed?: boolean, onRecord: (r: any) => void }} o
+ * @param {{ job: unknown, modelDir?: string, draftDir?: string, onnxDir?: string, timeoutS: number, headed?: boolean, onRecord: (r: any) => void }} o
  * @returns {Promise<boolean>}
  */
 export async function runJob(o) {
@@ -71,6 +73,7 @@ export async function runJob(o) {
     headed: o.headed,
     modelDir: o.modelDir,
     draftDir: o.draftDir,
+    onnxDir: o.onnxDir,
     job: o.job,
     onRecord(r) {
       if (r.type === 'error') {

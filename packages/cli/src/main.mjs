@@ -10,6 +10,7 @@ import { makeModel } from './make-model.mjs';
 import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
 import { parseArgs } from './args.mjs';
 import { exportOnnx } from './export-onnx.mjs';
+import { benchSystems } from './bench-systems.mjs';
 
 export { parseArgs };
 
@@ -124,6 +125,19 @@ const USAGE = `usage:
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
       tokenizer (tokenizer.ggml.*, chat template) and makes the vocabulary the tokenizer's (Qwen3 151,669,
       Llama 3 128,256 rows: no dtype needs padding of the row count), for text prompts and constrained output.
+  intab bench compare --model <gguf file | HF folder | ONNX folder> [--systems LIST] [--prompt-tokens N (32)]
+                 [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--json]
+      intab against the peers, in one headless Chromium sitting, on the same weights and seeded prompt ids, greedy:
+      intab/webgpu (intab's kernels on the checkpoint), intab/onnx-wasm and intab/onnx-webgpu (the engine on
+      onnxruntime-web over the ONNX graph), transformers.js/wasm and transformers.js/webgpu (the same ONNX folder),
+      wllama/wasm (the GGUF). A checkpoint is written as an ONNX folder first (export-onnx), so every ONNX system runs
+      the same graph. Systems load once, then run in alternating rounds (order rotated each round); each run is
+      timed on the page alike. One line per system: {"bench":"compare","system","backend","decode_tok_s",
+      "prefill_tok_s","ttft_ms","ids_equal" (the same greedy ids as intab/webgpu, else intab/onnx-wasm),
+      "decode_vs_intab_webgpu","decode_vs_intab_same_backend" (a peer against intab on its kind of backend),...},
+      then a summary: {"summary":true,"auto_backend","auto_is_fastest","fastest_intab_backend","fastest_system"}.
+      --json adds a "compare-run" line per run. --systems: a comma-separated subset of intab/webgpu,
+      intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm.
   intab export-onnx --model <gguf file | HF folder> --out DIR
       Writes the model as an ONNX folder in the onnx-community layout (config.json, tokenizer files, onnx/model.onnx,
       onnx/model.onnx_data): the graph the onnx-wasm and onnx-webgpu backends run, which transformers.js and
@@ -180,6 +194,7 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
   if (cmd === 'bench' && sub === 'store') return benchStore(flags);
+  if (cmd === 'bench' && sub === 'compare') return benchSystems(flags);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   if (cmd === 'export-onnx') return exportOnnx(flags);

@@ -8,6 +8,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 export const MODEL_PREFIX = '/__intab_model/';
 /** A draft model (speculative decoding) is served beside the target, under its own prefix. */
 export const DRAFT_PREFIX = '/__intab_draft/';
+/** The ONNX folder `intab bench compare` writes for the peers, under its own prefix. */
+export const ONNX_PREFIX = '/__intab_onnx/';
 
 /**
  * Describe the model at `spec` (a path or URL) for the page: its kind and file URLs.

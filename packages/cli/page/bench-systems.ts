@@ -1,0 +1,170 @@
+// `intab bench compare` in the page: intab's engine on its three backends (its WebGPU kernels on the checkpoint,
+// onnxruntime's wasm and WebGPU execution providers on the ONNX graph) and the peers (transformers.js on the same
+// ONNX folder, wasm and WebGPU; wllama on the GGUF), all loaded in this one browser sitting, then run in alternating
+// rounds (each round in a rotated order, so the adapter's drift hits every system alike) on the same seeded prompt
+// ids, greedy, EOS ignored. Every run is timed here the same way: start → first token (TTFT, prefill speed) → last
+// token (decode speed). One 'compare-run' record per run, one 'bench' record per system (medians, ids_equal against
+// intab's WebGPU kernels, ratios), and a summary with the backend 'auto' picks on this machine and the fastest.
+
+import { mulberry32, requestGpu, type Gpu } from '@intab/gpu';
+import { chooseBackend, Engine, openModels, type Backend } from '@intab/engine';
+import { openOnnxFolder, urlSource, type ByteSource, type ModelFiles } from '@intab/model';
+import { timedRun, type Peer, type PeerRun } from './peers/types.ts';
+import { loadEngine, median, report, round, type Job, type ModelRef } from './shared.ts';
+
+/** What bench compare adds to the job: where the ONNX folder and the GGUF are served, and what to run. */
+export interface CompareJob {
+  /** The ONNX folder's base URL (ends with '/') and its files (config.json, onnx/model.onnx, ...). */
+  onnxUrl?: string;
+  onnxFiles?: string[];
+  /** The GGUF for wllama (absent when the model is not a GGUF). */
+  ggufUrl?: string;
+  /** Systems to run, as 'system/backend' ('intab/webgpu', 'transformers.js/wasm', 'wllama/wasm', ...). */
+  systems?: string[];
+  rounds?: number;
+}
+
+/** Every system bench compare knows, in report order. */
+export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm'] as const;
+
+/** A loaded system: one greedy run of the prompt. */
+interface Runnable {
+  name: string;
+  run(promptIds: number[], maxTokens: number): Promise<PeerRun>;
+  destroy(): Promise<void>;
+}
+
+export async function benchSystems(job: Job & CompareJob, openModel: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
+  const rng = mulberry32(job.seed);
+  const opened = await openModels(openModel, job);
+  const c = opened.model.config;
+  const promptIds = Array.from({ length: job.promptTokens ?? 32 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
+  const maxTokens = job.maxTokens;
+  const wanted = job.systems ?? [...SYSTEMS];
+  let gpu: Gpu | undefined;
+  const gpuOnce = async () => (gpu ??= await requestGpu());
+
+  // ---- load every system (failures are reported and the system skipped) ----
+  const loaded: Runnable[] = [];
+  const loadMs = new Map<string, number>();
+  for (const name of wanted) {
+    const t0 = performance.now();
+    try {
+      const sys = await load(name);
+      if (!sys) continue;
+      loaded.push(sys);
+      loadMs.set(name, performance.now() - t0);
+    } catch (err) {
+      report({ type: 'bench', bench: 'compare', ...split(name), error: `${(err as Error).name}: ${(err as Error).message}` });
+    }
+  }
+
+  async function load(name: string): Promise<Runnable | undefined> {
+    const [system, backend] = name.split('/');
+    if (system === 'intab') {
+      // The WebGPU kernels run the checkpoint; the onnx backends the very ONNX folder the peers load.
+      const onnx = backend !== 'webgpu';
+      if (onnx && !job.onnxUrl) throw new Error('no ONNX folder was served');
+      const model = onnx ? await openOnnxFolder(await served(job.onnxUrl!, job.onnxFiles!)) : opened.model;
+      const choice = await chooseBackend(backend as Backend, model, gpuOnce);
+      const { engine } = await loadEngine(choice, job, { ...opened, model, draftModel: undefined }, { maxBatch: 1, kvBudgetBytes: 64 << 20, seed: job.seed, prefixCache: false, restoreCache: false });
+      return { name, run: (ids, n) => runEngine(engine, ids, n), destroy: () => engine.destroy() };
+    }
+    if (system === 'transformers.js') {
+      if (!job.onnxUrl) throw new Error('no ONNX folder was served');
+      const { loadTransformersJs } = await import('./peers/transformers.ts');
+      return named(name, await loadTransformersJs(backend as 'wasm' | 'webgpu', new URL(job.onnxUrl, location.href).href));
+    }
+    if (system === 'wllama') {
+      if (!job.ggufUrl) throw new Error('wllama runs GGUF models: give --model a .gguf file');
+      const { loadWllama } = await import('./peers/wllama.ts');
+      return named(name, await loadWllama(new URL(job.ggufUrl, location.href).href));
+    }
+    throw new Error(`unknown system '${name}'`);
+  }
+
+  // ---- alternating rounds ----
+  const runs = new Map<string, PeerRun[]>(loaded.map((s) => [s.name, []]));
+  const rounds = job.rounds ?? 3;
+  for (let r = 0; r < rounds; r++) {
+    const order = loaded.map((_, i) => loaded[(i + r) % loaded.length]);
+    for (const sys of order) {
+      const run = await sys.run(promptIds, maxTokens);
+      runs.get(sys.name)!.push(run);
+      report({ type: 'compare-run', bench: 'compare', ...split(sys.name), round: r, decode_tok_s: round(run.decodeTokS), prefill_tok_s: round(run.prefillTokS), ttft_ms: round(run.ttftMs), tokens: run.ids.length });
+    }
+  }
+  for (const sys of loaded) await sys.destroy();
+
+  // ---- one line per system, then the summary ----
+  const stats = new Map([...runs].map(([name, rs]) => [name, { decode: median(rs.map((x) => x.decodeTokS)), prefill: median(rs.map((x) => x.prefillTokS)), ttft: median(rs.map((x) => x.ttftMs)), ids: rs[0].ids }]));
+  const reference = stats.get('intab/webgpu') ?? stats.get('intab/onnx-wasm');
+  const sameBackend = (name: string) => stats.get(name.endsWith('/webgpu') ? 'intab/onnx-webgpu' : 'intab/onnx-wasm');
+  for (const [name, s] of stats) {
+    const ours = name.startsWith('intab/') ? undefined : sameBackend(name);
+    const webgpu = stats.get('intab/webgpu');
+    report({
+      type: 'bench',
+      bench: 'compare',
+      ...split(name),
+      decode_tok_s: round(s.decode),
+      prefill_tok_s: round(s.prefill),
+      ttft_ms: round(s.ttft),
+      ids_equal: reference ? s.ids.length === reference.ids.length && s.ids.every((id, i) => id === reference.ids[i]) : null,
+      prompt_tokens: promptIds.length,
+      generated_tokens: s.ids.length,
+      rounds,
+      load_ms: round(loadMs.get(name) ?? 0),
+      // Ratios against ours: intab's WebGPU kernels, and (for a peer) intab on the same kind of backend.
+      ...(webgpu && name !== 'intab/webgpu' ? { decode_vs_intab_webgpu: round(s.decode / webgpu.decode), prefill_vs_intab_webgpu: round(s.prefill / webgpu.prefill) } : {}),
+      ...(ours ? { decode_vs_intab_same_backend: round(s.decode / ours.decode), prefill_vs_intab_same_backend: round(s.prefill / ours.prefill), ttft_vs_intab_same_backend: round(s.ttft / ours.ttft) } : {}),
+    });
+  }
+  const auto = await chooseBackend('auto', opened.model, gpuOnce);
+  const intab = [...stats].filter(([name]) => name.startsWith('intab/')).sort((a, b) => b[1].decode - a[1].decode);
+  report({
+    type: 'bench',
+    bench: 'compare',
+    summary: true,
+    auto_backend: auto.name,
+    auto_reason: auto.reason,
+    fastest_intab_backend: intab[0]?.[0].slice('intab/'.length) ?? null,
+    auto_is_fastest: intab.length ? intab[0][0] === `intab/${auto.name}` : null,
+    fastest_system: [...stats].sort((a, b) => b[1].decode - a[1].decode)[0]?.[0] ?? null,
+  });
+  gpu?.destroy();
+}
+
+/** 'intab/onnx-wasm' → { system: 'intab', backend: 'onnx-wasm' }. */
+function split(name: string): { system: string; backend: string } {
+  const [system, backend] = name.split('/');
+  return { system, backend };
+}
+
+function named(name: string, peer: Peer): Runnable {
+  return { name, run: (ids, n) => peer.run(ids, n), destroy: () => peer.destroy() };
+}
+
+/** The served ONNX folder's files as byte sources, by their paths (onnx/model.onnx, ...). */
+async function served(base: string, files: string[]): Promise<Map<string, ByteSource>> {
+  const out = new Map<string, ByteSource>();
+  for (const f of files) out.set(f, await urlSource(new URL(base + f, location.href).href));
+  return out;
+}
+
+/** One greedy request through intab's engine, timed on the page as the peers are (timedRun). */
+async function runEngine(engine: Engine, promptIds: number[], maxTokens: number): Promise<PeerRun> {
+  const t0 = performance.now();
+  const id = await engine.start({ promptIds, maxTokens, temperature: 0, ignoreEos: true });
+  const ids: number[] = [];
+  const arrivals: number[] = [];
+  for (;;) {
+    const chunk = await engine.next(id);
+    const now = performance.now();
+    for (const token of chunk.ids) {
+      ids.push(token);
+      arrivals.push(now);
+    }
+    if (chunk.finishReason) return timedRun(promptIds.length, t0, ids, arrivals);
+  }
+}
