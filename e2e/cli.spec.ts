@@ -1,6 +1,7 @@
-// The CLI as a user runs it: `intab generate`, `intab bench decode` (and --compare against a git ref), `intab bench
-// chat` and `intab bench store` on stories260K in headless Chromium (WebGPU), checked against golden.json and for the
-// figures they promise to print.
+// The CLI as a user runs it: `intab generate` (on each --backend), `intab bench decode` (and --compare against a git
+// ref), `intab bench compare` (intab's backends against the peers), `intab export-onnx`, `intab bench chat` and
+// `intab bench store` on stories260K in headless Chromium (WebGPU), checked against golden.json and for the figures
+// they promise to print.
 import { expect, test } from '@playwright/test';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -50,6 +51,40 @@ test('intab generate --backend onnx-wasm|onnx-webgpu: the same golden ids on onn
   }
   await expect(intab('generate', '--backend', 'onnx-wasm', '--quantize', 'q8_0', '--model', join(MODEL, 'hf'), '--prompt-ids', '1')).rejects.toThrow(/--quantize re-quantizes/);
   await expect(intab('generate', '--backend', 'cuda', '--model', join(MODEL, 'hf'), '--prompt-ids', '1')).rejects.toThrow(/--backend takes webgpu, auto, onnx-wasm, onnx-webgpu/);
+});
+
+test('intab bench compare: intab on its three backends and the peers on the same weights, one line per system, all with the same greedy ids', async () => {
+  const lines = await intab('bench', 'compare', '--model', join(MODEL, 'stories260K-vocab-ud.gguf'), '--rounds', '1', '--max-tokens', '12', '--prompt-tokens', '8');
+  const runs = lines.filter((l) => l.type === 'compare-run');
+  const systems = lines.filter((l) => l.bench === 'compare' && !l.summary && l.type === undefined);
+  const summary = lines.at(-1)!;
+  const names = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm'];
+  expect(systems.map((l) => `${l.system}/${l.backend}`)).toEqual(names);
+  expect(runs).toHaveLength(names.length);
+  for (const l of systems) {
+    expect(l.error, `${l.system}/${l.backend}`).toBeUndefined();
+    for (const k of ['decode_tok_s', 'prefill_tok_s', 'ttft_ms']) expect(l[k], `${l.system}/${l.backend} ${k}`).toBeGreaterThan(0);
+    expect(l.ids_equal, `${l.system}/${l.backend}`).toBe(true);
+    expect(l.generated_tokens).toBe(12);
+    if (l.system !== 'intab') expect(l.decode_vs_intab_same_backend).toBeGreaterThan(0);
+    if (l.backend !== 'webgpu' || l.system !== 'intab') expect(l.decode_vs_intab_webgpu).toBeGreaterThan(0);
+  }
+  // 'auto' takes onnx-wasm on a software adapter (SwiftShader here), webgpu on a hardware one.
+  expect(summary).toMatchObject({ bench: 'compare', summary: true });
+  expect(String(summary.auto_reason)).toContain(summary.auto_backend === 'onnx-wasm' ? 'software' : 'hardware');
+  expect(typeof summary.auto_is_fastest).toBe('boolean');
+  await expect(intab('bench', 'compare', '--model', join(MODEL, 'hf'), '--systems', 'wllama/wasm')).rejects.toThrow(/wllama runs GGUF files/);
+});
+
+test('intab export-onnx writes an ONNX folder that generate --backend onnx-wasm runs with the golden ids', async () => {
+  const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
+  const out = join(mkdtempSync(join(tmpdir(), 'intab-export-')), 'stories-onnx');
+  await run('node', [join(ROOT, 'packages/cli/bin/intab.mjs'), 'export-onnx', '--model', join(MODEL, 'stories260K.gguf'), '--out', out], { cwd: ROOT, timeout: 120_000 });
+  for (const f of ['config.json', 'onnx/model.onnx', 'onnx/model.onnx_data']) expect(existsSync(join(out, f)), f).toBe(true);
+  const lines = await intab('generate', '--backend', 'onnx-wasm', '--model', out, '--prompt-ids', golden.prompt.join(','), '--max-tokens', '16', '--temperature', '0');
+  expect(lines.at(-1)!.ids).toEqual(golden.greedy.slice(0, 16));
+  expect(String(lines.at(-1)!.adapter)).toContain('onnx/model.onnx');
+  await expect(run('node', [join(ROOT, 'packages/cli/bin/intab.mjs'), 'export-onnx', '--model', join(MODEL, 'stories260K.gguf'), '--out', out], { cwd: ROOT })).rejects.toThrow(/not empty/);
 });
 
 test('intab bench decode prints prefill and decode speeds and bytes per token', async () => {
