@@ -53,6 +53,9 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
       expect(info.backend.name).toBe(backend);
       expect(info.prefixCache).toBe(false);
       for (const c of g.cases) expect((await collect(engine, await engine.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
+      // Both at once: their decode steps share one batched call (left-padded K/V of different lengths).
+      const together = await Promise.all(g.cases.map(async (c) => (await collect(engine, await engine.start(greedy(c.prompt, c.greedy.length)))).ids));
+      together.forEach((ids, i) => expect(ids, `case ${i} batched`).toEqual(g.cases[i].greedy));
     });
   }
 

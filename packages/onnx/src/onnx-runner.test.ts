@@ -26,7 +26,7 @@ beforeAll(async () => {
   config = model.config;
   const graph = await buildLlamaGraph(config, tensorWeights(model.tensors));
   const onnx = await createSession(graph.model, { backend: 'onnx-wasm' });
-  runner = new OnnxRunner(onnx, graphLayout(onnx.session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4 });
+  runner = new OnnxRunner(onnx, graphLayout(onnx.session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4, batching: 'per-sequence' });
 });
 
 /** Greedy ids of one sequence through step(): the prompt in one step, then a token per step. */
@@ -67,6 +67,34 @@ describe('OnnxRunner on ORT wasm', () => {
     runner.free(2);
     expect(got[0]).toEqual(a.greedy.slice(0, 20));
     expect(got[1]).toEqual(b.greedy.slice(0, 20));
+  });
+
+  test("batching 'batched': decode steps of sequences of different lengths run as one left-padded call, with the same ids", async () => {
+    const model = await openGguf(await pathSource(join(STORIES, 'stories260K.gguf')));
+    const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors));
+    const onnx = await createSession(graph.model, { backend: 'onnx-wasm' });
+    const batched = new OnnxRunner(onnx, graphLayout(onnx.session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4, batching: 'batched' });
+    let calls = 0;
+    const run = onnx.session.run.bind(onnx.session);
+    onnx.session.run = ((feeds: never) => (calls++, run(feeds))) as typeof onnx.session.run;
+    const [a, b] = golden.cases;
+    batched.alloc(1);
+    batched.alloc(2);
+    const got: number[][] = [[], []];
+    let next = [a.prompt, b.prompt];
+    for (let i = 0; i < 20; i++) {
+      const before = calls;
+      const r = await batched.step([{ seq: 1, tokens: next[0] }, { seq: 2, tokens: next[1] }]);
+      // The prompts (several tokens) run one call each; every decode step after them is one call for both.
+      expect(calls - before).toBe(i === 0 ? 2 : 1);
+      got[0].push(r[0].id);
+      got[1].push(r[1].id);
+      next = [[r[0].id], [r[1].id]];
+    }
+    expect(got[0]).toEqual(a.greedy.slice(0, 20));
+    expect(got[1]).toEqual(b.greedy.slice(0, 20));
+    expect(batched.kv.length(1)).toBe(a.prompt.length + 19);
+    batched.destroy();
   });
 
   test('a verify entry accepts the greedy continuation, and rewind drops the rejected tail', async () => {
