@@ -59,8 +59,10 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
     });
   }
 
-  test('an ONNX folder (onnx/model.onnx + model.onnx_data), by folder URL and by its files: golden ids; auto runs it on ORT', async () => {
+  test('an ONNX folder (onnx/model.onnx + model.onnx_data), by folder URL (WebGPU EP and wasm) and by its files: golden ids; auto runs it on ORT', async () => {
     const g = await golden();
+    const onGpu = await load({ kind: 'url', url: ONNX_REPO }, { backend: 'onnx-webgpu' });
+    expect((await collect(onGpu, await onGpu.start(greedy(g.cases[1].prompt, 24)))).ids).toEqual(g.cases[1].greedy.slice(0, 24));
     const byUrl = await load({ kind: 'url', url: ONNX_REPO }, { backend: 'onnx-wasm' });
     expect(byUrl.modelInfo!.adapter).toContain('onnx/model.onnx');
     for (const c of g.cases) expect((await collect(byUrl, await byUrl.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
@@ -89,7 +91,7 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
     await expect(Engine.load(GGUF, { backend: 'onnx-wasm', preload: { promptIds: [1] } })).rejects.toMatchObject({ name: 'EngineStateError' });
   });
 
-  test('stop strings, logprobs and ngram speculation give the same ids as on the WebGPU kernels; abort frees the sequence', async () => {
+  test('stop strings, logprobs, ngram speculation, sampling and a JSON schema give the same ids as on the WebGPU kernels; abort frees the sequence', async () => {
     const g = await golden();
     // The GGUF with a tokenizer, so stop strings have text to match.
     const withVocab: ModelSource = { kind: 'url', url: BASE + 'stories260K-vocab-ud.gguf' };
@@ -104,12 +106,18 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
       greedy(c.prompt, 40, { stop: [stop] }),
       greedy(c.prompt, 40, { stopTokenIds: [c.greedy[10]] }),
       { promptIds: c.prompt, maxTokens: 30, temperature: 0.9, topK: 20, seed: 7, ignoreEos: true },
+      // A JSON schema: every token sampled under the grammar's mask (byte tokens spell the JSON).
+      { prompt: 'Once', maxTokens: 80, temperature: 1, seed: 4, responseFormat: { type: 'json_schema', schema: { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, n: { type: 'integer', minimum: 1, maximum: 99 } }, required: ['name', 'n'], additionalProperties: false } } },
     ];
     for (const [i, r] of requests.entries()) {
       const a = await collect(onnx, await onnx.start(r));
       const b = await collect(gpu, await gpu.start(r));
       expect(a.ids, `request ${i}`).toEqual(b.ids);
       expect(a.last.finishReason).toBe(b.last.finishReason);
+      if (r.responseFormat) {
+        expect(a.last.finishReason).toBe('stop');
+        expect(Object.keys(JSON.parse(a.text))).toEqual(['name', 'n']);
+      }
       if (r.logprobs) {
         const la = a.chunks.flatMap((x) => x.logprobs ?? []);
         const lb = b.chunks.flatMap((x) => x.logprobs ?? []);
