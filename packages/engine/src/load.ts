@@ -168,7 +168,7 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     hasChatTemplate: opened.tokenizer?.chatTemplate !== undefined,
     weightBytes: target.weightBytes,
     kvPages: target.runner.kv.pages,
-    adapter: `onnxruntime-web ${backend.name === 'onnx-wasm' ? `wasm (${threads})` : 'WebGPU EP'}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
+    adapter: `onnxruntime-web ${backend.name === 'onnx-wasm' ? `wasm (${threads})` : `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}`}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
     prefixCache: false,
     warnings: ["The prefix cache is off: this backend keeps each sequence's K/V apart, so requests do not share prefixes (use backend 'webgpu' for that)."],
   };

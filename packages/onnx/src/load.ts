@@ -69,7 +69,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   }
   o.signal?.throwIfAborted();
   const onnx = await createSession(bytes, { backend: o.backend, externalData, file });
-  const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, o);
+  const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, { ...o, kvLocation: onnx.kvLocation });
   try {
     await warmup(runner, c.bosId ?? 0, c.maxContext);
   } catch (err) {

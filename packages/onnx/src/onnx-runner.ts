@@ -1,7 +1,8 @@
 // The StepRunner over onnxruntime-web: the engine (scheduling, sampling policy, stops, logprobs, grammar masks,
 // speculative verify steps) runs unchanged on an ONNX graph in the onnx-community layout (graph-layout.ts), on the
 // wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph returned
-// (present.* fed back as past_key_values.*): rewind trims them, fork shares them (inputs are never written). A
+// (present.* fed back as past_key_values.*), on the GPU with the WebGPU EP (ORT's 'gpu-buffer' outputs) and in JS memory
+// with wasm: rewind trims them, fork shares them (inputs are never written). A
 // PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same
 // rules; but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in
 // `capabilities`, and the engine runs without its prefix cache.
@@ -29,6 +30,11 @@ export interface OnnxRunnerOptions {
    * each; stories260K (so small that copying the padded K/V costs more than a call) 2,812 vs 3,490.
    */
   batching?: 'per-sequence' | 'batched';
+  /**
+   * Where the session leaves the present.* outputs: 'gpu-buffer' (the WebGPU EP: K/V never leave the GPU between steps;
+   * steps then run one call per sequence, as padding a batch would read them back) or 'cpu' ['cpu'].
+   */
+  kvLocation?: 'cpu' | 'gpu-buffer';
 }
 
 /** What the runner needs of the model: the StepRunner's config. */
@@ -64,6 +70,8 @@ export class OnnxRunner implements StepRunner {
   readonly capabilities: RunnerCapabilities = { sharedPages: false, earlyExit: false };
   private readonly seqs = new Map<number, SeqKv>();
   private readonly batching: 'per-sequence' | 'batched';
+  /** Where present.* stay between steps (OnnxRunnerOptions.kvLocation). */
+  readonly kvLocation: 'cpu' | 'gpu-buffer';
   private destroyed = false;
   private readonly ort: Ort;
   private readonly session: InferenceSession;
@@ -79,7 +87,8 @@ export class OnnxRunner implements StepRunner {
     this.maxBatch = options.maxBatch ?? 16;
     this.maxTokens = options.maxTokensPerStep ?? 512;
     this.maxRows = 4 * this.maxBatch;
-    this.batching = options.batching ?? 'batched';
+    this.kvLocation = options.kvLocation ?? 'cpu';
+    this.batching = this.kvLocation === 'gpu-buffer' ? 'per-sequence' : (options.batching ?? 'batched');
     const pageSize = options.pageSize ?? 16;
     const pageBytes = 2 * layout.layers * layout.kvHeads * layout.headDim * layout.kvBytes * pageSize;
     const pages = Math.floor((options.kvBudgetBytes ?? 64 << 20) / pageBytes);
@@ -98,7 +107,7 @@ export class OnnxRunner implements StepRunner {
 
   free(seq: number): void {
     this.kv.free(seq);
-    this.seqs.delete(seq);
+    this.replace(seq, undefined);
   }
 
   rewind(seq: number, n: number): void {
@@ -131,7 +140,7 @@ export class OnnxRunner implements StepRunner {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    this.seqs.clear();
+    for (const seq of [...this.seqs.keys()]) this.replace(seq, undefined);
     void this.session.release().catch(() => undefined);
   }
 
@@ -140,7 +149,7 @@ export class OnnxRunner implements StepRunner {
   /** Runs one entry's tokens; returns the logits of its rows ((rows, V) f32: the last token, or every token of a verify entry). */
   private async run(e: StepEntry): Promise<Float32Array> {
     const L = this.layout;
-    const kv = this.trimmed(e.seq);
+    const kv = await this.trimmed(e.seq);
     const past = this.kv.length(e.seq);
     const T = e.tokens.length;
     this.kv.grow(e.seq, T);
@@ -161,10 +170,7 @@ export class OnnxRunner implements StepRunner {
       this.kv.rewind(e.seq, T);
       throw new OnnxRunError(`sequence ${e.seq}, ${T} tokens after ${past}`, err);
     }
-    this.seqs.set(e.seq, {
-      keys: L.presentKeys.map((n) => out[n]),
-      values: L.presentValues.map((n) => out[n]),
-    });
+    this.replace(e.seq, { keys: L.presentKeys.map((n) => out[n]), values: L.presentValues.map((n) => out[n]) });
     const rows = e.verify ? T : 1;
     return lastRows(out[L.logits], rows, this.config.vocab);
   }
@@ -176,7 +182,7 @@ export class OnnxRunner implements StepRunner {
   private async runBatched(entries: readonly StepEntry[]): Promise<Float32Array[]> {
     const L = this.layout;
     const B = entries.length;
-    const kvs = entries.map((e) => this.trimmed(e.seq));
+    const kvs = await Promise.all(entries.map((e) => this.trimmed(e.seq)));
     const pasts = entries.map((e) => this.kv.length(e.seq));
     const P = Math.max(...pasts);
     for (const e of entries) this.kv.grow(e.seq, 1);
@@ -201,7 +207,7 @@ export class OnnxRunner implements StepRunner {
     }
     entries.forEach((e, b) => {
       const take = (n: string) => unbatch(this.ort, out[n], b, P + 1 - (pasts[b] + 1));
-      this.seqs.set(e.seq, { keys: L.presentKeys.map(take), values: L.presentValues.map(take) });
+      this.replace(e.seq, { keys: L.presentKeys.map(take), values: L.presentValues.map(take) });
     });
     const V = this.config.vocab;
     const all = lastRows(out[L.logits], B, V);
@@ -221,15 +227,26 @@ export class OnnxRunner implements StepRunner {
     return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}), ...extra };
   }
 
-  /** The sequence's K/V cut to its cached length (a rewind drops the tail lazily, here). */
-  private trimmed(seq: number): SeqKv {
+  /** The sequence's K/V cut to its cached length (a rewind drops the tail lazily, here; K/V on the GPU are read back first). */
+  private async trimmed(seq: number): Promise<SeqKv> {
     const kv = this.seqs.get(seq)!;
     const length = this.kv.length(seq);
     if (kv.keys.length === 0 || kv.keys[0].dims[2] === length) return kv;
-    const cut = (t: Tensor) => sliceSequence(this.ort, t, length);
-    const out = { keys: kv.keys.map(cut), values: kv.values.map(cut) };
-    this.seqs.set(seq, out);
+    const cut = async (t: Tensor) => sliceSequence(this.ort, t.location === 'gpu-buffer' ? new this.ort.Tensor(t.type as 'float32', (await t.getData()) as Float32Array, t.dims) : t, length);
+    const out = { keys: await Promise.all(kv.keys.map(cut)), values: await Promise.all(kv.values.map(cut)) };
+    this.replace(seq, out);
     return out;
+  }
+
+  /** Sets (or with undefined drops) a sequence's K/V, freeing the GPU buffers no other sequence (a fork) still holds. */
+  private replace(seq: number, next: SeqKv | undefined): void {
+    const old = this.seqs.get(seq);
+    if (next) this.seqs.set(seq, next);
+    else this.seqs.delete(seq);
+    if (!old) return;
+    const held = new Set<Tensor>();
+    for (const kv of this.seqs.values()) for (const t of [...kv.keys, ...kv.values]) held.add(t);
+    for (const t of [...old.keys, ...old.values]) if (t.location === 'gpu-buffer' && !held.has(t)) t.dispose();
   }
 
   private emptyKv(): SeqKv {

@@ -28,6 +28,8 @@ export type Ort = typeof import('onnxruntime-web');
 export interface OnnxSession {
   ort: Ort;
   session: InferenceSession;
+  /** Where the session leaves the K/V outputs (present.*): on the GPU with the WebGPU EP. */
+  kvLocation: 'cpu' | 'gpu-buffer';
 }
 
 const builds = new Map<OnnxBackend, Promise<Ort>>();
@@ -60,17 +62,20 @@ export function loadOrt(backend: OnnxBackend): Promise<Ort> {
 export async function createSession(model: Uint8Array, o: SessionOptions): Promise<OnnxSession> {
   const file = o.file ?? 'model.onnx';
   // Our own reader first: a truncated or corrupted file is named with the field and byte where it breaks.
-  readOnnxModel(model, file);
+  const info = readOnnxModel(model, file);
+  // On the WebGPU EP the K/V outputs stay in GPU buffers, fed back as the next step's inputs without a round trip.
+  const present = info.graph.outputs.map((o) => o.name).filter((n) => n.startsWith('present.'));
   const ort = await loadOrt(o.backend);
   const options: InferenceSession.SessionOptions = {
     executionProviders: [o.backend === 'onnx-webgpu' ? 'webgpu' : 'wasm'],
     graphOptimizationLevel: 'all',
     // Warnings such as shape ops placed on the CPU beside the WebGPU EP are ORT's business, not the app's console's.
     logSeverityLevel: 3,
+    ...(o.backend === 'onnx-webgpu' && present.length ? { preferredOutputLocation: Object.fromEntries(present.map((n) => [n, 'gpu-buffer' as const])) } : {}),
     ...(o.externalData?.size ? { externalData: [...o.externalData].map(([path, data]) => ({ path, data })) } : {}),
   };
   try {
-    return { ort, session: await ort.InferenceSession.create(model, options) };
+    return { ort, session: await ort.InferenceSession.create(model, options), kvLocation: o.backend === 'onnx-webgpu' && present.length ? 'gpu-buffer' : 'cpu' };
   } catch (err) {
     throw sessionError(file, o.backend, ort.env.versions.web, err);
   }
