@@ -1,11 +1,11 @@
 // The StepRunner over onnxruntime-web: the engine (scheduling, sampling policy, stops, logprobs, grammar masks,
 // speculative verify steps) runs unchanged on an ONNX graph in the onnx-community layout (graph-layout.ts), on the
-// wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph returned
-// (present.* fed back as past_key_values.*), on the GPU with the WebGPU EP (ORT's 'gpu-buffer' outputs) and in JS memory
-// with wasm: rewind trims them, fork shares them (inputs are never written). A
-// PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same
-// rules; but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in
-// `capabilities`, and the engine runs without its prefix cache.
+// wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph returned (present.*
+// fed back as past_key_values.*): in GPU buffers on the WebGPU EP, in JS memory on wasm. Rewind trims them, fork
+// shares them (ORT never writes its inputs), and decode steps of several sequences run as one left-padded call. A
+// PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same rules;
+// but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in `capabilities`,
+// and the engine runs without its prefix cache.
 
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
