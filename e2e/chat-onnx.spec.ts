@@ -6,7 +6,7 @@ import { expect, test } from '@playwright/test';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumArgs, chromiumPath } from '../scripts/chromium.mjs';
-import { streamThenStop } from './chat-steps.ts';
+import { offline, streamThenStop } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K', 'stories260K-vocab-ud.gguf');
@@ -15,15 +15,7 @@ test.use({ launchOptions: { executablePath: chromiumPath(), args: chromiumArgs()
 
 for (const backend of ['onnx-wasm', 'auto']) {
   test(`chat page without WebGPU, ?backend=${backend}: a streamed answer on onnxruntime wasm, stop, next turn`, async ({ page }) => {
-    const offsite: string[] = [];
-    await page.route('**/*', (route) => {
-      const url = new URL(route.request().url());
-      if (url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.protocol === 'blob:' || url.protocol === 'data:') return route.continue();
-      offsite.push(url.href);
-      return route.abort();
-    });
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
+    const { offsite, errors } = await offline(page);
     await page.goto(`/examples/chat/?backend=${backend}`);
     expect(await page.evaluate(async () => !('gpu' in navigator) || (await navigator.gpu.requestAdapter()) === null)).toBe(true);
     await page.locator('#max-tokens').fill('400');

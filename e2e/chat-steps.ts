@@ -1,6 +1,23 @@
 // Steps both chat pages (examples/chat and examples/pwa, which share their conversation view) are driven through.
 import { expect, type Page } from '@playwright/test';
 
+/**
+ * Blocks every request off localhost (the visitor is offline but for the page's own server) and collects the page's
+ * errors; the returned lists must end empty.
+ */
+export async function offline(page: Page): Promise<{ offsite: string[]; errors: string[] }> {
+  const offsite: string[] = [];
+  const errors: string[] = [];
+  await page.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.protocol === 'blob:' || url.protocol === 'data:') return route.continue();
+    offsite.push(url.href);
+    return route.abort();
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { offsite, errors };
+}
+
 /** Sends a message, checks the answer streams (it grows over several observations), stops it, and checks it stopped. */
 export async function streamThenStop(page: Page, message: string): Promise<void> {
   await page.locator('#input').fill(message);

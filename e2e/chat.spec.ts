@@ -2,7 +2,7 @@
 // request off localhost is blocked), a streamed answer that grows, the stop button, and a next turn whose
 // prompt comes mostly from the prefix cache (the preloaded system prompt and the first turn).
 import { expect, test } from '@playwright/test';
-import { streamThenStop } from './chat-steps.ts';
+import { offline, streamThenStop } from './chat-steps.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,15 +10,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K', 'stories260K-vocab-ud.gguf');
 
 test('chat page: local model offline, streaming, stop, next message', async ({ page }) => {
-  const offsite: string[] = [];
-  await page.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.protocol === 'blob:' || url.protocol === 'data:') return route.continue();
-    offsite.push(url.href);
-    return route.abort();
-  });
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
+  const { offsite, errors } = await offline(page);
   // intab's WebGPU kernels: the prefix cache this test checks is theirs ('auto' takes onnxruntime on SwiftShader).
   await page.goto('/examples/chat/?backend=webgpu');
   await page.locator('#max-tokens').fill('400');

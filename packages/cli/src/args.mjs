@@ -23,3 +23,20 @@ export function parseArgs(argv) {
 }
 
 const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode', 'preload', 'persist', 'no-node']);
+
+/**
+ * A whole-number flag in [min, max], or `dflt` when it is absent; anything else is an error that shows an example.
+ * @param {Record<string, string | boolean>} flags
+ * @param {string} name
+ * @param {number} dflt
+ * @param {number} min
+ * @param {number} max
+ * @param {string | number} [example] [dflt]
+ */
+export function wholeFlag(flags, name, dflt, min, max, example = dflt) {
+  const v = flags[name];
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs a whole number from ${min} to ${max}, e.g. --${name} ${example}`);
+  return n;
+}

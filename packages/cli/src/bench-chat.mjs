@@ -4,6 +4,7 @@
 // browser starts; the page prints one JSON line per turn and a summary.
 import { readFileSync } from 'node:fs';
 import { runJob } from './browser.mjs';
+import { wholeFlag } from './args.mjs';
 import { resolveModel } from './model-files.mjs';
 
 const MODES = ['on', 'off', 'both'];
@@ -49,13 +50,7 @@ export function readConversation(path) {
 export function chatJobFromFlags(flags, model) {
   const mode = flags['prefix-cache'] ?? 'both';
   if (typeof mode !== 'string' || !MODES.includes(mode)) throw new Error('--prefix-cache takes on, off or both, e.g. --prefix-cache both');
-  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max) => {
-    const v = flags[name];
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs a whole number from ${min} to ${max}, e.g. --${name} ${dflt}`);
-    return n;
-  };
+  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max) => wholeFlag(flags, name, dflt, min, max);
   if (flags.conversation !== undefined && typeof flags.conversation !== 'string') throw new Error('--conversation needs a file: a JSON array of messages');
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');

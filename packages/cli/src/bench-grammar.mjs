@@ -14,6 +14,7 @@ import { runJob } from './browser.mjs';
 import { formatTable } from './grammar-stats.mjs';
 import { withSsr, writeSyntheticModel } from './make-model.mjs';
 import { resolveModel } from './model-files.mjs';
+import { wholeFlag } from './args.mjs';
 
 /** Tokenizers the mask and compile figures are measured with. */
 export const BENCH_TOKENIZERS = ['qwen3', 'llama3'];
@@ -27,13 +28,7 @@ export const DECODE_PROMPT = 'Fill in the JSON object for this record. Answer wi
  * @param {Record<string, string | boolean>} flags
  */
 export function grammarBenchOptions(flags) {
-  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max, /** @type {string} */ example) => {
-    const v = flags[name];
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs a whole number from ${min} to ${max}, e.g. --${name} ${example}`);
-    return n;
-  };
+  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max, /** @type {string} */ example) => wholeFlag(flags, name, dflt, min, max, example);
   let tokenizers = BENCH_TOKENIZERS;
   if (flags.tokenizers !== undefined) {
     tokenizers = typeof flags.tokenizers === 'string' ? [...new Set(flags.tokenizers.split(',').map((s) => s.trim()))] : [];

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runJob } from './browser.mjs';
+import { wholeFlag } from './args.mjs';
 import { writeOnnxFolder } from './export-onnx.mjs';
 import { ONNX_PREFIX, resolveModel } from './model-files.mjs';
 
@@ -35,13 +36,7 @@ export function systemsFromFlags(flags, model) {
 /** @param {Record<string, string | boolean>} flags */
 export async function benchSystems(flags) {
   if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | ONNX folder> is required');
-  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max) => {
-    const v = flags[name];
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs a whole number from ${min} to ${max}, e.g. --${name} ${dflt}`);
-    return n;
-  };
+  const whole = (/** @type {string} */ name, /** @type {number} */ dflt, /** @type {number} */ min, /** @type {number} */ max) => wholeFlag(flags, name, dflt, min, max);
   const model = resolveModel(flags.model);
   if (!model.dir) throw new Error('--model: bench compare reads a model on disk (the peers load it from the CLI\'s server)');
   const onnx = model.files.some((f) => f.endsWith('.onnx'));

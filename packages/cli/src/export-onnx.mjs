@@ -4,9 +4,8 @@
 // which transformers.js and onnxruntime load too. The writer is the workspace's TypeScript (packages/cli/node/
 // export-onnx.ts), run in Node through Vite's SSR module loader.
 import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { createServer } from 'vite';
-import { ROOT } from '../../../scripts/ensure-install.mjs';
+import { resolve } from 'node:path';
+import { withSsr } from './make-model.mjs';
 import { resolveModel } from './model-files.mjs';
 
 /**
@@ -17,19 +16,7 @@ import { resolveModel } from './model-files.mjs';
  */
 export async function writeOnnxFolder(spec, out) {
   const model = resolveModel(spec);
-  const server = await createServer({
-    configFile: join(ROOT, 'vite.config.ts'),
-    root: ROOT,
-    logLevel: 'error',
-    appType: 'custom',
-    server: { middlewareMode: true, hmr: false, watch: null },
-  });
-  try {
-    const mod = await server.ssrLoadModule('/packages/cli/node/export-onnx.ts');
-    return await mod.exportOnnxFolder(model, out);
-  } finally {
-    await server.close();
-  }
+  return withSsr(async (server) => (await server.ssrLoadModule('/packages/cli/node/export-onnx.ts')).exportOnnxFolder(model, out));
 }
 
 /** @param {Record<string, string | boolean>} flags */
