@@ -62,7 +62,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
       o.onProgress?.({ loaded: (loaded += model.tensors.get(name)?.byteLength ?? 0), total });
       return w;
     };
-    const graph = await buildLlamaGraph(c, weights, { signal: o.signal, file: 'weights' });
+    const graph = await buildLlamaGraph(c, weights, { signal: o.signal, file: 'weights', matmulNBits: keepQuantized(model) });
     bytes = graph.model;
     if (graph.externalData) externalData = new Map([[graph.externalData.path, graph.externalData.data]]);
     weightBytes = graph.weightBytes;
@@ -78,6 +78,25 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   }
   return { runner, weightBytes, graph: model.onnx ? file : 'built' };
 }
+
+/**
+ * Whether q4_0 / q8_0 matrices stay quantized in the graph (MatMulNBits) instead of becoming f32: only when the f32
+ * graph would pass F32_GRAPH_LIMIT. ORT's wasm EP runs MatMulNBits exactly but slowly (it dequantizes the whole matrix
+ * per call, ~15× slower than f32 at C = 2048), so f32 is faster wherever it fits; past the limit, f32 weights would not
+ * fit the 4 GiB of a wasm32 heap beside everything else, and only the quantized graph loads at all.
+ */
+export function keepQuantized(model: ModelFiles): boolean {
+  let f32 = 0;
+  let quantized = false;
+  for (const t of model.tensors.values()) {
+    f32 += 4 * t.shape.reduce((a, b) => a * b, 1);
+    if (t.dtype === 'q4_0' || t.dtype === 'q8_0') quantized = true;
+  }
+  return quantized && f32 > F32_GRAPH_LIMIT;
+}
+
+/** Bytes of f32 weights above which a quantized checkpoint keeps its q4_0 / q8_0 matrices (keepQuantized). */
+export const F32_GRAPH_LIMIT = 1.5 * 2 ** 30;
 
 /**
  * A prefill and decode steps on a scratch sequence, for at most WARMUP_MS: ORT builds its kernels on first use, and
