@@ -5,7 +5,7 @@
 
 import '../../chat/src/style.css';
 import './pwa.css';
-import { createEngine, modelStore, serveOpenAI, type IntabEngine, type Preloaded } from 'intab';
+import { createEngine, modelStore, serveOpenAI, type Backend, type IntabEngine, type Preloaded } from 'intab';
 import { chatView, describeProgress, originNote, preloadSystemPrompt } from '../../chat/src/chat-view.ts';
 import { registerServiceWorker } from './register-sw.ts';
 
@@ -44,6 +44,9 @@ ui.clear.onclick = () => view.clear();
 
 // ---- the model ----
 
+/** What runs the model: ?backend= (webgpu, onnx-wasm, onnx-webgpu), else 'auto'; kept across reloads with ?model=. */
+const BACKEND = ((b) => (b === 'webgpu' || b === 'onnx-wasm' || b === 'onnx-webgpu' ? b : 'auto'))(new URLSearchParams(location.search).get('backend')) as Backend;
+
 async function load(model: string): Promise<void> {
   loading?.abort();
   const controller = (loading = new AbortController());
@@ -60,6 +63,7 @@ async function load(model: string): Promise<void> {
     const loaded = await createEngine(
       {
         model,
+        backend: BACKEND,
         onProgress: (p) => {
           ui.progress.value = p.total ? p.loaded / p.total : 0;
           ui.status.textContent = describeProgress(p);
