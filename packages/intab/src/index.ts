@@ -12,6 +12,8 @@ export {
 } from './engine.ts';
 export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
+// TransformStreams that compose with pipeThrough: text only, SSE out and in, partial-JSON events, stop strings, pacing.
+export { textOnly, sseEncoder, sseDecoder, jsonEventStream, stopFilter, smoother, type SmootherOptions } from './transforms.ts';
 export {
   toGenerateRequest,
   toChatCompletionChunks,

@@ -64,6 +64,16 @@ export function toReadableStream<T>(iterable: AsyncIterable<T>): ReadableStream<
 
 const encoder = new TextEncoder();
 
+/** One item as an event: `data: <json>\n\n` (JSON.stringify escapes line breaks in strings: always one data line). */
+export function sseEvent(value: unknown, caller: string): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError(`${caller}: ${typeof value} is not JSON-serializable: give plain objects.`);
+  return `data: ${json}\n\n`;
+}
+
+/** The event that ends an OpenAI-style stream. */
+export const SSE_DONE = 'data: [DONE]\n\n';
+
 /**
  * Server-Sent Events bytes of a stream of JSON values: one `data: <json>\n\n` event per item, then
  * `data: [DONE]\n\n` — the wire format of OpenAI's streaming API. Pull-based, like toReadableStream.
@@ -83,14 +93,11 @@ export function encodeSSE(source: StreamSource<unknown>): ReadableStream<Uint8Ar
         const r = await it.next();
         if (r.done) {
           finished = true;
-          controller.enqueue(encoder.encode('data: [DONE]\n\n'));
+          controller.enqueue(encoder.encode(SSE_DONE));
           controller.close();
           return;
         }
-        // JSON.stringify escapes line breaks inside strings, so one item is always one data line.
-        const json = JSON.stringify(r.value);
-        if (json === undefined) throw new TypeError(`encodeSSE: ${typeof r.value} is not JSON-serializable: yield plain objects.`);
-        controller.enqueue(encoder.encode(`data: ${json}\n\n`));
+        controller.enqueue(encoder.encode(sseEvent(r.value, 'encodeSSE')));
       },
       async cancel() {
         await it?.return?.();
@@ -121,68 +128,97 @@ export async function* decodeSSE<T = any>(input: SseInput): AsyncGenerator<T, vo
     source = input as StreamSource<Uint8Array | string>;
   }
   const it = iteratorOf(source);
-  const decoder = new TextDecoder('utf-8');
-  let buffer = '';
-  let data: string[] = [];
-  let sawData = false;
-  let lastWasCR = false;
-  let done = false;
-
-  /** Handles one complete line; returns the parsed event when it ends one. */
-  const line = (text: string): { value: unknown; done: boolean } | undefined => {
-    if (text === '') {
-      if (!sawData) return undefined;
-      const payload = data.join('\n');
-      data = [];
-      sawData = false;
-      if (payload === '[DONE]') return { value: undefined, done: true };
-      try {
-        return { value: JSON.parse(payload), done: false };
-      } catch (e) {
-        throw new SseFormatError(payload, (e as Error).message);
-      }
-    }
-    if (text.startsWith(':')) return undefined; // comment
-    const colon = text.indexOf(':');
-    const field = colon < 0 ? text : text.slice(0, colon);
-    let value = colon < 0 ? '' : text.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') {
-      data.push(value);
-      sawData = true;
-    }
-    // event, id, retry and unknown fields carry nothing this decoder returns.
-    return undefined;
-  };
-
+  const parser = new SseParser();
   try {
-    while (!done) {
+    while (!parser.done) {
       const r = await it.next();
-      let text = r.done ? decoder.decode() : typeof r.value === 'string' ? r.value : decoder.decode(r.value, { stream: true });
-      // A CR that ended the previous chunk already ended its line: drop the LF that may follow it.
-      if (lastWasCR && text.startsWith('\n')) text = text.slice(1);
-      if (text.length) lastWasCR = text.endsWith('\r');
-      buffer += text;
-      let start = 0;
-      for (let i = 0; i < buffer.length; i++) {
-        const c = buffer.charCodeAt(i);
-        if (c !== 10 && c !== 13) continue;
-        const ev = line(buffer.slice(start, i));
-        if (c === 13 && buffer.charCodeAt(i + 1) === 10) i++;
-        start = i + 1;
-        if (ev) {
-          if (ev.done) {
-            done = true;
-            break;
-          }
-          yield ev.value as T;
-        }
-      }
-      buffer = buffer.slice(start);
-      // An event not closed by a blank line when the stream ends is discarded, as the standard says.
+      for (const value of r.done ? parser.end() : parser.push(r.value)) yield value as T;
       if (r.done) break;
     }
   } finally {
     await it.return?.();
   }
 }
+
+/**
+ * The event-stream parser behind decodeSSE and sseDecoder: text or bytes in, in pieces split anywhere, the JSON value
+ * of each complete event's data out, until `data: [DONE]` (`done` then turns true and later input is ignored).
+ * @example
+ * const parser = new SseParser();
+ * parser.push('data: {"a":1}\n\nda'); // [{ a: 1 }]
+ * parser.push('ta: [DONE]\n\n');      // []; parser.done === true
+ */
+export class SseParser {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buffer = '';
+  private data: string[] = [];
+  private sawData = false;
+  private lastWasCR = false;
+  /** Whether `data: [DONE]` was seen. */
+  done = false;
+
+  /** The values of the events this piece completes. */
+  push(piece: Uint8Array | string): unknown[] {
+    return this.take(typeof piece === 'string' ? piece : this.decoder.decode(piece, { stream: true }));
+  }
+
+  /** The end of the stream: an event not closed by a blank line is discarded, as the standard says. */
+  end(): unknown[] {
+    return this.take(this.decoder.decode());
+  }
+
+  private take(input: string): unknown[] {
+    const out: unknown[] = [];
+    if (this.done) return out;
+    let text = input;
+    // A CR that ended the previous piece already ended its line: drop the LF that may follow it.
+    if (this.lastWasCR && text.startsWith('\n')) text = text.slice(1);
+    if (text.length) this.lastWasCR = text.endsWith('\r');
+    this.buffer += text;
+    let start = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const c = this.buffer.charCodeAt(i);
+      if (c !== 10 && c !== 13) continue;
+      const ev = this.line(this.buffer.slice(start, i));
+      if (c === 13 && this.buffer.charCodeAt(i + 1) === 10) i++;
+      start = i + 1;
+      if (ev === DONE) {
+        this.done = true;
+        break;
+      }
+      if (ev !== NONE) out.push(ev);
+    }
+    this.buffer = this.done ? '' : this.buffer.slice(start);
+    return out;
+  }
+
+  /** One complete line: the event's value when it ends one, DONE for [DONE], else NONE. */
+  private line(text: string): unknown {
+    if (text === '') {
+      if (!this.sawData) return NONE;
+      const payload = this.data.join('\n');
+      this.data = [];
+      this.sawData = false;
+      if (payload === '[DONE]') return DONE;
+      try {
+        return JSON.parse(payload);
+      } catch (e) {
+        throw new SseFormatError(payload, (e as Error).message);
+      }
+    }
+    if (text.startsWith(':')) return NONE; // comment
+    const colon = text.indexOf(':');
+    const field = colon < 0 ? text : text.slice(0, colon);
+    let value = colon < 0 ? '' : text.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') {
+      this.data.push(value);
+      this.sawData = true;
+    }
+    // event, id, retry and unknown fields carry nothing this parser returns.
+    return NONE;
+  }
+}
+
+const NONE = Symbol('no event');
+const DONE = Symbol('[DONE]');
