@@ -8,8 +8,7 @@ import {
   type Backend,
   type BackendChoice,
   type EngineOptions,
-  loadModel,
-  loadOnnxModel,
+  loadOnBackend,
   type OpenedModels,
   type ChatMessage,
   type Chunk,
@@ -170,14 +169,7 @@ export async function loadEngine(backend: BackendChoice, job: Job, opened: Opene
     onProgress: progress(),
     onDraftProgress: progress('draft'),
   };
-  let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
-  if (backend.name === 'webgpu') {
-    loaded = await loadModel(backend.gpu, opened, { ...o, prefixCache: options.prefixCache });
-    loaded.info.backend.reason = backend.reason;
-  } else {
-    loaded = await loadOnnxModel(opened, backend, o);
-  }
-  const { runner, draft, info } = loaded;
+  const { runner, draft, info } = await loadOnBackend(backend, opened, { ...o, prefixCache: options.prefixCache, asked: job.backend ?? 'webgpu' });
   const engine = new Engine({ runner, draft, tokenizer: opened.tokenizer, info, options });
   return { engine, runner, draft, info, loadMs: performance.now() - t0 };
 }

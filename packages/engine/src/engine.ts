@@ -33,7 +33,7 @@ import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import { openModel } from './open-model.ts';
-import { chooseBackend, loadModel, loadOnnxModel, openModels } from './load.ts';
+import { chooseBackend, loadOnBackend, openModels } from './load.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -139,26 +139,18 @@ export class Engine implements EngineApi {
       const opened = await openModels((s: ModelSource) => openModel(s, signal), source, options.draft);
       const backend = await chooseBackend(options.backend, opened.model);
       const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
-      const runnersOptions = {
-        kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
-        maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
-        maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
-        quantize: options.quantize,
-        onProgress,
-        signal,
-      };
       let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
       try {
-        if (backend.name === 'webgpu') {
-          loaded = await loadModel(backend.gpu, opened, { ...runnersOptions, prefixCache: options.prefixCache });
-          loaded.info.backend.reason = backend.reason;
-        } else {
-          // quantize re-quantizes for intab's kernels: asked with an ONNX backend it is an error, but 'auto' choosing ORT
-          // (no hardware GPU here) must not fail a page written for WebGPU, so it is dropped with a warning.
-          const dropped = options.backend === undefined || options.backend === 'auto' ? options.quantize : undefined;
-          loaded = await loadOnnxModel(opened, backend, { ...runnersOptions, quantize: dropped ? undefined : options.quantize });
-          if (dropped) loaded.info.warnings = [...(loaded.info.warnings ?? []), `quantize '${dropped}' was ignored: it applies to intab's WebGPU kernels, and this load runs on ${backend.name}.`];
-        }
+        loaded = await loadOnBackend(backend, opened, {
+          kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
+          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+          maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
+          quantize: options.quantize,
+          prefixCache: options.prefixCache,
+          asked: options.backend,
+          onProgress,
+          signal,
+        });
       } catch (err) {
         gpu?.destroy();
         throw err;

@@ -9,7 +9,7 @@ import { requestGpu, type Gpu } from '@intab/gpu';
 import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
-import { checkDraft, describeModel } from './open-model.ts';
+import { checkDraft, describeModel, modelFacts } from './open-model.ts';
 
 /** A model's files and tokenizer, and its draft's files, checked to share the vocabulary. */
 export interface OpenedModels {
@@ -79,13 +79,14 @@ export interface LoadedModel {
 }
 
 /**
- * loadRunners, then the ModelInfo of what was loaded (`prefixCache`: whether the engine will cache prefixes).
+ * loadRunners, then the ModelInfo of what was loaded (`prefixCache`: whether the engine will cache prefixes; `reason`:
+ * why the WebGPU kernels run it).
  * @example
  * const { runner, draft, info } = await loadModel(gpu, await openModels(open, source), { kvBudgetBytes: 128 << 20, maxBatch: 8 });
  */
-export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean }): Promise<LoadedModel> {
+export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean; reason?: string }): Promise<LoadedModel> {
   const { runner, draft } = await loadRunners(gpu, opened.model, opened.draftModel, o);
-  return { runner, draft, info: { ...describeModel(gpu, runner, opened.tokenizer, draft), prefixCache: o.prefixCache !== false } };
+  return { runner, draft, info: { ...describeModel(gpu, runner, opened.tokenizer, draft, o.reason), prefixCache: o.prefixCache !== false } };
 }
 
 // ---- backends ----
@@ -154,18 +155,11 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     target.runner.destroy();
     throw err;
   }
-  const c = opened.model.config;
-  const threads = backend.name === 'onnx-wasm' ? (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated ? 'threads' : '1 thread' : '';
+  const threads = `${target.threads} thread${target.threads === 1 ? '' : 's'}`;
   const info: ModelInfo = {
     backend: { name: backend.name, reason: backend.reason },
     ...(draft && opened.draftModel ? { draft: { arch: opened.draftModel.config.arch, layers: opened.draftModel.config.layers, hidden: opened.draftModel.config.hidden, weightBytes: draft.weightBytes } } : {}),
-    arch: c.arch,
-    layers: c.layers,
-    hidden: c.hidden,
-    vocab: c.vocab,
-    contextLength: c.maxContext,
-    hasTokenizer: opened.tokenizer !== undefined,
-    hasChatTemplate: opened.tokenizer?.chatTemplate !== undefined,
+    ...modelFacts(opened.model.config, opened.tokenizer),
     weightBytes: target.weightBytes,
     kvPages: target.runner.kv.pages,
     adapter: `onnxruntime-web ${backend.name === 'onnx-wasm' ? `wasm (${threads})` : `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}`}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
@@ -174,3 +168,19 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
   };
   return { runner: target.runner, draft: draft?.runner, info };
 }
+
+/**
+ * The model on the chosen backend: intab's kernels (loadModel) or onnxruntime (loadOnnxModel). `quantize` re-quantizes for
+ * intab's kernels: asked together with an ONNX backend it is an error, but when 'auto' (`asked`) chose ORT (no hardware
+ * GPU here) it is dropped with a warning, so a page written for WebGPU still loads.
+ * @example
+ * const { runner, info } = await loadOnBackend(await chooseBackend(asked, opened.model), opened, { kvBudgetBytes, maxBatch, asked });
+ */
+export async function loadOnBackend(backend: BackendChoice, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean; asked?: Backend }): Promise<LoadedModel | LoadedOnnxModel> {
+  if (backend.name === 'webgpu') return loadModel(backend.gpu, opened, { ...o, reason: backend.reason });
+  const dropped = (o.asked ?? 'auto') === 'auto' ? o.quantize : undefined;
+  const loaded = await loadOnnxModel(opened, backend, { ...o, quantize: dropped ? undefined : o.quantize });
+  if (dropped) loaded.info.warnings = [...(loaded.info.warnings ?? []), `quantize '${dropped}' was ignored: it applies to intab's WebGPU kernels, and this load runs on ${backend.name}.`];
+  return loaded;
+}
+

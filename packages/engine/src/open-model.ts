@@ -3,7 +3,7 @@
 // the target's tokenizer.
 
 import type { Gpu } from '@intab/gpu';
-import { blobSource, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { blobSource, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 
@@ -69,12 +69,9 @@ async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string)
   return openHfFolder(found);
 }
 
-/** What the main thread is told about a model loaded on intab's WebGPU kernels (`reason`: why that backend). */
-export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner, reason = "backend 'webgpu' was asked for"): ModelInfo {
-  const c = runner.config;
+/** What ModelInfo says of a model's own shape and files, whatever runs it. */
+export function modelFacts(c: LlamaConfig, tokenizer: Tokenizer | undefined): Pick<ModelInfo, 'arch' | 'layers' | 'hidden' | 'vocab' | 'contextLength' | 'hasTokenizer' | 'hasChatTemplate'> {
   return {
-    backend: { name: 'webgpu', reason },
-    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
     arch: c.arch,
     layers: c.layers,
     hidden: c.hidden,
@@ -82,6 +79,15 @@ export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | u
     contextLength: c.maxContext,
     hasTokenizer: tokenizer !== undefined,
     hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+  };
+}
+
+/** What the main thread is told about a model loaded on intab's WebGPU kernels (`reason`: why that backend). */
+export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner, reason = "backend 'webgpu' was asked for"): ModelInfo {
+  return {
+    backend: { name: 'webgpu', reason },
+    ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
+    ...modelFacts(runner.config, tokenizer),
     weightBytes: runner.weights.bytes,
     kvPages: runner.kv.pages,
     adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),

@@ -24,6 +24,8 @@ export interface LoadedOnnx {
   weightBytes: number;
   /** Where the graph came from: written from the checkpoint, or the folder's file. */
   graph: 'built' | string;
+  /** The wasm threads ORT runs with (more than one only where the page is cross-origin isolated). */
+  threads: number;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     runner.destroy();
     throw err;
   }
-  return { runner, weightBytes, graph: model.onnx ? file : 'built' };
+  return { runner, weightBytes, graph: model.onnx ? file : 'built', threads: onnx.ort.env.wasm.numThreads ?? 1 };
 }
 
 /**
