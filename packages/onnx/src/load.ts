@@ -7,7 +7,7 @@ import type { LoadProgress, ModelFiles } from '@intab/model';
 import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
 import { graphLayout } from './graph-layout.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
-import { readOnnxModel } from './onnx-read.ts';
+import { readOnnxModel, type OnnxModelInfo } from './onnx-read.ts';
 import { OnnxFormatError } from './errors.ts';
 import { createSession, type OnnxBackend } from './session.ts';
 
@@ -39,13 +39,16 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   let externalData = new Map<string, Uint8Array>();
   let weightBytes: number;
   let file: string;
+  let info: OnnxModelInfo | undefined;
   if (model.onnx) {
     file = model.onnx.model.name;
     bytes = await model.onnx.model.read(0, model.onnx.model.size, o.signal);
-    const info = readOnnxModel(bytes, file);
+    info = readOnnxModel(bytes, file);
     const wanted = info.externalFiles;
-    let loaded = 0;
+    // Progress: the graph file, then each external data file, in bytes.
+    let loaded = bytes.byteLength;
     const total = wanted.reduce((n, name) => n + (model.onnx!.externalData.get(name)?.size ?? 0), bytes.byteLength);
+    o.onProgress?.({ loaded, total });
     for (const name of wanted) {
       const src = model.onnx.externalData.get(name);
       if (!src) throw new OnnxFormatError(file, 'external data', `its weights are in '${name}', which is not among the files given (${[...model.onnx.externalData.keys()].join(', ') || 'none'}); put it beside the .onnx file`);
@@ -70,7 +73,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     weightBytes = graph.weightBytes;
   }
   o.signal?.throwIfAborted();
-  const onnx = await createSession(bytes, { backend: o.backend, externalData, file });
+  const onnx = await createSession(bytes, { backend: o.backend, externalData, file, info });
   const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, { ...o, kvLocation: onnx.kvLocation });
   try {
     await warmup(runner, c.bosId ?? 0, c.maxContext);

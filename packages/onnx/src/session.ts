@@ -8,7 +8,7 @@
 
 import type { InferenceSession } from 'onnxruntime-web';
 import { OnnxFormatError, OnnxRunError, OnnxUnsupportedError } from './errors.ts';
-import { readOnnxModel } from './onnx-read.ts';
+import { readOnnxModel, type OnnxModelInfo } from './onnx-read.ts';
 
 /** The backends that run on onnxruntime-web. */
 export type OnnxBackend = 'onnx-wasm' | 'onnx-webgpu';
@@ -19,6 +19,8 @@ export interface SessionOptions {
   externalData?: ReadonlyMap<string, Uint8Array>;
   /** The model file's name, for error messages ['model.onnx']. */
   file?: string;
+  /** readOnnxModel's answer for these bytes, when the caller already read them (they are not read again). */
+  info?: OnnxModelInfo;
 }
 
 /** onnxruntime-web's module (either build: they share the API). */
@@ -62,7 +64,7 @@ export function loadOrt(backend: OnnxBackend): Promise<Ort> {
 export async function createSession(model: Uint8Array, o: SessionOptions): Promise<OnnxSession> {
   const file = o.file ?? 'model.onnx';
   // Our own reader first: a truncated or corrupted file is named with the field and byte where it breaks.
-  const info = readOnnxModel(model, file);
+  const info = o.info ?? readOnnxModel(model, file);
   // On the WebGPU EP the K/V outputs stay in GPU buffers, fed back as the next step's inputs without a round trip.
   const present = info.graph.outputs.map((o) => o.name).filter((n) => n.startsWith('present.'));
   const ort = await loadOrt(o.backend);
