@@ -10,7 +10,7 @@ import { mulberry32, requestGpu, type Gpu } from '@intab/gpu';
 import { chooseBackend, Engine, openModels, type Backend } from '@intab/engine';
 import { openOnnxFolder, urlSource, type ByteSource, type ModelFiles } from '@intab/model';
 import { timedRun, type Peer, type PeerRun } from './peers/types.ts';
-import { loadEngine, median, report, round, type Job, type ModelRef } from './shared.ts';
+import { consume, loadEngine, median, report, round, type Job, type ModelRef } from './shared.ts';
 
 /** What bench compare adds to the job: where the ONNX folder and the GGUF are served, and what to run. */
 export interface CompareJob {
@@ -19,13 +19,10 @@ export interface CompareJob {
   onnxFiles?: string[];
   /** The GGUF for wllama (absent when the model is not a GGUF). */
   ggufUrl?: string;
-  /** Systems to run, as 'system/backend' ('intab/webgpu', 'transformers.js/wasm', 'wllama/wasm', ...). */
-  systems?: string[];
+  /** Systems to run, as 'system/backend' ('intab/webgpu', 'transformers.js/wasm', 'wllama/wasm', ...): the CLI checks them. */
+  systems: string[];
   rounds?: number;
 }
-
-/** Every system bench compare knows, in report order. */
-export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm'] as const;
 
 /** A loaded system: one greedy run of the prompt. */
 interface Runnable {
@@ -40,7 +37,7 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
   const c = opened.model.config;
   const promptIds = Array.from({ length: job.promptTokens ?? 32 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
   const maxTokens = job.maxTokens;
-  const wanted = job.systems ?? [...SYSTEMS];
+  const wanted = job.systems;
   let gpu: Gpu | undefined;
   const gpuOnce = async () => (gpu ??= await requestGpu());
 
@@ -50,16 +47,14 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
   for (const name of wanted) {
     const t0 = performance.now();
     try {
-      const sys = await load(name);
-      if (!sys) continue;
-      loaded.push(sys);
+      loaded.push(await load(name));
       loadMs.set(name, performance.now() - t0);
     } catch (err) {
       report({ type: 'bench', bench: 'compare', ...split(name), error: `${(err as Error).name}: ${(err as Error).message}` });
     }
   }
 
-  async function load(name: string): Promise<Runnable | undefined> {
+  async function load(name: string): Promise<Runnable> {
     const [system, backend] = name.split('/');
     if (system === 'intab') {
       // The WebGPU kernels run the checkpoint; the onnx backends the very ONNX folder the peers load.
@@ -152,19 +147,8 @@ async function served(base: string, files: string[]): Promise<Map<string, ByteSo
   return out;
 }
 
-/** One greedy request through intab's engine, timed on the page as the peers are (timedRun). */
+/** One greedy request through intab's engine (shared.ts's consume), timed on the page as the peers are (timedRun). */
 async function runEngine(engine: Engine, promptIds: number[], maxTokens: number): Promise<PeerRun> {
-  const t0 = performance.now();
-  const id = await engine.start({ promptIds, maxTokens, temperature: 0, ignoreEos: true });
-  const ids: number[] = [];
-  const arrivals: number[] = [];
-  for (;;) {
-    const chunk = await engine.next(id);
-    const now = performance.now();
-    for (const token of chunk.ids) {
-      ids.push(token);
-      arrivals.push(now);
-    }
-    if (chunk.finishReason) return timedRun(promptIds.length, t0, ids, arrivals);
-  }
+  const r = await consume(engine, 0, { promptIds, maxTokens, temperature: 0, ignoreEos: true }, undefined);
+  return timedRun(promptIds.length, r.startedAt, r.ids, r.arrivals.flatMap((a) => Array<number>(a.tokens).fill(a.at)));
 }

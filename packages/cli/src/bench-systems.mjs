@@ -11,7 +11,7 @@ import { wholeFlag } from './args.mjs';
 import { writeOnnxFolder } from './export-onnx.mjs';
 import { ONNX_PREFIX, resolveModel } from './model-files.mjs';
 
-/** What --systems takes (system/backend), in report order; the page's SYSTEMS. */
+/** What --systems takes (system/backend), in report order; the page (bench-systems.ts) runs the list it is sent. */
 export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm'];
 
 /**
