@@ -3,13 +3,12 @@
 // the target's tokenizer.
 
 import type { Gpu } from '@intab/gpu';
-import { blobSource, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 
 const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
-const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
-const isGguf = (name: string) => /\.gguf$/i.test(baseName(name.split(/[?#]/)[0]));
+const isGguf = (name: string) => /\.gguf$/i.test(fileBaseName(name.split(/[?#]/)[0]));
 const isOnnx = (name: string) => /\.onnx$/i.test(name.split(/[?#]/)[0]);
 /** The graph and external data files of an ONNX folder URL, tried in this order when nothing lists the folder. */
 const ONNX_URL_FILES = ['onnx/model.onnx', 'onnx/model.onnx_data'];
@@ -40,18 +39,18 @@ export async function openModel(source: ModelSource, signal?: AbortSignal): Prom
       const found = new Map<string, ByteSource>();
       // ONNX folders keep their names (onnx/model.onnx): external data is found beside the graph.
       const onnx = names.some(isOnnx);
-      await Promise.all(names.map(async (n) => found.set(onnx ? n : baseName(n), await urlSource(source.files[n], { signal }))));
+      await Promise.all(names.map(async (n) => found.set(onnx ? n : fileBaseName(n), await urlSource(source.files[n], { signal }))));
       if (onnx) return openOnnxFolder(found, { signal });
       return openHfUrls(found, undefined, signal);
     }
     case 'files': {
       const ggufs = source.files.filter((f) => isGguf(f.name));
       if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
-      if (!source.files.some((f) => baseName(f.name) === 'config.json')) {
+      if (!source.files.some((f) => fileBaseName(f.name) === 'config.json')) {
         throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file, a Hugging Face model folder or an ONNX folder');
       }
-      if (source.files.some((f) => isOnnx(f.name))) return openOnnxFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])), { signal });
-      return openHfFolder(new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)])));
+      const files = new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)]));
+      return source.files.some((f) => isOnnx(f.name)) ? openOnnxFolder(files, { signal }) : openHfFolder(files);
     }
     default:
       throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");

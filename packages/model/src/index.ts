@@ -3,7 +3,7 @@
 
 export * from './errors.ts';
 export type { ByteSource, TensorInfo, GgufValue } from './types.ts';
-export { bytesSource, blobSource, urlSource, pathSource, type UrlSourceOptions } from './source.ts';
+export { bytesSource, blobSource, urlSource, pathSource, fileBaseName, type UrlSourceOptions } from './source.ts';
 export { parseGguf, parseGgufSplits, parseGgufSplitName, type GgufFile, type GgufTensorInfo } from './formats/gguf.ts';
 export { parseSafetensors, parseSafetensorsIndex } from './formats/safetensors.ts';
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';

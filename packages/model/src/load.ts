@@ -8,6 +8,7 @@ import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 import { canonicalHfName, fusedRows } from './tensor-names.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
+import { fileBaseName } from './source.ts';
 import { loadTokenizer, type Tokenizer } from './tokenizer/tokenizer.ts';
 import { tokenizerFromGguf } from './tokenizer/gguf-tokenizer.ts';
 
@@ -85,8 +86,6 @@ export async function openHfFolder(files: Map<string, ByteSource> | ((name: stri
 /** The .onnx files of an onnx-community folder, most widely runnable first: f32 runs on every backend (SwiftShader has no f16). */
 const ONNX_PREFERENCE = ['model.onnx', 'model_quantized.onnx', 'model_int8.onnx', 'model_uint8.onnx', 'model_fp16.onnx', 'model_q4.onnx', 'model_q4f16.onnx', 'model_bnb4.onnx'];
 
-const baseNameOf = (name: string) => name.split(/[\\/]/).pop() ?? name;
-
 /**
  * An ONNX folder in the layout onnx-community and transformers.js use: config.json, the tokenizer files, and
  * onnx/model*.onnx with its external data (model.onnx_data, ...). Keys may carry folder prefixes ('onnx/model.onnx').
@@ -100,19 +99,19 @@ export async function openOnnxFolder(files: ReadonlyMap<string, ByteSource>, opt
   const config = configFromHf(hf.config, 'config.json');
   const graphs = [...files.keys()].filter((k) => /\.onnx$/i.test(k));
   const rank = (k: string) => {
-    const i = ONNX_PREFERENCE.indexOf(baseNameOf(k));
+    const i = ONNX_PREFERENCE.indexOf(fileBaseName(k));
     return i < 0 ? ONNX_PREFERENCE.length : i;
   };
   const chosen = options.onnxFile
-    ? graphs.find((k) => k === options.onnxFile || baseNameOf(k) === baseNameOf(options.onnxFile!))
+    ? graphs.find((k) => k === options.onnxFile || fileBaseName(k) === fileBaseName(options.onnxFile!))
     : graphs.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))[0];
   if (!chosen) {
     throw new ModelFormatError(options.onnxFile ?? 'onnx/model.onnx', 'ONNX graph', `${options.onnxFile ? 'it is not' : 'no .onnx file is'} among the folder's files (${[...files.keys()].join(', ')}); an ONNX folder holds onnx/model*.onnx beside config.json`);
   }
   // External data is named relative to the .onnx file: its base name and the files beside it.
-  const stem = baseNameOf(chosen);
+  const stem = fileBaseName(chosen);
   const externalData = new Map<string, ByteSource>();
-  for (const [k, v] of files) if (k !== chosen && baseNameOf(k).startsWith(stem)) externalData.set(baseNameOf(k), v);
+  for (const [k, v] of files) if (k !== chosen && fileBaseName(k).startsWith(stem)) externalData.set(fileBaseName(k), v);
   return { config, tensors: new Map(), hf, onnx: { model: files.get(chosen)!, externalData } };
 }
 

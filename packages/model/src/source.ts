@@ -33,6 +33,11 @@ function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): Abor
 
 // ---- memory ----
 
+/** The last component of a file name, path or URL path ('onnx/model.onnx' → 'model.onnx'), for matching files by name. */
+export function fileBaseName(name: string): string {
+  return name.split(/[\\/]/).pop() ?? name;
+}
+
 /**
  * A ByteSource over bytes already in memory. Reads return views, not copies.
  * @example

@@ -8,6 +8,7 @@
 import { BLOCK, GGML_TYPE_ID, type WeightDtype } from '@intab/gpu';
 import { ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import type { ByteSource, GgufValue, TensorInfo } from '../types.ts';
+import { fileBaseName } from '../source.ts';
 
 // ---- ggml types ----
 
@@ -455,7 +456,7 @@ function hex4(u: number): string {
 
 /** `model-00001-of-00003.gguf` → { base: 'model', no: 0, count: 3 } (no is 0-based like split.no). */
 export function parseGgufSplitName(name: string): { base: string; no: number; count: number } | undefined {
-  const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(name.split(/[\\/]/).pop() ?? name);
+  const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(fileBaseName(name));
   if (!m) return undefined;
   return { base: m[1], no: Number(m[2]) - 1, count: Number(m[3]) };
 }

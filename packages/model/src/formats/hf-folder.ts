@@ -6,6 +6,7 @@
 import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import type { ByteSource, TensorInfo } from '../types.ts';
 import { parseSafetensors, parseSafetensorsIndex } from './safetensors.ts';
+import { fileBaseName } from '../source.ts';
 
 /** The files of a folder by name (e.g. from a directory picker, a URL base, or a Node directory). */
 export type HfFiles = ReadonlyMap<string, ByteSource> | ((name: string) => ByteSource | undefined);
@@ -37,7 +38,7 @@ function lookupFn(files: HfFiles): (name: string) => ByteSource | undefined {
   // Keys may carry a folder prefix ('stories/hf/config.json'): match on the last path component too.
   const byBase = new Map<string, ByteSource>();
   for (const [k, v] of files) {
-    const base = k.split(/[\\/]/).pop() ?? k;
+    const base = fileBaseName(k);
     if (!byBase.has(base)) byBase.set(base, v);
   }
   return (name) => files.get(name) ?? byBase.get(name);
