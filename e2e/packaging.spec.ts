@@ -80,7 +80,7 @@ test('intab packed as a tarball: a fresh Vite app type-checks, builds, and strea
     expect(manifest.exports['./service-worker']).toMatchObject({ types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js' });
     expect(manifest.types).toBe('./dist/types/intab/src/index.d.ts');
     expect(manifest.files).toEqual(['dist']);
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm', 'onnxruntime-web']);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@cfworker/json-schema', '@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm', 'idb', 'onnxruntime-web']);
     const index = await sh('tar', ['xzfO', tgz, 'package/dist/index.js'], tmp);
     // The canonical form every bundler recognizes, relative to the module.
     expect(index).toMatch(/new Worker\(new URL\("\.\/worker-[\w-]+\.js", import\.meta\.url\s*\)/);

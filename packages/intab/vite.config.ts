@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 // Bare imports that stay imports in dist: the published package depends on them.
-const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web'];
+const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web', 'idb', '@cfworker/json-schema'];
 const external = (id: string) => THIRD_PARTY.some((d) => id === d || id.startsWith(`${d}/`));
 
 // Vite's worker plugin writes the emitted worker's URL for a served app: `new URL(/* @vite-ignore */

@@ -175,6 +175,12 @@ export interface Chunk {
   warnings?: { path: string; keyword: string; reason: string }[];
   /** On the last chunk. */
   metrics?: RequestMetrics;
+  /**
+   * With finishReason 'error', on a remote engine: what went wrong (a RemoteStreamError when the stream broke, a
+   * RemoteFormatError when a JSON answer does not match its format); the text before it was delivered. A local engine's
+   * iterator throws its errors instead.
+   */
+  error?: Error;
 }
 
 /** Where the model comes from, as the worker can read it. */
@@ -282,8 +288,12 @@ export interface EngineStats {
 }
 
 export interface ModelInfo {
-  /** What runs the model, and why it was chosen (LoadOptions.backend). */
-  backend: { name: Exclude<Backend, 'auto'>; reason: string };
+  /** What runs the model, and why it was chosen (LoadOptions.backend; 'remote': createEngine's remote server). */
+  backend: { name: Exclude<Backend, 'auto'> | 'remote'; reason: string };
+  /** With createEngine's `remote` and `model` both given: where requests run, and why (`prefer`, the checks made). */
+  route?: { chosen: 'local' | 'remote'; reason: string };
+  /** A remote engine's server and model (its layers, hidden, vocab, weightBytes and kvPages are 0: the server does not say). */
+  remote?: { baseURL: string; model: string };
   arch: string;
   layers: number;
   hidden: number;

@@ -9,6 +9,10 @@ import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadP
 import { EngineClosedError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
+import { RemoteEngineApi } from './remote/api.ts';
+import { RemoteConnectionError, RemoteHttpError, RemoteTimeoutError } from './remote/errors.ts';
+import type { RemoteOptions } from './remote/http.ts';
+import { localFacts, localVerdict, sourceBytes } from './route.ts';
 import { isHfId, resolveModelSource, type ModelInput } from './model-source.ts';
 import { modelStore, type ModelStore } from './store/model-store.ts';
 import {
@@ -24,8 +28,26 @@ import {
 } from './openai.ts';
 
 export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
-  /** A GGUF URL, a Hugging Face id (`org/name`, with `file` for a GGUF in it), a GGUF File, or a folder's Files. */
-  model: ModelInput;
+  /**
+   * A GGUF URL, a Hugging Face id (`org/name`, with `file` for a GGUF in it), a GGUF File, or a folder's Files.
+   * Optional with `remote`: without it the engine is the remote server's.
+   */
+  model?: ModelInput;
+  /**
+   * An OpenAI-compatible server (vLLM, SGLang, llama.cpp's server, `intab serve`, a hosted API) behind the same
+   * IntabEngine: requests stream from its `/v1/chat/completions` (messages) or `/v1/completions` (prompt, ids) with
+   * SSE, with connect, first-byte and idle timeouts, and retries before the first token. With `model` too, `prefer`
+   * picks where requests run.
+   * @example
+   * const engine = await createEngine({ remote: { baseURL: 'http://localhost:8000/v1', model: 'Qwen/Qwen3-0.6B', apiKey } });
+   */
+  remote?: RemoteOptions;
+  /**
+   * With both `model` and `remote`: 'local' ['local'] runs the model in this tab when WebGPU and memory allow (and the
+   * local load succeeds), else on the server; 'remote' runs on the server while it answers, else locally.
+   * engine.info.route says which ran and why.
+   */
+  prefer?: 'local' | 'remote';
   /**
    * A smaller model with the same tokenizer, for speculative decoding (same kinds of input as `model`; a
    * Hugging Face id here loads its safetensors checkpoint, or `{ id, file }` a GGUF in it). Requests then
@@ -202,7 +224,7 @@ async function inThreadBackend(): Promise<Backend> {
   return { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy().catch(() => {}) };
 }
 
-function modelName(o: CreateEngineOptions): string {
+function modelName(o: CreateEngineOptions & { model: ModelInput }): string {
   if (o.name) return o.name;
   const m = o.model;
   const last = (s: string) => s.split(/[?#]/)[0].split('/').filter(Boolean).pop() ?? s;
@@ -393,6 +415,67 @@ export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?:
  */
 export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
   signal?.throwIfAborted();
+  const { model, remote, prefer } = options ?? {};
+  if (prefer !== undefined && prefer !== 'local' && prefer !== 'remote') throw new TypeError(`createEngine: prefer is 'local' or 'remote', not ${JSON.stringify(prefer)}.`);
+  if (!remote) {
+    if (model === undefined) throw new TypeError('createEngine needs a model (a GGUF URL, a Hugging Face id, a File or a folder) or a remote server ({ remote: { baseURL, model } }).');
+    return createLocalEngine({ ...options, model }, signal);
+  }
+  if (model === undefined) return createRemoteEngine(options, remote, 'no local model was given', signal);
+  const local = { ...options, model };
+  if (prefer === 'remote') {
+    try {
+      return await createRemoteEngine(options, remote, "prefer: 'remote'", signal);
+    } catch (err) {
+      const down = err instanceof RemoteConnectionError || err instanceof RemoteTimeoutError || (err instanceof RemoteHttpError && err.status >= 500);
+      if (signal?.aborted || !down) throw err;
+      return routed(await createLocalEngine(local, signal), `prefer: 'remote', but the server did not answer (${(err as Error).message})`);
+    }
+  }
+  const verdict = localVerdict(await localFacts(), await inputBytes(model, signal), options.backend);
+  if (!verdict.ok) return createRemoteEngine(options, remote, `prefer: 'local', but ${verdict.reason}`, signal);
+  try {
+    return routed(await createLocalEngine(local, signal), `prefer: 'local', and ${verdict.reason}`);
+  } catch (err) {
+    // A bad option is the caller's to fix wherever it runs; anything else of the local load (no device, out of
+    // memory, an unsupported architecture, a failed download) is what the remote server is there for.
+    if (signal?.aborted || err instanceof TypeError || (err as Error)?.name === 'InvalidRequestError') throw err;
+    const e = err as Error;
+    return createRemoteEngine(options, remote, `prefer: 'local', but the local load failed (${e?.name ?? 'Error'}: ${e?.message ?? String(err)})`, signal);
+  }
+}
+
+/** The engine with engine.info.route set (a local engine that a remote one could have replaced). */
+function routed(engine: IntabEngine, reason: string): IntabEngine {
+  (engine.info as ModelInfo).route = { chosen: 'local', reason };
+  return engine;
+}
+
+/** A remote engine: GET /models first, so an unreachable server or a refused key fails here. */
+async function createRemoteEngine(options: CreateEngineOptions, remote: RemoteOptions, reason: string, signal?: AbortSignal): Promise<IntabEngine> {
+  const api = new RemoteEngineApi(remote);
+  const backend: Backend = { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy() };
+  const info = await api.load(undefined, undefined, undefined, signal);
+  return new Engine(backend, { ...info, route: { chosen: 'remote', reason } }, options.name ?? api.config.model);
+}
+
+/** A local model input's bytes when they are cheap to know (Files, or a URL's Content-Length); else undefined. */
+async function inputBytes(model: ModelInput, signal?: AbortSignal): Promise<number | undefined> {
+  if (typeof File !== 'undefined' && model instanceof File) return model.size;
+  if (typeof model === 'object' && model !== null && 'length' in model) return Array.from(model as ArrayLike<File>).reduce((n, f) => n + f.size, 0);
+  const url = typeof model === 'string' && !isHfId(model.trim()) ? model : model instanceof URL ? model.href : undefined;
+  if (url === undefined) return undefined;
+  let href: string;
+  try {
+    href = new URL(url, globalThis.location?.href).href;
+  } catch {
+    return undefined; // not a URL: the local load says what is wrong with it
+  }
+  return sourceBytes({ kind: 'url', url: href }, signal);
+}
+
+/** createEngine for a model in this tab. */
+async function createLocalEngine(options: CreateEngineOptions & { model: ModelInput }, signal?: AbortSignal): Promise<IntabEngine> {
   const store = options.cache === false ? undefined : (options.store ?? modelStore);
   const report = options.onProgress;
   const onProgress = report && ((p: LoadProgress) => report(p));

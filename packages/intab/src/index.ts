@@ -35,6 +35,9 @@ export {
   type CompletionMeta,
 } from './openai.ts';
 export { WorkerError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
+// The remote backend: createEngine({ remote }) streams from an OpenAI-compatible server through the same IntabEngine.
+export type { RemoteOptions } from './remote/http.ts';
+export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';
 // The model store: models kept in this origin's storage, verified by SHA-256 (createEngine uses it by default).
 export { modelStore, ModelStore, type StoredModel, type StoredFile, type StoreProgress, type EnsureOptions, type EnsureResult, type ModelStoreOptions } from './store/model-store.ts';
 export { opfsBackend, cacheBackend, type StoreBackend } from './store/backend.ts';

@@ -253,9 +253,11 @@ export function completionId(): string {
   return `chatcmpl-${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
 }
 
-function finish(reason: FinishReason): ChatFinishReason | undefined {
+function finish(last: Chunk): ChatFinishReason | undefined {
+  const reason = last.finishReason as FinishReason;
   if (reason === 'stop' || reason === 'length') return reason;
-  if (reason === 'error') throw new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
+  // A remote stream that broke: the official client throws too when its stream breaks.
+  if (reason === 'error') throw last.error ?? new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
   return undefined; // 'abort': the stream just ends, as a dropped connection does
 }
 
@@ -286,7 +288,7 @@ export async function* toChatCompletionChunks(
       yield base([{ index: 0, delta, logprobs, finish_reason: null }]);
     }
     if (c.finishReason === null) continue;
-    const reason = finish(c.finishReason);
+    const reason = finish(c);
     if (reason === undefined) return;
     yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
@@ -326,7 +328,7 @@ export async function toChatCompletion(
     completionTokens += c.ids.length;
     if (options.logprobs && c.logprobs) logprobs.push(...toOpenAiLogprobs(c.logprobs));
     if (c.finishReason === null) continue;
-    const reason = finish(c.finishReason);
+    const reason = finish(c);
     if (reason === undefined) {
       throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     }

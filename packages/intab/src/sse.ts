@@ -154,10 +154,15 @@ export class SseParser {
   private data: string[] = [];
   private sawData = false;
   private lastWasCR = false;
+  /** An event that was not JSON, after good events of the same piece: thrown by the next call, so those are not lost. */
+  private failed?: SseFormatError;
   /** Whether `data: [DONE]` was seen. */
   done = false;
 
-  /** The values of the events this piece completes. */
+  /**
+   * The values of the events this piece completes. Data that is not JSON throws SseFormatError, after the values of
+   * the events before it are returned (the error is then thrown by the next call).
+   */
   push(piece: Uint8Array | string): unknown[] {
     return this.take(typeof piece === 'string' ? piece : this.decoder.decode(piece, { stream: true }));
   }
@@ -168,6 +173,7 @@ export class SseParser {
   }
 
   private take(input: string): unknown[] {
+    if (this.failed) throw this.failed;
     const out: unknown[] = [];
     if (this.done) return out;
     let text = input;
@@ -179,7 +185,14 @@ export class SseParser {
     for (let i = 0; i < this.buffer.length; i++) {
       const c = this.buffer.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      const ev = this.line(this.buffer.slice(start, i));
+      let ev: unknown;
+      try {
+        ev = this.line(this.buffer.slice(start, i));
+      } catch (err) {
+        this.failed = err as SseFormatError;
+        if (out.length === 0) throw err;
+        return out;
+      }
       if (c === 13 && this.buffer.charCodeAt(i + 1) === 10) i++;
       start = i + 1;
       if (ev === DONE) {

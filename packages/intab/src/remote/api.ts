@@ -1,0 +1,192 @@
+// The engine's API (start / next / cancel …) over a remote OpenAI-compatible server, so createEngine({ remote }) gives
+// the same IntabEngine as a model in the tab: generate() and chat.completions.create() stream from it, with the same
+// chunks, abort and errors. A GenerateRequest becomes a `/v1/chat/completions` (messages) or `/v1/completions` (a
+// prompt or ids) request with SSE; sampling, stop strings, seed, logprobs and JSON formats are passed through.
+
+import type { Chunk, EngineApi, EngineStats, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult } from '@intab/engine/contract';
+import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
+import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
+import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
+import { RemoteStream, type RemoteCall } from './stream.ts';
+
+/**
+ * The request body a server gets for a GenerateRequest. Options with OpenAI names keep them; top_k, min_p,
+ * repetition_penalty, stop_token_ids and ignore_eos (vLLM, SGLang and llama.cpp names) are sent only when set;
+ * `return_token_ids` asks vLLM-style servers (and intab serve) for the generated ids. grammar and regex formats are
+ * InvalidRequestErrors: OpenAI-compatible servers agree only on JSON formats.
+ */
+export function remoteCall(request: GenerateRequest, model: string): RemoteCall {
+  if (typeof request !== 'object' || request === null) throw new InvalidRequestError('request', request, 'an object with prompt, promptIds or messages');
+  const given = (['prompt', 'promptIds', 'messages'] as const).filter((k) => request[k] !== undefined);
+  if (given.length !== 1) throw new InvalidRequestError(given.length ? given.join(' and ') : 'prompt', given.length ? 'all of them' : undefined, 'exactly one of prompt, promptIds and messages');
+  const body: Record<string, unknown> = { model, stream: true, stream_options: { include_usage: true }, return_token_ids: true };
+  const r = request;
+  let path: RemoteCall['path'];
+  if (r.messages !== undefined) {
+    if (!Array.isArray(r.messages) || r.messages.length === 0) throw new InvalidRequestError('messages', r.messages, 'a non-empty array of { role, content }');
+    body.messages = r.messages.map((m, i) => {
+      if (typeof m?.role !== 'string' || typeof m.content !== 'string') throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content } with string fields');
+      return { role: m.role, content: m.content };
+    });
+    path = '/chat/completions';
+  } else if (r.promptIds !== undefined) {
+    if (!Array.isArray(r.promptIds) || r.promptIds.length === 0 || r.promptIds.some((n) => !Number.isInteger(n) || n < 0)) throw new InvalidRequestError('promptIds', r.promptIds, 'a non-empty array of token ids');
+    body.prompt = r.promptIds;
+    path = '/completions';
+  } else {
+    if (typeof r.prompt !== 'string') throw new InvalidRequestError('prompt', r.prompt, 'a string');
+    body.prompt = r.prompt;
+    path = '/completions';
+  }
+  const pass: [keyof GenerateRequest, string][] = [
+    ['maxTokens', 'max_tokens'],
+    ['temperature', 'temperature'],
+    ['topP', 'top_p'],
+    ['topK', 'top_k'],
+    ['minP', 'min_p'],
+    ['presencePenalty', 'presence_penalty'],
+    ['frequencyPenalty', 'frequency_penalty'],
+    ['repetitionPenalty', 'repetition_penalty'],
+    ['seed', 'seed'],
+    ['logitBias', 'logit_bias'],
+    ['stopTokenIds', 'stop_token_ids'],
+    ['ignoreEos', 'ignore_eos'],
+  ];
+  for (const [from, to] of pass) if (r[from] !== undefined) body[to] = r[from];
+  if (r.stop !== undefined) body.stop = r.stop;
+  const logprobs = r.logprobs === true;
+  if (logprobs) {
+    // Chat takes logprobs: true and top_logprobs: n; legacy completions take logprobs: n.
+    if (path === '/chat/completions') {
+      body.logprobs = true;
+      if (r.topLogprobs) body.top_logprobs = r.topLogprobs;
+    } else body.logprobs = r.topLogprobs ?? 0;
+  }
+  if (r.grammar !== undefined || r.regex !== undefined || r.responseFormat?.type === 'grammar' || r.responseFormat?.type === 'regex') {
+    const field = r.grammar !== undefined ? 'grammar' : r.regex !== undefined ? 'regex' : 'responseFormat.type';
+    throw new InvalidRequestError(field, r.grammar ?? r.regex ?? r.responseFormat?.type, "absent on a remote engine: OpenAI-compatible servers share only JSON formats (responseFormat 'json_schema' or 'json_object'); GBNF and regex constraints run on a local engine");
+  }
+  const format = r.responseFormat;
+  if (format !== undefined) {
+    if (format.type === 'json_object') body.response_format = { type: 'json_object' };
+    else if (format.type === 'json_schema') body.response_format = { type: 'json_schema', json_schema: { name: 'response', schema: format.schema, strict: format.strict !== false } };
+    else throw new InvalidRequestError('responseFormat.type', (format as { type?: unknown }).type, "'json_schema' or 'json_object'");
+  }
+  return { path, body, logprobs, ...(format ? { format } : {}) };
+}
+
+/** The validator of a json_schema format (imported only when one is used), for the draft the schema declares. */
+async function validatorFor(format: ResponseFormat | undefined): Promise<RemoteStream['validator']> {
+  if (format?.type !== 'json_schema') return undefined;
+  const { Validator } = await import('@cfworker/json-schema');
+  const s = format.schema;
+  const declared = typeof s === 'object' && s !== null && typeof s.$schema === 'string' ? s.$schema : '';
+  const draft = /draft-04/.test(declared) ? '4' : /draft-0[67]/.test(declared) ? '7' : /2019-09/.test(declared) ? '2019-09' : '2020-12';
+  return new Validator(s as never, draft, false);
+}
+
+/** What the server says about its models (GET /models): OpenAI's list, with vLLM's max_model_len when present. */
+interface ModelList {
+  data?: { id?: unknown; max_model_len?: unknown; owned_by?: unknown }[];
+}
+
+export class RemoteEngineApi implements EngineApi {
+  readonly config: RemoteConfig;
+  private readonly streams = new Map<number, RemoteStream>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: RemoteOptions) {
+    this.config = remoteConfig(options);
+  }
+
+  /**
+   * Asks the server for its models (GET /models, with the connect timeout and retries): an unreachable server or a
+   * refused key fails here, not on the first request. A server without /models (404) or without this model in its
+   * list still loads, with a warning.
+   */
+  async load(_source?: unknown, _options?: unknown, _onProgress?: unknown, signal?: AbortSignal): Promise<ModelInfo> {
+    const c = this.config;
+    const warnings: string[] = [];
+    let contextLength = 0;
+    try {
+      const { response } = await send(c, '/models', { method: 'GET' }, signal);
+      const list = (await response.json().catch(() => ({}))) as ModelList;
+      const entry = Array.isArray(list.data) ? list.data.find((m) => m?.id === c.model) : undefined;
+      if (!entry) warnings.push(`${c.baseURL}/models does not list '${c.model}'${Array.isArray(list.data) ? ` (it lists ${list.data.map((m) => String(m?.id)).slice(0, 5).join(', ')})` : ''}: requests may fail with 404.`);
+      if (typeof entry?.max_model_len === 'number') contextLength = entry.max_model_len;
+    } catch (err) {
+      if (!(err instanceof RemoteHttpError && err.status === 404)) throw err;
+      warnings.push(`${c.baseURL}/models is not served (404): the model was not checked.`);
+    }
+    return {
+      backend: { name: 'remote', reason: `remote: ${c.baseURL} (${c.model})` },
+      remote: { baseURL: c.baseURL, model: c.model },
+      arch: c.model,
+      layers: 0,
+      hidden: 0,
+      vocab: 0,
+      contextLength,
+      hasTokenizer: true,
+      hasChatTemplate: true,
+      weightBytes: 0,
+      kvPages: 0,
+      adapter: 'remote',
+      ...(warnings.length ? { warnings } : {}),
+    };
+  }
+
+  async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    const call = remoteCall(request, this.config.model);
+    const stream = new RemoteStream(this.config, call, signal);
+    stream.validator = await validatorFor(call.format);
+    const id = this.nextId++;
+    this.streams.set(id, stream);
+    try {
+      await stream.open();
+    } catch (err) {
+      this.streams.delete(id);
+      throw err;
+    }
+    return id;
+  }
+
+  async next(id: number): Promise<Chunk> {
+    const stream = this.streams.get(id);
+    if (!stream) throw new UnknownStreamError(id);
+    const chunk = await stream.next();
+    if (chunk.finishReason !== null) this.streams.delete(id);
+    return chunk;
+  }
+
+  async cancel(id: number): Promise<void> {
+    this.streams.get(id)?.cancel();
+    this.streams.delete(id);
+  }
+
+  preload(): Promise<PreloadInfo> {
+    return Promise.reject(new RemoteUnsupportedError(this.config.baseURL, 'preload()', 'the server keeps its own prefix cache (vLLM, SGLang and llama.cpp reuse a shared prompt prefix by themselves); send requests as they are.'));
+  }
+
+  release(): void {
+    // Nothing is ever pinned on a remote engine (preload() refuses), so there is nothing to release.
+  }
+
+  saveCache(): Promise<SaveCacheResult> {
+    return Promise.reject(new RemoteUnsupportedError(this.config.baseURL, 'saveCache()', 'the KV-cache lives on the server.'));
+  }
+
+  stats(): EngineStats {
+    let paused = 0;
+    for (const s of this.streams.values()) if (s.paused) paused++;
+    const n = this.streams.size;
+    return { streams: n, waiting: 0, running: n - paused, paused, freePages: 0, availablePages: 0, totalPages: 0 };
+  }
+
+  async destroy(): Promise<void> {
+    this.closed = true;
+    for (const s of this.streams.values()) s.cancel();
+    this.streams.clear();
+  }
+}
