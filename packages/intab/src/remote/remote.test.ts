@@ -67,6 +67,11 @@ beforeAll(async () => {
       return ok;
     }) as ServerResponse['write'];
     seen.push(s);
+    if (req.url?.endsWith('.gguf')) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('no such model file');
+      return;
+    }
     if (req.url === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', owned_by: 'test', max_model_len: 2048 }] }));
@@ -442,6 +447,18 @@ describe('requests and options', () => {
     expect(engine.info.backend.name).toBe('remote');
     expect(engine.info.route).toEqual({ chosen: 'remote', reason: "prefer: 'local', but this browser has no WebGPU adapter" });
     await engine.destroy();
+  });
+
+  test('with a local model whose load fails, prefer local runs remote and says why; prefer remote with the server down tries the local load, whose error is the caller's', async () => {
+    const missing = baseURL.replace(/\/v1$/, '/missing.gguf');
+    const engine = await createEngine({ model: missing, backend: 'onnx-wasm', worker: false, cache: false, remote: { baseURL, model: 'm' } });
+    expect(engine.info.route?.chosen).toBe('remote');
+    expect(engine.info.route?.reason).toMatch(/^prefer: 'local', but the local load failed \(\w+: .*missing\.gguf/);
+    await engine.destroy();
+    // The server is down and the local load fails too: the local error is what the caller gets.
+    const err = await createEngine({ model: missing, worker: false, cache: false, prefer: 'remote', remote: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', retries: { max: 0 } } }).catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err.message).toMatch(/missing\.gguf/);
   });
 
   test('Retry-After readings and the backoff', () => {
