@@ -449,7 +449,7 @@ describe('requests and options', () => {
     await engine.destroy();
   });
 
-  test('with a local model whose load fails, prefer local runs remote and says why; prefer remote with the server down tries the local load, whose error is the caller's', async () => {
+  test('with a local model whose load fails, prefer local runs remote and says why; prefer remote with the server down tries the local load, whose error the caller gets', async () => {
     const missing = baseURL.replace(/\/v1$/, '/missing.gguf');
     const engine = await createEngine({ model: missing, backend: 'onnx-wasm', worker: false, cache: false, remote: { baseURL, model: 'm' } });
     expect(engine.info.route?.chosen).toBe('remote');
