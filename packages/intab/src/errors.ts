@@ -78,3 +78,27 @@ export class DownloadError extends Error {
     if (options?.status !== undefined) this.status = options.status;
   }
 }
+
+/** Why the responses store (aggregate, responses.get/list/delete) failed. */
+export type ResponseStoreProblem = 'invalid' | 'exists' | 'quota' | 'unavailable' | 'failed';
+
+/**
+ * The stored responses (aggregate, responses.list/get/delete) could not do what was asked: bad input ('invalid'), an id
+ * already taken ('exists'), storage full ('quota'), IndexedDB missing or blocked ('unavailable'), or another IndexedDB
+ * failure ('failed', the DOMException as `cause`). When it ends an aggregate stream, `text` holds all the text the
+ * stream had received, including the chunk that could not be stored (that chunk was not passed on).
+ */
+export class ResponseStoreError extends Error {
+  readonly problem: ResponseStoreProblem;
+  /** The response concerned, when there is one. */
+  readonly responseId?: string;
+  /** An aggregate stream that stopped: everything it received, stored or not. */
+  readonly text?: string;
+  constructor(problem: ResponseStoreProblem, message: string, options?: { responseId?: string; text?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ResponseStoreError';
+    this.problem = problem;
+    if (options?.responseId !== undefined) this.responseId = options.responseId;
+    if (options?.text !== undefined) this.text = options.text;
+  }
+}

@@ -14,6 +14,7 @@ export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfMo
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
 // TransformStreams that compose with pipeThrough: text only, SSE out and in, partial-JSON events, stop strings, pacing.
 export { textOnly, sseEncoder, sseDecoder, jsonEventStream, stopFilter, smoother, type SmootherOptions } from './transforms.ts';
+export { aggregate, AggregateStream, Responses, responses, type AggregateOptions, type AggregateChunk, type ResponseHeader, type StoredResponse, type ResponseStatus, type ListOptions, type ResponsesOptions, ResponseStoreError, type ResponseStoreProblem } from './responses.ts';
 export {
   toGenerateRequest,
   toChatCompletionChunks,
