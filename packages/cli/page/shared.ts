@@ -150,7 +150,7 @@ export interface LoadedEngine {
  * onto onnxruntime-web; then wraps them in an engine that owns them from then on (engine.destroy() frees them; the
  * GPU device stays the caller's).
  */
-export async function loadEngine(backend: BackendChoice, job: Job, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
+export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantize' | 'backend'>, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
   const t0 = performance.now();
   const progress = (which?: 'draft') => {
     let last = 0;

@@ -22,7 +22,7 @@ export function parseArgs(argv) {
   return { positional, flags };
 }
 
-const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode', 'preload', 'persist', 'no-node']);
+const BOOLEAN = new Set(['json', 'quick', 'help', 'headed', 'ignore-eos', 'no-adaptive', 'json-object', 'lenient', 'no-decode', 'preload', 'persist', 'no-node', 'no-prefix-cache']);
 
 /**
  * A whole-number flag in [min, max], or `dflt` when it is absent; anything else is an error that shows an example.

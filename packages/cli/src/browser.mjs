@@ -1,6 +1,7 @@
 // @ts-check
 // Serves the repository with Vite on loopback and opens one of its pages in headless Chromium with
-// WebGPU enabled; records the page sends through window.__intabReport reach `onRecord`.
+// WebGPU enabled; records the page sends through window.__intabReport reach `onRecord`. runPage runs a page to its
+// end (intab generate, the benches); openPage keeps one open (intab serve).
 import { join } from 'node:path';
 import { createServer } from 'vite';
 import { chromium } from 'playwright';
@@ -10,51 +11,88 @@ import { DRAFT_PREFIX, MODEL_PREFIX, ONNX_PREFIX, modelFilesMiddleware } from '.
 import { progressLine } from './records.mjs';
 
 /**
- * `modelDir` is served under MODEL_PREFIX, `draftDir` (a draft model for speculative decoding) under DRAFT_PREFIX and
- * `onnxDir` (the ONNX folder of bench compare) under ONNX_PREFIX.
- * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, draftDir?: string, onnxDir?: string, job?: unknown }} o
- * @returns {Promise<void>} resolves when the page sets window.__intabDone
+ * Serves the repository with Vite (`modelDir` under MODEL_PREFIX, `draftDir` under DRAFT_PREFIX, `onnxDir` under
+ * ONNX_PREFIX), launches headless Chromium and opens `path` there; records the page sends through
+ * window.__intabReport reach `onRecord`. The page keeps running until close(); `failed` rejects when the page throws
+ * an uncaught error (or crashes). The Vite server is the caller's too (ssrLoadModule runs TypeScript in Node).
+ * `ownSignals`: the caller handles SIGINT/SIGTERM/SIGHUP itself (and closes the page); else Playwright closes the
+ * browser on them.
+ * @param {{ path: string, onRecord: (r: any) => void, headed?: boolean, modelDir?: string, draftDir?: string, onnxDir?: string, job?: unknown, args?: string[], ownSignals?: boolean }} o
+ * @returns {Promise<{ page: import('playwright').Page, server: import('vite').ViteDevServer, failed: Promise<never>, close: () => Promise<void> }>}
  */
-export async function runPage(o) {
+export async function openPage(o) {
   /** @type {[string, string][]} */
   const served = [];
   if (o.modelDir) served.push([o.modelDir, MODEL_PREFIX]);
   if (o.draftDir) served.push([o.draftDir, DRAFT_PREFIX]);
   if (o.onnxDir) served.push([o.onnxDir, ONNX_PREFIX]);
+  const plugins = served.length
+    ? [{ name: 'intab-model-files', configureServer: (/** @type {import('vite').ViteDevServer} */ s) => served.forEach(([dir, prefix]) => void s.middlewares.use(modelFilesMiddleware(dir, prefix))) }]
+    : [];
+  const sigterm = new Set(process.listeners('SIGTERM'));
+  const stdinEnd = new Set(process.stdin.listeners('end'));
   const server = await createServer({
     configFile: join(ROOT, 'vite.config.ts'),
     root: ROOT,
     logLevel: 'error',
     // No watcher and no HMR: an edit under the repo must not reload the page in the middle of a run.
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null },
-    plugins: served.length
-      ? [{ name: 'intab-model-files', configureServer: (s) => served.forEach(([dir, prefix]) => void s.middlewares.use(modelFilesMiddleware(dir, prefix))) }]
-      : [],
+    plugins,
   });
-  await server.listen();
-  const base = server.resolvedUrls?.local[0];
-  if (!base) throw new Error('the Vite server did not report its address');
-  const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs(), headless: !o.headed });
+  if (o.ownSignals) {
+    // Vite's dev server exits the process on SIGTERM (and when stdin ends) once it has closed itself: a caller that
+    // drains first takes those over.
+    for (const l of process.listeners('SIGTERM')) if (!sigterm.has(l)) process.off('SIGTERM', l);
+    for (const l of process.stdin.listeners('end')) if (!stdinEnd.has(l)) process.stdin.off('end', /** @type {() => void} */ (l));
+  }
+  /** @type {import('playwright').Browser | undefined} */
+  let browser;
+  const close = async () => {
+    await browser?.close().catch(() => {});
+    await server.close();
+  };
   try {
+    await server.listen();
+    const base = server.resolvedUrls?.local[0];
+    if (!base) throw new Error('the Vite server did not report its address');
+    const signals = o.ownSignals ? { handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false } : {};
+    browser = await chromium.launch({ executablePath: chromiumPath(), args: [...chromiumArgs(), ...(o.args ?? [])], headless: !o.headed, ...signals });
     const page = await browser.newPage();
     page.on('console', (m) => {
       if (m.type() === 'error') process.stderr.write(`[page] ${m.text()}\n`);
     });
     // An uncaught error in the page (a module that fails to load, say) ends the run at once instead of
-    // leaving the CLI waiting for window.__intabDone until its timeout.
+    // leaving the CLI waiting for the page until its timeout.
     let failPage = (/** @type {Error} */ _e) => {};
-    const pageFailed = new Promise((_, reject) => (failPage = reject));
+    /** @type {Promise<never>} */
+    const failed = new Promise((_, reject) => (failPage = reject));
+    failed.catch(() => {}); // a caller that never waits on it must not see an unhandled rejection
     page.on('pageerror', (e) => {
       process.stderr.write(`[page] ${e.message}\n`);
       failPage(new Error(`the page failed: ${e.message}`));
     });
+    page.on('crash', () => failPage(new Error('the page crashed (out of memory, or the GPU process died)')));
     await page.exposeFunction('__intabReport', o.onRecord);
     if (o.job !== undefined) await page.addInitScript((job) => void Object.assign(window, { __intabJob: job }), o.job);
     await page.goto(new URL(o.path, base).href);
-    await Promise.race([page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 }), pageFailed]);
+    return { page, server, failed, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/**
+ * Opens `o.path` (see openPage) and resolves when the page sets window.__intabDone.
+ * @param {{ path: string, onRecord: (r: any) => void, timeoutMs: number, headed?: boolean, modelDir?: string, draftDir?: string, onnxDir?: string, job?: unknown }} o
+ * @returns {Promise<void>}
+ */
+export async function runPage(o) {
+  const { page, failed, close } = await openPage(o);
+  try {
+    await Promise.race([page.waitForFunction(() => window.__intabDone === true, undefined, { timeout: o.timeoutMs, polling: 500 }), failed]);
   } finally {
-    await browser.close();
-    await server.close();
+    await close();
   }
 }
 

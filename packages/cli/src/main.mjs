@@ -11,6 +11,8 @@ import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
 import { parseArgs } from './args.mjs';
 import { exportOnnx } from './export-onnx.mjs';
 import { benchSystems } from './bench-systems.mjs';
+import { serve } from './serve.mjs';
+import { benchServe } from './bench-serve.mjs';
 
 export { parseArgs };
 
@@ -142,6 +144,37 @@ const USAGE = `usage:
       Writes the model as an ONNX folder in the onnx-community layout (config.json, tokenizer files, onnx/model.onnx,
       onnx/model.onnx_data): the graph the onnx-wasm and onnx-webgpu backends run, which transformers.js and
       onnxruntime load too (f32 weights; q8_0/q4_0 matrices are dequantized).
+  intab serve --model <gguf file | HF folder | URL> [--port P (8080)] [--host H (127.0.0.1)] [--name NAME]
+                 [--api-key KEY[:rpm=N,tpm=N] ...] [--rate-limit rpm=N,tpm=N] [--cert FILE --key FILE]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--quantize q8_0|q4_0] [--chat-template FILE|chatml]
+                 [--max-batch N (16)] [--max-queue N (64)] [--max-queued-chunks N (8)] [--kv-mib N (256)]
+                 [--no-prefix-cache] [--keep-alive-ms MS (15000)] [--grace-ms MS (10000)] [--cors ORIGIN] [--seed S]
+      An OpenAI-compatible server in Node, backed by one engine in headless Chromium (every request shares its
+      continuous batching): POST /v1/chat/completions and POST /v1/completions (Server-Sent Events with "stream": true,
+      else JSON; vLLM's "return_token_ids": true adds each choice's token_ids, in stream chunks too), GET /v1/models,
+      GET /v1/stats (engine pages and paused sequences, requests in flight, counters), GET /health, and the
+      WebSocket /v1/realtime-text: one socket, several streamed requests by id, each cancellable
+      ({"type":"request","id","endpoint":"chat.completions"|"completions","body"} / {"type":"cancel","id"}; answers
+      {"type":"chunk"|"done"|"cancelled"|"error","id",...}). Errors are OpenAI's shapes and statuses.
+      Plaintext serves HTTP/1.1 and HTTP/2 (h2c, prior knowledge) on the one port; --cert/--key (PEM) serve HTTPS
+      with HTTP/2 and HTTP/1.1. Backpressure: a client that reads slowly is not pulled from the engine, which pauses
+      its sequence and coalesces its tokens (nothing dropped, the others not slowed); a client that goes away aborts
+      its request and frees its KV pages. Idle streams get ": keep-alive" comments every --keep-alive-ms.
+      --api-key (repeatable) requires Authorization: Bearer KEY (else 401); --rate-limit sets each key's requests
+      and tokens per minute (token buckets; a request is charged prompt + max tokens, settled on what it used;
+      429 with Retry-After), KEY:rpm=N,tpm=N a key's own. Past --max-batch running and --max-queue waiting
+      requests, 503. --chat-template gives a model that ships none a Jinja template (chatml: ChatML).
+      SIGINT/SIGTERM: stop accepting, let running streams finish for --grace-ms, abort the rest, exit (again: now).
+      Prints {"serve":"listening","url","ws","model","backend",...}; one line per request on stderr.
+  intab bench serve (--model <...> [serve's flags] | --url URL [--api-key KEY]) [--clients N (8)] [--seconds S (20)]
+                 [--max-tokens N (64)] [--prompt-tokens N (8)] [--transport http1|h2] [--seed S] [--json]
+      A load run: starts intab serve on --model (or uses the OpenAI-compatible server at --url), then N clients send
+      streamed text completions back to back for S seconds (seeded random prompt ids, greedy, return_token_ids and
+      include_usage). One line per client {"bench":"serve","client","requests","completion_tokens",
+      "tok_s_per_stream_p50","ttft_ms_p50","errors","lost_tokens"}, then {"bench":"serve","summary":true,
+      "requests_per_s","tokens_per_s","ttft_ms_p50","ttft_ms_p99","per_stream_tok_s_p50","per_stream_tok_s_min",
+      "errors","lost_tokens",...}: lost_tokens counts, per request, the difference between the token ids that arrived
+      and the usage's completion_tokens. Exits 1 on an error or a lost token.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -195,6 +228,8 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
   if (cmd === 'bench' && sub === 'store') return benchStore(flags);
   if (cmd === 'bench' && sub === 'compare') return benchSystems(flags);
+  if (cmd === 'bench' && sub === 'serve') return benchServe(flags);
+  if (cmd === 'serve') return serve(flags, argv);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);
   if (cmd === 'export-onnx') return exportOnnx(flags);

@@ -8,6 +8,8 @@ import { compareOptions } from './bench-compare.mjs';
 import { jobFromFlags } from './generate.mjs';
 import { main, parseArgs } from './main.mjs';
 import { makeModelOptions } from './make-model.mjs';
+import { benchServeOptions } from './bench-serve.mjs';
+import { CHATML, serveOptions } from './serve.mjs';
 
 describe('intab CLI arguments', () => {
   test('flags with values, boolean flags and positionals', () => {
@@ -33,7 +35,10 @@ describe('intab CLI arguments', () => {
       console.error = err;
     }
     expect(out.join('\n')).toMatch(/usage:\n\s+intab generate --model/);
-    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench chat', 'intab bench kernels', 'intab make-model']) expect(out.join('\n')).toContain(cmd);
+    for (const cmd of ['intab bench decode', 'intab bench speculative', 'intab bench grammar', 'intab bench chat', 'intab bench kernels', 'intab make-model', 'intab serve', 'intab bench serve']) expect(out.join('\n')).toContain(cmd);
+    for (const flag of ['--api-key KEY[:rpm=N,tpm=N]', '--rate-limit rpm=N,tpm=N', '--cert FILE --key FILE', '--max-queue N', '--keep-alive-ms', '--grace-ms', '/v1/realtime-text', 'return_token_ids', '"lost_tokens"', '--clients N']) {
+      expect(out.join('\n')).toContain(flag);
+    }
     for (const flag of ['--conversation FILE', '--prefix-cache on|off|both', '--preload', '--persist', '"ttft_ratio_last_turn"', '"ttft_growth_on"']) expect(out.join('\n')).toContain(flag);
     for (const flag of ['--compare REF', '--rounds N', '"type":"compare-run"', '"ref_commit"', '"prefill_ratio"']) expect(out.join('\n')).toContain(flag);
     for (const flag of ['--concurrency N', '--abort-after-tokens K', '--batch 1,2,4,8', '--speculative ngram|draft|self|auto', '--draft', '--spec-k K', '--no-adaptive', '--methods ngram,self,draft', '--grounded-prompt']) {
@@ -243,5 +248,45 @@ describe('intab bench chat arguments', () => {
     expect(() => readConversation(file('[{"role":"user","content":"a"},{"role":"system","content":"b"}]'))).toThrow(/only the first/);
     expect(() => readConversation(file('[{"role":"tool","content":"a"}]'))).toThrow(/role 'tool'/);
     expect(() => readConversation(file('[{"role":"system","content":"a"}]'))).toThrow(/no user message/);
+  });
+});
+
+describe('intab serve and intab bench serve arguments', () => {
+  const model = join(mkdtempSync(join(tmpdir(), 'intab-serve-')), 'm.gguf');
+  writeFileSync(model, '');
+
+  test('defaults, keys with their own limits, TLS files and a chat template', () => {
+    expect(serveOptions({ model })).toMatchObject({ model, host: '127.0.0.1', port: 8080, backend: 'webgpu', apiKeys: [], maxBatch: 16, maxQueue: 64, maxQueuedChunks: 8, kvBudgetMiB: 256, prefixCache: true, keepAliveMs: 15_000, graceMs: 10_000 });
+    expect(serveOptions({ model }).rateLimit).toBeUndefined();
+    expect(serveOptions({ model }).tls).toBeUndefined();
+    const { flags } = parseArgs(['serve', '--model', model, '--port', '0', '--no-prefix-cache', '--rate-limit', 'rpm=60', '--chat-template', 'chatml', '--backend', 'onnx-wasm']);
+    const o = serveOptions(flags, ['sk-a', 'sk-b:tpm=500']);
+    expect(o).toMatchObject({ port: 0, prefixCache: false, rateLimit: { rpm: 60 }, chatTemplate: CHATML, backend: 'onnx-wasm', apiKeys: [{ key: 'sk-a' }, { key: 'sk-b', rateLimit: { tpm: 500 } }] });
+    const dir = mkdtempSync(join(tmpdir(), 'intab-tls-'));
+    writeFileSync(join(dir, 'c.pem'), 'CERT');
+    writeFileSync(join(dir, 'k.pem'), 'KEY');
+    expect(String(serveOptions({ model, cert: join(dir, 'c.pem'), key: join(dir, 'k.pem') }).tls?.cert)).toBe('CERT');
+  });
+
+  test('bad flags say what to pass', () => {
+    expect(() => serveOptions({})).toThrow(/--model .* is required/);
+    expect(() => serveOptions({ model, backend: 'cuda' })).toThrow(/--backend takes webgpu, auto, onnx-wasm, onnx-webgpu/);
+    expect(() => serveOptions({ model, cert: 'c.pem' })).toThrow(/--cert and --key go together/);
+    expect(() => serveOptions({ model, cert: '/nonexistent/c.pem', key: '/nonexistent/k.pem' })).toThrow(/--cert \/nonexistent\/c.pem: cannot read it/);
+    expect(() => serveOptions({ model, port: '70000' })).toThrow(/--port needs a whole number from 0 to 65535/);
+    expect(() => serveOptions({ model, 'rate-limit': '60/min' })).toThrow(/--rate-limit takes rpm=N/);
+    expect(() => serveOptions({ model }, ['bad key'])).toThrow(/--api-key needs a key/);
+    expect(() => serveOptions({ model, 'chat-template': '/nonexistent.jinja' })).toThrow(/--chat-template .*cannot read it/);
+    expect(() => serveOptions({ model, quantize: 'q3' })).toThrow(/--quantize takes q8_0 or q4_0/);
+    // --no-prefix-cache never swallows the next word
+    expect(parseArgs(['--no-prefix-cache', 'serve']).positional).toEqual(['serve']);
+  });
+
+  test('bench serve: 8 clients for 20 s of 64 tokens by default; a server or --url', () => {
+    expect(benchServeOptions({ model })).toMatchObject({ clients: 8, seconds: 20, maxTokens: 64, promptTokens: 8, transport: 'http1', url: undefined });
+    expect(benchServeOptions({ url: 'http://127.0.0.1:8000', 'api-key': 'k', clients: '32', transport: 'h2' })).toMatchObject({ url: 'http://127.0.0.1:8000', apiKey: 'k', clients: 32, transport: 'h2' });
+    expect(() => benchServeOptions({})).toThrow(/needs --model .* or --url/);
+    expect(() => benchServeOptions({ model, transport: 'h3' })).toThrow(/--transport takes http1/);
+    expect(() => benchServeOptions({ model, clients: '0' })).toThrow(/--clients needs a whole number from 1/);
   });
 });

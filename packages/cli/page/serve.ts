@@ -1,0 +1,106 @@
+// The engine behind `intab serve`, in headless Chromium: this page loads the model once (as intab generate's page does:
+// files served by the CLI with Range, the Engine in this thread on the chosen backend) and answers the server over a
+// loopback WebSocket (the bridge, packages/cli/src/serve-bridge.mjs). The bridge is the EngineApi, remoted, and
+// pull-based: the server sends `start` (a GenerateRequest) and then one `next` per chunk it can write to its client, so
+// a stream whose client reads slowly is not pulled, its engine queue fills and the engine pauses the sequence and
+// coalesces its tokens. `cancel` frees the sequence's pages before it is answered. Every request shares the one
+// engine's steps (continuous batching). OpenAI shapes are made on the Node side (serve-openai.ts); this page deals
+// in engine requests and chunks only.
+//
+// Wire (JSON text frames), server → page: {id, op: 'start', request} | {id, op: 'next', sid} | {id, op: 'cancel', sid}
+// | {id, op: 'stats'}; page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
+// the load, {op: 'ready', info}.
+
+import { requestGpu } from '@intab/gpu';
+import { chooseBackend, openModels, serializeError, type Engine, type GenerateRequest } from '@intab/engine';
+import type { Tokenizer } from '@intab/model';
+import { loadEngine, openModel, report, type Job, type ModelRef } from './shared.ts';
+
+/** What `intab serve` asks of the page (serve-bridge.mjs builds it; browser.mjs sets it as window.__intabJob). */
+export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
+  /** The bridge's WebSocket URL (loopback, with its secret path). */
+  bridge: string;
+  /** Sequences in one engine step (continuous batching). */
+  maxBatch: number;
+  /** KV-cache bytes. */
+  kvBudgetBytes: number;
+  /** Chunks a sequence may queue before the engine pauses it (LoadOptions.maxQueuedChunks). */
+  maxQueuedChunks: number;
+  prefixCache: boolean;
+  seed: number;
+  /** A Jinja chat template that replaces (or stands in for) the model's own. */
+  chatTemplate?: string;
+}
+
+type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
+
+/** The tokenizer with `template` as its chat template (the rest is the tokenizer's own, methods bound to it). */
+function withChatTemplate(tok: Tokenizer | undefined, template: string | undefined): Tokenizer | undefined {
+  if (!tok || template === undefined) return tok;
+  return new Proxy(tok, {
+    get(target, key) {
+      if (key === 'chatTemplate') return template;
+      const v = Reflect.get(target, key, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** Answers one bridge request. */
+async function answer(engine: Engine, m: Request): Promise<unknown> {
+  switch (m.op) {
+    case 'start':
+      return engine.start(m.request);
+    case 'next':
+      return engine.next(m.sid);
+    case 'cancel':
+      // Resolves once the sequence's pages are freed; a stream that already ended is unknown here, which is fine.
+      return engine.cancel(m.sid).then(() => null);
+    case 'stats':
+      return engine.stats();
+  }
+}
+
+async function main(): Promise<void> {
+  const job = window.__intabJob as unknown as ServeJob | undefined;
+  if (!job?.bridge) throw new Error('no job: this page is driven by intab serve');
+  const opened = await openModels(openModel, job);
+  const backend = await chooseBackend(job.backend ?? 'webgpu', opened.model, requestGpu);
+  const tokenizer = withChatTemplate(opened.tokenizer, job.chatTemplate);
+  const { engine, info } = await loadEngine(backend, job, { ...opened, tokenizer }, {
+    maxBatch: job.maxBatch,
+    kvBudgetBytes: job.kvBudgetBytes,
+    maxQueuedChunks: job.maxQueuedChunks,
+    seed: job.seed,
+    prefixCache: job.prefixCache,
+    restoreCache: false,
+  });
+  const ws = new WebSocket(job.bridge);
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error(`the page could not reach the server's bridge at ${job.bridge}`));
+  });
+  const started = new Set<number>();
+  ws.onmessage = (e: MessageEvent<string>) => {
+    const m = JSON.parse(e.data) as Request;
+    answer(engine, m).then(
+      (value) => {
+        if (m.op === 'start') started.add(value as number);
+        else if (m.op === 'cancel' || (m.op === 'next' && (value as { finishReason: unknown }).finishReason !== null)) started.delete(m.sid);
+        ws.send(JSON.stringify({ id: m.id, ok: true, value }));
+      },
+      (err: unknown) => {
+        if (m.op === 'next') started.delete(m.sid);
+        ws.send(JSON.stringify({ id: m.id, ok: false, error: serializeError(err) }));
+      },
+    );
+  };
+  // The server went away: nothing will pull these streams again.
+  ws.onclose = () => {
+    for (const sid of started) void engine.cancel(sid);
+    started.clear();
+  };
+  ws.send(JSON.stringify({ op: 'ready', info: { ...info, hasChatTemplate: tokenizer?.chatTemplate !== undefined } }));
+}
+
+main().catch((err: Error) => report({ type: 'error', name: err.name, message: err.message }));

@@ -1,0 +1,203 @@
+// OpenAI's legacy text completions (`POST /v1/completions`) over the engine, beside the chat API of openai.ts: a
+// prompt (text or token ids) instead of messages, `text_completion` objects with `choices[].text`, and the legacy
+// logprobs shape (tokens / token_logprobs / top_logprobs / text_offset). The sampling fields are the chat API's, so
+// they are mapped (and checked) by toGenerateRequest; only what differs lives here. `intab serve` answers
+// /v1/completions with these.
+
+import type { Chunk, FinishReason, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
+import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
+import { toGenerateRequest, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+
+// ---- request ----
+
+/** The fields of OpenAI's `POST /v1/completions` that a local model can honour. */
+export interface CompletionCreateParams extends Omit<ChatCompletionCreateParamsBase, 'messages' | 'logprobs' | 'top_logprobs' | 'max_completion_tokens'> {
+  /** One prompt: text, or token ids (a one-element array of either is accepted too). */
+  prompt: string | number[] | string[] | number[][];
+  /** [16, as OpenAI's] */
+  max_tokens?: number | null;
+  /** The legacy form: how many alternatives per token to return with each token's logprob (0 to 20). */
+  logprobs?: number | null;
+  /** Not supported (there is no prompt scoring): false or absent. */
+  echo?: boolean | null;
+  /** Not supported (no fill-in-the-middle): absent or empty. */
+  suffix?: string | null;
+  /** Only 1. */
+  best_of?: number | null;
+  user?: string;
+}
+
+/** OpenAI's default max_tokens of a text completion. */
+export const COMPLETION_DEFAULT_MAX_TOKENS = 16;
+
+function promptOf(p: unknown): Pick<GenerateRequest, 'prompt' | 'promptIds'> {
+  const one = Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0])) ? p[0] : p;
+  if (typeof one === 'string') return { prompt: one };
+  if (Array.isArray(one) && one.length > 0 && one.every((id) => Number.isInteger(id) && id >= 0)) return { promptIds: one as number[] };
+  throw new InvalidRequestError('prompt', p, 'one prompt: a string or a non-empty array of token ids (send one request per prompt)');
+}
+
+/**
+ * The GenerateRequest of a legacy completion request. Fields it cannot honour (echo, suffix, best_of > 1, several
+ * prompts) are InvalidRequestErrors naming the field.
+ * @example
+ * toCompletionRequest({ prompt: 'Once upon a time', max_tokens: 32, logprobs: 2 });
+ * // { prompt: 'Once upon a time', maxTokens: 32, logprobs: true, topLogprobs: 2 }
+ */
+export function toCompletionRequest(p: CompletionCreateParams): GenerateRequest {
+  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw new InvalidRequestError('request', p, 'an object with a prompt');
+  if (p.echo !== undefined && p.echo !== null && p.echo !== false) throw new InvalidRequestError('echo', p.echo, 'false (the prompt is not scored or echoed)');
+  if (p.suffix !== undefined && p.suffix !== null && p.suffix !== '') throw new InvalidRequestError('suffix', p.suffix, 'absent (no fill-in-the-middle)');
+  if (p.best_of !== undefined && p.best_of !== null && p.best_of !== 1) throw new InvalidRequestError('best_of', p.best_of, '1 (send several requests, with different seeds, to choose among)');
+  const lp = p.logprobs;
+  if (lp !== undefined && lp !== null && (typeof lp !== 'number' || !Number.isInteger(lp) || lp < 0 || lp > 20)) throw new InvalidRequestError('logprobs', lp, 'an integer from 0 to 20 (alternatives per token)');
+  const prompt = promptOf(p.prompt);
+  // The sampling fields are the chat API's: its mapping checks them (and names them).
+  const { prompt: _prompt, echo: _echo, suffix: _suffix, best_of: _bestOf, user: _user, logprobs: _logprobs, ...rest } = p;
+  const request = toGenerateRequest({
+    ...rest,
+    stream: false,
+    messages: [{ role: 'user', content: '' }],
+    max_tokens: p.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS,
+    logprobs: typeof lp === 'number',
+    top_logprobs: typeof lp === 'number' ? lp : null,
+  });
+  delete request.messages;
+  return { ...request, ...prompt };
+}
+
+// ---- response ----
+
+/** The legacy logprobs of a text completion choice. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Record<string, number>[] | null;
+  /** Where each token starts in the choice's text (UTF-16 code units, as JavaScript strings count). */
+  text_offset: number[];
+}
+
+export type CompletionFinishReason = 'stop' | 'length';
+
+export interface CompletionChoice {
+  index: number;
+  text: string;
+  logprobs: CompletionLogprobs | null;
+  finish_reason: CompletionFinishReason | null;
+}
+
+/** One `text_completion` object: the whole answer, or (streaming) one piece of it. */
+export interface Completion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: CompletionChoice[];
+  /** Non-streamed: always. Streamed with stream_options.include_usage: null on every chunk but the last (`choices: []`). */
+  usage?: CompletionUsage | null;
+}
+
+/** A fresh completion id (`cmpl-` + 24 random characters, as OpenAI's). */
+export function textCompletionId(): string {
+  const bytes = new Uint8Array(18);
+  crypto.getRandomValues(bytes);
+  let b64 = '';
+  for (const b of bytes) b64 += String.fromCharCode(b);
+  return `cmpl-${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
+}
+
+function finish(reason: FinishReason): CompletionFinishReason | undefined {
+  if (reason === 'stop' || reason === 'length') return reason;
+  if (reason === 'error') throw new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
+  return undefined; // 'abort': the stream just ends, as a dropped connection does
+}
+
+function usageOf(last: Chunk, counted: number): CompletionUsage {
+  const promptTokens = last.metrics?.promptTokens ?? 0;
+  const completion = last.metrics?.completionTokens ?? counted;
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: last.metrics?.cachedTokens ?? 0 },
+  };
+}
+
+/** Legacy logprobs of some tokens whose text starts at `offset` in the choice's text; returns the next offset too. */
+function legacyLogprobs(lp: readonly TokenLogprob[], offset: number): { logprobs: CompletionLogprobs; offset: number } {
+  const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  for (const t of lp) {
+    out.tokens.push(t.text);
+    out.token_logprobs.push(t.logprob);
+    out.top_logprobs!.push(Object.fromEntries((t.top ?? []).map((a) => [a.text, a.logprob])));
+    out.text_offset.push(offset);
+    offset += t.text.length;
+  }
+  return { logprobs: out, offset };
+}
+
+/**
+ * Streamed `text_completion` objects from the engine's chunks: one per engine chunk with text (or logprobs), then an
+ * empty-text one with finish_reason, then the usage chunk (`choices: []`) when includeUsage. An aborted stream simply
+ * ends.
+ * @example
+ * for await (const c of toCompletionChunks(engine.generate(toCompletionRequest(body)), meta)) write(c.choices[0]?.text);
+ */
+export async function* toCompletionChunks(
+  chunks: AsyncIterable<Chunk>,
+  meta: CompletionMeta,
+  options: { includeUsage?: boolean; logprobs?: boolean } = {},
+): AsyncGenerator<Completion, void, undefined> {
+  const usage = options.includeUsage ? { usage: null } : {};
+  const base = (choices: CompletionChoice[]): Completion => ({ id: meta.id, object: 'text_completion', created: meta.created, model: meta.model, choices, ...usage });
+  let completionTokens = 0;
+  let offset = 0;
+  for await (const c of chunks) {
+    completionTokens += c.ids.length;
+    const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
+    if (c.text !== '' || hasLogprobs) {
+      let logprobs: CompletionLogprobs | null = null;
+      if (options.logprobs === true) ({ logprobs, offset } = legacyLogprobs(c.logprobs ?? [], offset));
+      yield base([{ index: 0, text: c.text, logprobs, finish_reason: null }]);
+    }
+    if (c.finishReason === null) continue;
+    const reason = finish(c.finishReason);
+    if (reason === undefined) return;
+    yield base([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
+    if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
+    return;
+  }
+}
+
+/**
+ * One `text_completion` from a whole stream of engine chunks. An aborted stream rejects with the signal's reason.
+ * @example
+ * const completion = await toCompletion(engine.generate(toCompletionRequest(body)), meta);
+ * completion.choices[0].text;
+ */
+export async function toCompletion(
+  chunks: AsyncIterable<Chunk>,
+  meta: CompletionMeta,
+  options: { logprobs?: boolean; signal?: AbortSignal } = {},
+): Promise<Completion> {
+  let text = '';
+  const lp: TokenLogprob[] = [];
+  let completionTokens = 0;
+  for await (const c of chunks) {
+    text += c.text;
+    completionTokens += c.ids.length;
+    if (options.logprobs && c.logprobs) lp.push(...c.logprobs);
+    if (c.finishReason === null) continue;
+    const reason = finish(c.finishReason);
+    if (reason === undefined) throw options.signal?.reason ?? new DOMException('The completion was aborted.', 'AbortError');
+    return {
+      id: meta.id,
+      object: 'text_completion',
+      created: meta.created,
+      model: meta.model,
+      choices: [{ index: 0, text, logprobs: options.logprobs ? legacyLogprobs(lp, 0).logprobs : null, finish_reason: reason }],
+      usage: usageOf(c, completionTokens),
+    };
+  }
+  throw new IntabEngineError('The engine ended the stream without a last chunk: the request failed; retry it or reload the model.');
+}
