@@ -144,8 +144,10 @@ async function* answerStream(
   signal: AbortSignal,
 ): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
   if (eng.info.hasChatTemplate) {
+    // A long conversation drops its oldest turns (never the system prompt) rather than outgrowing the context; a
+    // max_tokens past the context is clamped by the engine, so the answer ends with 'length' there.
     const stream = await eng.chat.completions.create(
-      { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed },
+      { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed, truncate: 'oldest' },
       { signal },
     );
     for await (const chunk of stream) {

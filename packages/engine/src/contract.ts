@@ -14,8 +14,18 @@ export interface ChatMessage {
 
 /** Sampling and stopping options of one request (all optional; defaults in brackets). */
 export interface GenerationOptions {
-  /** Most new tokens [256]. */
+  /**
+   * Most new tokens [256]. Clamped to what the context (or the KV-cache) leaves after the prompt: the stream then
+   * ends with finishReason 'length' when prompt + generated tokens reach the limit (see strictContext).
+   */
   maxTokens?: number;
+  /**
+   * Refuse, instead of clamping, a maxTokens that the prompt leaves no room for: a given maxTokens with prompt +
+   * maxTokens over the model's context length (or what the KV-cache can hold) is a ContextLengthExceededError with
+   * reason 'max-tokens' [false]. The default maxTokens is clamped either way; a prompt that alone does not fit is
+   * refused either way.
+   */
+  strictContext?: boolean;
   /** 0 is greedy [1]. */
   temperature?: number;
   /** 0 = off [0]. */
@@ -124,6 +134,14 @@ export interface GenerateRequest extends GenerationOptions {
   prompt?: string;
   promptIds?: number[];
   messages?: ChatMessage[];
+  /**
+   * With messages only: what to do when the chat does not fit ['none': a prompt over the limit is a
+   * ContextLengthExceededError]. 'oldest' drops the oldest turns (a user message and the replies after it) until the
+   * prompt leaves room for min(maxTokens, a quarter of the limit) new tokens (all of maxTokens with strictContext),
+   * keeping every system message and the last turn; the last chunk's `truncated` says what was dropped. When even the
+   * system messages and the last turn leave no room, it is a ContextLengthExceededError.
+   */
+  truncate?: 'oldest' | 'none';
 }
 
 export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
@@ -175,6 +193,11 @@ export interface Chunk {
   warnings?: { path: string; keyword: string; reason: string }[];
   /** On the last chunk. */
   metrics?: RequestMetrics;
+  /**
+   * On the last chunk of a `truncate: 'oldest'` request that dropped turns to fit: how many messages were dropped, and
+   * the prompt tokens that saved (absent when nothing was dropped).
+   */
+  truncated?: { messages: number; tokens: number };
   /**
    * With finishReason 'error', on a remote engine: what went wrong (a RemoteStreamError when the stream broke, a
    * RemoteFormatError when a JSON answer does not match its format); the text before it was delivered. A local engine's

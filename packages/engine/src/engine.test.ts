@@ -15,7 +15,7 @@ import { configFromGguf, parseGguf, pathSource, tokenizerFromGguf, type LlamaCon
 import { readGgufLite } from '@intab/model/reference';
 import type { GenerateRequest } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
-import { EngineClosedError, InvalidRequestError, RequestTooLargeError, TokenizerRequiredError, UnknownStreamError } from './errors.ts';
+import { ContextLengthExceededError, EngineClosedError, InvalidRequestError, TokenizerRequiredError, UnknownStreamError } from './errors.ts';
 import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
 import { collect, type Collected } from './test-streams.ts';
 
@@ -354,18 +354,55 @@ describe('KV budget', () => {
     await engine.destroy();
   });
 
-  test('a request that can never fit fails typed; a default maxTokens shrinks to fit', async () => {
-    const { engine } = setup({ runner: { pages: 8 } });
-    const err = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 200 }).catch((e) => e);
-    expect(err).toBeInstanceOf(RequestTooLargeError);
-    expect(err).toMatchObject({ name: 'RequestTooLargeError', promptTokens: 5, maxTokens: 200, limit: 128, limitedBy: 'kv-cache' });
+  test('a prompt that alone cannot fit the KV-cache is refused with its counts; a maxTokens past it is clamped', async () => {
+    // 8 pages of 16 tokens: one sequence holds at most 128 tokens (stories260K's context is 512).
+    const { engine, runner } = setup({ runner: { pages: 8 } });
+    const err = await engine.start({ promptIds: longPrompt(128), maxTokens: 4 }).catch((e) => e);
+    expect(err).toBeInstanceOf(ContextLengthExceededError);
+    expect(err).toMatchObject({ name: 'ContextLengthExceededError', reason: 'prompt', promptTokens: 128, maxTokens: 4, limit: 128, limitedBy: 'kv-cache', pinnedPages: 0 });
     expect(err.message).toMatch(/kvBudgetBytes/);
-    const big = setup({ runner: { pages: 1000 } });
-    await expect(big.engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 600 })).rejects.toMatchObject({ limit: 512, limitedBy: 'context' });
-    const r = await collect(engine, await engine.start({ promptIds: longPrompt(100), temperature: 0, ignoreEos: true }));
-    expect(r.ids).toHaveLength(28); // 128 - 100
+    expect(runner.log).toHaveLength(0); // refused before any work
+    // Given or default, maxTokens shrinks to what the pages can ever hold: the stream ends with 'length' at 128. The
+    // second run's prompt partly matches a page the first left in the prefix cache: it is admitted all the same.
+    const req = { promptIds: golden.cases[1].prompt, temperature: 0, ignoreEos: true };
+    for (const maxTokens of [200, undefined]) {
+      const r = await collect(engine, await engine.start({ ...req, maxTokens }));
+      expect(r.ids).toHaveLength(123); // 128 - 5
+      expect(r.last.finishReason).toBe('length');
+      expect(r.last.metrics!.promptTokens + r.last.metrics!.completionTokens).toBe(128);
+      expect(r.ids.slice(0, golden.cases[1].greedy.length)).toEqual(golden.cases[1].greedy);
+    }
+    // strictContext refuses a given maxTokens that does not fit, before any work; one that fits runs as asked.
+    const steps = runner.log.length;
+    const strict = await engine.start({ ...req, maxTokens: 200, strictContext: true }).catch((e) => e);
+    expect(strict).toBeInstanceOf(ContextLengthExceededError);
+    expect(strict).toMatchObject({ reason: 'max-tokens', promptTokens: 5, maxTokens: 200, limit: 128, limitedBy: 'kv-cache' });
+    expect(strict.message).toMatch(/lower maxTokens to 123 or less.*kvBudgetBytes.*leave strictContext out/);
+    expect(runner.log).toHaveLength(steps);
+    expect((await collect(engine, await engine.start({ ...req, maxTokens: 123, strictContext: true }))).ids).toHaveLength(123);
+    expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
+    await engine.destroy();
+  });
+
+  test("the model's context: a prompt over it is refused; prompt + maxTokens over it ends with 'length' exactly at it", async () => {
+    const { engine } = setup({ runner: { pages: 1000 } }); // the KV-cache holds more than stories260K's 512 positions
+    const err = await engine.start({ promptIds: longPrompt(600), maxTokens: 16 }).catch((e) => e);
+    expect(err).toBeInstanceOf(ContextLengthExceededError);
+    expect(err).toMatchObject({ reason: 'prompt', promptTokens: 600, limit: 512, limitedBy: 'context' });
+    expect(err.message).toMatch(/The prompt is 600 tokens.*context length holds at most 512.*shorten the prompt/);
+    expect(err.message).not.toMatch(/kvBudgetBytes/);
+    // Exactly the context is refused too: it leaves no room for one new token.
+    await expect(engine.start({ promptIds: longPrompt(512) })).rejects.toMatchObject({ reason: 'prompt', promptTokens: 512 });
+    // The chat default of 512 new tokens on a short prompt: clamped, not refused.
+    const r = await collect(engine, await engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 512, temperature: 0, ignoreEos: true }));
     expect(r.last.finishReason).toBe('length');
-    await Promise.all([engine.destroy(), big.engine.destroy()]);
+    expect(golden.cases[0].prompt.length + r.ids.length).toBe(512);
+    expect(r.ids.slice(0, golden.cases[0].greedy.length)).toEqual(golden.cases[0].greedy);
+    // A long prompt with a little room left gets exactly that room.
+    const near = await collect(engine, await engine.start({ promptIds: longPrompt(509), maxTokens: 100, temperature: 0, ignoreEos: true }));
+    expect([near.ids.length, near.last.finishReason]).toEqual([3, 'length']);
+    await expect(engine.start({ promptIds: golden.cases[0].prompt, maxTokens: 600, strictContext: true })).rejects.toMatchObject({ reason: 'max-tokens', limit: 512, limitedBy: 'context' });
+    await engine.destroy();
   });
 });
 

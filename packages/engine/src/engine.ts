@@ -21,7 +21,6 @@ import {
   EngineStateError,
   InvalidRequestError,
   DraftMismatchError,
-  RequestTooLargeError,
   TokenizerRequiredError,
   UnknownStreamError,
 } from './errors.ts';
@@ -34,6 +33,7 @@ import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculato
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import { openModel } from './open-model.ts';
 import { chooseBackend, loadOnBackend, openModels } from './load.ts';
+import { contextLimit, fitMaxTokens, truncateOldest, truncationRoom, type Truncation } from './context.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -209,16 +209,29 @@ export class Engine implements EngineApi {
   async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
     const { runner } = this.ready();
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
-    const prompt = this.encode(request);
+    // truncate: 'oldest' drops the chat's oldest turns until the prompt leaves room for a reply (context.ts).
+    const fitted: Truncation =
+      options.truncate === 'oldest'
+        ? truncateOldest(request.messages!, (messages) => this.encode({ ...request, messages }), (p) => {
+            const { limit } = contextLimit(runner, this.cache, p);
+            return p.length + truncationRoom(options, limit) <= limit;
+          })
+        : { prompt: this.encode(request), dropped: 0, tokens: 0 };
+    const prompt = fitted.prompt;
     if (prompt.length === 0) throw new InvalidRequestError('prompt', request.prompt, 'text that encodes to at least one token');
     const constraint = this.constraintOf(request, runner);
-    this.fitContext(prompt, options);
+    // A prompt that leaves no room is refused; maxTokens past the limit is clamped (refused with strictContext).
+    fitMaxTokens(prompt.length, options, contextLimit(runner, this.cache, prompt), {
+      chat: request.messages !== undefined && options.truncate !== 'oldest',
+      truncatedMessages: fitted.dropped,
+    });
     const spec = resolveSpeculative(request.speculative ?? this.options.speculative ?? (this.draft ? 'auto' : false), {
       hasDraft: this.draft !== undefined,
       layers: runner.config.layers,
       earlyExit: runner.capabilities?.earlyExit !== false,
     });
-    return this.begin(prompt, options, signal, { constraint, spec }).id;
+    const truncated = fitted.dropped > 0 ? { messages: fitted.dropped, tokens: fitted.tokens } : undefined;
+    return this.begin(prompt, options, signal, { constraint, spec, truncated }).id;
   }
 
   /**
@@ -235,7 +248,7 @@ export class Engine implements EngineApi {
     if (!this.cache) throw new EngineStateError(`preload() pins a prefix in the prefix cache, which this engine has off: ${this.noCacheAdvice()}.`);
     const prompt = this.encodePrefix(request);
     const options = resolveOptions({ promptIds: prompt, maxTokens: 1, temperature: 0 }, runner.config.vocab, false);
-    this.fitContext(prompt, options);
+    fitMaxTokens(prompt.length, options, contextLimit(runner, this.cache, prompt));
     const t0 = this.now();
     const { id, stream } = this.begin(prompt, options, signal, { prefillOnly: true });
     let last: Chunk;
@@ -365,9 +378,18 @@ export class Engine implements EngineApi {
     return {
       cost: (seq) => {
         if (!seq.options.cache) return plain.cost(seq);
-        const match = matchOf(seq);
+        let match = matchOf(seq);
+        let cost = cache.cost(match, seq.reserveLength);
+        // A partly matched page stays mapped until it is copied: a request that reserves every page it can have
+        // (maxTokens clamped to the KV-cache) would wait for that one page forever. It maps whole pages only then,
+        // and prefills the few tokens of the partial page again.
+        if (cost.need > cost.available && match.tokens % cache.pageSize !== 0) {
+          const whole = Math.floor(match.tokens / cache.pageSize);
+          match = { tokens: whole * cache.pageSize, nodes: match.nodes.slice(0, whole) };
+          cost = cache.cost(match, seq.reserveLength);
+        }
         this.matches.set(seq, match);
-        return cache.cost(match, seq.reserveLength);
+        return cost;
       },
       admit: (seq) => {
         if (!seq.options.cache) return plain.admit(seq);
@@ -379,32 +401,12 @@ export class Engine implements EngineApi {
     };
   }
 
-  /**
-   * Refuses a request that could never run (RequestTooLargeError), or shrinks a default maxTokens to fit: the
-   * most tokens one sequence can hold is the context, or every KV page not pinned by a preload it does not
-   * start with.
-   */
-  private fitContext(prompt: readonly number[], options: ResolvedOptions): void {
-    const runner = this.runner!;
-    const pinned = this.cache ? this.cache.pinnedPagesOutside(this.cache.lookup(prompt)) : 0;
-    const kvLimit = (runner.kv.pages - pinned) * runner.kv.pageSize;
-    const limit = Math.min(runner.config.maxContext, kvLimit);
-    const limitedBy = kvLimit < runner.config.maxContext ? 'kv-cache' : 'context';
-    if (prompt.length + options.maxTokens > limit) {
-      // A default maxTokens shrinks to what is left; one the caller asked for must fit as asked.
-      if (options.maxTokensGiven || prompt.length >= limit) {
-        throw new RequestTooLargeError(prompt.length, options.maxTokensGiven ? options.maxTokens : 1, limit, limitedBy, limitedBy === 'kv-cache' ? pinned : 0);
-      }
-      options.maxTokens = limit - prompt.length;
-    }
-  }
-
   /** Registers a checked request as a stream and hands it to the scheduler. */
   private begin(
     prompt: number[],
     options: ResolvedOptions,
     signal: AbortSignal | undefined,
-    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean },
+    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean; truncated?: { messages: number; tokens: number } },
   ): { id: number; stream: Stream } {
     const { runner, scheduler } = this.ready();
     const id = this.nextId++;
@@ -419,6 +421,7 @@ export class Engine implements EngineApi {
       startedAt: this.now(),
       constraint: extra.constraint,
       prefillOnly: extra.prefillOnly,
+      truncated: extra.truncated,
     });
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));

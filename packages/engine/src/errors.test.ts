@@ -3,16 +3,16 @@
 // the GPU runtime's errors; AbortError comes back as a DOMException; unknown errors keep their name.
 import { describe, expect, test } from 'vitest';
 import { GpuValidationError, ShapeError } from '@intab/gpu';
-import { InvalidRequestError, RequestTooLargeError, deserializeError, isSerializedError, registerErrorClass, serializeError } from './errors.ts';
+import { ContextLengthExceededError, InvalidRequestError, deserializeError, isSerializedError, registerErrorClass, serializeError } from './errors.ts';
 
 const roundTrip = (e: unknown) => deserializeError(structuredClone(serializeError(e)));
 
 describe('serializeError / deserializeError', () => {
   test('engine errors keep class, name, message and fields', () => {
-    const e = new RequestTooLargeError(500, 100, 512, 'context');
+    const e = new ContextLengthExceededError({ promptTokens: 500, maxTokens: 100, limit: 512, limitedBy: 'context', reason: 'max-tokens' });
     const back = roundTrip(e);
-    expect(back).toBeInstanceOf(RequestTooLargeError);
-    expect(back).toMatchObject({ name: 'RequestTooLargeError', message: e.message, promptTokens: 500, maxTokens: 100, limit: 512, limitedBy: 'context' });
+    expect(back).toBeInstanceOf(ContextLengthExceededError);
+    expect(back).toMatchObject({ name: 'ContextLengthExceededError', message: e.message, promptTokens: 500, maxTokens: 100, limit: 512, limitedBy: 'context', reason: 'max-tokens', pinnedPages: 0, truncatedMessages: 0 });
     const inv = roundTrip(new InvalidRequestError('topLogprobs', 30, 'an integer in [0, 20]'));
     expect(inv).toBeInstanceOf(InvalidRequestError);
     expect(inv).toMatchObject({ field: 'topLogprobs', value: '30', expected: 'an integer in [0, 20]' });

@@ -37,31 +37,69 @@ export class InvalidRequestError extends IntabEngineError {
   }
 }
 
-/** A request that can never run on this engine: its prompt plus maxTokens exceeds the context or the KV-cache. */
-export class RequestTooLargeError extends IntabEngineError {
+/**
+ * A request whose prompt does not fit: the prompt alone leaves no room for one new token in the model's context or in
+ * the KV-cache pages this request can have (`reason: 'prompt'`), or, with `strictContext: true`, the prompt plus
+ * `maxTokens` does not fit (`reason: 'max-tokens'`; without strictContext maxTokens is clamped to what is left, and
+ * the stream ends with finishReason 'length' at the limit). Thrown by start() before any work; the OpenAI surface
+ * answers it with a 400 whose code is 'context_length_exceeded'.
+ */
+export class ContextLengthExceededError extends IntabEngineError {
+  /** The prompt's tokens (with `truncate: 'oldest'`: after the oldest turns were dropped). */
   readonly promptTokens: number;
+  /** The new tokens the request asked for (maxTokens, or its default). */
   readonly maxTokens: number;
-  /** The most tokens (prompt + generated) one sequence can hold. */
+  /** The most tokens (prompt + generated) one sequence can hold here. */
   readonly limit: number;
   /** What sets the limit: the model's context length or the KV-cache pages. */
   readonly limitedBy: 'context' | 'kv-cache';
   /** KV pages held by preloaded prefixes this request does not start with (they take room from it). */
   readonly pinnedPages: number;
-  constructor(promptTokens: number, maxTokens: number, limit: number, limitedBy: 'context' | 'kv-cache', pinnedPages = 0) {
-    const what = limitedBy === 'context' ? "the model's context length" : pinnedPages > 0 ? `the KV-cache (its pages less the ${pinnedPages} pinned by preloaded prefixes)` : 'the KV-cache (all its pages)';
-    const fix =
-      limitedBy === 'context'
-        ? 'shorten the prompt or lower maxTokens'
-        : pinnedPages > 0
-          ? 'shorten the prompt, lower maxTokens, release() preloaded prefixes, or load the model with a larger kvBudgetBytes'
-          : 'shorten the prompt, lower maxTokens, or load the model with a larger kvBudgetBytes';
-    super(`The request needs ${promptTokens} prompt + ${maxTokens} new tokens = ${promptTokens + maxTokens}, but ${what} holds at most ${limit}: ${fix}.`);
-    this.name = 'RequestTooLargeError';
-    this.promptTokens = promptTokens;
-    this.maxTokens = maxTokens;
+  /** 'prompt': the prompt alone does not fit; 'max-tokens': strictContext, and prompt + maxTokens does not fit. */
+  readonly reason: 'prompt' | 'max-tokens';
+  /** With `truncate: 'oldest'`: the messages dropped before giving up (every turn but the system messages and the last). */
+  readonly truncatedMessages: number;
+  constructor(init: {
+    promptTokens: number;
+    maxTokens: number;
+    limit: number;
+    limitedBy: 'context' | 'kv-cache';
+    reason: 'prompt' | 'max-tokens';
+    pinnedPages?: number;
+    truncatedMessages?: number;
+    /** The prompt is chat messages (so truncate: 'oldest' is worth suggesting). */
+    chat?: boolean;
+  }) {
+    const { promptTokens: p, maxTokens: m, limit, limitedBy, reason } = init;
+    const pinned = init.pinnedPages ?? 0;
+    const dropped = init.truncatedMessages ?? 0;
+    const what = limitedBy === 'context' ? "the model's context length" : pinned > 0 ? `the KV-cache (its pages less the ${pinned} pinned by preloaded prefixes)` : 'the KV-cache (all its pages)';
+    // What to do, as a list: the fixes that apply to this refusal.
+    const kv = limitedBy === 'context' ? [] : pinned > 0 ? ['release() preloaded prefixes', 'load the model with a larger kvBudgetBytes'] : ['load the model with a larger kvBudgetBytes'];
+    const or = (fixes: string[]) => (fixes.length === 1 ? fixes[0] : `${fixes.slice(0, -1).join(', ')} or ${fixes[fixes.length - 1]}`);
+    let message: string;
+    if (reason === 'max-tokens') {
+      message =
+        `The request needs ${p} prompt + ${m} new tokens = ${p + m}, but ${what} holds at most ${limit} and strictContext: true refuses to clamp maxTokens: ` +
+        `${or([`lower maxTokens to ${Math.max(0, limit - p)} or less`, 'shorten the prompt', ...kv, "leave strictContext out to have maxTokens clamped (the reply then ends with finishReason 'length' at the limit)"])}.`;
+    } else if (dropped > 0) {
+      message =
+        `The prompt is still ${p} tokens with its ${dropped} oldest messages dropped (truncate: 'oldest' keeps the system messages and the last turn), ` +
+        `but ${what} holds at most ${limit}, the reply included: ${or(['shorten the system message or the last message', ...kv])}.`;
+    } else {
+      message =
+        `The prompt is ${p} tokens, but ${what} holds at most ${limit}, the reply included, so no room is left for a reply: ` +
+        `${or(['shorten the prompt', ...(init.chat ? ["send truncate: 'oldest' to drop the oldest turns"] : []), ...kv])}.`;
+    }
+    super(message);
+    this.name = 'ContextLengthExceededError';
+    this.promptTokens = p;
+    this.maxTokens = m;
     this.limit = limit;
     this.limitedBy = limitedBy;
-    this.pinnedPages = pinnedPages;
+    this.pinnedPages = pinned;
+    this.reason = reason;
+    this.truncatedMessages = dropped;
   }
 }
 
@@ -193,7 +231,7 @@ export function registerErrorClass(name: string, cls: AnyErrorClass): void {
 export const ENGINE_ERRORS = {
   IntabEngineError,
   InvalidRequestError,
-  RequestTooLargeError,
+  ContextLengthExceededError,
   EngineClosedError,
   EngineStateError,
   UnknownStreamError,
@@ -259,8 +297,8 @@ export function isSerializedError(v: unknown): v is SerializedError {
  * Rebuilds an error from serializeError's data: an instance of the registered class of that name (else a
  * plain Error carrying that name; registerErrorClass adds classes), with the same name, message, fields and cause. AbortError becomes a DOMException.
  * @example
- * const err = deserializeError(serializeError(new RequestTooLargeError(500, 100, 512, 'context')));
- * err instanceof RequestTooLargeError; // true, err.limit === 512
+ * const err = deserializeError(serializeError(new ContextLengthExceededError({ promptTokens: 600, maxTokens: 100, limit: 512, limitedBy: 'context', reason: 'prompt' })));
+ * err instanceof ContextLengthExceededError; // true, err.limit === 512
  */
 export function deserializeError(data: SerializedError): Error {
   let err: Error;

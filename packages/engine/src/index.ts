@@ -16,7 +16,7 @@ export { StopMatcher, type StopPush } from './stop.ts';
 export {
   IntabEngineError,
   InvalidRequestError,
-  RequestTooLargeError,
+  ContextLengthExceededError,
   EngineClosedError,
   EngineStateError,
   UnknownStreamError,

@@ -9,7 +9,7 @@ import { mulberry32 } from '@intab/gpu';
 import type { LlamaConfig } from '@intab/model';
 import type { GenerateRequest, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
-import { EngineStateError, RequestTooLargeError } from './errors.ts';
+import { ContextLengthExceededError, EngineStateError } from './errors.ts';
 import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
 import { qwen3VocabModel, stories260K } from './test-models.ts';
 import { collect, type Collected } from './test-streams.ts';
@@ -221,11 +221,15 @@ describe('preload', () => {
     expect(big.last.finishReason).toBe('length');
     expect(engine.stats().prefixCache!.pinnedPages).toBe(3);
     expect((await engine.preload({ promptIds: system })).cachedTokens).toBe(41); // already there: nothing to prefill
-    // Pinned pages count against what a request can hold.
-    const err = await engine.start({ promptIds: [1, ...words(12, 150)], maxTokens: 30 }).catch((e) => e);
-    expect(err).toBeInstanceOf(RequestTooLargeError);
-    expect(err).toMatchObject({ limitedBy: 'kv-cache', pinnedPages: 3, limit: (12 - 3) * 16 });
+    // Pinned pages count against what a request can hold: its maxTokens is clamped to them (refused when strict).
+    const err = await engine.start({ promptIds: [1, ...words(12, 130)], maxTokens: 30, strictContext: true }).catch((e) => e);
+    expect(err).toBeInstanceOf(ContextLengthExceededError);
+    expect(err).toMatchObject({ reason: 'max-tokens', limitedBy: 'kv-cache', pinnedPages: 3, limit: (12 - 3) * 16 });
     expect(err.message).toMatch(/release\(\)/);
+    const tooLong = await engine.start({ promptIds: [1, ...words(12, 150)], maxTokens: 1 }).catch((e) => e);
+    expect(tooLong).toMatchObject({ name: 'ContextLengthExceededError', reason: 'prompt', promptTokens: 151, limitedBy: 'kv-cache', pinnedPages: 3, limit: 144 });
+    const clamped = await run(engine, { promptIds: [1, ...words(13, 130)], maxTokens: 30, temperature: 0, ignoreEos: true });
+    expect([clamped.ids.length, clamped.last.finishReason]).toEqual([144 - 131, 'length']);
     await engine.release(p.id);
     await engine.release(p.id); // idempotent
     expect(engine.stats().prefixCache!.pinnedPages).toBe(3); // the second preload's pin

@@ -18,8 +18,12 @@ export const MAX_TOP_LOGPROBS = 20;
 /** A request's options, checked and with defaults filled in. */
 export interface ResolvedOptions {
   maxTokens: number;
-  /** Whether maxTokens was given (a default is clamped to the context; a given one must fit). */
+  /** Whether maxTokens was given (strictContext refuses a given one that does not fit; a default is always clamped). */
   maxTokensGiven: boolean;
+  /** Refuse a maxTokens the context cannot hold instead of clamping it (GenerationOptions.strictContext). */
+  strictContext: boolean;
+  /** Chat requests: drop the oldest turns to fit (GenerateRequest.truncate). */
+  truncate: 'oldest' | 'none';
   temperature: number;
   topK: number;
   topP: number;
@@ -108,9 +112,15 @@ export function resolveOptions(r: GenerateRequest, vocab: number, hasTokenizer: 
   if (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > maxTop) bad('topLogprobs', r.topLogprobs, `an integer in [0, ${maxTop}]`);
   if (topLogprobs > 0 && !r.logprobs) bad('topLogprobs', r.topLogprobs, '0 unless logprobs is true (set logprobs: true to get alternatives)');
   if (r.cache !== undefined && typeof r.cache !== 'boolean') bad('cache', r.cache, 'a boolean (false: neither read nor fill the prefix cache)');
+  if (r.strictContext !== undefined && typeof r.strictContext !== 'boolean') bad('strictContext', r.strictContext, 'a boolean (true: refuse a maxTokens the context cannot hold instead of clamping it)');
+  const truncate = r.truncate ?? 'none';
+  if (truncate !== 'oldest' && truncate !== 'none') bad('truncate', r.truncate, "'oldest' (drop the oldest turns to fit) or 'none'");
+  if (truncate === 'oldest' && r.messages === undefined) bad('truncate', r.truncate, "absent or 'none' unless the request sends messages (only chat turns can be dropped)");
   return {
     maxTokens,
     maxTokensGiven,
+    strictContext: r.strictContext ?? false,
+    truncate,
     temperature,
     topK,
     topP,
@@ -154,6 +164,8 @@ export interface SequenceInit {
   constraint?: Constraint;
   /** Only fill the KV-cache with the prompt, sample nothing (a preloaded prefix): done once prefilled. */
   prefillOnly?: boolean;
+  /** What `truncate: 'oldest'` dropped from the chat to fit (reported on the last chunk). */
+  truncated?: { messages: number; tokens: number };
 }
 
 export type SequenceState = 'waiting' | 'running' | 'finished';
@@ -179,6 +191,8 @@ export class Sequence {
   cachedTokens = 0;
   /** Full prompt pages already handed to the prefix cache while the sequence runs. */
   cachedPages = 0;
+  /** What `truncate: 'oldest'` dropped to make the prompt fit. */
+  readonly truncated?: { messages: number; tokens: number };
 
   private readonly rng: () => number;
   /** Uniform draws of the next tokens (index 0 = the next token), drawn ahead by speculative rows. */
@@ -210,6 +224,7 @@ export class Sequence {
     this.tokenizer = init.tokenizer;
     this.constraint = init.constraint;
     this.prefillOnly = init.prefillOnly ?? false;
+    this.truncated = init.truncated;
     this.maxQueued = init.maxQueued;
     this.startedAt = init.startedAt;
     this.rng = mulberry32(init.options.seed ?? init.defaultSeed);
@@ -435,6 +450,7 @@ export class Sequence {
     if (this.finished) {
       chunk.finishReason = this.finishReason;
       chunk.metrics = this.metrics;
+      if (this.truncated) chunk.truncated = { ...this.truncated };
       const warnings = this.constraint?.warnings;
       if (warnings?.length) chunk.warnings = warnings.map((w) => ({ path: w.path, keyword: w.keyword, reason: w.reason }));
     }

@@ -13,7 +13,7 @@ import {
   EngineClosedError,
   IntabModelError,
   InvalidRequestError,
-  RequestTooLargeError,
+  ContextLengthExceededError,
   TokenizerRequiredError,
   UnsupportedSchemaError,
   createEngine,
@@ -107,10 +107,10 @@ describe('createEngine with the worker', () => {
   });
 
   test('errors cross the worker with their class, name and fields', async () => {
-    const tooLarge = await collect(engine.generate({ promptIds: [1, 2, 3], maxTokens: 100_000 })).catch((e) => e);
-    expect(tooLarge).toBeInstanceOf(RequestTooLargeError);
-    expect(tooLarge).toMatchObject({ name: 'RequestTooLargeError', promptTokens: 3, maxTokens: 100_000, limit: 512, limitedBy: 'context' });
-    expect(tooLarge.message).toContain('shorten the prompt or lower maxTokens');
+    const tooLarge = await collect(engine.generate({ promptIds: [1, 2, 3], maxTokens: 100_000, strictContext: true })).catch((e) => e);
+    expect(tooLarge).toBeInstanceOf(ContextLengthExceededError);
+    expect(tooLarge).toMatchObject({ name: 'ContextLengthExceededError', reason: 'max-tokens', promptTokens: 3, maxTokens: 100_000, limit: 512, limitedBy: 'context' });
+    expect(tooLarge.message).toContain('lower maxTokens to 509 or less, shorten the prompt');
 
     const noTokenizer = await collect(engine.generate({ prompt: 'Once upon a time' })).catch((e) => e);
     expect(noTokenizer).toBeInstanceOf(TokenizerRequiredError);
@@ -282,6 +282,32 @@ describe('chat completions in the worker (HF folder as Files, ChatML tokenizer)'
       total_tokens: m.promptTokens + m.completionTokens,
       prompt_tokens_details: { cached_tokens: m.promptTokens - 1 },
     });
+  });
+
+  test("a chat-sized max_tokens (512) on stories260K's 512-token context ends with 'length' at the limit; truncate: 'oldest' keeps the system message", async () => {
+    // The demo chat's default: clamped to what the context leaves, never refused. The end-of-text and end-of-turn ids are banned.
+    const stream = await chat.chat.completions.create({ messages, max_tokens: 512, temperature: 0, logit_bias: { '2': -100, '97': -100 }, stream: true, stream_options: { include_usage: true } });
+    const chunks = await collect(stream);
+    expect(chunks.at(-2)!.choices[0].finish_reason).toBe('length');
+    expect(chunks.at(-1)!.usage!.total_tokens).toBe(512);
+    // A long chat: refused with its counts (across the worker), or fitted by dropping its oldest turns.
+    const history = Array.from({ length: 12 }, (_, i) => [
+      { role: 'user', content: `Tell me story number ${i}, please.` },
+      { role: 'assistant', content: `Once upon a time there was a story numbered ${i}. The end.` },
+    ]).flat();
+    const long = [messages[0], ...history, { role: 'user', content: 'One more?' }];
+    const refused = await collect(chat.generate({ messages: long, maxTokens: 8 })).catch((e) => e);
+    expect(refused).toBeInstanceOf(ContextLengthExceededError);
+    expect(refused).toMatchObject({ name: 'ContextLengthExceededError', reason: 'prompt', limit: 512, limitedBy: 'context' });
+    expect(refused.promptTokens).toBeGreaterThan(512);
+    const fitted = await collect(chat.generate({ messages: long, maxTokens: 8, truncate: 'oldest', temperature: 0 }));
+    const last = fitted.at(-1)!;
+    expect(last.truncated!.messages % 2).toBe(0);
+    expect(last.truncated!.messages).toBeGreaterThan(0);
+    expect(last.metrics!.promptTokens).toBe(refused.promptTokens - last.truncated!.tokens);
+    // The same reply as the kept chat sent as is: the system message, the newest turns, the last question.
+    const kept = [messages[0], ...long.slice(1 + last.truncated!.messages)];
+    expect(ids(fitted)).toEqual(ids(await collect(chat.generate({ messages: kept, maxTokens: 8, temperature: 0 }))));
   });
 
   test('non-streaming: one chat.completion', async () => {

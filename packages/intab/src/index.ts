@@ -81,7 +81,7 @@ export type {
 export {
   IntabEngineError,
   InvalidRequestError,
-  RequestTooLargeError,
+  ContextLengthExceededError,
   EngineClosedError,
   EngineStateError,
   UnknownStreamError,

@@ -4,7 +4,7 @@
 // body. `POST /v1/chat/completions` (SSE when `stream: true`, else one JSON) and `GET /v1/models`; errors are
 // OpenAI-shaped, with the status OpenAI would send; a relayed `abort` (the client went away) aborts the request.
 
-import { InvalidRequestError, RequestTooLargeError, EngineClosedError } from '@intab/engine/errors';
+import { InvalidRequestError, ContextLengthExceededError, EngineClosedError } from '@intab/engine/errors';
 import type { IntabEngine } from './engine.ts';
 import type { ChatCompletionCreateParams } from './openai.ts';
 
@@ -33,7 +33,8 @@ export function openAIError(message: string, type: string, code: string | null =
 export function errorResponse(err: unknown): { status: number; body: ReturnType<typeof openAIError> } {
   const e = err as Error & { field?: string };
   if (err instanceof InvalidRequestError) return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, e.field ?? null) };
-  if (err instanceof RequestTooLargeError) return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', 'messages') };
+  // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
+  if (err instanceof ContextLengthExceededError || e?.name === 'ContextLengthExceededError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', 'messages') };
   if (err instanceof EngineClosedError) return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
   if (e?.name === 'TokenizerRequiredError' || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError') {
     return { status: 400, body: openAIError(e.message, 'invalid_request_error') };

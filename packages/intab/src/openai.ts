@@ -54,6 +54,16 @@ export interface ChatCompletionCreateParamsBase {
    * `strict: false` drops schema keywords the grammar cannot enforce instead of refusing the schema.
    */
   response_format?: ResponseFormatParam | null;
+  /**
+   * Not in OpenAI's API: `'oldest'` drops the chat's oldest turns (never the system messages or the last turn) until
+   * it fits the model's context with room for a reply, instead of a 400 context_length_exceeded ['none'].
+   */
+  truncate?: 'oldest' | 'none' | null;
+  /**
+   * Not in OpenAI's API: a max_tokens past what the context leaves after the prompt is a 400 context_length_exceeded,
+   * as OpenAI answers, instead of clamped to what is left (finish_reason 'length' at the limit) [false].
+   */
+  strict_context?: boolean | null;
 }
 
 export type ResponseFormatParam =
@@ -172,6 +182,14 @@ export function toGenerateRequest(p: ChatCompletionCreateParams): GenerateReques
   };
   const maxTokens = num('max_completion_tokens', p.max_completion_tokens, 'a positive integer') ?? num('max_tokens', p.max_tokens, 'a positive integer');
   if (maxTokens !== undefined) r.maxTokens = maxTokens;
+  if (p.truncate !== null && p.truncate !== undefined) {
+    if (p.truncate !== 'oldest' && p.truncate !== 'none') throw new InvalidRequestError('truncate', p.truncate, "'oldest' (drop the oldest turns to fit the context) or 'none'");
+    r.truncate = p.truncate;
+  }
+  if (p.strict_context !== null && p.strict_context !== undefined) {
+    if (typeof p.strict_context !== 'boolean') throw new InvalidRequestError('strict_context', p.strict_context, 'a boolean (true: refuse a max_tokens the context cannot hold instead of clamping it)');
+    r.strictContext = p.strict_context;
+  }
   const set = <K extends keyof GenerateRequest>(key: K, field: keyof ChatCompletionCreateParamsBase, expected: string) => {
     const v = num(field, p[field] as number | null | undefined, expected);
     if (v !== undefined) (r as Record<string, unknown>)[key] = v;

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 
 import * as Comlink from 'comlink';
 import type { EngineApi } from '@intab/engine/contract';
-import { InvalidRequestError, RequestTooLargeError, UnknownStreamError } from '@intab/engine/errors';
+import { ContextLengthExceededError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
@@ -53,14 +53,12 @@ describe('across the port', () => {
   });
 
   test('errors keep their class, name, message and fields', async () => {
-    const tooLarge = await collect(engine.generate({ messages, maxTokens: 10_000 })).catch((e) => e);
-    expect(tooLarge).toBeInstanceOf(RequestTooLargeError);
-    expect(tooLarge.name).toBe('RequestTooLargeError');
-    expect(tooLarge.limitedBy).toBe('context');
-    expect(tooLarge.limit).toBe(256);
-    expect(tooLarge.maxTokens).toBe(10_000);
+    const tooLarge = await collect(engine.generate({ messages, maxTokens: 10_000, strictContext: true })).catch((e) => e);
+    expect(tooLarge).toBeInstanceOf(ContextLengthExceededError);
+    expect(tooLarge.name).toBe('ContextLengthExceededError');
+    expect(tooLarge).toMatchObject({ reason: 'max-tokens', limitedBy: 'context', limit: 256, maxTokens: 10_000, truncatedMessages: 0 });
     expect(tooLarge.promptTokens).toBeGreaterThan(0);
-    expect(tooLarge.message).toContain('shorten the prompt or lower maxTokens');
+    expect(tooLarge.message).toContain(`lower maxTokens to ${256 - tooLarge.promptTokens} or less, shorten the prompt`);
 
     const invalid = await collect(engine.generate({ messages, temperature: -1 })).catch((e) => e);
     expect(invalid).toBeInstanceOf(InvalidRequestError);
@@ -98,10 +96,10 @@ describe('across the port', () => {
     const p = Comlink.wrap<typeof probe>(ch.port2);
     const controller = new AbortController();
     const done = p.check(controller.signal);
-    controller.abort(new RequestTooLargeError(1, 2, 3, 'kv-cache'));
+    controller.abort(new ContextLengthExceededError({ promptTokens: 1, maxTokens: 2, limit: 3, limitedBy: 'kv-cache', reason: 'max-tokens' }));
     expect(await done).toBe(false); // aborted after it crossed
-    expect(seen).toBeInstanceOf(RequestTooLargeError);
-    expect((seen as RequestTooLargeError).limitedBy).toBe('kv-cache');
+    expect(seen).toBeInstanceOf(ContextLengthExceededError);
+    expect((seen as ContextLengthExceededError).limitedBy).toBe('kv-cache');
 
     const c2 = new AbortController();
     const done2 = p.check(c2.signal);

@@ -11,7 +11,8 @@ import { RemoteStream, type RemoteCall } from './stream.ts';
 
 /**
  * The request body a server gets for a GenerateRequest. Options with OpenAI names keep them; top_k, min_p,
- * repetition_penalty, stop_token_ids and ignore_eos (vLLM, SGLang and llama.cpp names) are sent only when set;
+ * repetition_penalty, stop_token_ids and ignore_eos (vLLM, SGLang and llama.cpp names), truncate and strict_context
+ * (intab serve's) are sent only when set;
  * `return_token_ids` asks vLLM-style servers (and intab serve) for the generated ids. grammar and regex formats are
  * InvalidRequestErrors: OpenAI-compatible servers agree only on JSON formats.
  */
@@ -51,6 +52,9 @@ export function remoteCall(request: GenerateRequest, model: string): RemoteCall 
     ['logitBias', 'logit_bias'],
     ['stopTokenIds', 'stop_token_ids'],
     ['ignoreEos', 'ignore_eos'],
+    // intab's own (intab serve takes them; other servers ignore or refuse what they do not know).
+    ['truncate', 'truncate'],
+    ['strictContext', 'strict_context'],
   ];
   for (const [from, to] of pass) if (r[from] !== undefined) body[to] = r[from];
   if (r.stop !== undefined) body.stop = r.stop;
