@@ -9,6 +9,7 @@ import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
 import { parseArgs } from './args.mjs';
+import { checkFlags, flagsByCommand } from './flags.mjs';
 import { exportOnnx } from './export-onnx.mjs';
 import { benchSystems } from './bench-systems.mjs';
 import { serve } from './serve.mjs';
@@ -16,7 +17,7 @@ import { benchServe } from './bench-serve.mjs';
 
 export { parseArgs };
 
-const USAGE = `usage:
+export const USAGE = `usage:
   intab generate --model <gguf file | HF folder | URL> (--prompt-ids 1,2,3 | --prompt "text" | --chat "message") [--max-tokens N]
                  [--temperature T --top-k K --top-p P --seed S] [--quantize q8_0|q4_0] [--ignore-eos]
                  [--concurrency N] [--abort-after-tokens K]
@@ -211,11 +212,15 @@ export async function main(argv) {
   const runtime = flags.runtime ?? 'browser';
   if (runtime !== 'browser' && runtime !== 'node') throw new Error('--runtime takes browser (headless Chromium, the default) or node (Dawn, no browser)');
   if (runtime === 'node') {
+    checkFlags(cmd === 'generate' ? cmd : `${cmd} ${sub}`, flags, flagsByCommand(USAGE));
     const command = cmd === 'generate' ? cmd : `${cmd} ${sub}`;
     if (!NODE_COMMANDS.includes(command)) throw new Error(`--runtime node runs ${NODE_COMMANDS.join(', ')}; '${positional.join(' ')}' runs in the browser only`);
     return runNodeRuntime(argv);
   }
   for (const f of NODE_FLAGS) if (flags[f] !== undefined) throw new Error(`--${f} goes with --runtime node (Dawn in Node); the browser picks its own adapter`);
+  const command = cmd === 'bench' ? `${cmd} ${sub ?? ''}`.trim() : cmd;
+  const known = flagsByCommand(USAGE);
+  checkFlags(command, flags, known, command === 'bench serve' ? [...(known.get('serve') ?? [])] : []);
   if (cmd === 'bundle-node') return bundleNode(flags);
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') {

@@ -6,7 +6,8 @@ import { grammarBenchOptions } from './bench-grammar.mjs';
 import { chatJobFromFlags, readConversation } from './bench-chat.mjs';
 import { compareOptions } from './bench-compare.mjs';
 import { jobFromFlags } from './generate.mjs';
-import { main, parseArgs } from './main.mjs';
+import { USAGE as USAGE_FOR_TESTS, main, parseArgs } from './main.mjs';
+import { flagsByCommand } from './flags.mjs';
 import { makeModelOptions } from './make-model.mjs';
 import { benchServeOptions } from './bench-serve.mjs';
 import { CHATML, serveOptions } from './serve.mjs';
@@ -288,5 +289,24 @@ describe('intab serve and intab bench serve arguments', () => {
     expect(() => benchServeOptions({})).toThrow(/needs --model .* or --url/);
     expect(() => benchServeOptions({ model, transport: 'h3' })).toThrow(/--transport takes http1/);
     expect(() => benchServeOptions({ model, clients: '0' })).toThrow(/--clients needs a whole number from 1/);
+  });
+});
+
+describe('flags a command does not take', () => {
+  test('are errors that name the closest known flag, per command, from the usage text', async () => {
+    await expect(main(['generate', '--model', 'm.gguf', '--prompt', 'hi', '--max-token', '5'])).rejects.toThrow(/intab generate does not take --max-token\. Did you mean --max-tokens\?/);
+    await expect(main(['generate', '--model', 'm.gguf', '--prompt', 'hi', '--temprature', '0'])).rejects.toThrow(/Did you mean --temperature\?/);
+    await expect(main(['bench', 'decode', '--model', 'm.gguf', '--concurency', '2'])).rejects.toThrow(/intab bench decode does not take --concurency/);
+    await expect(main(['serve', '--model', 'm.gguf', '--ratelimit', 'rpm=1'])).rejects.toThrow(/Did you mean --rate-limit\?/);
+    // Nothing close: no guess.
+    await expect(main(['bench', 'kernels', '--zzzzzzzz'])).rejects.toThrow(/^intab bench kernels does not take --zzzzzzzz\. \(intab --help/);
+  });
+
+  test('every command has a usage block, and the runtime flags belong to the commands the Node runtime runs', () => {
+    const known = flagsByCommand(USAGE_FOR_TESTS);
+    for (const c of ['generate', 'bench decode', 'bench speculative', 'bench grammar', 'bench chat', 'bench store', 'bench compare', 'bench serve', 'bench kernels', 'serve', 'make-model', 'export-onnx', 'bundle-node']) expect(known.has(c), c).toBe(true);
+    for (const c of ['generate', 'bench decode', 'bench speculative', 'bench kernels']) expect([...known.get(c)!]).toEqual(expect.arrayContaining(['runtime', 'dawn-backend', 'adapter']));
+    expect(known.get('serve')!.has('runtime')).toBe(true); // global
+    expect(known.get('serve')!.has('dawn-backend')).toBe(false);
   });
 });
