@@ -152,6 +152,19 @@ describe('urlSource', () => {
     expect((e as Error).message).toContain('200');
   });
 
+  it('a dev server answering a mistyped path with its HTML page (200, Range ignored) is said to be that, not a Range problem', async () => {
+    const page = new TextEncoder().encode('<!doctype html><html><head><title>app</title></head><body></body></html>');
+    for (const typed of [true, false]) {
+      const html = createServer((_req, res) => void res.writeHead(200, typed ? { 'content-type': 'text/html' } : {}).end(page));
+      await new Promise<void>((r) => html.listen(0, '127.0.0.1', r));
+      const e = await urlSource(`http://127.0.0.1:${(html.address() as AddressInfo).port}/modles/x.gguf`).then(() => undefined, (x: unknown) => x);
+      await new Promise((r) => html.close(r));
+      expect(e).toBeInstanceOf(IntabModelError);
+      expect((e as Error).message).toMatch(/answered with an HTML page, not a model file/);
+      expect((e as Error).message).not.toMatch(/Range/);
+    }
+  });
+
   it('a server that stops honouring Range mid-way is caught on the read', async () => {
     // Size learned from the ranged server, reads sent to the ignoring one (same file, same size).
     const real = await urlSource(`${ranged.base}data.bin`);

@@ -101,6 +101,22 @@ function parseContentRange(h: string | null): { start: number; end: number; tota
   return undefined;
 }
 
+/** Whether a 200 answer is a web page (Content-Type text/html, or a body that starts like one) rather than a file. */
+async function looksLikeHtml(res: Response): Promise<boolean> {
+  if (/^\s*text\/html/i.test(res.headers.get('content-type') ?? '')) return true;
+  const reader = res.body?.getReader();
+  if (!reader) return false;
+  try {
+    const first = await reader.read();
+    const head = new TextDecoder().decode(first.value?.subarray(0, 64) ?? new Uint8Array(0)).trimStart().toLowerCase();
+    return head.startsWith('<!doctype html') || head.startsWith('<html');
+  } catch {
+    return false;
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
 function rangeIgnored(url: string, status: number): UnsupportedModelError {
   return new UnsupportedModelError(
     url,
@@ -153,7 +169,13 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
     if (cr && 'unsatisfied' in cr && cr.unsatisfied === 0) size = 0;
     else throw httpError(href, 'bytes=0-0', probe);
   } else if (probe.status === 200) {
+    const html = await looksLikeHtml(probe);
     await probe.body?.cancel().catch(() => {});
+    if (html) {
+      throw new IntabModelError(
+        `${href}: the server answered with an HTML page, not a model file: the path is probably wrong (a dev server such as Vite answers a missing file with its index.html). Check the model's URL, and that the file is in the folder the server serves (Vite: public/ or an allowed path).`,
+      );
+    }
     throw rangeIgnored(href, probe.status);
   } else {
     await probe.body?.cancel().catch(() => {});
