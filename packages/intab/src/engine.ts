@@ -14,6 +14,7 @@ import { RemoteConnectionError, RemoteHttpError, RemoteTimeoutError } from './re
 import type { RemoteOptions } from './remote/http.ts';
 import { localFacts, localVerdict, sourceBytes } from './route.ts';
 import { isHfId, resolveModelSource, type ModelInput } from './model-source.ts';
+import { modelName } from './model-name.ts';
 import { modelStore, type ModelStore } from './store/model-store.ts';
 import {
   completionId,
@@ -222,19 +223,6 @@ async function inThreadBackend(): Promise<Backend> {
   const { Engine } = await import('@intab/engine');
   const api: EngineApi = new Engine();
   return { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy().catch(() => {}) };
-}
-
-function modelName(o: CreateEngineOptions & { model: ModelInput }): string {
-  if (o.name) return o.name;
-  const m = o.model;
-  const last = (s: string) => s.split(/[?#]/)[0].split('/').filter(Boolean).pop() ?? s;
-  if (typeof m === 'string') return o.file ? `${m}/${o.file}` : /^[a-z]+:|^[./]/i.test(m) ? last(m) : m;
-  if (m instanceof URL) return last(m.pathname);
-  if (typeof File !== 'undefined' && m instanceof File) return m.name;
-  if ('id' in m && typeof m.id === 'string') return m.file ? `${m.id}/${m.file}` : m.id;
-  if ('kind' in m) return m.kind === 'url' ? last(m.url) : m.kind === 'files' ? (m.files[0]?.name ?? 'local') : 'hf-folder';
-  const first = Array.from(m as ArrayLike<File>)[0];
-  return first?.webkitRelativePath?.split('/')[0] || first?.name || 'local';
 }
 
 /** The model store's id of a Hugging Face model input (`org/name@revision[/file]`), or undefined for other inputs. */
@@ -520,7 +508,7 @@ async function createLocalEngine(options: CreateEngineOptions & { model: ModelIn
       load.then(() => signal?.aborted && backend.kill(), () => {});
     }
     const info = await guard.call(() => load);
-    return new Engine(backend, stored ? { ...info, store: stored } : info, modelName(options));
+    return new Engine(backend, stored ? { ...info, store: stored } : info, await modelName(options));
   } catch (err) {
     if (!signal?.aborted) {
       guard.close(err);
