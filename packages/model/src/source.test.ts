@@ -119,14 +119,30 @@ describe('urlSource', () => {
     await Promise.all([ranged, ignoring].map((s) => new Promise((r) => s.server.close(r))));
   });
 
-  it('reads ranges from a server that honours Range', async () => {
+  it('reads a small file in one request', async () => {
+    ranged.requests.length = 0;
     const src = await urlSource(`${ranged.base}data.bin`);
     expect(src.name).toBe(`${ranged.base}data.bin`);
     await checkSource(src);
-    const ranges = ranged.requests.filter((r) => r.url === '/data.bin').map((r) => r.range);
-    expect(ranges).toContain('bytes=0-0');
-    expect(ranges).toContain('bytes=123-422');
+    expect(ranged.requests.map((r) => r.range)).toEqual(['bytes=0-2097151']);
+  });
+
+  it('reads past the first bytes in aligned blocks (two kept), and large reads as they are', async () => {
+    ranged.requests.length = 0;
+    const src = await urlSource(`${ranged.base}data.bin`, { headBytes: 16, blockBytes: 64 });
+    await checkSource(src);
+    expect([...(await src.read(60, 10))]).toEqual([...data.subarray(60, 70)]); // across blocks 0 and 1
+    expect([...(await src.read(100, 200))]).toEqual([...data.subarray(100, 300)]); // larger than a block: one request
+    const ranges = ranged.requests.map((r) => r.range);
+    expect(ranges[0]).toBe('bytes=0-15');
+    expect(ranges).toContain('bytes=960-999'); // the last block is short
+    expect(ranges).toContain('bytes=100-299');
     expect(ranges.every((r) => r !== undefined)).toBe(true);
+    // Sequential small reads share their block's one request.
+    ranged.requests.length = 0;
+    const seq = await urlSource(`${ranged.base}data.bin`, { headBytes: 16, blockBytes: 256 });
+    for (let o = 16; o + 8 <= 512; o += 8) expect([...(await seq.read(o, 8))]).toEqual([...data.subarray(o, o + 8)]);
+    expect(ranged.requests.map((r) => r.range)).toEqual(['bytes=0-15', 'bytes=0-255', 'bytes=256-511']);
   });
 
   it('parses a GGUF over HTTP reading only ranges', async () => {
@@ -137,6 +153,7 @@ describe('urlSource', () => {
     const bytes = await emb.source.read(emb.offset, emb.byteLength);
     expect(Buffer.from(bytes).equals(Buffer.from(gguf.subarray(emb.offset, emb.offset + emb.byteLength)))).toBe(true);
     expect(ranged.requests.every((r) => r.range !== undefined)).toBe(true);
+    expect(ranged.requests).toHaveLength(1); // a 1 MB model: the first request holds all of it
   });
 
   it('an empty file has size 0', async () => {
@@ -170,6 +187,7 @@ describe('urlSource', () => {
     const real = await urlSource(`${ranged.base}data.bin`);
     let calls = 0;
     const src = await urlSource(`${ranged.base}data.bin`, {
+      headBytes: 8,
       fetch: (input, init) => fetch(calls++ === 0 ? input : String(input).replace(ranged.base, ignoring.base), init),
     });
     expect(src.size).toBe(real.size);

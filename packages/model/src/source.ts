@@ -89,6 +89,10 @@ export interface UrlSourceOptions {
   fetch?: typeof fetch;
   /** Aborts the size probe and every later read. */
   signal?: AbortSignal;
+  /** What the first request reads (the whole file when it is smaller) [2 MiB]. */
+  headBytes?: number;
+  /** Reads smaller than this are served from aligned blocks of this size, two kept [8 MiB]. */
+  blockBytes?: number;
 }
 
 /** Parses `Content-Range: bytes a-b/total` (total may be '*'). */
@@ -139,10 +143,29 @@ function httpError(url: string, range: string, res: Response): IntabModelError {
   return new IntabModelError(`${url}: HTTP ${res.status} ${res.statusText} for ${range}: check that the URL points at the model file and is reachable.`);
 }
 
+/** What the first request reads: the whole file when it is small, else the headers the format readers parse. */
+const HEAD_BYTES = 2 << 20;
+/** Reads below this size are served from aligned blocks of it (kept two at a time), so small tensors share requests. */
+const BLOCK_BYTES = 8 << 20;
+
+/** Resolves with `p`, or rejects with the signal's reason when it aborts first (`p` goes on for other readers). */
+function raced<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  throwIfAborted(signal);
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(signal.reason ?? new DOMException('The operation was aborted.', 'AbortError'));
+    signal.addEventListener('abort', stop, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
+
 /**
- * A ByteSource over a URL, read with HTTP Range requests. The size comes from a first ranged GET
- * (`bytes=0-0`, whose Content-Range carries the total). A server that answers a range with the whole file
- * (status 200) is an UnsupportedModelError saying so, never a silent full download.
+ * A ByteSource over a URL, read with HTTP Range requests in large coalesced pieces. The first request asks for the
+ * first `headBytes` (the whole file when it is small: one request in all); its Content-Range gives the size, and
+ * reads inside it are answered from memory. Later reads smaller than `blockBytes` come from aligned blocks of that
+ * size, the last two kept, so neighbouring tensors share one request; larger reads are one request each. A server
+ * that answers a range with the whole file (status 200) is an UnsupportedModelError saying so, never a silent full
+ * download, and one that answers with an HTML page (a dev server's answer for a mistyped path) says that instead.
  * @example
  * const src = await urlSource('https://huggingface.co/x/y/resolve/main/model.gguf');
  */
@@ -150,24 +173,35 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
   const href = String(url);
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
   const base = options.signal;
+  const headBytes = options.headBytes ?? HEAD_BYTES;
+  const blockBytes = options.blockBytes ?? BLOCK_BYTES;
   throwIfAborted(base);
 
-  // Probe: the first byte; its Content-Range says how big the file is.
-  const probe = await doFetch(fetchFn, href, 'bytes=0-0', base);
+  // The first request: the file's first bytes; its Content-Range says how big the file is.
+  const probeRange = `bytes=0-${headBytes - 1}`;
+  const probe = await doFetch(fetchFn, href, probeRange, base);
   let size: number;
+  let head = new Uint8Array(0);
   if (probe.status === 206) {
     const cr = parseContentRange(probe.headers.get('content-range'));
-    await probe.body?.cancel().catch(() => {});
     if (!cr || 'unsatisfied' in cr || cr.total === undefined || cr.start !== 0) {
-      throw new IntabModelError(`${href}: the server answered a range request without a usable Content-Range header (got ${JSON.stringify(probe.headers.get('content-range'))}); intab needs the total size: serve the file from a host that sends "Content-Range: bytes 0-0/<size>" (and exposes it through CORS: Access-Control-Expose-Headers: Content-Range).`);
+      await probe.body?.cancel().catch(() => {});
+      throw new IntabModelError(`${href}: the server answered a range request without a usable Content-Range header (got ${JSON.stringify(probe.headers.get('content-range'))}); intab needs the total size: serve the file from a host that sends "Content-Range: bytes 0-N/<size>" (and exposes it through CORS: Access-Control-Expose-Headers: Content-Range).`);
     }
     size = cr.total;
+    // Read to its end (never cancelled: a cancelled body shows as ERR_ABORTED in devtools).
+    head = new Uint8Array(await probe.arrayBuffer());
+    throwIfAborted(base);
+    const want = Math.min(headBytes, size);
+    if (head.byteLength !== want || cr.end !== want - 1) {
+      throw new ModelFormatError(href, probeRange, `the server sent ${head.byteLength} bytes (Content-Range ${JSON.stringify(probe.headers.get('content-range'))}) instead of ${want}; the download was cut short or the body is encoded: retry`);
+    }
   } else if (probe.status === 416) {
-    // Range not satisfiable for bytes=0-0: an empty file, if the server says so.
+    // Range not satisfiable: an empty file, if the server says so.
     const cr = parseContentRange(probe.headers.get('content-range'));
-    await probe.body?.cancel().catch(() => {});
+    await probe.arrayBuffer().catch(() => {});
     if (cr && 'unsatisfied' in cr && cr.unsatisfied === 0) size = 0;
-    else throw httpError(href, 'bytes=0-0', probe);
+    else throw httpError(href, probeRange, probe);
   } else if (probe.status === 200) {
     const html = await looksLikeHtml(probe);
     await probe.body?.cancel().catch(() => {});
@@ -179,8 +213,48 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
     throw rangeIgnored(href, probe.status);
   } else {
     await probe.body?.cancel().catch(() => {});
-    throw httpError(href, 'bytes=0-0', probe);
+    throw httpError(href, probeRange, probe);
   }
+
+  /** Exactly [offset, offset + length), one request. */
+  const fetchRange = async (offset: number, length: number, sig: AbortSignal | undefined): Promise<Uint8Array> => {
+    const range = `bytes=${offset}-${offset + length - 1}`;
+    const res = await doFetch(fetchFn, href, range, sig);
+    if (res.status === 200) {
+      await res.body?.cancel().catch(() => {});
+      throw rangeIgnored(href, 200);
+    }
+    if (res.status !== 206) {
+      await res.body?.cancel().catch(() => {});
+      throw httpError(href, range, res);
+    }
+    const cr = parseContentRange(res.headers.get('content-range'));
+    if (!cr || 'unsatisfied' in cr || cr.start !== offset || cr.end !== offset + length - 1 || (cr.total !== undefined && cr.total !== size)) {
+      await res.body?.cancel().catch(() => {});
+      throw new IntabModelError(`${href}: asked for ${range} of ${size} bytes, the server answered Content-Range ${JSON.stringify(res.headers.get('content-range'))}; the file changed on the server or the server mishandles ranges: reload the model.`);
+    }
+    const buf = new Uint8Array(await res.arrayBuffer());
+    throwIfAborted(sig);
+    if (buf.byteLength !== length) {
+      throw new ModelFormatError(href, range, `the server sent ${buf.byteLength} bytes instead of ${length}; the download was cut short or the body is encoded: retry`);
+    }
+    return buf;
+  };
+
+  // Aligned blocks, the two most recently used kept; a block in flight is shared by every read that needs it.
+  const blocks = new Map<number, Promise<Uint8Array>>();
+  const block = (index: number): Promise<Uint8Array> => {
+    let p = blocks.get(index);
+    if (p) blocks.delete(index);
+    else {
+      const start = index * blockBytes;
+      p = fetchRange(start, Math.min(blockBytes, size - start), base);
+      p.catch(() => blocks.delete(index));
+    }
+    blocks.set(index, p);
+    while (blocks.size > 2) blocks.delete(blocks.keys().next().value!);
+    return p;
+  };
 
   return {
     name: href,
@@ -190,27 +264,19 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
       throwIfAborted(sig);
       checkRange(href, size, offset, length);
       if (length === 0) return new Uint8Array(0);
-      const range = `bytes=${offset}-${offset + length - 1}`;
-      const res = await doFetch(fetchFn, href, range, sig);
-      if (res.status === 200) {
-        await res.body?.cancel().catch(() => {});
-        throw rangeIgnored(href, 200);
-      }
-      if (res.status !== 206) {
-        await res.body?.cancel().catch(() => {});
-        throw httpError(href, range, res);
-      }
-      const cr = parseContentRange(res.headers.get('content-range'));
-      if (!cr || 'unsatisfied' in cr || cr.start !== offset || cr.end !== offset + length - 1 || (cr.total !== undefined && cr.total !== size)) {
-        await res.body?.cancel().catch(() => {});
-        throw new IntabModelError(`${href}: asked for ${range} of ${size} bytes, the server answered Content-Range ${JSON.stringify(res.headers.get('content-range'))}; the file changed on the server or the server mishandles ranges: reload the model.`);
-      }
-      const buf = new Uint8Array(await res.arrayBuffer());
-      throwIfAborted(sig);
-      if (buf.byteLength !== length) {
-        throw new ModelFormatError(href, range, `the server sent ${buf.byteLength} bytes instead of ${length}; the download was cut short or the body is encoded: retry`);
-      }
-      return buf;
+      if (offset + length <= head.byteLength) return head.slice(offset, offset + length);
+      if (length >= blockBytes) return fetchRange(offset, length, sig);
+      const out = new Uint8Array(length);
+      const first = Math.floor(offset / blockBytes);
+      const last = Math.floor((offset + length - 1) / blockBytes);
+      const parts = await raced(Promise.all(Array.from({ length: last - first + 1 }, (_, i) => block(first + i))), sig);
+      parts.forEach((bytes, i) => {
+        const start = (first + i) * blockBytes;
+        const from = Math.max(offset, start);
+        const to = Math.min(offset + length, start + bytes.byteLength);
+        out.set(bytes.subarray(from - start, to - start), from - offset);
+      });
+      return out;
     },
   };
 }
