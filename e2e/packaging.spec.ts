@@ -1,7 +1,8 @@
 // `intab` as a new user gets it: the package is built and packed into a tarball, installed into a fresh Vite app
-// outside the workspace (so nothing resolves through the monorepo), type-checked with `tsc --noEmit`, built
-// for production and served by `vite preview`; in Chromium the app streams stories260K's golden greedy ids
-// from a Worker that the app's bundler found and emitted by itself (no worker file copied by hand).
+// outside the workspace (so nothing resolves through the monorepo), type-checked with `tsc --noEmit` (with every
+// TypeScript block of the READMEs as a module of the app), built for production and served by `vite preview`; in
+// Chromium the app streams stories260K's golden greedy ids from a Worker that the app's bundler found and emitted by
+// itself (no worker file copied by hand).
 import { expect, test } from '@playwright/test';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { readmeSnippets } from './readme-snippets.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
@@ -96,7 +98,8 @@ test('intab packed as a tarball: a fresh Vite app type-checks, builds, and strea
       private: true,
       type: 'module',
       dependencies: { intab: `file:${tgz}` },
-      devDependencies: { vite: '8.3.8' },
+      // openai: a README block uses the official client against the Service Worker's endpoint.
+      devDependencies: { vite: '8.3.8', openai: '7.59.0' },
     }, null, 2));
     writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
@@ -131,9 +134,13 @@ try {
   out.textContent = JSON.stringify({ error: String(e), typed: e instanceof IntabEngineError });
 }
 `);
+    // Every TypeScript block of the READMEs, as a module of its own: the tsc below checks them against the package.
+    const snippets = readmeSnippets(ROOT);
+    expect(snippets.length).toBeGreaterThanOrEqual(8);
+    snippets.forEach((s, i) => writeFileSync(join(app, 'src', `readme-${i + 1}.ts`), `// ${s.origin}\n${s.code}\n`));
     await sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
 
-    // 3. Its types, under tsc --noEmit (skipLibCheck off: our declarations themselves must check).
+    // 3. Its types, under tsc --noEmit (skipLibCheck off: our declarations themselves must check), the README's blocks too.
     await sh(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
 
     // 4. Production build: the app's Vite finds the worker through new URL(..., import.meta.url) and emits it.

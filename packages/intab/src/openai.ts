@@ -49,7 +49,7 @@ export interface ChatCompletionCreateParamsBase {
   /** Only 1: one choice per request (send several requests to get more). */
   n?: number | null;
   /**
-   * Structured output, enforced token by token (the output always parses and matches):
+   * Structured output, enforced token by token (with finish_reason 'stop' the output always parses and matches; with 'length', max_tokens cut it short):
    * `{ type: 'json_schema', json_schema: { name, schema, strict } }`, `{ type: 'json_object' }` or `{ type: 'text' }`.
    * `strict: false` drops schema keywords the grammar cannot enforce instead of refusing the schema.
    */
