@@ -136,6 +136,7 @@ export async function runCompletion(ctx, r, sink) {
   }
   const verdict = ctx.limiter.check(r.client.key, r.client.limit, prepared.estimate);
   const rateHeaders = ctx.limiter.headers(r.client.key, r.client.limit);
+  if (prepared.ignored.length) rateHeaders['x-intab-ignored-fields'] = prepared.ignored.join(', ');
   if (!verdict.ok) return refuse(ctx, sink, rateLimited(verdict, rateHeaders), 'refused_429');
 
   const controller = new AbortController();

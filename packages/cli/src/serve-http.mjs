@@ -172,7 +172,7 @@ async function handle(ctx, req, res) {
   if (ctx.cors) {
     res.setHeader('access-control-allow-origin', ctx.cors);
     // A page's client reads these (a remote backend honours Retry-After; OpenAI's client also reads retry-after-ms).
-    res.setHeader('access-control-expose-headers', 'retry-after, retry-after-ms, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens');
+    res.setHeader('access-control-expose-headers', 'retry-after, retry-after-ms, x-intab-ignored-fields, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens');
     if (ctx.cors !== '*') res.setHeader('vary', 'origin');
     if (method === 'OPTIONS') {
       res.writeHead(204, { 'access-control-allow-methods': 'GET, POST, OPTIONS', 'access-control-allow-headers': 'authorization, content-type', 'access-control-max-age': '600' });

@@ -7,8 +7,8 @@
 
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError, deserializeError, isSerializedError } from '@intab/engine/errors';
-import { completionId, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletionCreateParams, type CompletionMeta } from '../../intab/src/openai.ts';
-import { textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type CompletionCreateParams } from '../../intab/src/openai-completions.ts';
+import { CHAT_FIELDS, completionId, ignoredFields, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletionCreateParams, type CompletionMeta } from '../../intab/src/openai.ts';
+import { COMPLETION_FIELDS, textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type CompletionCreateParams } from '../../intab/src/openai-completions.ts';
 import { errorResponse, openAIError } from '../../intab/src/openai-server.ts';
 
 export { openAIError };
@@ -35,6 +35,8 @@ export interface Prepared {
   estimate: number;
   /** The prompt's part of the estimate. */
   promptEstimate: number;
+  /** Body fields nothing reads: ignored, as OpenAI does, and named in the x-intab-ignored-fields header. */
+  ignored: string[];
 }
 
 /** What a request used, filled in as its chunks pass. */
@@ -80,6 +82,7 @@ export function prepare(endpoint: Endpoint, body: unknown, o: { stream?: boolean
     returnTokenIds,
     estimate: prompt + maxTokens,
     promptEstimate: prompt,
+    ignored: ignoredFields(b, [...(endpoint === 'chat' ? CHAT_FIELDS : COMPLETION_FIELDS), 'return_token_ids']),
   };
 }
 

@@ -104,6 +104,13 @@ describe('the remote backend against intab serve', () => {
     expect(chunks.flatMap((c) => c.json ?? []).some((e) => e.kind === 'key' && e.path[0] === 'ok')).toBe(true);
   });
 
+  test('fields nothing reads are ignored, as OpenAI does, and named in x-intab-ignored-fields', async () => {
+    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2, temprature: 0, user: 'u1', return_token_ids: true }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-intab-ignored-fields')).toBe('temprature, user');
+    expect((await res.json()).choices[0].token_ids).toHaveLength(2);
+  });
+
   test("the server's 429 is a RemoteHttpError carrying its Retry-After (longer than the caller will wait)", async () => {
     const slow = await createEngine({ remote: { baseURL: `${server.url}/v1`, model: server.model, apiKey: 'sk-slow', retries: { maxRetryAfterMs: 1000 } } });
     await collect(slow.generate({ promptIds: golden[0]!.prompt, maxTokens: 2 }));

@@ -18,6 +18,7 @@ import { modelName } from './model-name.ts';
 import { modelStore, type ModelStore } from './store/model-store.ts';
 import {
   completionId,
+  ignoredFields,
   toChatCompletion,
   toChatCompletionChunks,
   toGenerateRequest,
@@ -349,12 +350,23 @@ class Engine implements IntabEngine {
 
   private async createChatCompletion(body: ChatCompletionCreateParams, options: RequestOptions = {}): Promise<AsyncIterable<ChatCompletionChunk> | ChatCompletion> {
     const request = toGenerateRequest(body);
+    warnIgnored(ignoredFields(body));
     const meta = { id: completionId(), created: Math.floor(Date.now() / 1000), model: body.model ?? this.model };
     const chunks = await this.open(request, options.signal);
     const logprobs = body.logprobs === true;
     if (body.stream) return toChatCompletionChunks(chunks, meta, { includeUsage: body.stream_options?.include_usage === true, logprobs });
     return toChatCompletion(chunks, meta, { logprobs, signal: options.signal });
   }
+}
+
+const warned = new Set<string>();
+
+/** Says once per set of fields that chat.completions.create ignored them (as OpenAI ignores what it does not know). */
+function warnIgnored(fields: string[]): void {
+  const key = fields.join(',');
+  if (!fields.length || warned.has(key)) return;
+  warned.add(key);
+  console.warn(`intab: chat.completions.create ignored ${fields.map((f) => `'${f}'`).join(', ')}: ${fields.length === 1 ? 'it is' : 'they are'} not a field intab reads (a typo, or an OpenAI feature a local model does not have).`);
 }
 
 /** Pulls one started stream; leaving early (break, throw, error) cancels it in the engine. */

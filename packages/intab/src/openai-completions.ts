@@ -6,7 +6,7 @@
 
 import type { Chunk, FinishReason, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
-import { toGenerateRequest, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+import { CHAT_FIELDS, toGenerateRequest, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
 
 // ---- request ----
 
@@ -36,6 +36,9 @@ function promptOf(p: unknown): Pick<GenerateRequest, 'prompt' | 'promptIds'> {
   if (Array.isArray(one) && one.length > 0 && one.every((id) => Number.isInteger(id) && id >= 0)) return { promptIds: one as number[] };
   throw new InvalidRequestError('prompt', p, 'one prompt: a string or a non-empty array of token ids (send one request per prompt)');
 }
+
+/** The legacy completion request fields intab reads (the chat API's sampling fields, a prompt instead of messages). */
+export const COMPLETION_FIELDS: readonly string[] = [...CHAT_FIELDS.filter((f) => f !== 'messages'), 'prompt', 'echo', 'suffix', 'best_of'];
 
 /**
  * The GenerateRequest of a legacy completion request. Fields it cannot honour (echo, suffix, best_of > 1, several

@@ -6,7 +6,7 @@
 
 import { InvalidRequestError, ContextLengthExceededError, EngineClosedError } from '@intab/engine/errors';
 import type { IntabEngine } from './engine.ts';
-import type { ChatCompletionCreateParams } from './openai.ts';
+import { ignoredFields, type ChatCompletionCreateParams } from './openai.ts';
 
 /** A request as the Service Worker relays it. */
 export interface RelayedRequest {
@@ -53,9 +53,9 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
     if (e.data?.type === 'abort') controller.abort(new DOMException('The HTTP client went away.', 'AbortError'));
   };
   let headSent = false;
-  const json = (status: number, body: unknown) => {
+  const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
     headSent = true;
-    send({ type: 'head', status, headers: { 'content-type': 'application/json' } });
+    send({ type: 'head', status, headers: { 'content-type': 'application/json', ...headers } });
     send({ type: 'body', chunk: JSON.stringify(body) });
     send({ type: 'end' });
   };
@@ -77,17 +77,20 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
       return json(400, openAIError(`The request body is not JSON (${(err as Error).message}): send { "messages": [...] } as application/json.`, 'invalid_request_error'));
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return json(400, openAIError('The request body must be a JSON object with messages.', 'invalid_request_error'));
+    // Fields nothing reads are ignored, as OpenAI does, and named in a header.
+    const ignored = ignoredFields(body);
+    const named: Record<string, string> = ignored.length ? { 'x-intab-ignored-fields': ignored.join(', ') } : {};
     if (body.stream) {
       const stream = await engine.chat.completions.create({ ...body, stream: true }, { signal: controller.signal });
       headSent = true;
-      send({ type: 'head', status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' } });
+      send({ type: 'head', status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...named } });
       for await (const chunk of stream) send({ type: 'body', chunk: `data: ${JSON.stringify(chunk)}\n\n` });
       if (!controller.signal.aborted) send({ type: 'body', chunk: 'data: [DONE]\n\n' });
       send({ type: 'end' });
       return;
     }
     const completion = await engine.chat.completions.create({ ...body, stream: false }, { signal: controller.signal });
-    json(200, completion);
+    json(200, completion, named);
   } catch (err) {
     if (controller.signal.aborted) return send({ type: 'end' });
     const { status, body } = errorResponse(err);

@@ -2,14 +2,14 @@
 // field of the streamed chat.completion.chunk objects and of the non-streamed chat.completion is checked
 // against the same request run through engine.generate (seeded, so both runs give the same tokens), plus
 // request mapping, typed errors, abort and break (pages back in the pool).
-import { beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test, vi } from 'vitest';
 
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
-import { toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
+import { ignoredFields, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
 import { decodeSSE, encodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
 
@@ -311,5 +311,20 @@ describe('generate', () => {
     await engine.destroy();
     await engine.destroy(); // idempotent
     await expect(collect(engine.generate({ messages }))).rejects.toMatchObject({ name: 'EngineClosedError', reason: 'destroyed' });
+  });
+});
+
+describe('fields nothing reads', () => {
+  test('are ignored, as OpenAI does, and named once per set in a warning', async () => {
+    expect(ignoredFields({ messages, temprature: 0, user: 'u1', max_tokens: 2 })).toEqual(['temprature', 'user']);
+    expect(ignoredFields({ messages, max_tokens: 2, truncate: 'oldest' })).toEqual([]);
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      for (let i = 0; i < 2; i++) await engine.chat.completions.create({ messages, max_tokens: 2, tools: [], temprature: 0 } as never);
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]![0])).toMatch(/ignored 'temprature', 'tools'/);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -49,7 +49,8 @@ export interface ChatCompletionCreateParamsBase {
   /** Only 1: one choice per request (send several requests to get more). */
   n?: number | null;
   /**
-   * Structured output, enforced token by token (with finish_reason 'stop' the output always parses and matches; with 'length', max_tokens cut it short):
+   * Structured output, enforced token by token (with finish_reason 'stop' the output always parses and matches; with
+   * 'length', max_tokens cut it short):
    * `{ type: 'json_schema', json_schema: { name, schema, strict } }`, `{ type: 'json_object' }` or `{ type: 'text' }`.
    * `strict: false` drops schema keywords the grammar cannot enforce instead of refusing the schema.
    */
@@ -80,6 +81,24 @@ export interface ChatCompletionCreateParamsNonStreaming extends ChatCompletionCr
 }
 
 export type ChatCompletionCreateParams = ChatCompletionCreateParamsStreaming | ChatCompletionCreateParamsNonStreaming;
+
+/** The chat request fields intab reads: OpenAI's that a local model can honour, compatible servers' and its own. */
+export const CHAT_FIELDS: readonly string[] = [
+  'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k',
+  'min_p', 'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'logit_bias', 'seed', 'stop', 'logprobs',
+  'top_logprobs', 'n', 'response_format', 'truncate', 'strict_context',
+];
+
+/**
+ * The fields of a request body that nothing reads (tools, user, metadata, a typo…), sorted: they are ignored, as
+ * OpenAI ignores what it does not know, but the surfaces that take bodies say which (a warning, a response header).
+ * @example
+ * ignoredFields({ messages, temprature: 0, user: 'u1' }); // ['temprature', 'user']
+ */
+export function ignoredFields(body: unknown, known: readonly string[] = CHAT_FIELDS): string[] {
+  if (typeof body !== 'object' || body === null) return [];
+  return Object.keys(body).filter((k) => !known.includes(k)).sort();
+}
 
 // ---- response ----
 
