@@ -87,7 +87,11 @@ export interface Preloaded extends PreloadInfo {
 
 /** Options of one request; the signal is always last. */
 export interface RequestOptions {
-  /** Aborting it stops the request between two steps: the stream ends with finishReason 'abort'. */
+  /**
+   * Aborting it stops the request between two steps and frees its pages. generate() then ends with a last chunk whose
+   * finishReason is 'abort'; chat.completions.create() behaves as OpenAI's client does: a stream throws the signal's
+   * reason (an AbortError unless you gave one) after the chunks before it, a non-streaming call rejects with it.
+   */
   signal?: AbortSignal;
 }
 
@@ -354,7 +358,7 @@ class Engine implements IntabEngine {
     const meta = { id: completionId(), created: Math.floor(Date.now() / 1000), model: body.model ?? this.model };
     const chunks = await this.open(request, options.signal);
     const logprobs = body.logprobs === true;
-    if (body.stream) return toChatCompletionChunks(chunks, meta, { includeUsage: body.stream_options?.include_usage === true, logprobs });
+    if (body.stream) return toChatCompletionChunks(chunks, meta, { includeUsage: body.stream_options?.include_usage === true, logprobs, signal: options.signal });
     return toChatCompletion(chunks, meta, { logprobs, signal: options.signal });
   }
 }

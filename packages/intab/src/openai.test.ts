@@ -218,14 +218,18 @@ describe('chat.completions.create, streaming', () => {
     expect(chunks.at(-1)!.choices[0].finish_reason).toBe('stop');
   });
 
-  test('aborting the signal ends the stream without a finish_reason chunk and frees the pages', async () => {
+  test('aborting the signal throws its reason from the stream, as the official client does, and frees the pages', async () => {
     const controller = new AbortController();
     const stream = await engine.chat.completions.create({ messages, ...chatSampling, max_tokens: 150, stream: true }, { signal: controller.signal });
     const seen: ChatCompletionChunk[] = [];
-    for await (const c of stream) {
-      seen.push(c);
-      if (seen.length === 3) controller.abort();
-    }
+    const thrown = await (async () => {
+      for await (const c of stream) {
+        seen.push(c);
+        if (seen.length === 3) controller.abort();
+      }
+    })().catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(DOMException);
+    expect((thrown as DOMException).name).toBe('AbortError');
     expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(seen.length).toBeLessThan(10);
     expect(seen.every((c) => c.choices[0].finish_reason === null)).toBe(true);

@@ -301,7 +301,8 @@ function finish(last: Chunk): ChatFinishReason | undefined {
 /**
  * OpenAI `chat.completion.chunk` objects from the engine's chunks: role on the first, one chunk per
  * engine chunk with text (or logprobs), then an empty delta with finish_reason ('stop' | 'length'), then
- * the usage chunk (`choices: []`) when includeUsage. An aborted stream simply ends.
+ * the usage chunk (`choices: []`) when includeUsage. An aborted stream throws the signal's reason (an AbortError),
+ * after the chunks before it, as the official client's stream does.
  * @example
  * for await (const c of toChatCompletionChunks(engine.generate(request), meta, { includeUsage: true }))
  *   process(c.choices[0]?.delta.content);
@@ -309,7 +310,7 @@ function finish(last: Chunk): ChatFinishReason | undefined {
 export async function* toChatCompletionChunks(
   chunks: AsyncIterable<Chunk>,
   meta: CompletionMeta,
-  options: { includeUsage?: boolean; logprobs?: boolean } = {},
+  options: { includeUsage?: boolean; logprobs?: boolean; signal?: AbortSignal } = {},
 ): AsyncGenerator<ChatCompletionChunk, void, undefined> {
   const usage = options.includeUsage ? { usage: null } : {};
   const base = (choices: ChatCompletionChunk['choices']): ChatCompletionChunk => ({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices, ...usage });
@@ -326,7 +327,8 @@ export async function* toChatCompletionChunks(
     }
     if (c.finishReason === null) continue;
     const reason = finish(c);
-    if (reason === undefined) return;
+    // Aborted: the stream throws the signal's reason, as the official client's stream throws APIUserAbortError.
+    if (reason === undefined) throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
     return;
