@@ -5,8 +5,8 @@
 // rejects every pending call instead of leaving it hanging.
 
 import * as Comlink from 'comlink';
-import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
-import { EngineClosedError } from '@intab/engine/errors';
+import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { RemoteEngineApi } from './remote/api.ts';
@@ -154,6 +154,15 @@ export interface IntabEngine {
   /** Streams, pages and prefix-cache figures (cached pages, hits and misses in tokens, evictions). */
   stats(): Promise<EngineStats>;
   /**
+   * Brings the engine back after its worker died (WorkerError: terminated, or killed by the browser for memory) or when
+   * you want a fresh one: requests in flight end with WorkerError, a new worker loads the same model (from the model
+   * store when it is there) and the same options, and later requests run on it. Resolves once it is loaded.
+   * @example
+   * try { for await (const c of engine.generate(req)) show(c.text); }
+   * catch (e) { if (e instanceof WorkerError) await engine.restart(); }
+   */
+  restart(): Promise<void>;
+  /**
    * Frees every GPU resource and ends the worker; pending and later calls reject with EngineClosedError.
    * Idempotent.
    * @example
@@ -203,8 +212,26 @@ interface Backend {
   api: EngineApi;
   guard: CallGuard;
   inWorker: boolean;
+  /** The Worker, when there is one. */
+  worker?: Worker;
   /** Ends the backend at once (a worker is terminated; an in-thread engine is destroyed when it can be). */
   kill(): void;
+}
+
+/**
+ * A worker the browser kills (out of memory) or that is terminated sends nothing. It holds a Web Lock while it lives;
+ * waiting here for the same lock, granted once it is gone, closes the guard (every pending call rejects) at that moment.
+ */
+function watchLife(worker: Worker, guard: CallGuard): void {
+  const locks = globalThis.navigator?.locks;
+  if (!locks) return; // no Web Locks (Safari before 15.4): a killed worker is noticed only by its error event
+  const name = `intab-worker-${crypto.randomUUID()}`;
+  const life = new MessageChannel();
+  life.port1.onmessage = () => {
+    life.port1.close();
+    void locks.request(name, () => guard.close(new WorkerError('the worker ended: it was terminated, or the browser killed it (out of memory?). Call engine.restart() to load the model again')));
+  };
+  worker.postMessage({ type: 'intab:life-line', lock: name }, [life.port2]);
 }
 
 function workerBackend(): Backend {
@@ -213,6 +240,7 @@ function workerBackend(): Backend {
   // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the worker (and its imports).
   const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'intab' });
   const guard = new CallGuard();
+  watchLife(worker, guard);
   worker.addEventListener('error', (ev: ErrorEvent) => {
     ev.preventDefault?.();
     guard.close(new WorkerError(ev.message || 'the worker script failed to load or threw at the top level'));
@@ -220,7 +248,7 @@ function workerBackend(): Backend {
   });
   worker.addEventListener('messageerror', () => guard.close(new WorkerError('a message from the worker could not be deserialized')));
   const api = Comlink.wrap<EngineApi>(worker) as unknown as EngineApi;
-  return { api, guard, inWorker: true, kill: () => worker.terminate() };
+  return { api, guard, inWorker: true, worker, kill: () => worker.terminate() };
 }
 
 async function inThreadBackend(): Promise<Backend> {
@@ -256,19 +284,54 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
 
 // ---- the engine ----
 
+/** Starts a backend anew with the model loaded, as it was first (engine.restart()). */
+type Relaunch = () => Promise<{ backend: Backend; info: ModelInfo }>;
+
 class Engine implements IntabEngine {
   readonly chat: { readonly completions: ChatCompletions };
-  readonly preloaded: readonly Preloaded[];
+  private handles: readonly Preloaded[];
   private destroying?: Promise<void>;
+  private restarting?: Promise<void>;
 
   constructor(
-    private readonly backend: Backend,
-    readonly info: ModelInfo,
+    private backend: Backend,
+    private current: ModelInfo,
     readonly model: string,
+    private readonly relaunch?: Relaunch,
   ) {
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
-    this.preloaded = (info.preloaded ?? []).map((p) => this.handle(p));
+    this.handles = (current.preloaded ?? []).map((p) => this.handle(p));
+    // For tests and devtools: the Worker (to terminate it as the browser would), never enumerated.
+    Object.defineProperty(this, Symbol.for('intab.worker'), { get: () => this.backend.worker });
+  }
+
+  get info(): ModelInfo {
+    return this.current;
+  }
+
+  get preloaded(): readonly Preloaded[] {
+    return this.handles;
+  }
+
+  restart(): Promise<void> {
+    if (this.destroying) return Promise.reject(new EngineClosedError('destroyed'));
+    const relaunch = this.relaunch;
+    if (!relaunch) return Promise.reject(new EngineStateError('restart() needs an engine made by createEngine(); this one wraps an EngineApi of your own: load it again yourself.'));
+    return (this.restarting ??= (async () => {
+      const old = this.backend;
+      old.guard.close(new WorkerError('the engine restarted: requests in flight were ended'));
+      old.kill();
+      const { backend, info } = await relaunch();
+      if (this.destroying) {
+        backend.guard.close(new EngineClosedError('destroyed'));
+        backend.kill();
+        throw new EngineClosedError('destroyed');
+      }
+      this.backend = backend;
+      this.current = { ...info, ...(this.current.store ? { store: this.current.store } : {}), ...(this.current.route ? { route: this.current.route } : {}) };
+      this.handles = (info.preloaded ?? []).map((p) => this.handle(p));
+    })().finally(() => (this.restarting = undefined)));
   }
 
   async preload(request: PreloadRequest, options: RequestOptions = {}): Promise<Preloaded> {
@@ -457,10 +520,14 @@ function routed(engine: IntabEngine, reason: string): IntabEngine {
 
 /** A remote engine: GET /models first, so an unreachable server or a refused key fails here. */
 async function createRemoteEngine(options: CreateEngineOptions, remote: RemoteOptions, reason: string, signal?: AbortSignal): Promise<IntabEngine> {
-  const api = new RemoteEngineApi(remote);
-  const backend: Backend = { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy() };
-  const info = await api.load(undefined, undefined, undefined, signal);
-  return new Engine(backend, { ...info, route: { chosen: 'remote', reason } }, options.name ?? api.config.model);
+  const launch = async (signal?: AbortSignal) => {
+    const api = new RemoteEngineApi(remote);
+    const backend: Backend = { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy() };
+    const info = await api.load(undefined, undefined, undefined, signal);
+    return { backend, info: { ...info, route: { chosen: 'remote' as const, reason } } };
+  };
+  const { backend, info } = await launch(signal);
+  return new Engine(backend, info, options.name ?? remote.model, () => launch());
 }
 
 /** A local model input's bytes when they are cheap to know (Files, or a URL's Content-Length); else undefined. */
@@ -497,6 +564,14 @@ async function createLocalEngine(options: CreateEngineOptions & { model: ModelIn
     if (draft) draft = (await store.ensure(draft, { onProgress, signal })).source;
   }
   signal?.throwIfAborted();
+  const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
+  const { backend, info } = await launchLocal(options, source, loadOptions, signal);
+  // A restart loads the same files (Blobs over the store's copies, or the same URLs) with the same options.
+  return new Engine(backend, stored ? { ...info, store: stored } : info, await modelName(options), () => launchLocal(options, source, loadOptions));
+}
+
+/** A new backend (a Worker, or this thread) with the model loaded; aborting `signal` stops the load and frees it. */
+async function launchLocal(options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal?: AbortSignal): Promise<{ backend: Backend; info: ModelInfo }> {
   const backend = options.worker === false ? await inThreadBackend() : workerBackend();
   const { api, guard } = backend;
   const onAbort = () => {
@@ -513,7 +588,6 @@ async function createLocalEngine(options: CreateEngineOptions & { model: ModelIn
     const local = new AbortController();
     const forward = () => local.abort(signal?.reason);
     signal?.addEventListener('abort', forward, { once: true });
-    const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
     const load = api.load(source, loadOptions, progress, backend.inWorker ? local.signal : signal);
     void load.finally(() => {
       signal?.removeEventListener('abort', forward);
@@ -523,8 +597,7 @@ async function createLocalEngine(options: CreateEngineOptions & { model: ModelIn
       // An in-thread load cannot be interrupted: when it settles after an abort, free what it loaded.
       load.then(() => signal?.aborted && backend.kill(), () => {});
     }
-    const info = await guard.call(() => load);
-    return new Engine(backend, stored ? { ...info, store: stored } : info, await modelName(options));
+    return { backend, info: await guard.call(() => load) };
   } catch (err) {
     if (!signal?.aborted) {
       guard.close(err);
