@@ -55,5 +55,42 @@ export class GrammarSyntaxError extends IntabGrammarError {
   }
 }
 
+/** The budgets a compile or a token mask may spend (budget.ts holds the limits and says what each one bounds). */
+export type GrammarBudgetName = 'nesting' | 'count' | 'patternStates' | 'graphNodes' | 'compileWork' | 'automatonStates' | 'closure' | 'maskWork';
+
+/** What to do when a budget runs out, by budget. */
+const BUDGET_ADVICE: Record<GrammarBudgetName, string> = {
+  nesting: 'Flatten the nesting: name the inner parts ($defs and $ref in a schema, rules in GBNF, fewer nested groups in a pattern).',
+  count: 'Lower the count: no model writes that much within its context, so bound the output by maxTokens instead.',
+  patternStates: 'Make the pattern smaller: counted repetitions of groups ((…){m,n}) copy the group m to n times; a whole-string class with a count (^[a-z]{1,64}$) costs nothing.',
+  graphNodes: 'Make the grammar smaller: shorter enums, fewer or smaller counted repetitions ({m,n} unrolls), fewer properties.',
+  compileWork:
+    'Simplify the combinators (anyOf/oneOf under allOf multiply, oneOf compares every pair, $ref chains that fan out) and the patterns (a counted repetition after .* builds one automaton state per combination).',
+  automatonStates: 'Simplify the pattern, format or length constraint: a counted repetition after .* (like .*a.{20}), or many patterns on one string, need an automaton state per combination.',
+  closure: 'Make the grammar less ambiguous: alternatives that match the same text (("a" | "a")*), or a rule that calls itself before consuming input (left recursion: rewrite `a ::= a x | y` as `a ::= y x*`).',
+  maskWork: 'The grammar is too ambiguous or too large to constrain decoding at this point: simplify it (see the other budgets), or generate without it.',
+};
+
+/**
+ * A hostile or oversized schema, grammar or pattern: compiling it (or computing the allowed tokens at one of its states)
+ * would take more than one of the budgets allows. `budget` names it, `limit` is its size, `requested` what this input
+ * asked for (for work budgets: the amount spent when the work stopped, just past the limit).
+ */
+export class GrammarBudgetError extends IntabGrammarError {
+  readonly budget: GrammarBudgetName;
+  readonly limit: number;
+  readonly requested: number;
+  /** Where it happened: a schema path, a pattern position, a rule name ('' when unknown). */
+  readonly where: string;
+  constructor(budget: GrammarBudgetName, limit: number, requested: number, what: string, where = '') {
+    super(`${what}${where ? ` (at ${where})` : ''}: ${requested === Infinity ? 'unbounded' : requested.toLocaleString('en-US')} is over the ${budget} budget of ${limit.toLocaleString('en-US')}. ${BUDGET_ADVICE[budget]}`);
+    this.name = 'GrammarBudgetError';
+    this.budget = budget;
+    this.limit = limit;
+    this.requested = requested;
+    this.where = where;
+  }
+}
+
 /** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
-export const GRAMMAR_ERRORS = { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError } as const;
+export const GRAMMAR_ERRORS = { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError } as const;

@@ -4,6 +4,7 @@
 // where the next `name ::=` begins, so alternatives may continue on the next line. Left recursion is rejected
 // (as in llama.cpp): rewrite `a ::= a "x" | "y"` as `a ::= "y" "x"*`.
 
+import { checkBudget, compiling } from './budget.ts';
 import { ANY, charSet, complement, type CharSet } from './charset.ts';
 import { GrammarSyntaxError } from './errors.ts';
 import type { Grammar } from './grammar.ts';
@@ -18,10 +19,18 @@ type G =
   | { t: 'alt'; items: G[] }
   | { t: 'rep'; item: G; min: number; max: number };
 
-const MAX_REPEAT = 10_000;
+/** `name ::=` and `{m,n}`, matched in place (sticky): a copy of the rest of the source per atom would be quadratic. */
+const RULE_START = /[a-zA-Z0-9_-]+[ \t]*::=/y;
+const REPEAT = /\{\s*(\d*)\s*(,\s*(\d*)\s*)?\}/y;
+
+function at(re: RegExp, src: string, i: number): RegExpExecArray | null {
+  re.lastIndex = i;
+  return re.exec(src);
+}
 
 function parse(src: string): { rules: Map<string, { body: G; pos: number }>; order: string[] } {
   let i = 0;
+  let depth = 0; // open groups (the parser recurses per group)
   const fail = (msg: string, fix?: string): never => {
     throw new GrammarSyntaxError(src, i, msg, fix);
   };
@@ -41,10 +50,7 @@ function parse(src: string): { rules: Map<string, { body: G; pos: number }>; ord
     return src.slice(s, i);
   };
   // the next thing is `name ::=` (a new rule)
-  const atRuleStart = (): boolean => {
-    const m = /^[a-zA-Z0-9_-]+[ \t]*::=/.exec(src.slice(i));
-    return m !== null;
-  };
+  const atRuleStart = (): boolean => at(RULE_START, src, i) !== null;
   const hex = (n: number): number => {
     const h = src.slice(i, i + n);
     if (!new RegExp(`^[0-9a-fA-F]{${n}}$`).test(h)) fail(`expected ${n} hex digits`);
@@ -126,7 +132,9 @@ function parse(src: string): { rules: Map<string, { body: G; pos: number }>; ord
     }
     if (c === '(') {
       i++;
+      checkBudget('nesting', ++depth, 'the grammar nests groups', `position ${i}`);
       const inner = alternates();
+      depth--;
       skip();
       if (src[i] !== ')') fail('missing )');
       i++;
@@ -142,6 +150,7 @@ function parse(src: string): { rules: Map<string, { body: G; pos: number }>; ord
   const postfix = (): G | null => {
     let a = atom();
     if (a === null) return null;
+    let stacked = 0; // x*+?… nests one repetition in the next
     while (true) {
       const c = src[i];
       let min: number;
@@ -150,16 +159,18 @@ function parse(src: string): { rules: Map<string, { body: G; pos: number }>; ord
       else if (c === '+') [min, max] = [1, Infinity];
       else if (c === '?') [min, max] = [0, 1];
       else if (c === '{') {
-        const m = /^\{\s*(\d*)\s*(,\s*(\d*)\s*)?\}/.exec(src.slice(i));
+        const m = at(REPEAT, src, i);
         if (!m || (m[1] === '' && m[2] === undefined)) return fail('bad {m,n} repetition');
         min = m[1] === '' ? 0 : Number(m[1]);
         max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
         if (max < min) fail('repetition bounds out of order');
-        if (min > MAX_REPEAT || (max !== Infinity && max > MAX_REPEAT)) fail(`repetition counts above ${MAX_REPEAT} are not supported`);
+        // Unrolled into copies of the item (the graph budget bounds what the copies add up to).
+        checkBudget('count', max === Infinity ? min : max, 'a {m,n} repetition of the grammar asks for that many copies', `position ${i}`);
         i += m[0].length - 1;
       } else break;
       i++;
       a = { t: 'rep', item: a, min, max };
+      checkBudget('nesting', depth + ++stacked, 'the grammar stacks repetitions', `position ${i}`);
     }
     return a;
   };
@@ -217,17 +228,25 @@ function parse(src: string): { rules: Map<string, { body: G; pos: number }>; ord
  * matches(g, 'yes'); // true
  */
 export function compileGbnf(source: string): Grammar {
+  return compiling('grammar', () => compile(source));
+}
+
+function compile(source: string): Grammar {
   const { rules } = parse(source);
   if (!rules.has('root')) throw new GrammarSyntaxError(source, 0, 'the grammar has no root rule', 'Add `root ::= …` (the document starts there).');
+  for (const { body } of rules.values()) checkRefs(source, body, rules);
+  checkLeftRecursion(source, rules);
+  // Repetitions unroll, and nested ones multiply: refuse a grammar too big to build before building it.
+  let size = 0;
+  for (const { body } of rules.values()) size += nodesOf(body);
+  checkBudget('graphNodes', size, 'the grammar unrolls its {m,n} repetitions into more nodes');
   const g = new Graph();
   const compiled = new Map<string, Rule>();
   for (const n of rules.keys()) compiled.set(n, g.rule(n));
   for (const [n, { body }] of rules) {
-    checkRefs(source, body, rules);
     const r = compiled.get(n)!;
     g.eps(emit(g, r.start, body, compiled), r.end);
   }
-  checkLeftRecursion(source, rules);
   const root = compiled.get('root')!;
   if (!g.analyze(root)) throw new GrammarSyntaxError(source, rules.get('root')!.pos, 'the root rule derives no finite string', 'Give every recursive rule a non-recursive alternative.');
   return new RtnGrammar(g, root, []);
@@ -247,6 +266,29 @@ function checkRefs(src: string, e: G, rules: Map<string, unknown>): void {
       return;
     default:
       return;
+  }
+}
+
+/**
+ * The nodes emit() builds for an expression, or a little more (a class counts its UTF-8 trie generously): what the
+ * graph budget is checked against before anything is built. Infinity-safe: a product past the budget stays large.
+ */
+function nodesOf(e: G): number {
+  switch (e.t) {
+    case 'lit':
+      return 4 * e.text.length;
+    case 'cls':
+      return 1 + 8 * e.set.length;
+    case 'ref':
+      return 1;
+    case 'seq':
+      return e.items.reduce((n, x) => n + nodesOf(x), 0);
+    case 'alt':
+      return e.items.reduce((n, x) => n + 1 + nodesOf(x), 1);
+    case 'rep': {
+      const copies = e.max === Infinity ? e.min + 1 : e.max;
+      return 3 + copies * (1 + nodesOf(e.item));
+    }
   }
 }
 
@@ -303,6 +345,8 @@ function emit(g: Graph, from: GNode, e: G, rules: Map<string, Rule>): GNode {
 }
 
 function checkLeftRecursion(src: string, rules: Map<string, { body: G; pos: number }>): void {
+  // Nullable rules, by a worklist: a rule is re-checked only when a rule it refers to becomes nullable (passes over
+  // every rule until nothing changes would be quadratic on a long chain of rules).
   const nullable = new Map<string, boolean>();
   for (const n of rules.keys()) nullable.set(n, false);
   const isNull = (e: G): boolean => {
@@ -321,14 +365,24 @@ function checkLeftRecursion(src: string, rules: Map<string, { body: G; pos: numb
         return e.min === 0 || isNull(e.item);
     }
   };
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const [n, { body }] of rules) {
-      if (!nullable.get(n) && isNull(body)) {
-        nullable.set(n, true);
-        changed = true;
-      }
-    }
+  const referrers = new Map<string, Set<string>>();
+  for (const n of rules.keys()) referrers.set(n, new Set());
+  const refs = (e: G, out: Set<string>): void => {
+    if (e.t === 'ref') out.add(e.name);
+    else if (e.t === 'seq' || e.t === 'alt') for (const x of e.items) refs(x, out);
+    else if (e.t === 'rep') refs(e.item, out);
+  };
+  for (const [n, { body }] of rules) {
+    const out = new Set<string>();
+    refs(body, out);
+    for (const m of out) referrers.get(m)!.add(n);
+  }
+  const work = [...rules.keys()];
+  while (work.length) {
+    const n = work.pop()!;
+    if (nullable.get(n) || !isNull(rules.get(n)!.body)) continue;
+    nullable.set(n, true);
+    for (const m of referrers.get(n)!) if (!nullable.get(m)) work.push(m);
   }
   const left = (e: G, out: Set<string>): void => {
     switch (e.t) {
@@ -351,24 +405,41 @@ function checkLeftRecursion(src: string, rules: Map<string, { body: G; pos: numb
         return;
     }
   };
-  const edges = new Map<string, Set<string>>();
+  const edges = new Map<string, string[]>();
   for (const [n, { body }] of rules) {
     const s = new Set<string>();
     left(body, s);
-    edges.set(n, s);
+    edges.set(n, [...s]);
   }
-  const state = new Map<string, number>();
-  const visit = (n: string, path: string[]): void => {
-    state.set(n, 1);
-    for (const m of edges.get(n)!) {
-      if (state.get(m) === 1) {
-        const cycle = [...path.slice(path.indexOf(m)), n, m].join(' -> ');
-        throw new GrammarSyntaxError(src, rules.get(m)!.pos, `left recursion (${cycle})`, 'Rewrite it with repetition: `a ::= a x | y` becomes `a ::= y x*`.');
+  // Depth-first search for a cycle, with an explicit stack (a chain of rules may be longer than the call stack).
+  const state = new Map<string, number>(); // 1: on the path, 2: done
+  for (const root of rules.keys()) {
+    if (state.has(root)) continue;
+    const path: string[] = [root];
+    const next: number[] = [0];
+    state.set(root, 1);
+    while (path.length) {
+      const n = path[path.length - 1]!;
+      const out = edges.get(n)!;
+      const k = next[next.length - 1]!;
+      if (k === out.length) {
+        state.set(n, 2);
+        path.pop();
+        next.pop();
+        continue;
       }
-      if (!state.has(m)) visit(m, [...path, n]);
+      next[next.length - 1] = k + 1;
+      const m = out[k]!;
+      if (state.get(m) === 1) {
+        const cycle = [...path.slice(path.indexOf(m)), m];
+        const shown = cycle.length > 12 ? [...cycle.slice(0, 6), '…', ...cycle.slice(-5)] : cycle;
+        throw new GrammarSyntaxError(src, rules.get(m)!.pos, `left recursion (${shown.join(' -> ')})`, 'Rewrite it with repetition: `a ::= a x | y` becomes `a ::= y x*`.');
+      }
+      if (!state.has(m)) {
+        state.set(m, 1);
+        path.push(m);
+        next.push(0);
+      }
     }
-    state.set(n, 2);
-  };
-  for (const n of rules.keys()) if (!state.has(n)) visit(n, []);
+  }
 }
-

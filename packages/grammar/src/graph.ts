@@ -4,6 +4,7 @@
 // escaping) tries, built lazily the first time the matcher reaches them. `analyze()` marks the nodes from which the
 // rule can still complete, so that the matcher never enters a dead end (every allowed prefix has a completion).
 
+import { BUDGETS, checkBudget, notePeak } from './budget.ts';
 import { CountedMachine, type CharMachine } from './machine.ts';
 
 // Most nodes have one byte edge and nothing else: edge lists start as shared empty arrays and are allocated on
@@ -66,6 +67,8 @@ export class Graph {
     const n = new GNode(this.nodes.length);
     this.nodes.push(n);
     if (this.analyzed) n.live = true; // built lazily after analysis: only ever reached from live nodes
+    // Until analysis the input decides the size (enums, unrolled repetitions); after it, the document being written.
+    else if (this.nodes.length > BUDGETS.graphNodes) checkBudget('graphNodes', this.nodes.length, 'the compiled grammar needs more nodes');
     return n;
   }
 
@@ -353,6 +356,7 @@ export class Graph {
     }
     for (const r of this.rules) r.productive = r.start.live;
     this.analyzed = true;
+    notePeak('graphNodes', n);
     return root.productive;
   }
 }

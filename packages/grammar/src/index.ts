@@ -6,7 +6,7 @@ export { anyJson, compileJsonSchema } from './schema-compile.ts';
 export { compileRegex } from './regex-grammar.ts';
 export { compileGbnf } from './gbnf.ts';
 export { jsonValueType } from './type-ahead.ts';
-export { GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
+export { GrammarBudgetError, GrammarSyntaxError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type GrammarBudgetName, type UnsupportedKeyword } from './errors.ts';
 // Token masks and partial-JSON streaming (their own folders):
 export * from './partial/index.ts';
 export * from './tokens/index.ts';

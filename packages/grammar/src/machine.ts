@@ -4,6 +4,7 @@
 // key "any string but the declared names" is a complement. The byte-level grammar embeds a machine state by state,
 // so only the states a document actually visits are ever built.
 
+import { BUDGETS, charge, checkBudget, notePeak } from './budget.ts';
 import type { CharSet } from './charset.ts';
 import { MAX_CP } from './charset.ts';
 
@@ -14,16 +15,13 @@ export interface Trans {
 }
 
 const NO_TRANS: Trans = { ranges: [], targets: [] };
-const LIVENESS_BUDGET = 200_000;
+/**
+ * Work units (budget.ts) charged per interned automaton state lookup: building a key string and looking it up costs
+ * about as much as copying 16 array elements, the unit the schema compiler's combinator expansion is charged in.
+ */
+const INTERN_COST = 16;
 /** Rest states CountedMachine looks through for its reserve before calling it unknown. */
 const RESERVE_STATES = 256;
-
-export class MachineTooLargeError extends Error {
-  constructor(what: string) {
-    super(what);
-    this.name = 'MachineTooLargeError';
-  }
-}
 
 /** A deterministic automaton over code points; states are small integers, `start` is -1 for the empty language. */
 export abstract class CharMachine {
@@ -37,16 +35,22 @@ export abstract class CharMachine {
   next(q: number): Trans {
     let t = this.transCache[q];
     if (t === undefined) {
+      charge(1); // a new state's transitions (compute() charges what it costs beyond that)
       t = this.compute(q);
       this.transCache[q] = t;
     }
     return t;
   }
 
-  /** Whether some accepting state is reachable from q (a state that is not live must never be entered). */
+  /**
+   * Whether some accepting state is reachable from q (a state that is not live must never be entered). Explores at
+   * most BUDGETS.automatonStates states (GrammarBudgetError past that).
+   */
   live(q: number): boolean {
     const m = this.liveMemo[q];
     if (m !== undefined) return m;
+    const known = this.knownLive(q);
+    if (known !== undefined) return (this.liveMemo[q] = known);
     // BFS with parent links: on success every state on the found path is live; on failure everything seen is dead.
     const parent = new Map<number, number>([[q, -1]]);
     const queue = [q];
@@ -56,9 +60,10 @@ export abstract class CharMachine {
       if (known === false) continue;
       if (known === true || this.accepting(s)) {
         for (let p = s; p !== -1; p = parent.get(p)!) this.liveMemo[p] = true;
+        notePeak('automatonStates', queue.length);
         return true;
       }
-      if (queue.length > LIVENESS_BUDGET) throw new MachineTooLargeError('string constraint automaton too large to analyse');
+      if (queue.length > BUDGETS.automatonStates) checkBudget('automatonStates', queue.length, 'deciding whether a string constraint can still be met explores more automaton states');
       const t = this.next(s);
       for (const u of t.targets) {
         if (!parent.has(u)) {
@@ -68,7 +73,13 @@ export abstract class CharMachine {
       }
     }
     for (const s of queue) this.liveMemo[s] = false;
+    notePeak('automatonStates', queue.length);
     return false;
+  }
+
+  /** Liveness a machine knows without a search (undefined: search). */
+  protected knownLive(_q: number): boolean | undefined {
+    return undefined;
   }
 
   isEmpty(): boolean {
@@ -103,6 +114,7 @@ export class Interner<T> {
   readonly items: T[] = [];
   private readonly ids = new Map<string, number>();
   id(key: string, make: () => T): number {
+    charge(INTERN_COST + (key.length >> 2)); // a key string and a map lookup: the unit cost of building automata
     let id = this.ids.get(key);
     if (id === undefined) {
       id = this.items.length;
@@ -154,6 +166,10 @@ export class LengthMachine extends CharMachine {
   accepting(q: number): boolean {
     return q >= this.min && q <= this.max;
   }
+  /** Every count up to max can still reach [min, max] (no search: min may be large). */
+  protected override knownLive(): boolean {
+    return this.min <= this.max;
+  }
   protected compute(q: number): Trans {
     if (q >= this.max) return NO_TRANS;
     return { ranges: [0, MAX_CP], targets: [Math.min(q + 1, this.cap)] };
@@ -185,6 +201,17 @@ export class CountedMachine extends CharMachine {
   accepting(q: number): boolean {
     const [k, r] = this.pairs.items[q]!;
     return k >= this.min && this.rest.accepting(r);
+  }
+  /**
+   * Over "any string of a set" (C*, or any string), a count below max can always be extended to [min, max]: no
+   * search through the counts (minLength 10^6 would be a million states).
+   */
+  protected override knownLive(q: number): boolean | undefined {
+    const rest = this.rest;
+    const free = (rest instanceof SetStarMachine && rest.next(0).ranges.length > 0) || (rest instanceof LengthMachine && rest.min === 0 && rest.max === Infinity);
+    if (!free) return undefined;
+    const [k] = this.pairs.items[q]!;
+    return this.min <= this.max && k <= this.max;
   }
   /**
    * State q's rest state, how many more code points it may take (Infinity: no limit), how many it needs at least, and
@@ -385,6 +412,7 @@ export class NfaMachine extends CharMachine {
     const stack = [...seed];
     while (stack.length) {
       const s = stack.pop()!;
+      charge(1);
       for (const t of this.nfa.eps[s]!) {
         if (!seen.has(t)) {
           seen.add(t);
@@ -406,32 +434,36 @@ export class NfaMachine extends CharMachine {
   }
   protected compute(q: number): Trans {
     const members = this.subsets.items[q]!;
-    // collect (lo, hi, nfaTarget) edges, split at all boundaries, group targets per elementary interval
-    const edges: number[] = [];
-    const cuts = new Set<number>();
+    // A sweep over the members' edge endpoints: between two consecutive endpoints the set of NFA targets is fixed,
+    // and its closure is one DFA target. Work: the edges, plus the targets of every interval (charged).
+    const at: number[] = []; // endpoint, then +1 (target enters) or -1 (leaves) and the target
     for (const s of members) {
       const sets = this.nfa.sets[s]!;
       const tos = this.nfa.tos[s]!;
       for (let e = 0; e < sets.length; e++) {
         const cs = sets[e]!;
-        for (let i = 0; i < cs.length; i += 2) {
-          edges.push(cs[i]!, cs[i + 1]!, tos[e]!);
-          cuts.add(cs[i]!);
-          cuts.add(cs[i + 1]! + 1);
-        }
+        for (let i = 0; i < cs.length; i += 2) at.push(cs[i]!, 1, tos[e]!, cs[i + 1]! + 1, -1, tos[e]!);
       }
     }
-    if (edges.length === 0) return NO_TRANS;
-    const points = [...cuts].sort((a, b) => a - b);
+    if (at.length === 0) return NO_TRANS;
+    charge(at.length / 3);
+    const order = Array.from({ length: at.length / 3 }, (_, k) => 3 * k);
+    order.sort((a, b) => at[a]! - at[b]!);
+    const active = new Map<number, number>();
     const out: number[] = [];
-    for (let k = 0; k + 1 < points.length; k++) {
-      const lo = points[k]!;
-      const hi = points[k + 1]! - 1;
-      const targets: number[] = [];
-      for (let i = 0; i < edges.length; i += 3) if (edges[i]! <= lo && hi <= edges[i + 1]!) targets.push(edges[i + 2]!);
-      if (targets.length === 0) continue;
-      const to = this.intern(this.closure(targets));
-      if (to >= 0) out.push(lo, hi, to);
+    for (let k = 0; k < order.length; ) {
+      const point = at[order[k]!]!;
+      for (; k < order.length && at[order[k]!] === point; k++) {
+        const e = order[k]!;
+        const t = at[e + 2]!;
+        const c = (active.get(t) ?? 0) + at[e + 1]!;
+        if (c === 0) active.delete(t);
+        else active.set(t, c);
+      }
+      if (active.size === 0 || k === order.length) continue;
+      charge(active.size);
+      const to = this.intern(this.closure([...active.keys()]));
+      if (to >= 0) out.push(point, at[order[k]!]! - 1, to);
     }
     return makeTrans(out);
   }

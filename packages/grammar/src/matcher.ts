@@ -3,6 +3,7 @@
 // state caches its transitions per byte, so after warm-up step() is two array loads; a miss computes the closure
 // (epsilon moves, rule calls with tail-call elimination, returns) of the nodes reached by the byte.
 
+import { BUDGETS, charge, checkBudget, notePeak } from './budget.ts';
 import { IntabGrammarError } from './errors.ts';
 import type { CountedString, Grammar, GrammarState, GrammarWarning } from './grammar.ts';
 import { GNode, type Graph, type Rule } from './graph.ts';
@@ -36,7 +37,11 @@ class State {
 }
 
 const FINAL = new GNode(-1);
-const MAX_CLOSURE = 200_000;
+/**
+ * Work units (budget.ts) charged for a new interned state beyond its configurations: it lives as long as the grammar
+ * and gets a 1 KiB transition table once stepped, so it costs what 64 configurations of a closure cost.
+ */
+const STATE_COST = 64;
 
 export class RtnGrammar implements Grammar {
   readonly initial: GrammarState;
@@ -188,9 +193,7 @@ export class RtnGrammar implements Grammar {
       const k = st.id * 0x4000000 + n.id; // < 2^53 while ids stay below 2^26 nodes and 2^27 stacks
       if (seen.has(k)) continue;
       seen.add(k);
-      if (++work > MAX_CLOSURE) {
-        throw new IntabGrammarError('grammar closure did not terminate (a rule calls itself before consuming input): rewrite left-recursive rules');
-      }
+      if (++work > BUDGETS.closure) checkBudget('closure', work, 'one step of the grammar reaches more parser configurations');
       if (n.expand !== null) {
         const f = n.expand;
         n.expand = null;
@@ -226,6 +229,8 @@ export class RtnGrammar implements Grammar {
         }
       }
     }
+    charge(work);
+    notePeak('closure', work);
     return [outN, outS];
   }
 
@@ -261,6 +266,7 @@ export class RtnGrammar implements Grammar {
       if (same) return st;
     }
     const id = this.byId.length;
+    charge(STATE_COST + ns.length);
     const st = new State(id, String(id), ns, ss, accepting, accepting && ns.length === 0);
     list.push(st);
     this.byId.push(st);

@@ -1,9 +1,9 @@
 // compileRegex: a whole document that matches a pattern of the regex subset (see regex.ts), as UTF-8 bytes.
 
+import { compiling } from './budget.ts';
 import { GrammarSyntaxError } from './errors.ts';
 import type { Grammar } from './grammar.ts';
 import { Graph } from './graph.ts';
-import { MachineTooLargeError } from './machine.ts';
 import { RtnGrammar } from './matcher.ts';
 import { RegexError, regexMachine } from './regex.ts';
 
@@ -17,6 +17,10 @@ import { RegexError, regexMachine } from './regex.ts';
  * matches(g, '555-1234'); // true
  */
 export function compileRegex(pattern: string): Grammar {
+  return compiling('pattern', () => compile(pattern));
+}
+
+function compile(pattern: string): Grammar {
   let machine;
   try {
     machine = regexMachine(pattern, { search: false });
@@ -29,12 +33,7 @@ export function compileRegex(pattern: string): Grammar {
   }
   const g = new Graph();
   const root = g.rule('regex');
-  try {
-    if (!g.embed(root.start, machine, 'raw', root.end)) throw new GrammarSyntaxError(pattern, 0, 'the pattern matches no string', 'Fix the pattern.');
-  } catch (e) {
-    if (e instanceof MachineTooLargeError) throw new GrammarSyntaxError(pattern, 0, e.message, 'Simplify the pattern.');
-    throw e;
-  }
+  if (!g.embed(root.start, machine, 'raw', root.end)) throw new GrammarSyntaxError(pattern, 0, 'the pattern matches no string', 'Fix the pattern.');
   g.analyze(root);
   return new RtnGrammar(g, root, []);
 }

@@ -4,6 +4,7 @@
 // * + ? {m} {m,} {m,n} (lazy forms match the same language), and ^ / $ where they anchor a whole alternative.
 // Not supported (reported, never guessed): backreferences, lookaround, \b \B, \p{…}, anchors inside repetitions.
 
+import { BUDGETS, checkBudget } from './budget.ts';
 import { ANY, caseFold, charSet, complement, DIGIT, DOT, SPACE, union, WORD, type CharSet } from './charset.ts';
 import { CountedMachine, Nfa, NfaMachine, SetStarMachine, type CharMachine } from './machine.ts';
 
@@ -27,13 +28,13 @@ export class RegexError extends Error {
   }
 }
 
-const MAX_NFA = 40_000;
 const EMPTY_SEQ: RegexNode = { t: 'seq', items: [] };
 
 // ---- parser ----
 
 export function parseRegex(src: string, ignoreCase = false): RegexNode {
   let i = 0;
+  let depth = 0; // open groups (the parser recurses per group)
   const fail = (msg: string, unsupported = false): never => {
     throw new RegexError(msg, i, unsupported);
   };
@@ -176,7 +177,9 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
           fail('lookaround assertions are not supported', true);
         } else fail('unknown group syntax (?…)');
       }
+      checkBudget('nesting', ++depth, 'the pattern nests groups', `position ${i}`);
       const inner = parseAlt();
+      depth--;
       if (src[i] !== ')') fail('missing )');
       i++;
       return inner;
@@ -202,7 +205,7 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
       return { t: 'set', set: escape(false) };
     }
     if (c === '*' || c === '+' || c === '?') fail('nothing to repeat');
-    if (c === '{' && /^\{\d+(,\d*)?\}/.test(src.slice(i))) fail('nothing to repeat');
+    if (c === '{' && at(COUNT, src, i) !== null) fail('nothing to repeat');
     return { t: 'set', set: fold(single(readChar())) };
   };
 
@@ -210,6 +213,7 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
     const atom = parseAtom();
     if (atom === null) return null;
     let node = atom;
+    let stacked = 0; // a{2}{3}… nests one repetition in the next
     while (true) {
       const c = src[i];
       let min: number;
@@ -218,17 +222,19 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
       else if (c === '+') [min, max] = [1, Infinity];
       else if (c === '?') [min, max] = [0, 1];
       else if (c === '{') {
-        const m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(i));
+        const m = at(COUNT, src, i);
         if (!m) break; // a literal '{' (legacy syntax)
         min = Number(m[1]);
         max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
         if (max < min) fail('numbers out of order in {m,n} quantifier');
+        checkBudget('count', min, 'a {m,n} repetition of the pattern asks for m copies', `position ${i}`);
         i += m[0].length - 1;
       } else break;
       i++;
       if (src[i] === '?') i++; // lazy: same language
       if (node.t === 'start' || node.t === 'end') fail('a quantifier on an anchor is not supported', true);
       node = { t: 'rep', item: node, min, max };
+      checkBudget('nesting', depth + ++stacked, 'the pattern stacks quantifiers', `position ${i}`);
     }
     return node;
   };
@@ -255,6 +261,15 @@ export function parseRegex(src: string, ignoreCase = false): RegexNode {
   const ast = parseAlt();
   if (i < src.length) fail(src[i] === ')' ? 'unmatched )' : 'unexpected character');
   return ast;
+}
+
+/** A {m}, {m,} or {m,n} quantifier (sticky: matched in place, never on a copy of the rest of the pattern). */
+const COUNT = /\{(\d+)(,(\d*))?\}/y;
+
+/** `re` (sticky) matched at position i of src. */
+function at(re: RegExp, src: string, i: number): RegExpExecArray | null {
+  re.lastIndex = i;
+  return re.exec(src);
 }
 
 // ---- anchors ----
@@ -336,7 +351,7 @@ function seqOf(items: RegexNode[]): RegexNode {
 // ---- NFA ----
 
 function build(nfa: Nfa, n: RegexNode, from: number): number {
-  if (nfa.size > MAX_NFA) throw new RegexError('pattern too large (its automaton exceeds the size limit)', 0, true);
+  if (nfa.size > BUDGETS.patternStates) checkBudget('patternStates', nfa.size, 'the pattern\'s automaton needs more states');
   switch (n.t) {
     case 'set': {
       const to = nfa.state();

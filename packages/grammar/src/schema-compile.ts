@@ -4,11 +4,12 @@
 // alternatives. enum/const values become literal tries, filtered by the branch's other keywords (checked by running
 // the branch's own grammar on each literal). Objects and arrays are in schema-structs.ts.
 
-import { IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
+import { charge, checkBudget, compiling } from './budget.ts';
+import { GrammarBudgetError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';
 import { formatMachines, numberFormat, stringFormatKind } from './formats.ts';
 import type { CompileOptions, Grammar, GrammarWarning } from './grammar.ts';
 import { Graph, type GNode, type Rule } from './graph.ts';
-import { ComplementMachine, CountedMachine, intersectAll, LengthMachine, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
+import { ComplementMachine, CountedMachine, intersectAll, LengthMachine, LiteralsMachine, type CharMachine } from './machine.ts';
 import { RtnGrammar } from './matcher.ts';
 import { nextDouble, NumberMachine, prevDouble } from './numbers.ts';
 import { RegexError, regexMachine } from './regex.ts';
@@ -162,12 +163,20 @@ export class SchemaCompiler {
     return this.memo(key, 'enum-check', (rule) => this.emitBranch(rule.start, branch, rule.end, true));
   }
 
+  /** Rule bodies being built inside each other (subschemas of subschemas: the compiler recurses per level). */
+  private depth = 0;
+
   memo(key: string, name: string, body: (r: Rule) => void): Rule {
     let r = this.rules.get(key);
     if (r === undefined) {
       r = this.g.rule(name);
       this.rules.set(key, r);
-      body(r);
+      checkBudget('nesting', ++this.depth, 'the schema nests subschemas (through properties, items and $ref)', name);
+      try {
+        body(r);
+      } finally {
+        this.depth--;
+      }
     }
     return r;
   }
@@ -183,6 +192,7 @@ export class SchemaCompiler {
           this.report(at, keyword, `the combinators expand to more than ${MAX_BRANCHES} alternatives (oneOf/not/if need the negation of overlapping alternatives)`);
           return out;
         }
+        charge(1 + x.length + y.length);
         out.push([...x, ...y]);
       }
     }
@@ -197,12 +207,14 @@ export class SchemaCompiler {
     }
     const info = this.reg.infoOf(s);
     const part: Part = { s, owner, info };
+    charge(1);
     if (stack.has(s)) {
       this.report(part, '$ref', 'the schema refers to itself without consuming input (an infinite loop)');
       return [[]];
     }
     this.scan(part);
     stack.add(s);
+    checkBudget('nesting', stack.size, 'the schema nests combinators and $refs', info.path || '/');
     let acc: Part[][] = [[part]];
     if (typeof s.$ref === 'string') {
       let target: Schema | null = null;
@@ -215,7 +227,11 @@ export class SchemaCompiler {
       if (target !== null) acc = this.cross(acc, this.flatten(target, part, stack), part);
     }
     if (Array.isArray(s.allOf)) for (const sub of s.allOf) acc = this.cross(acc, this.flatten(sub as Schema, part, stack), part);
-    if (Array.isArray(s.anyOf)) acc = this.cross(acc, s.anyOf.flatMap((sub) => this.flatten(sub as Schema, part, stack)), part);
+    if (Array.isArray(s.anyOf)) {
+      const alts = s.anyOf.flatMap((sub) => this.flatten(sub as Schema, part, stack));
+      charge(alts.length);
+      acc = this.cross(acc, alts, part);
+    }
     if (Array.isArray(s.oneOf)) {
       const oneOf = s.oneOf as Schema[];
       const alts = oneOf.map((sub) => this.flatten(sub as Schema, part, stack));
@@ -301,7 +317,8 @@ export class SchemaCompiler {
               }
               vals.push(...ev.map(canonical));
             }
-          } catch {
+          } catch (e) {
+            if (e instanceof GrammarBudgetError) throw e;
             vals = null;
           }
           if (vals !== null) discriminators.set(name, vals);
@@ -424,7 +441,7 @@ export class SchemaCompiler {
       try {
         m = new RtnGrammar(this.g, rule, [], false);
       } catch (e) {
-        if (e instanceof IntabGrammarError) return false;
+        if (e instanceof IntabGrammarError && !(e instanceof GrammarBudgetError)) return false;
         throw e;
       }
       this.checkers.set(rule, m);
@@ -448,6 +465,7 @@ export class SchemaCompiler {
       if (typeof p.s.minLength === 'number') min = Math.max(min, Math.ceil(p.s.minLength));
       if (typeof p.s.maxLength === 'number') max = Math.min(max, Math.floor(p.s.maxLength));
     }
+    if (min > 0) checkBudget('count', min, 'minLength asks for that many characters', b.find((p) => typeof p.s.minLength === 'number')?.info.path);
     for (const p of b) {
       if (typeof p.s.pattern === 'string') {
         try {
@@ -495,12 +513,7 @@ export class SchemaCompiler {
     const open = g.text(from, '"');
     const close = g.node();
     g.eps(g.text(close, '"'), to);
-    try {
-      g.embed(open, this.stringMachine(b), 'json', close);
-    } catch (e) {
-      if (!(e instanceof MachineTooLargeError)) throw e;
-      this.report(b[0] ?? null, 'pattern', e.message);
-    }
+    g.embed(open, this.stringMachine(b), 'json', close);
   }
 
   emitNumber(from: GNode, b: Branch, to: GNode, integerOnly: boolean): void {
@@ -585,7 +598,7 @@ export class SchemaCompiler {
  * matches(g, '{"name":"Ada"}'); // true
  */
 export function compileJsonSchema(schema: unknown, options: CompileOptions & { remotes?: Record<string, unknown> } = {}): Grammar {
-  return new SchemaCompiler(schema, options).compile();
+  return compiling('schema', () => new SchemaCompiler(schema, options).compile());
 }
 
 /**

@@ -5,6 +5,7 @@
 // contains); the rest (uniqueItems, multipleOf, additionalProperties…) contribute nothing, which under-approximates
 // the negation: the grammar then accepts a subset of what the schema allows (sound), and says so in `warnings`.
 
+import { charge } from './budget.ts';
 import { stringFormatKind } from './formats.ts';
 import type { Part, SchemaCompiler } from './schema-compile.ts';
 import type { Schema } from './schema-refs.ts';
@@ -56,7 +57,12 @@ export function negate(c: SchemaCompiler, s: Schema, owner: Part, stack: Set<obj
       }
     }
     const out: Part[][] = [];
-    for (const a of result) for (const b of disj) out.push([...a, ...b]);
+    for (const a of result) {
+      for (const b of disj) {
+        charge(1 + a.length + b.length);
+        out.push([...a, ...b]);
+      }
+    }
     result = out;
     if (result.length > 256) {
       c.report(owner, 'not', 'the negation expands to too many alternatives');

@@ -2,6 +2,7 @@
 // resources and anchors that $ref can name. Remote documents come from options.remotes (nothing is fetched).
 
 import { InvalidSchemaError } from './errors.ts';
+import { checkJsonDepth } from './schema-values.ts';
 
 export type Schema = boolean | Record<string, unknown>;
 
@@ -61,7 +62,14 @@ export class Registry {
   constructor(root: unknown, remotes: Record<string, unknown> = {}) {
     this.root = root;
     this.remotes = {};
-    for (const [k, v] of Object.entries(remotes)) this.remotes[stripFragment(new URL(k, ROOT_BASE).href)] = v;
+    // Indexing and compiling recurse along the nesting: it is bounded before anything else looks at the schema.
+    checkJsonDepth(root, 'the schema nests objects and arrays');
+    for (const [k, v] of Object.entries(remotes)) {
+      const uri = resolveUri(k, ROOT_BASE);
+      if (uri === null) throw new InvalidSchemaError('', `options.remotes has a key that is not a URI: ${JSON.stringify(k).slice(0, 80)}`, 'Key remotes by their absolute URI.');
+      checkJsonDepth(v, `the remote schema ${uri} nests objects and arrays`);
+      this.remotes[stripFragment(uri)] = v;
+    }
     this.index(root, ROOT_BASE, '', draftOf(root, 2020), true);
   }
 
@@ -120,7 +128,12 @@ export class Registry {
     if (abs === null) throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} is not a valid URI reference`, 'Fix the reference.');
     const hash = abs.indexOf('#');
     const doc = hash < 0 ? abs : abs.slice(0, hash);
-    const frag = hash < 0 ? '' : decodeURIComponent(abs.slice(hash + 1));
+    let frag = '';
+    try {
+      frag = hash < 0 ? '' : decodeURIComponent(abs.slice(hash + 1));
+    } catch {
+      throw new InvalidSchemaError(fromInfo.path, `$ref ${JSON.stringify(ref)} has a malformed %-escape`, 'Fix the reference (escape % as %25).');
+    }
     let target: unknown;
     if (frag === '' || frag.startsWith('/')) {
       const res = this.resource(doc);

@@ -6,7 +6,9 @@
 // Dead combinations are pruned later by the graph's liveness analysis.
 
 import type { GNode, Rule } from './graph.ts';
-import { ComplementMachine, intersectAll, LiteralsMachine, MachineTooLargeError, type CharMachine } from './machine.ts';
+import { checkBudget } from './budget.ts';
+import { GrammarBudgetError } from './errors.ts';
+import { ComplementMachine, intersectAll, LiteralsMachine, type CharMachine } from './machine.ts';
 import { RegexError, regexMachine } from './regex.ts';
 import type { Branch, Part, SchemaCompiler } from './schema-compile.ts';
 import { canonical, jsonType } from './schema-values.ts';
@@ -79,6 +81,7 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
       }
     }
     if (typeof s.minProperties === 'number') minP = Math.max(minP, Math.ceil(s.minProperties));
+    if (minP > 0) checkBudget('count', minP, 'minProperties asks for that many properties', p.info.path);
     if (typeof s.maxProperties === 'number') maxP = Math.min(maxP, Math.floor(s.maxProperties));
     if (s.patternProperties && typeof s.patternProperties === 'object') {
       for (const [src, sch] of Object.entries(s.patternProperties as Obj)) {
@@ -158,7 +161,7 @@ export function emitObject(c: SchemaCompiler, from: GNode, b: Branch, to: GNode)
     try {
       empty = km.isEmpty();
     } catch (e) {
-      if (!(e instanceof MachineTooLargeError)) throw e;
+      if (!(e instanceof GrammarBudgetError && e.budget === 'automatonStates')) throw e;
       continue; // too complex to analyse: allow no such keys (a sound restriction)
     }
     if (empty) continue;
@@ -272,6 +275,7 @@ export function emitArray(c: SchemaCompiler, from: GNode, b: Branch, to: GNode):
   for (const p of b) {
     const s = p.s;
     if (typeof s.minItems === 'number') minI = Math.max(minI, Math.ceil(s.minItems));
+    if (minI > 0) checkBudget('count', minI, 'minItems asks for that many items', p.info.path);
     if (typeof s.maxItems === 'number') maxI = Math.min(maxI, Math.floor(s.maxItems));
     if (s.uniqueItems === true) unique = true;
     if ('contains' in s && isSchema(s.contains)) {

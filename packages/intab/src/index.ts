@@ -92,5 +92,5 @@ export {
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
 export { IntabOnnxError, OnnxFormatError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError, OnnxWriteError } from '@intab/onnx/errors';
-export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, type UnsupportedKeyword } from '@intab/grammar/errors';
+export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError, type UnsupportedKeyword } from '@intab/grammar/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';

@@ -36,7 +36,7 @@ export function errorResponse(err: unknown): { status: number; body: ReturnType<
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
   if (err instanceof ContextLengthExceededError || e?.name === 'ContextLengthExceededError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', 'messages') };
   if (err instanceof EngineClosedError) return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
-  if (e?.name === 'TokenizerRequiredError' || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError') {
+  if (e?.name === 'TokenizerRequiredError' || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
     return { status: 400, body: openAIError(e.message, 'invalid_request_error') };
   }
   return { status: 500, body: openAIError(`The engine failed: ${e?.message ?? String(err)}`, 'server_error') };

@@ -69,8 +69,9 @@ export class KvCacheFullError extends IntabModelError {
 export class ChatTemplateError extends IntabModelError {
   readonly file: string;
   readonly field: string;
-  constructor(file: string, field: string, problem: string, options?: { cause?: unknown }) {
-    super(`${file}: ${field}: ${problem}. Check the messages (roles, order, content types) against what this model's chat template accepts.`, options);
+  /** `fix` replaces the default advice (about the messages) where the template itself is at fault. */
+  constructor(file: string, field: string, problem: string, options?: { cause?: unknown; fix?: string }) {
+    super(`${file}: ${field}: ${problem}. ${options?.fix ?? "Check the messages (roles, order, content types) against what this model's chat template accepts."}`, options);
     this.name = 'ChatTemplateError';
     this.file = file;
     this.field = field;

@@ -5,6 +5,7 @@
 //  3. the plain trie walk (trie-walk.ts): the reference the others are tested against.
 // EOS ids are allowed exactly where the grammar accepts.
 
+import { metered } from '../budget.ts';
 import type { Grammar, GrammarState } from '../grammar.ts';
 import { countedMask } from './counted-strings.ts';
 import type { MaskCache } from './mask-cache.ts';
@@ -22,6 +23,11 @@ export type MaskPath = 'finished' | 'loop' | 'chain' | 'lead' | 'counted' | 'wal
  * method at every state against the reference; TokenMatcher.mask() is how the engine gets masks.
  */
 export function computeMask(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk', cache?: MaskCache): { mask: Uint32Array; path: MaskPath } {
+  // A pathological grammar makes every step of the walk a new parser state: the work is metered (BUDGETS.maskWork).
+  return metered('maskWork', 'computing the allowed tokens at one position takes more work', () => maskAt(grammar, vocab, state, method, cache));
+}
+
+function maskAt(grammar: Grammar, vocab: TokenVocabulary, state: GrammarState, method?: 'walk', cache?: MaskCache): { mask: Uint32Array; path: MaskPath } {
   const mask = new Uint32Array(vocab.words);
   if (grammar.accepting(state)) setEos(vocab, mask);
   if (grammar.finished(state)) return { mask, path: 'finished' };

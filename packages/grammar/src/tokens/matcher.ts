@@ -2,6 +2,7 @@
 // the MaskCache its grammar and vocabulary share, computed on a miss), accepting sampled tokens, rolling back rejected
 // speculative tokens, and the tokens the grammar forces (forced() fast-forwards through text the grammar fixes).
 
+import { metered } from '../budget.ts';
 import type { Grammar, GrammarState } from '../grammar.ts';
 import { computeMask, type MaskPath } from './compute-mask.ts';
 import { sharedMaskCache, type MaskCache } from './mask-cache.ts';
@@ -9,6 +10,10 @@ import type { TokenVocabulary } from './vocabulary.ts';
 
 /** The bytes the grammar fixes from `state`: while exactly one byte is allowed and the document cannot end. */
 export function forcedBytes(grammar: Grammar, state: GrammarState, limit = 4096): Uint8Array {
+  return metered('maskWork', 'finding the text the grammar forces takes more work', () => forced(grammar, state, limit));
+}
+
+function forced(grammar: Grammar, state: GrammarState, limit: number): Uint8Array {
   const out: number[] = [];
   let s = state;
   while (out.length < limit && !grammar.accepting(s) && !grammar.finished(s)) {

@@ -5,7 +5,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ChatTemplateError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
-import { applyChatTemplate, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
+import { applyChatTemplate, CHAT_TEMPLATE_LIMITS, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
 import { tokenizerFromGguf } from './gguf-tokenizer.ts';
 import { realTokenizerConfig, realTokenizerFiles } from './test-corpus.ts';
 import { loadTokenizer } from './tokenizer.ts';
@@ -196,5 +196,35 @@ describe('template sources', () => {
     const e = thrown(() => renderChat(tok, [{ role: 'user', content: 'a' }])) as UnsupportedModelError;
     expect([e.name, e.file, e.field]).toEqual(['UnsupportedModelError', 'bare.gguf', 'chat_template']);
     expect(e.message).toMatch(/plain text/);
+  });
+});
+
+describe('a hostile template is stopped by the render bounds', () => {
+  const hi = [{ role: 'user', content: 'Hi' }];
+  const bounded = (template: string, messages = hi): ChatTemplateError => {
+    const e = thrown(() => applyChatTemplate(template, messages, { file: 'evil.gguf' })) as ChatTemplateError;
+    expect([e.name, e.file, e.field]).toEqual(['ChatTemplateError', 'evil.gguf', 'chat_template']);
+    expect(e.message).toContain('use another chat template');
+    return e;
+  };
+  const stepLimit = CHAT_TEMPLATE_LIMITS.steps + CHAT_TEMPLATE_LIMITS.stepsPerItem;
+
+  it('loops over huge ranges, nested loops with empty bodies, and recursion that doubles: a step bound', () => {
+    expect(bounded('{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}').message).toContain(`more than ${stepLimit.toLocaleString('en-US')} steps`);
+    expect(bounded('{% for i in range(99999) %}{{ i }}{% endfor %}{% for i in range(99999) %}{{ i }}{% endfor %}').message).toContain('steps');
+    expect(bounded('{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}').message).toContain('steps');
+  });
+
+  it('a range() past its bound, and strings that double, are refused before they are built', () => {
+    expect(bounded('{% for i in range(10000000000) %}{% endfor %}').message).toContain(`range() of 10000000000 items is over the limit of ${CHAT_TEMPLATE_LIMITS.range.toLocaleString('en-US')}`);
+    expect(bounded('{% set ns = namespace(s="ab") %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}').message).toMatch(/built a string of [\d,]+ characters/);
+  });
+
+  it('long conversations stay far inside the bounds: the step allowance grows with the messages', () => {
+    const qwen = realTokenizerConfig('qwen3').chat_template as string;
+    const many = Array.from({ length: 2000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} `.repeat(250) }));
+    const text = applyChatTemplate(qwen, many, { addGenerationPrompt: true });
+    expect(text.length).toBeGreaterThan(CHAT_TEMPLATE_LIMITS.chars); // longer than the bound on what a template adds
+    expect(text.endsWith('<|im_start|>assistant\n')).toBe(true);
   });
 });

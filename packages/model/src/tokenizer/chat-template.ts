@@ -3,8 +3,10 @@
 // with @huggingface/jinja and the variables transformers passes (messages, add_generation_prompt, bos_token,
 // eos_token, tools, ...). encodeChat then makes sure BOS appears exactly once: some templates write it (Llama 2/3,
 // Mistral), some tokenizers add it (add_bos_token), and doing both would put two BOS tokens in front of the prompt.
+// A template comes with the model file, so it is untrusted code: a render is bounded in steps, in the length of
+// the strings it builds and in the size of range(), and ends in a ChatTemplateError past a bound.
 
-import { Template } from '@huggingface/jinja';
+import { Environment, Interpreter, Template } from '@huggingface/jinja';
 import { ChatTemplateError, IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
@@ -77,6 +79,130 @@ function compile(text: string, file: string, field: string): Template {
   return t;
 }
 
+// ---- bounded rendering ----
+
+/**
+ * The bounds of one render. Real templates take tens of steps per message (Qwen3's, with tools, about 52; Llama 3's
+ * about 21: 26,000 and 10,500 for 500 messages), so a render may take `steps` plus `stepsPerItem` for each message,
+ * tool and document: four times what Qwen3's needs, and about half a second (@huggingface/jinja takes 2-5 µs a
+ * step) for a template that loops over a huge range or recurses twice per call instead.
+ */
+export const CHAT_TEMPLATE_LIMITS = {
+  /** Expressions and statements evaluated (each loop iteration counts its body's), besides the per-item allowance. */
+  steps: 100_000,
+  /** Steps allowed per message, tool and document. */
+  stepsPerItem: 200,
+  /** Characters of any string the template builds, the rendered prompt included, besides twice the variables' own text. */
+  chars: 4_000_000,
+  /** Items of one range(). */
+  range: 100_000,
+} as const;
+
+type EvaluateArgs = Parameters<Interpreter['evaluate']>;
+type RuntimeValue = ReturnType<Interpreter['evaluate']>;
+
+/** The interpreter with a step meter and a bound on the strings it builds. */
+class BoundedInterpreter extends Interpreter {
+  private steps = 0;
+  constructor(
+    env: Environment,
+    private readonly maxSteps: number,
+    private readonly maxChars: number,
+    private readonly fail: (problem: string) => Error,
+  ) {
+    super(env);
+    // A loop body runs through evaluateBlock once per iteration, also when it is empty (so evaluates nothing):
+    // each block counts a step, or nested loops over ranges with empty bodies would never be stopped. (An internal
+    // method of @huggingface/jinja 0.5: the chat-template fuzzer's nested empty loops fail if it goes away.)
+    const self = this as unknown as { evaluateBlock?: (statements: unknown, environment: unknown) => RuntimeValue };
+    const block = self.evaluateBlock;
+    if (typeof block === 'function') {
+      self.evaluateBlock = (statements, environment) => {
+        this.step();
+        return block.call(this, statements, environment);
+      };
+    }
+  }
+  private step(): void {
+    if (++this.steps > this.maxSteps) {
+      throw this.fail(`rendering took more than ${this.maxSteps.toLocaleString('en-US')} steps (a loop over a huge range, or recursion that multiplies)`);
+    }
+  }
+  override evaluate(statement: EvaluateArgs[0], environment: EvaluateArgs[1]): RuntimeValue {
+    this.step();
+    const v = super.evaluate(statement, environment);
+    const text = (v as { value?: unknown }).value;
+    if (typeof text === 'string' && text.length > this.maxChars) {
+      throw this.fail(`the template built a string of ${text.length.toLocaleString('en-US')} characters (the limit for these messages is ${this.maxChars.toLocaleString('en-US')})`);
+    }
+    return v;
+  }
+}
+
+/** A bound of the render was reached inside a template function (the template is at fault, not the messages). */
+class RenderBoundError extends Error {}
+
+/** range() as Python's, refusing more than CHAT_TEMPLATE_LIMITS.range items before allocating them. */
+function boundedRange(start: number, stop?: number, step = 1): number[] {
+  if (stop === undefined) {
+    stop = start;
+    start = 0;
+  }
+  if (step === 0) throw new Error('range() step must not be zero');
+  const n = Math.max(0, Math.ceil((stop - start) / step));
+  if (Number.isNaN(n)) throw new Error('range() takes integers');
+  if (!(n <= CHAT_TEMPLATE_LIMITS.range)) throw new RenderBoundError(`range() of ${n} items is over the limit of ${CHAT_TEMPLATE_LIMITS.range.toLocaleString('en-US')}`);
+  return Array.from({ length: n }, (_, i) => start + i * step);
+}
+
+/** strftime_now() as @huggingface/jinja has it (%Y %m %d %b %B %H %M %%). */
+function strftimeNow(format: string): string {
+  const date = new Date();
+  const pad2 = (n: number) => String(n).padStart(2, '0');
+  return String(format).replace(/%[YmdbBHM%]/g, (token) => {
+    switch (token) {
+      case '%Y': return String(date.getFullYear());
+      case '%m': return pad2(date.getMonth() + 1);
+      case '%d': return pad2(date.getDate());
+      case '%b': return new Intl.DateTimeFormat(undefined, { month: 'short' }).format(date);
+      case '%B': return new Intl.DateTimeFormat(undefined, { month: 'long' }).format(date);
+      case '%H': return pad2(date.getHours());
+      case '%M': return pad2(date.getMinutes());
+      default: return '%';
+    }
+  });
+}
+
+/** Characters of the strings in a value (the messages' own text: the template may repeat it, within bounds). */
+function textSize(v: unknown, depth = 0): number {
+  if (typeof v === 'string') return v.length;
+  if (v === null || typeof v !== 'object' || depth > 32) return 0;
+  let n = 0;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) n += textSize(x, depth + 1);
+  return n;
+}
+
+/**
+ * Template.render() with the bounds: the same globals as @huggingface/jinja's (true/false/none, raise_exception,
+ * range, strftime_now), run by the bounded interpreter.
+ */
+function renderBounded(program: Template, variables: Record<string, unknown>, fail: (problem: string) => Error): string {
+  const env = new Environment();
+  const globals: [string, unknown][] = [
+    ['false', false], ['true', true], ['none', null], ['False', false], ['True', true], ['None', null],
+    ['raise_exception', (message: unknown) => { throw new Error(String(message)); }],
+    ['range', boundedRange],
+    ['strftime_now', strftimeNow],
+  ];
+  for (const [key, value] of globals) env.set(key, value);
+  for (const [key, value] of Object.entries(variables)) env.set(key, value);
+  const items = [variables.messages, variables.tools, variables.documents].reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 0), 0);
+  const maxSteps = CHAT_TEMPLATE_LIMITS.steps + CHAT_TEMPLATE_LIMITS.stepsPerItem * items;
+  const maxChars = CHAT_TEMPLATE_LIMITS.chars + 2 * textSize(variables);
+  const result = new BoundedInterpreter(env, maxSteps, maxChars, fail).run(program.parsed) as { value?: unknown };
+  return String(result.value);
+}
+
 // ---- rendering ----
 
 /**
@@ -105,9 +231,13 @@ export function applyChatTemplate(template: ChatTemplateSource, messages: readon
   for (const [key, value] of tokens) if (value !== undefined) variables[key] = value;
   if (options.tools !== undefined) variables.tools = options.tools;
   if (options.documents !== undefined) variables.documents = options.documents;
+  const bound = (problem: string) =>
+    new ChatTemplateError(file, 'chat_template', problem, { fix: 'The template does not end in reasonable time or size: use another chat template for this model (applyChatTemplate takes one), or fix this one.' });
   try {
-    return program.render(variables);
+    return renderBounded(program, variables, bound);
   } catch (e) {
+    if (e instanceof ChatTemplateError) throw e;
+    if (e instanceof RenderBoundError) throw bound(e.message);
     throw new ChatTemplateError(file, 'chat_template', `rendering failed: ${(e as Error)?.message ?? String(e)}`, { cause: e });
   }
 }

@@ -201,4 +201,11 @@ describe('damaged GGUF tokenizer metadata', () => {
     const bad = thrown(() => tokenizerFromGguf({ ...gpt2(), 'tokenizer.ggml.merges': ['a b', 'ab'] }, 'bad.gguf')) as ModelFormatError;
     expect([bad.name, bad.field]).toEqual(['ModelFormatError', 'tokenizer.ggml.merges[1]']);
   });
+
+  it('pieces too long to derive SentencePiece merges from (quadratic in their length) are refused, not worked through', () => {
+    const long = { ...base(), 'tokenizer.ggml.tokens': [...(base()['tokenizer.ggml.tokens'] as string[]).slice(0, 7), 'a'.repeat(8000), 'b'.repeat(8000)] };
+    const e = thrown(() => tokenizerFromGguf(long, 'long.gguf')) as ModelFormatError;
+    expect([e.name, e.file, e.field]).toEqual(['ModelFormatError', 'long.gguf', 'tokenizer.ggml.tokens']);
+    expect(e.message).toMatch(/\(128,000,0\d\d character steps, the limit is 100,000,000\)/);
+  });
 });

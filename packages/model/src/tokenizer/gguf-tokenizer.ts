@@ -196,11 +196,21 @@ function postProcessor(tokens: readonly string[], bos: number | undefined, eos: 
  * normal pieces, ordered by the joined piece's score (best first), then piece id, then the parts' ids — the order
  * transformers' SentencePieceExtractor writes.
  */
-export function mergesFromScores(tokens: readonly string[], scores: readonly number[], types: readonly number[]): [string, string][] {
+export function mergesFromScores(tokens: readonly string[], scores: readonly number[], types: readonly number[], file = 'model.gguf'): [string, string][] {
   const ids = new Map<string, number>();
+  // Every split of every piece is looked up: work grows with the square of a piece's length. Real vocabularies need
+  // a few million character steps (Llama 2's 32k pieces: 1.0 million, Qwen3's 151k: 8.6 million); a hostile one of long
+  // pieces would need hours.
+  let work = 0;
   tokens.forEach((t, i) => {
-    if (isNormalType(types[i]) && !ids.has(t)) ids.set(t, i);
+    if (isNormalType(types[i]) && !ids.has(t)) {
+      ids.set(t, i);
+      work += t.length * t.length;
+    }
   });
+  if (work > MAX_MERGE_WORK) {
+    throw new ModelFormatError(file, 'tokenizer.ggml.tokens', `the pieces are too long to derive merges from (${work.toLocaleString('en-US')} character steps, the limit is ${MAX_MERGE_WORK.toLocaleString('en-US')})`);
+  }
   const found: { l: string; r: string; score: number; id: number; lid: number; rid: number }[] = [];
   for (const [piece, id] of ids) {
     const chars = Array.from(piece);
@@ -216,6 +226,9 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
   found.sort((a, b) => b.score - a.score || a.id - b.id || a.lid - b.lid || a.rid - b.rid);
   return found.map((m) => [m.l, m.r]);
 }
+
+/** Character steps mergesFromScores may take (the sum of the squared piece lengths): ~0.4 s at the limit. */
+const MAX_MERGE_WORK = 100_000_000;
 
 function chatTemplateFromGguf(r: Reader): ChatTemplateSource | undefined {
   const main = r.string('tokenizer.chat_template');
@@ -286,7 +299,7 @@ export function ggufToTokenizerJson(metadata: Metadata, file: string): GgufToken
       },
       model: {
         type: 'BPE', dropout: null, unk_token: ids.unk !== undefined ? tokens[ids.unk] : null, continuing_subword_prefix: null,
-        end_of_word_suffix: null, fuse_unk: true, byte_fallback: byteFallback, vocab: vocabObject(tokens), merges: mergesFromScores(tokens, scores, types),
+        end_of_word_suffix: null, fuse_unk: true, byte_fallback: byteFallback, vocab: vocabObject(tokens), merges: mergesFromScores(tokens, scores, types, file),
       },
     };
     return { tokenizerJson, tokenizerConfig, ids };

@@ -128,6 +128,10 @@ describe('damaged tokenizer.json', () => {
     ['a normalizer without a type', { ...tiny(), normalizer: {} }, 'normalizer.type', ModelFormatError],
     ['an unknown normalizer inside a sequence', { ...tiny(), normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Klingon' }] } }, 'normalizer.normalizers[1].type', UnsupportedModelError],
     ['an unknown pre-tokenizer', { ...tiny(), pre_tokenizer: { type: 'Telepathy' } }, 'pre_tokenizer.type', UnsupportedModelError],
+    // (a+)+ and (a|aa)+ backtrack exponentially: 40 a's and a '!' would hold the tab for minutes
+    ['a split regex with nested repetition', { ...tiny(), pre_tokenizer: { type: 'Split', pattern: { Regex: '(a+)+$' }, behavior: 'Isolated', invert: false } }, 'pre_tokenizer.pattern.Regex', UnsupportedModelError],
+    ['a normalizer regex repeating alternatives', { ...tiny(), normalizer: { type: 'Sequence', normalizers: [{ type: 'Replace', pattern: { Regex: '(a|aa)+' }, content: 'x' }] } }, 'normalizer.normalizers[0].pattern.Regex', UnsupportedModelError],
+    ['a pattern that is neither Regex nor String', { ...tiny(), pre_tokenizer: { type: 'Split', pattern: {}, behavior: 'Isolated', invert: false } }, 'pre_tokenizer.pattern', ModelFormatError],
   ];
   type LoadInput = Uint8Array | string | Record<string, unknown>;
 

@@ -218,6 +218,79 @@ function checkSections(json: Record<string, unknown>, file: string): void {
     if (v == null) continue;
     if (!isObject(v)) throw new ModelFormatError(file, key, 'should be an object or null');
     if (typeof v.type !== 'string') throw new ModelFormatError(file, `${key}.type`, 'should be a string');
+    checkPatterns(v, key, file);
+  }
+}
+
+/**
+ * Why a regex could take exponential time on some texts, or undefined: a quantifier of unbounded count (* + {n,})
+ * on a group that itself repeats without bound or holds alternatives ((a+)+, (\s*x)*, (a|aa)+), the classic
+ * catastrophic backtracking. JS regexes backtrack, the tokenizer runs them on every prompt, and a tab cannot stop a
+ * running regex: such a pattern is refused at load. Real tokenizers' split patterns (GPT-2, Llama 3, Qwen, o200k)
+ * repeat characters and classes, and groups only optionally.
+ */
+export function catastrophicBacktracking(pattern: string): string | undefined {
+  const groups: { repeats: boolean; alternatives: boolean; start: number }[] = [];
+  const unbounded = (at: number): boolean => {
+    const c = pattern[at];
+    return c === '*' || c === '+' || (c === '{' && /^\{\d*,\}/.test(pattern.slice(at, at + 24)));
+  };
+  const inner = () => groups[groups.length - 1];
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') {
+      i++; // an escape: \s* is seen here, \p{L}+ on its last character (the })
+      const g = inner();
+      if (g && unbounded(i + 1)) g.repeats = true;
+      continue;
+    }
+    if (c === '[') {
+      // a class: skip to its end (escapes and a leading ] included)
+      let j = i + 1;
+      if (pattern[j] === '^') j++;
+      if (pattern[j] === ']') j++;
+      for (; j < pattern.length && pattern[j] !== ']'; j++) if (pattern[j] === '\\') j++;
+      i = j;
+    } else if (c === '(') {
+      groups.push({ repeats: false, alternatives: false, start: i });
+      continue;
+    } else if (c === '|') {
+      const g = inner();
+      if (g) g.alternatives = true;
+      continue;
+    } else if (c === ')') {
+      const g = groups.pop();
+      if (g === undefined) continue;
+      if (unbounded(i + 1) && (g.repeats || g.alternatives)) {
+        return `the group at ${g.start} repeats without bound and ${g.repeats ? 'contains a repetition without bound' : 'holds alternatives'}`;
+      }
+      const outer = inner();
+      if (outer && (g.repeats || unbounded(i + 1))) outer.repeats = true;
+      continue;
+    }
+    const g = inner();
+    if (g && unbounded(i + 1)) g.repeats = true;
+  }
+  return undefined;
+}
+
+/** Every `pattern` of the pre-tokenizer, normalizer and decoder: a { Regex } or { String }, and no backtracking bomb. */
+function checkPatterns(v: unknown, path: string, file: string): void {
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => checkPatterns(x, `${path}[${i}]`, file));
+    return;
+  }
+  if (!isObject(v)) return;
+  for (const [k, x] of Object.entries(v)) {
+    if (k === 'pattern') {
+      if (!isObject(x) || (typeof x.Regex !== 'string' && typeof x.String !== 'string')) {
+        throw new ModelFormatError(file, `${path}.pattern`, 'should be { "Regex": "..." } or { "String": "..." }');
+      }
+      const why = typeof x.Regex === 'string' ? catastrophicBacktracking(x.Regex) : undefined;
+      if (why !== undefined) {
+        throw new UnsupportedModelError(file, `${path}.pattern.Regex`, JSON.stringify(x.Regex).slice(0, 80), `${why}, which can take exponential time on some texts; tokenizers split with patterns that repeat characters or classes, not groups of repetitions or alternatives`);
+      }
+    } else checkPatterns(x, `${path}.${k}`, file);
   }
 }
 
