@@ -1,24 +1,16 @@
 // The fuzzers' loop (test tooling, not part of the package): seeded cases, a case count and a time budget from the
 // environment, the outcome of every case (a clean result or a typed error, by name), what counts as a crash (any
-// other exception), and each case's time, so that a hang shows up as a case over the per-case bound.
+// other exception), and each case's time, so that a hang shows up as a case over the per-case bound. The fuzzers of
+// @intab/model (packages/model/src/fuzz) run through this same loop: test tooling only, nothing a package imports.
 //
-//   INTAB_FUZZ_CASES=100000 npx vitest run --project node packages/grammar/src/fuzz   (default: 10,000 per target)
+//   INTAB_FUZZ_CASES=100000 npx vitest run --project node packages/grammar/src/fuzz packages/model/src/fuzz
+//                              (default: 10,000 per target)
 //   INTAB_FUZZ_SECONDS=600 …   a time budget per target (default 40 s, none when INTAB_FUZZ_CASES is given; a run it
 //                              stops says so: stoppedByTime in its [fuzz] line)
 //   INTAB_FUZZ_SEED=7 …        another seed (default: each target's own fixed seed)
 //   INTAB_FUZZ_TRACE=/tmp/case …  writes each case to that file before running it (the last one is the hang)
 
-/** A seeded generator (mulberry32): floats in [0, 1). */
-export function fuzzRng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../testing.ts';
 
 /** Helpers over one generator. */
 export interface Random {
@@ -30,7 +22,7 @@ export interface Random {
 }
 
 export function random(seed: number): Random {
-  const next = fuzzRng(seed);
+  const next = rng(seed);
   return {
     next,
     int: (n) => Math.floor(next() * n),

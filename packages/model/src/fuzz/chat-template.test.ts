@@ -10,7 +10,7 @@ import { expect, test } from 'vitest';
 import { IntabModelError } from '../errors.ts';
 import { applyChatTemplate, type ChatMessage } from '../tokenizer/chat-template.ts';
 import { realTokenizerConfig } from '../tokenizer/test-corpus.ts';
-import { fuzz, fuzzTestTimeout, type Random } from './test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '../../../grammar/src/fuzz/test-harness.ts';
 
 const HANG_MS = 5_000;
 

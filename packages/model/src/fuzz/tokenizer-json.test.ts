@@ -12,7 +12,7 @@ import { IntabModelError } from '../errors.ts';
 import { CORPUS, realTokenizerFiles, type RealTokenizerName } from '../tokenizer/test-corpus.ts';
 import { tokenBytes } from '../tokenizer/token-bytes.ts';
 import { loadTokenizer } from '../tokenizer/tokenizer.ts';
-import { fuzz, fuzzTestTimeout, type Random } from './test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '../../../grammar/src/fuzz/test-harness.ts';
 
 const HANG_MS = 5_000;
 const KEEP_PIECES = 600;
