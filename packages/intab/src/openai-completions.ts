@@ -4,9 +4,9 @@
 // they are mapped (and checked) by toGenerateRequest; only what differs lives here. `intab serve` answers
 // /v1/completions with these.
 
-import type { Chunk, FinishReason, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
+import type { Chunk, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
-import { CHAT_FIELDS, toGenerateRequest, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+import { CHAT_FIELDS, openAiFinishReason, openAiId, toGenerateRequest, usageOf, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
 
 // ---- request ----
 
@@ -102,28 +102,7 @@ export interface Completion {
 
 /** A fresh completion id (`cmpl-` + 24 random characters, as OpenAI's). */
 export function textCompletionId(): string {
-  const bytes = new Uint8Array(18);
-  crypto.getRandomValues(bytes);
-  let b64 = '';
-  for (const b of bytes) b64 += String.fromCharCode(b);
-  return `cmpl-${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
-}
-
-function finish(reason: FinishReason): CompletionFinishReason | undefined {
-  if (reason === 'stop' || reason === 'length') return reason;
-  if (reason === 'error') throw new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
-  return undefined; // 'abort': the stream just ends, as a dropped connection does
-}
-
-function usageOf(last: Chunk, counted: number): CompletionUsage {
-  const promptTokens = last.metrics?.promptTokens ?? 0;
-  const completion = last.metrics?.completionTokens ?? counted;
-  return {
-    prompt_tokens: promptTokens,
-    completion_tokens: completion,
-    total_tokens: promptTokens + completion,
-    prompt_tokens_details: { cached_tokens: last.metrics?.cachedTokens ?? 0 },
-  };
+  return openAiId('cmpl-');
 }
 
 /** Legacy logprobs of some tokens whose text starts at `offset` in the choice's text; returns the next offset too. */
@@ -164,7 +143,7 @@ export async function* toCompletionChunks(
       yield base([{ index: 0, text: c.text, logprobs, finish_reason: null }]);
     }
     if (c.finishReason === null) continue;
-    const reason = finish(c.finishReason);
+    const reason = openAiFinishReason(c);
     if (reason === undefined) return;
     yield base([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
@@ -191,7 +170,7 @@ export async function toCompletion(
     completionTokens += c.ids.length;
     if (options.logprobs && c.logprobs) lp.push(...c.logprobs);
     if (c.finishReason === null) continue;
-    const reason = finish(c.finishReason);
+    const reason = openAiFinishReason(c);
     if (reason === undefined) throw options.signal?.reason ?? new DOMException('The completion was aborted.', 'AbortError');
     return {
       id: meta.id,

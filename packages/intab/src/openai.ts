@@ -281,21 +281,29 @@ export interface CompletionMeta {
   model: string;
 }
 
-/** A fresh completion id (`chatcmpl-` + 24 random characters, as OpenAI's). */
-export function completionId(): string {
+/** A fresh id: `prefix` + 24 random characters, as OpenAI's (`chatcmpl-`, `cmpl-`). */
+export function openAiId(prefix: string): string {
   const bytes = new Uint8Array(18);
   crypto.getRandomValues(bytes);
   let b64 = '';
   for (const b of bytes) b64 += String.fromCharCode(b);
-  return `chatcmpl-${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
+  return `${prefix}${btoa(b64).replace(/[+/=]/g, (c) => (c === '+' ? 'A' : c === '/' ? 'B' : ''))}`;
 }
 
-function finish(last: Chunk): ChatFinishReason | undefined {
+/** A fresh completion id (`chatcmpl-` + 24 random characters, as OpenAI's). */
+export function completionId(): string {
+  return openAiId('chatcmpl-');
+}
+
+/**
+ * OpenAI's finish_reason of a last chunk: 'stop' or 'length'; undefined when it was aborted (each caller says what an
+ * abort gives); an 'error' chunk throws its error (a remote stream that broke: the official client throws too).
+ */
+export function openAiFinishReason(last: Chunk): ChatFinishReason | undefined {
   const reason = last.finishReason as FinishReason;
   if (reason === 'stop' || reason === 'length') return reason;
-  // A remote stream that broke: the official client throws too when its stream breaks.
   if (reason === 'error') throw last.error ?? new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
-  return undefined; // 'abort': the stream just ends, as a dropped connection does
+  return undefined; // 'abort'
 }
 
 /**
@@ -326,7 +334,7 @@ export async function* toChatCompletionChunks(
       yield base([{ index: 0, delta, logprobs, finish_reason: null }]);
     }
     if (c.finishReason === null) continue;
-    const reason = finish(c);
+    const reason = openAiFinishReason(c);
     // Aborted: the stream throws the signal's reason, as the official client's stream throws APIUserAbortError.
     if (reason === undefined) throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
@@ -336,7 +344,7 @@ export async function* toChatCompletionChunks(
 }
 
 /** OpenAI's usage of a finished request, from its last chunk's metrics (`counted`: ids seen, when metrics are absent). */
-function usageOf(last: Chunk, counted: number): CompletionUsage {
+export function usageOf(last: Chunk, counted: number): CompletionUsage {
   const promptTokens = last.metrics?.promptTokens ?? 0;
   const completion = last.metrics?.completionTokens ?? counted;
   return {
@@ -367,7 +375,7 @@ export async function toChatCompletion(
     completionTokens += c.ids.length;
     if (options.logprobs && c.logprobs) logprobs.push(...toOpenAiLogprobs(c.logprobs));
     if (c.finishReason === null) continue;
-    const reason = finish(c);
+    const reason = openAiFinishReason(c);
     if (reason === undefined) {
       throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     }
