@@ -45,16 +45,9 @@ export interface ServeOptions {
   accessLog?: boolean;
 }
 
-export interface EngineStats {
-  streams: number;
-  waiting: number;
-  running: number;
-  paused: number;
-  freePages: number;
-  availablePages: number;
-  totalPages: number;
-  [k: string]: unknown;
-}
+/** The engine's own figures (streams, pages, prefix cache), as the page's engine.stats() gives them. */
+export type { EngineStats } from '@intab/engine/contract';
+import type { EngineStats } from '@intab/engine/contract';
 
 export interface ServerStats {
   object: 'intab.stats';
