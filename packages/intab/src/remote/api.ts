@@ -7,7 +7,7 @@ import type { Chunk, EngineApi, EngineStats, GenerateRequest, ModelInfo, Preload
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
 import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
-import { RemoteStream, type RemoteCall } from './stream.ts';
+import { RemoteStream, type JsonValidator, type RemoteCall } from './stream.ts';
 
 /**
  * The request body a server gets for a GenerateRequest. Options with OpenAI names keep them; top_k, min_p,
@@ -80,7 +80,7 @@ export function remoteCall(request: GenerateRequest, model: string): RemoteCall 
 }
 
 /** The validator of a json_schema format (imported only when one is used), for the draft the schema declares. */
-async function validatorFor(format: ResponseFormat | undefined): Promise<RemoteStream['validator']> {
+async function validatorFor(format: ResponseFormat | undefined): Promise<JsonValidator | undefined> {
   if (format?.type !== 'json_schema') return undefined;
   const { Validator } = await import('@cfworker/json-schema');
   const s = format.schema;
@@ -143,8 +143,8 @@ export class RemoteEngineApi implements EngineApi {
   async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
     if (this.closed) throw new EngineClosedError('destroyed');
     const call = remoteCall(request, this.config.model);
+    call.validator = await validatorFor(call.format);
     const stream = new RemoteStream(this.config, call, signal);
-    stream.validator = await validatorFor(call.format);
     const id = this.nextId++;
     this.streams.set(id, stream);
     try {

@@ -152,6 +152,22 @@ describe('a well-behaved server', () => {
     await engine.destroy();
   });
 
+  test('a server that ignores stream and answers one JSON completion, split inside a UTF-8 character, is read whole', async () => {
+    const content = 'héllo → wörld ✓';
+    behaviour = (_req, res) => {
+      const bytes = Buffer.from(JSON.stringify({ object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 5 } }));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const cut = bytes.indexOf(Buffer.from('→')) + 1; // inside the arrow's three bytes
+      res.write(bytes.subarray(0, cut));
+      setTimeout(() => res.end(bytes.subarray(cut)), 30);
+    };
+    const engine = await remoteEngine();
+    const chunks = await collect(engine.generate({ messages: [{ role: 'user', content: 'x' }] }));
+    expect(textOf(chunks)).toBe(content);
+    expect(chunks.at(-1)).toMatchObject({ finishReason: 'stop', metrics: { promptTokens: 3, completionTokens: 5 } });
+    await engine.destroy();
+  });
+
   test('logprobs are passed through and mapped', async () => {
     behaviour = (_req, res) => {
       sseHead(res);

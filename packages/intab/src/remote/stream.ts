@@ -18,6 +18,13 @@ export interface RemoteCall {
   body: Record<string, unknown>;
   format?: ResponseFormat;
   logprobs: boolean;
+  /** json_schema formats: what checks the finished document. */
+  validator?: JsonValidator;
+}
+
+/** A compiled JSON Schema (@cfworker/json-schema's Validator). */
+export interface JsonValidator {
+  validate(value: unknown): { valid: boolean; errors: { instanceLocation: string; error: string }[] };
 }
 
 /** Text queued past this many characters stops the reads until the consumer pulls. */
@@ -171,6 +178,7 @@ export class RemoteStream {
     const type = (o.response.headers.get('content-type') ?? '').toLowerCase();
     const sse = !type.includes('application/json');
     const parser = new SseParser();
+    const decoder = new TextDecoder();
     let json = '';
     try {
       for (;;) {
@@ -178,14 +186,14 @@ export class RemoteStream {
         if (this.final) return;
         if (r.done) break;
         if (!sse) {
-          json += typeof r.value === 'string' ? r.value : new TextDecoder().decode(r.value, { stream: true });
+          json += decoder.decode(r.value, { stream: true });
           continue;
         }
         for (const v of this.parse(() => parser.push(r.value), o)) this.event(v, o);
         if (parser.done) return this.succeed();
         await this.backpressure();
       }
-      if (!sse) return this.whole(json, o);
+      if (!sse) return this.whole(json + decoder.decode(), o);
       for (const v of this.parse(() => parser.end(), o)) this.event(v, o);
       if (parser.done || this.finishReason) return this.succeed();
       throw new Error('the connection closed before the answer ended (no finish_reason, no data: [DONE])');
@@ -336,12 +344,9 @@ export class RemoteStream {
       return value !== null && typeof value === 'object' && !Array.isArray(value) ? [] : [{ path: '', message: 'json_object asks for an object at the top' }];
     }
     if (f?.type !== 'json_schema') return [];
-    const result = this.validator!.validate(value);
+    const result = this.call.validator!.validate(value);
     return result.valid ? [] : result.errors.map((e) => ({ path: e.instanceLocation.replace(/^#/, ''), message: e.error }));
   }
-
-  /** Set by the remote api before the stream opens, for json_schema formats. */
-  validator?: { validate(value: unknown): { valid: boolean; errors: { instanceLocation: string; error: string }[] } };
 
   private fail(err: unknown, o: Opened): void {
     const error = err instanceof RemoteFormatError ? err : new RemoteStreamError(this.url, { text: this.received.text, ids: [...this.received.ids] }, err, o.response.status);
