@@ -1,11 +1,16 @@
-// `intab` as a new user gets it: the package is built and packed into a tarball, installed into a fresh Vite app
-// outside the workspace (so nothing resolves through the monorepo), type-checked with `tsc --noEmit` (with every
-// TypeScript block of the READMEs as a module of the app), built for production and served by `vite preview`; in
-// Chromium the app streams stories260K's golden greedy ids from a Worker that the app's bundler found and emitted by
-// itself (no worker file copied by hand).
+// `intab` as a new user gets it: the package is built and packed into a tarball by npm and by pnpm, installed into a
+// fresh Vite app outside the workspace (so nothing resolves through the monorepo), type-checked with `tsc --noEmit`
+// (with every TypeScript block of the READMEs as a module of the app), built for production and served by
+// `vite preview`; in Chromium the app streams stories260K's golden greedy ids from a Worker that the app's bundler
+// found and emitted by itself (no worker file copied by hand), and an error raised in that worker arrives as an
+// IntabError with its code.
+//
+// One app run covers both packers: the two tarballs are checked to hold the same files, and package.json files that
+// differ only where an installing app never looks (devDependencies, which pnpm rewrites from workspace:*, and the
+// prepack script pnpm drops). The app installs npm's, whose manifest is the repository's own, verbatim.
 import { expect, test } from '@playwright/test';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -14,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { readmeSnippets } from './readme-snippets.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PACKAGE = join(ROOT, 'packages', 'intab');
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
 const MODEL = join(SHARED, 'models', 'stories260K');
 const run = promisify(execFile);
@@ -52,8 +58,34 @@ async function waitForHttp(url: string, child: ChildProcess, log: () => string):
   throw new Error(`vite preview never answered at ${url}:\n${log()}`);
 }
 
-test('intab packed as a tarball: a fresh Vite app type-checks, builds, and streams golden ids from its bundled worker', async ({ page }) => {
-  test.setTimeout(180_000);
+/** The tarball's file list and package.json, after the checks every packer's tarball must pass. */
+async function inspect(tgz: string, packer: string, cwd: string): Promise<{ listing: string[]; manifest: Record<string, any> }> {
+  const listing = (await sh('tar', ['tzf', tgz], cwd)).split('\n').filter(Boolean).sort();
+  for (const file of ['package/dist/index.js', 'package/dist/service-worker.js', 'package/dist/types/intab/src/service-worker.d.ts', 'package/dist/types/intab/src/index.d.ts', 'package/dist/types/errors/src/index.d.ts']) {
+    expect(listing, `${packer}: ${file}`).toContain(file);
+  }
+  expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f)), `${packer}: the worker chunk`).toBe(true);
+  expect(listing.filter((f) => f.startsWith('package/src/')), packer).toEqual([]);
+  const manifest = JSON.parse(await sh('tar', ['xzfO', tgz, 'package/package.json'], cwd));
+  // The published conditions name dist/; the repository's own condition (first) names sources the tarball lacks,
+  // and no consumer sets it.
+  expect(manifest.exports['.'], packer).toEqual({ '@intab/source': './src/index.ts', types: './dist/types/intab/src/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
+  expect(manifest.exports['./service-worker'], packer).toEqual({ '@intab/source': './src/service-worker.ts', types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js', default: './dist/service-worker.js' });
+  expect(Object.keys(manifest.exports).sort(), packer).toEqual(['.', './package.json', './service-worker']);
+  expect(manifest.types, packer).toBe('./dist/types/intab/src/index.d.ts');
+  expect(manifest.module, packer).toBe('./dist/index.js');
+  expect(manifest.publishConfig, packer).toBeUndefined();
+  expect(manifest.files, packer).toEqual(['dist']);
+  expect(Object.keys(manifest.dependencies).sort(), packer).toEqual(['@cfworker/json-schema', '@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm', 'idb', 'onnxruntime-web']);
+  const index = await sh('tar', ['xzfO', tgz, 'package/dist/index.js'], cwd);
+  // The canonical form every bundler recognizes, relative to the module.
+  expect(index, packer).toMatch(/new Worker\(new URL\("\.\/worker-[\w-]+\.js", import\.meta\.url\s*\)/);
+  expect(index, packer).not.toMatch(/["']@intab\//);
+  return { listing, manifest };
+}
+
+test('intab packed by npm and by pnpm: a fresh Vite app type-checks, builds, streams golden ids from its bundled worker', async ({ page }) => {
+  test.setTimeout(300_000);
   const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1] as { prompt: number[]; greedy: number[] };
   const expected = golden.greedy.slice(0, 8);
   // The vocabulary GGUF maps `<tNNN>` pieces to ids and adds BOS: this text is golden.prompt exactly.
@@ -62,31 +94,32 @@ test('intab packed as a tarball: a fresh Vite app type-checks, builds, and strea
   const tmp = mkdtempSync(join(tmpdir(), 'intab-packaging-'));
   let preview: ChildProcess | undefined;
   try {
-    // 1. Build (the prepack script) and pack, as `pnpm publish` would.
-    const packDir = join(tmp, 'pack');
-    mkdirSync(packDir);
-    await sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', packDir], ROOT);
-    const tarball = readdirSync(packDir).find((f) => f.endsWith('.tgz'));
-    expect(tarball, 'pnpm pack wrote no tarball').toBeTruthy();
-    const tgz = join(packDir, tarball!);
-
-    const listing = (await sh('tar', ['tzf', tgz], tmp)).split('\n').filter(Boolean);
-    expect(listing).toContain('package/dist/index.js');
-    expect(listing).toContain('package/dist/service-worker.js');
-    expect(listing).toContain('package/dist/types/intab/src/service-worker.d.ts');
-    expect(listing).toContain('package/dist/types/intab/src/index.d.ts');
-    expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f))).toBe(true);
-    expect(listing.filter((f) => f.startsWith('package/src/'))).toEqual([]);
-    const manifest = JSON.parse(await sh('tar', ['xzfO', tgz, 'package/package.json'], tmp));
-    expect(manifest.exports['.']).toMatchObject({ types: './dist/types/intab/src/index.d.ts', import: './dist/index.js' });
-    expect(manifest.exports['./service-worker']).toMatchObject({ types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js' });
-    expect(manifest.types).toBe('./dist/types/intab/src/index.d.ts');
-    expect(manifest.files).toEqual(['dist']);
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@cfworker/json-schema', '@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm', 'idb', 'onnxruntime-web']);
-    const index = await sh('tar', ['xzfO', tgz, 'package/dist/index.js'], tmp);
-    // The canonical form every bundler recognizes, relative to the module.
-    expect(index).toMatch(/new Worker\(new URL\("\.\/worker-[\w-]+\.js", import\.meta\.url\s*\)/);
-    expect(index).not.toMatch(/["']@intab\//);
+    // 1. Pack with each packer, as `npm publish` and `pnpm publish` would. No dist/ beforehand: npm's tarball having
+    //    one shows that npm ran the prepack build itself. pnpm's runs it again (the build is deterministic).
+    rmSync(join(PACKAGE, 'dist'), { recursive: true, force: true });
+    const packed: Record<'npm' | 'pnpm', string> = { npm: '', pnpm: '' };
+    for (const packer of ['npm', 'pnpm'] as const) {
+      const dir = join(tmp, packer);
+      mkdirSync(dir);
+      await (packer === 'npm'
+        ? sh('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], PACKAGE)
+        : sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', dir], ROOT));
+      const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
+      expect(tarball, `${packer} pack wrote no tarball`).toBeTruthy();
+      packed[packer] = join(dir, tarball!);
+      if (packer === 'npm') expect(existsSync(join(PACKAGE, 'dist', 'index.js')), 'npm pack ran the prepack build').toBe(true);
+    }
+    const npm = await inspect(packed.npm, 'npm', tmp);
+    const pnpm = await inspect(packed.pnpm, 'pnpm', tmp);
+    expect(pnpm.listing).toEqual(npm.listing);
+    for (const file of npm.listing.filter((f) => /^package\/dist\/[^/]+\.js$/.test(f))) {
+      expect(await sh('tar', ['xzfO', packed.pnpm, file], tmp), file).toBe(await sh('tar', ['xzfO', packed.npm, file], tmp));
+    }
+    const installed = (m: Record<string, any>) => ({ ...m, devDependencies: undefined, scripts: { ...m.scripts, prepack: undefined } });
+    expect(installed(pnpm.manifest)).toEqual(installed(npm.manifest));
+    // What npm ships verbatim: the workspace links, in devDependencies, which no installing app resolves.
+    expect(Object.values(npm.manifest.devDependencies ?? {}).every((v) => v === 'workspace:*')).toBe(true);
+    const tgz = packed.npm;
 
     // 2. A fresh app outside the workspace: only the tarball and Vite, from the registry.
     const app = join(tmp, 'app');
@@ -110,7 +143,7 @@ test('intab packed as a tarball: a fresh Vite app type-checks, builds, and strea
     }, null, 2));
     writeFileSync(join(app, 'index.html'), '<!doctype html>\n<html><body><pre id="out">loading</pre><script type="module" src="/src/main.ts"></script></body></html>\n');
     writeFileSync(join(app, 'src', 'main.ts'), `
-import { createEngine, IntabEngineError, type Chunk, type GenerateRequest, type IntabEngine, type LoadProgress } from 'intab';
+import { ContextLengthExceededError, createEngine, IntabEngineError, IntabError, type Chunk, type GenerateRequest, type IntabEngine, type LoadProgress } from 'intab';
 
 const out = document.getElementById('out')!;
 const progress: LoadProgress[] = [];
@@ -128,10 +161,17 @@ try {
     ids.push(...chunk.ids);
     finish = chunk.finishReason;
   }
-  out.textContent = JSON.stringify({ ids, chunks, finish, inWorker: engine.inWorker, progress: progress.length });
+  // An error raised in the worker: its own class, an IntabError, with its stable code.
+  let refused = 'nothing thrown';
+  try {
+    for await (const chunk of engine.generate({ prompt: 'x', maxTokens: 1_000_000, strictContext: true })) void chunk;
+  } catch (e) {
+    refused = e instanceof ContextLengthExceededError && e instanceof IntabError ? e.code : String(e);
+  }
+  out.textContent = JSON.stringify({ ids, chunks, finish, refused, inWorker: engine.inWorker, progress: progress.length });
   await engine.destroy();
 } catch (e) {
-  out.textContent = JSON.stringify({ error: String(e), typed: e instanceof IntabEngineError });
+  out.textContent = JSON.stringify({ error: String(e), typed: e instanceof IntabEngineError, code: e instanceof IntabError ? e.code : null });
 }
 `);
     // Every TypeScript block of the READMEs, as a module of its own: the tsc below checks them against the package.
@@ -165,6 +205,7 @@ try {
     expect(result.error).toBeUndefined();
     expect(result.ids).toEqual(expected);
     expect(result.finish).toBe('length');
+    expect(result.refused).toBe('context_length_exceeded');
     expect(result.chunks).toBeGreaterThanOrEqual(1);
     expect(result.inWorker).toBe(true);
     expect(result.progress).toBeGreaterThan(0);

@@ -12,6 +12,7 @@ const CONTEXT = {
   engine: 'import("intab").IntabEngine',
   output: 'HTMLElement',
   out: 'HTMLElement',
+  banner: 'HTMLElement',
   bar: 'HTMLProgressElement',
   prompt: 'string',
   model: 'string',

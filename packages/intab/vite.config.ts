@@ -1,5 +1,5 @@
 // Library build of the public `intab` package: bundles the private workspace packages (@intab/engine,
-// @intab/model, @intab/gpu, @intab/onnx) and their WGSL (`?raw`, inlined as strings) into dist/ as ESM, keeps the
+// @intab/model, @intab/gpu, @intab/onnx, @intab/grammar, @intab/errors) and their WGSL (`?raw`, inlined as strings) into dist/ as ESM, keeps the
 // third-party dependencies external (they are real dependencies of the published package), and emits the
 // module Worker as its own chunk, referenced as `new URL('./worker-xxx.js', import.meta.url)` so that an
 // app's bundler finds and bundles it. Run with `pnpm --filter intab build`.

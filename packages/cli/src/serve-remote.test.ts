@@ -117,7 +117,7 @@ describe('the remote backend against intab serve', () => {
     const err = await collect(slow.generate({ promptIds: golden[0]!.prompt, maxTokens: 2 })).catch((e) => e);
     expect(err).toBeInstanceOf(RemoteHttpError);
     expect(err.status).toBe(429);
-    expect(err.code).toBe('rate_limit_exceeded');
+    expect(err.serverCode).toBe('rate_limit_exceeded');
     expect(err.retryAfterMs).toBeGreaterThan(1000);
     await slow.destroy();
   });

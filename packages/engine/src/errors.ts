@@ -1,18 +1,25 @@
 // Typed errors of the engine, and the two helpers that carry any intab error across the worker boundary.
 // Structured cloning keeps only an Error's message (and, in some browsers, its name), so the Comlink transfer
 // handler sends serializeError(err) and the main thread rebuilds it with deserializeError: same class (so
-// `instanceof` works), same name, message, fields and cause. Each message says what the caller should do.
+// `instanceof` works), same name, message, fields (an IntabError's `code` among them) and cause. Each message says what the caller should do.
 // Every package's error classes are registered here, once, on whichever side imports this file (the worker and
 // the main thread both do): each package lists its own in its errors file.
 
 import { GPU_ERRORS } from '@intab/gpu';
 // The errors files alone (the packages' entries read WebGPU globals, which the main thread may lack).
 import { GRAMMAR_ERRORS } from '@intab/grammar/errors';
+import { PartialJsonError } from '@intab/grammar/partial';
 import { MODEL_ERRORS } from '@intab/model/errors';
 import { ONNX_ERRORS } from '@intab/onnx/errors';
+import { IntabError } from '@intab/errors';
+import { ModelSourceError } from '@intab/model/errors';
+
+// Where it was first declared (it is thrown below the engine too: a model URL that answers 404).
+export { ModelSourceError };
 
 /** Base class of every error thrown by @intab/engine. */
-export class IntabEngineError extends Error {
+export class IntabEngineError extends IntabError {
+  static override readonly code: string = 'engine_error';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'IntabEngineError';
@@ -21,6 +28,7 @@ export class IntabEngineError extends Error {
 
 /** A request option is out of range, of the wrong type, or contradicts another one. */
 export class InvalidRequestError extends IntabEngineError {
+  static override readonly code: string = 'invalid_request';
   /** The request field at fault, e.g. 'maxTokens' or 'logitBias[70000]'. */
   readonly field: string;
   /** What was given, as text. */
@@ -45,6 +53,7 @@ export class InvalidRequestError extends IntabEngineError {
  * answers it with a 400 whose code is 'context_length_exceeded'.
  */
 export class ContextLengthExceededError extends IntabEngineError {
+  static override readonly code: string = 'context_length_exceeded';
   /** The prompt's tokens (with `truncate: 'oldest'`: after the oldest turns were dropped). */
   readonly promptTokens: number;
   /** The new tokens the request asked for (maxTokens, or its default). */
@@ -105,6 +114,7 @@ export class ContextLengthExceededError extends IntabEngineError {
 
 /** The engine was destroyed (or never loaded a model) and cannot run requests. */
 export class EngineClosedError extends IntabEngineError {
+  static override readonly code: string = 'engine_closed';
   readonly reason: 'destroyed' | 'not-loaded';
   constructor(reason: 'destroyed' | 'not-loaded') {
     super(
@@ -119,6 +129,7 @@ export class EngineClosedError extends IntabEngineError {
 
 /** The engine cannot do this in its state (load() on an engine that holds a model, preload with the prefix cache off...). */
 export class EngineStateError extends IntabEngineError {
+  static override readonly code: string = 'invalid_engine_state';
   constructor(message: string) {
     super(message);
     this.name = 'EngineStateError';
@@ -127,6 +138,7 @@ export class EngineStateError extends IntabEngineError {
 
 /** next()/cancel() named a stream the engine does not know (never started, or already over). */
 export class UnknownStreamError extends IntabEngineError {
+  static override readonly code: string = 'unknown_stream';
   readonly stream: number;
   constructor(stream: number) {
     super(`Stream ${stream} does not exist or is already over (its last chunk was delivered): start a new request.`);
@@ -135,32 +147,24 @@ export class UnknownStreamError extends IntabEngineError {
   }
 }
 
-/** A text prompt or chat messages were given to a model without a tokenizer (or without a chat template). */
+/**
+ * Text, chat messages or a response format were given to a model without a tokenizer. (Messages to a model that has
+ * a tokenizer but no chat template are a ChatTemplateError with reason 'missing'.)
+ */
 export class TokenizerRequiredError extends IntabEngineError {
-  readonly needs: 'tokenizer' | 'chat-template';
-  constructor(needs: 'tokenizer' | 'chat-template') {
-    super(
-      needs === 'tokenizer'
-        ? 'This model has no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): send promptIds instead of prompt or messages.'
-        : 'This model ships no chat template (a base model?): send the prompt as plain text instead of messages.',
-    );
+  static override readonly code: string = 'tokenizer_required';
+  /** Always 'tokenizer' (kept for code that reads it). */
+  readonly needs: 'tokenizer';
+  constructor(needs: 'tokenizer' = 'tokenizer') {
+    super('This model has no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): send promptIds instead of prompt or messages.');
     this.name = 'TokenizerRequiredError';
     this.needs = needs;
   }
 }
 
-/** A model source the engine cannot open (no weights file among the files, an unknown kind). */
-export class ModelSourceError extends IntabEngineError {
-  readonly source: string;
-  constructor(source: string, problem: string) {
-    super(`Cannot open the model from ${source}: ${problem}.`);
-    this.name = 'ModelSourceError';
-    this.source = source;
-  }
-}
-
 /** The draft model does not share the target's tokenizer: speculative decoding would verify garbage. */
 export class DraftMismatchError extends IntabEngineError {
+  static override readonly code: string = 'draft_mismatch';
   readonly what: string;
   readonly target: string;
   readonly draft: string;
@@ -178,6 +182,7 @@ export class DraftMismatchError extends IntabEngineError {
 
 /** Saving the prefix cache to the Origin Private File System failed (the storage quota, most often); the old save is kept. */
 export class CacheStorageError extends IntabEngineError {
+  static override readonly code: string = 'cache_storage_failed';
   /** The file, in the origin's private file system. */
   readonly file: string;
   /** The storage error's name (QuotaExceededError, NotAllowedError...). */
@@ -192,6 +197,38 @@ export class CacheStorageError extends IntabEngineError {
     this.file = file;
     this.reason = reason;
   }
+}
+
+/**
+ * The engine stopped recovering from lost GPU devices: the device was lost again within `windowMs` of the previous loss
+ * (a GPU that keeps failing would reload the model in a loop), or no new device could be had after a loss. Requests fail
+ * with it until engine.restart(). `cause` is the last DeviceLostError, or what refused the new device.
+ */
+export class DeviceRecoveryError extends IntabEngineError {
+  static override readonly code: string = 'device_recovery_failed';
+  /** Device losses since load. */
+  readonly losses: number;
+  /** 'repeated': lost again within windowMs; 'reacquire': the new device or the reload failed. */
+  readonly reason: 'repeated' | 'reacquire';
+  readonly windowMs: number;
+  constructor(reason: 'repeated' | 'reacquire', losses: number, windowMs: number, options?: { cause?: unknown }) {
+    const what =
+      reason === 'repeated'
+        ? `The GPU device was lost again less than ${Math.round(windowMs / 1000)} s after the previous loss (${losses} losses since load), so the engine stopped reloading the model`
+        : `The GPU device was lost and the engine could not get a new one or reload the model on it (${causeText(options?.cause)})`;
+    super(
+      `${what}. Close other tabs that use the GPU, update the graphics driver or browser, then call engine.restart() (or reload the page); backend 'onnx-wasm' runs without the GPU.`,
+      options,
+    );
+    this.name = 'DeviceRecoveryError';
+    this.reason = reason;
+    this.losses = losses;
+    this.windowMs = windowMs;
+  }
+}
+
+function causeText(cause: unknown): string {
+  return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
 }
 
 function describeValue(v: unknown): string {
@@ -213,9 +250,11 @@ export interface SerializedError {
   readonly name: string;
   readonly message: string;
   readonly stack?: string;
-  /** The class's own fields (plain data only). */
+  /** The class's own fields (plain data only); an IntabError's `code` is one of them. */
   readonly fields: Record<string, unknown>;
   readonly cause?: SerializedError | { value: unknown };
+  /** Set when the error was an IntabError: one of a class this side does not know still comes back as an IntabError. */
+  readonly intab?: 1;
 }
 
 // Constructors are never called on the way back (their signatures differ): the prototype is enough.
@@ -236,13 +275,13 @@ export const ENGINE_ERRORS = {
   EngineStateError,
   UnknownStreamError,
   TokenizerRequiredError,
-  ModelSourceError,
   DraftMismatchError,
   CacheStorageError,
+  DeviceRecoveryError,
 } as const;
 
 // The one registration: every package's classes and the platform's own.
-for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...ONNX_ERRORS, ...GRAMMAR_ERRORS, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
+for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...ONNX_ERRORS, ...GRAMMAR_ERRORS, PartialJsonError, IntabError, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
   registerErrorClass(name, cls);
 }
 
@@ -285,6 +324,7 @@ export function serializeError(err: unknown, depth = 0): SerializedError {
     ...(typeof e.stack === 'string' ? { stack: e.stack } : {}),
     fields,
     ...(cause ? { cause } : {}),
+    ...(err instanceof IntabError ? { intab: 1 as const } : {}),
   };
 }
 
@@ -295,7 +335,8 @@ export function isSerializedError(v: unknown): v is SerializedError {
 
 /**
  * Rebuilds an error from serializeError's data: an instance of the registered class of that name (else a
- * plain Error carrying that name; registerErrorClass adds classes), with the same name, message, fields and cause. AbortError becomes a DOMException.
+ * plain Error carrying that name, or an IntabError if it was one; registerErrorClass adds classes), with the same name, message,
+ * fields (an IntabError's `code` among them) and cause. AbortError becomes a DOMException.
  * @example
  * const err = deserializeError(serializeError(new ContextLengthExceededError({ promptTokens: 600, maxTokens: 100, limit: 512, limitedBy: 'context', reason: 'prompt' })));
  * err instanceof ContextLengthExceededError; // true, err.limit === 512
@@ -305,12 +346,15 @@ export function deserializeError(data: SerializedError): Error {
   if (data.name === 'AbortError' && typeof DOMException !== 'undefined') {
     err = new DOMException(data.message, 'AbortError');
   } else {
-    const cls = registry.get(data.name) ?? Error;
+    // A class this side has not registered (a newer package on the other side) is still an IntabError, with its code.
+    const cls = registry.get(data.name) ?? (data.intab === 1 ? IntabError : Error);
     err = Object.create(cls.prototype) as Error;
     Object.defineProperty(err, 'message', { value: data.message, writable: true, configurable: true, enumerable: false });
     Object.defineProperty(err, 'name', { value: data.name, writable: true, configurable: true, enumerable: false });
     Object.defineProperty(err, 'stack', { value: data.stack ?? `${data.name}: ${data.message}`, writable: true, configurable: true, enumerable: false });
     Object.assign(err, data.fields);
+    // Data written without the code (by hand, as the CLI's bridge does) takes its class's.
+    if (err instanceof IntabError && typeof err.code !== 'string') (err as { code: string }).code = (cls as typeof IntabError).code;
   }
   if (data.cause) {
     const cause = isSerializedError(data.cause) ? deserializeError(data.cause) : (data.cause as { value: unknown }).value;

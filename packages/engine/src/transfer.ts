@@ -2,7 +2,8 @@
 // AbortSignal or keep an error's class, so: a signal crosses as its state plus a MessagePort that the worker
 // turns back into an AbortController's signal (aborted with the same reason), and a thrown error crosses as
 // serializeError's plain data that the other side rebuilds with deserializeError (same class, name,
-// message, fields, cause). Both the main thread and the worker call registerTransferHandlers() once.
+// message, fields, cause; an IntabError keeps its `code`, and stays an IntabError even where its class is not
+// registered). Both the main thread and the worker call registerTransferHandlers() once.
 
 import * as Comlink from 'comlink';
 import { deserializeError, isSerializedError, serializeError, type SerializedError } from './errors.ts';
@@ -102,6 +103,21 @@ const throwHandler: Comlink.TransferHandler<{ value: unknown }, SerializedError>
   },
 };
 
+// ---- returned values that carry an error (a failed stream's last chunk, a status) keep its class ----
+
+/** A returned plain object with an Error under `error`: Chunk (finishReason 'error') and EngineStatus. */
+type WithError = { error: Error } & Record<string, unknown>;
+
+const withErrorHandler: Comlink.TransferHandler<WithError, { value: Record<string, unknown>; error: SerializedError }> = {
+  canHandle: (v): v is WithError => typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype && (v as { error?: unknown }).error instanceof Error,
+  serialize({ error, ...value }) {
+    return [{ value, error: serializeError(error) }, []];
+  },
+  deserialize({ value, error }) {
+    return { ...value, error: deserializeError(error) };
+  },
+};
+
 let registered = false;
 
 /**
@@ -118,4 +134,5 @@ export function registerTransferHandlers(): void {
   // Replaces Comlink's handler under the same name, so its place (and wire name) stays the same.
   Comlink.transferHandlers.set('throw', throwHandler as Comlink.TransferHandler<unknown, unknown>);
   Comlink.transferHandlers.set('intab:abort-signal', abortSignalHandler as Comlink.TransferHandler<unknown, unknown>);
+  Comlink.transferHandlers.set('intab:with-error', withErrorHandler as Comlink.TransferHandler<unknown, unknown>);
 }

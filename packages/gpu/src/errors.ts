@@ -1,8 +1,12 @@
 // Typed errors of the GPU runtime. Each sets `name`, carries the fields a caller needs to react,
-// and says in its message what to do. They are plain data so they survive structured cloning.
+// and says in its message what to do. They are plain data so they survive structured cloning. Each has a stable `code`
+// (IntabError's): what programs switch on.
+
+import { IntabError } from '@intab/errors';
 
 /** Base class: every error thrown by @intab/gpu is an IntabGpuError. */
-export class IntabGpuError extends Error {
+export class IntabGpuError extends IntabError {
+  static override readonly code: string = 'gpu_error';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'IntabGpuError';
@@ -11,6 +15,7 @@ export class IntabGpuError extends Error {
 
 /** `navigator.gpu` is missing or no adapter could be obtained. */
 export class WebGpuUnavailableError extends IntabGpuError {
+  static override readonly code: string = 'webgpu_unavailable';
   readonly reason: 'no-navigator-gpu' | 'no-adapter' | 'request-device-failed';
   constructor(reason: WebGpuUnavailableError['reason'], detail = '', options?: { cause?: unknown }) {
     const what = {
@@ -31,12 +36,11 @@ export class WebGpuUnavailableError extends IntabGpuError {
 
 /** The GPU device was lost (driver reset, tab backgrounded too long, destroy()). */
 export class DeviceLostError extends IntabGpuError {
+  static override readonly code: string = 'device_lost';
   readonly reason: string;
-  constructor(reason: string, message: string) {
-    super(
-      `The GPU device was lost (${reason}: ${message || 'no message'}). ` +
-        'All GPU buffers are gone: create a new runtime with requestGpu() and reload the model.',
-    );
+  /** `advice`: what the caller should do (the engine, which recovers by itself, says so). */
+  constructor(reason: string, message: string, advice = 'All GPU buffers are gone: create a new runtime with requestGpu() and reload the model.') {
+    super(`The GPU device was lost (${reason}: ${message || 'no message'}). ${advice}`);
     this.name = 'DeviceLostError';
     this.reason = reason;
   }
@@ -44,6 +48,7 @@ export class DeviceLostError extends IntabGpuError {
 
 /** A tensor argument has the wrong shape, size or alignment. */
 export class ShapeError extends IntabGpuError {
+  static override readonly code: string = 'invalid_shape';
   readonly kernel: string;
   readonly argument: string;
   readonly expected: string;
@@ -60,6 +65,7 @@ export class ShapeError extends IntabGpuError {
 
 /** A weight dtype or kernel variant this runtime does not implement, or a feature the device lacks. */
 export class UnsupportedError extends IntabGpuError {
+  static override readonly code: string = 'gpu_unsupported';
   readonly what: string;
   constructor(what: string, advice: string) {
     super(`${what} is not supported: ${advice}`);
@@ -70,6 +76,7 @@ export class UnsupportedError extends IntabGpuError {
 
 /** An allocation or binding over the device's limits. */
 export class LimitError extends IntabGpuError {
+  static override readonly code: string = 'gpu_limit_exceeded';
   readonly limit: string;
   readonly requested: number;
   readonly allowed: number;
@@ -86,6 +93,7 @@ export class LimitError extends IntabGpuError {
 
 /** A GPU validation or out-of-memory error captured by an error scope. */
 export class GpuValidationError extends IntabGpuError {
+  static override readonly code: string = 'gpu_validation_failed';
   readonly kind: 'validation' | 'out-of-memory' | 'internal';
   constructor(kind: GpuValidationError['kind'], label: string, message: string) {
     super(
@@ -106,5 +114,49 @@ export function formatBytes(n: number): string {
   return `${n} B`;
 }
 
+/** What a model needs on the GPU, in bytes, as computed before its upload. */
+export interface GpuMemoryNeeds {
+  weights: number;
+  kv: number;
+  /** The step's activations and the sampler's scratch, allocated once at load. */
+  activations: number;
+}
+
+/**
+ * A GPU allocation failed for lack of memory while a model loaded (an 'out-of-memory' error scope caught it).
+ * Everything the load had allocated is freed before this is thrown, so the same device can load something smaller.
+ */
+export class GpuOutOfMemoryError extends IntabGpuError {
+  static override readonly code: string = 'gpu_out_of_memory';
+  /** What was being allocated when the GPU refused. */
+  readonly allocating: 'weights' | 'kv-cache' | 'activations';
+  /** Bytes that allocation asked for. */
+  readonly requested: number;
+  /** Everything the model needs on the GPU. */
+  readonly needs: GpuMemoryNeeds;
+  /** The GPU's own message. */
+  readonly detail: string;
+  constructor(allocating: GpuOutOfMemoryError['allocating'], requested: number, needs: GpuMemoryNeeds, detail: string) {
+    const total = needs.weights + needs.kv + needs.activations;
+    const advice = [
+      "load a smaller model or quantize its weights (quantize: 'q4_0')",
+      `lower kvBudgetBytes (the KV-cache takes ${formatBytes(needs.kv)})`,
+      'close other tabs and apps that use the GPU',
+    ];
+    if (allocating === 'kv-cache') advice.unshift(advice.splice(1, 1)[0]);
+    super(
+      `Out of GPU memory allocating the ${allocating === 'kv-cache' ? 'KV-cache' : allocating} (${formatBytes(requested)}): the model needs ` +
+        `${formatBytes(total)} on the GPU (weights ${formatBytes(needs.weights)}, KV-cache ${formatBytes(needs.kv)}, activations ` +
+        `${formatBytes(needs.activations)}). Everything this load allocated was freed: ${advice.join(', or ')}, then load again. ` +
+        `(GPU: ${detail.split('\n')[0]})`,
+    );
+    this.name = 'GpuOutOfMemoryError';
+    this.allocating = allocating;
+    this.requested = requested;
+    this.needs = { ...needs };
+    this.detail = detail;
+  }
+}
+
 /** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
-export const GPU_ERRORS = { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, UnsupportedError, LimitError, GpuValidationError } as const;
+export const GPU_ERRORS = { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, UnsupportedError, LimitError, GpuValidationError, GpuOutOfMemoryError } as const;

@@ -1,4 +1,7 @@
 // Typed errors of @intab/grammar. Every message says what to do about it; schema errors carry the keyword paths.
+// Each has a stable `code` (IntabError's).
+
+import { IntabError } from '@intab/errors';
 
 /** One keyword or construct the compiler cannot enforce, with its JSON-pointer path. */
 export interface UnsupportedKeyword {
@@ -8,7 +11,8 @@ export interface UnsupportedKeyword {
 }
 
 /** Base class of every error this package throws. */
-export class IntabGrammarError extends Error {
+export class IntabGrammarError extends IntabError {
+  static override readonly code: string = 'grammar_error';
   constructor(message: string) {
     super(message);
     this.name = 'IntabGrammarError';
@@ -17,6 +21,7 @@ export class IntabGrammarError extends Error {
 
 /** The schema uses keywords this compiler cannot enforce (strict mode). `keywords` lists all of them. */
 export class UnsupportedSchemaError extends IntabGrammarError {
+  static override readonly code: string = 'unsupported_schema';
   readonly keywords: readonly UnsupportedKeyword[];
   constructor(keywords: readonly UnsupportedKeyword[]) {
     const shown = keywords.slice(0, 8).map((k) => `${k.path || '/'}: ${k.keyword} (${k.reason})`);
@@ -32,6 +37,7 @@ export class UnsupportedSchemaError extends IntabGrammarError {
 
 /** The input is not a usable schema: not an object/boolean, a $ref that does not resolve, or provably unsatisfiable. */
 export class InvalidSchemaError extends IntabGrammarError {
+  static override readonly code: string = 'invalid_schema';
   readonly path: string;
   constructor(path: string, problem: string, fix: string) {
     super(`invalid schema at ${path || '/'}: ${problem}. ${fix}`);
@@ -42,6 +48,7 @@ export class InvalidSchemaError extends IntabGrammarError {
 
 /** A GBNF grammar or regex does not parse (or uses a construct outside the supported subset). */
 export class GrammarSyntaxError extends IntabGrammarError {
+  static override readonly code: string = 'grammar_syntax_error';
   /** Offset in the source (UTF-16 index) where the problem was found. */
   readonly position: number;
   readonly source: string;
@@ -77,6 +84,7 @@ const BUDGET_ADVICE: Record<GrammarBudgetName, string> = {
  * asked for (for work budgets: the amount spent when the work stopped, just past the limit).
  */
 export class GrammarBudgetError extends IntabGrammarError {
+  static override readonly code: string = 'grammar_budget_exceeded';
   readonly budget: GrammarBudgetName;
   readonly limit: number;
   readonly requested: number;

@@ -11,8 +11,10 @@ import {
   DownloadError,
   DraftMismatchError,
   EngineClosedError,
+  IntabError,
   IntabModelError,
   InvalidRequestError,
+  ModelSourceError,
   ContextLengthExceededError,
   TokenizerRequiredError,
   UnsupportedSchemaError,
@@ -109,12 +111,13 @@ describe('createEngine with the worker', () => {
   test('errors cross the worker with their class, name and fields', async () => {
     const tooLarge = await collect(engine.generate({ promptIds: [1, 2, 3], maxTokens: 100_000, strictContext: true })).catch((e) => e);
     expect(tooLarge).toBeInstanceOf(ContextLengthExceededError);
-    expect(tooLarge).toMatchObject({ name: 'ContextLengthExceededError', reason: 'max-tokens', promptTokens: 3, maxTokens: 100_000, limit: 512, limitedBy: 'context' });
+    expect(tooLarge).toBeInstanceOf(IntabError);
+    expect(tooLarge).toMatchObject({ name: 'ContextLengthExceededError', code: 'context_length_exceeded', reason: 'max-tokens', promptTokens: 3, maxTokens: 100_000, limit: 512, limitedBy: 'context' });
     expect(tooLarge.message).toContain('lower maxTokens to 509 or less, shorten the prompt');
 
     const noTokenizer = await collect(engine.generate({ prompt: 'Once upon a time' })).catch((e) => e);
     expect(noTokenizer).toBeInstanceOf(TokenizerRequiredError);
-    expect(noTokenizer).toMatchObject({ name: 'TokenizerRequiredError', needs: 'tokenizer' });
+    expect(noTokenizer).toMatchObject({ name: 'TokenizerRequiredError', code: 'tokenizer_required', needs: 'tokenizer' });
 
     const invalid = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], n: 2 }).catch((e) => e);
     expect(invalid).toBeInstanceOf(InvalidRequestError);
@@ -123,12 +126,15 @@ describe('createEngine with the worker', () => {
 
   test('a load failure in the worker rejects createEngine with the typed error (and the store\'s download, with its own)', async () => {
     const err = await createEngine({ model: BASE + 'no-such-model.gguf', cache: false }).catch((e) => e);
+    // One name for a model that cannot be fetched, with the store or without.
+    expect(err).toBeInstanceOf(ModelSourceError);
     expect(err).toBeInstanceOf(IntabModelError);
-    expect(err.name).toBe('IntabModelError');
+    expect(err).toMatchObject({ name: 'ModelSourceError', code: 'model_source_unavailable', status: 404 });
     expect(err.message).toContain('no-such-model.gguf: HTTP 404');
     const stored = await createEngine({ model: BASE + 'no-such-model.gguf' }).catch((e) => e);
     expect(stored).toBeInstanceOf(DownloadError);
-    expect(stored).toMatchObject({ status: 404 });
+    expect(stored).toBeInstanceOf(ModelSourceError);
+    expect(stored).toMatchObject({ code: 'download_failed', status: 404 });
     expect(stored.message).toMatch(/HTTP 404: check the URL/);
   });
 

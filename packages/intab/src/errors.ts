@@ -1,9 +1,14 @@
 // Errors that only the main-thread package raises: a worker that failed to start or died, and a
 // Server-Sent Events stream that is not what encodeSSE writes. Everything raised in the worker crosses as
-// the engine's own classes (re-exported from index.ts), rebuilt by the transfer handlers.
+// the engine's own classes (re-exported from index.ts), rebuilt by the transfer handlers. All are IntabErrors, each
+// with its stable `code`.
+
+import { IntabError } from '@intab/errors';
+import { ModelSourceError } from '@intab/model/errors';
 
 /** The engine's worker failed to load or crashed; every pending call of that engine rejects with this. */
-export class WorkerError extends Error {
+export class WorkerError extends IntabError {
+  static override readonly code: string = 'worker_failed';
   /** What the worker reported (its error event's message), when it said anything. */
   readonly detail: string;
   constructor(detail: string, options?: { cause?: unknown }) {
@@ -19,7 +24,8 @@ export class WorkerError extends Error {
 }
 
 /** A Server-Sent Events stream carried data that is not JSON (and not `[DONE]`). */
-export class SseFormatError extends Error {
+export class SseFormatError extends IntabError {
+  static override readonly code: string = 'invalid_sse';
   /** The event's data (cut to 200 characters). */
   readonly data: string;
   constructor(data: string, problem: string) {
@@ -31,7 +37,8 @@ export class SseFormatError extends Error {
 }
 
 /** A stored model file's SHA-256 does not match what it must be (the hub's LFS hash, or what was recorded at its first download), even after downloading it again. */
-export class IntegrityError extends Error {
+export class IntegrityError extends IntabError {
+  static override readonly code: string = 'integrity_mismatch';
   readonly url: string;
   readonly expected: string;
   readonly actual: string;
@@ -50,7 +57,8 @@ export class IntegrityError extends Error {
 }
 
 /** The model cannot fit in this origin's storage: found before any byte is written. */
-export class QuotaError extends Error {
+export class QuotaError extends IntabError {
+  static override readonly code: string = 'storage_quota_exceeded';
   /** Bytes the model still needs, and bytes the origin has left. */
   readonly needed: number;
   readonly available: number;
@@ -66,16 +74,18 @@ export class QuotaError extends Error {
   }
 }
 
-/** A download failed, or the server answered something that is not the file (an HTML page, a wrong length or format): nothing of it was kept. */
-export class DownloadError extends Error {
+/**
+ * The model store's download of a model file failed, or the server answered something that is not the file (an HTML
+ * page, a wrong length or format): nothing of it was kept. A ModelSourceError (what loading without the store throws
+ * for the same URL), with the file's `url`.
+ */
+export class DownloadError extends ModelSourceError {
+  static override readonly code: string = 'download_failed';
   readonly url: string;
-  /** The HTTP status, when the server answered. */
-  readonly status?: number;
   constructor(url: string, problem: string, options?: { status?: number; cause?: unknown }) {
-    super(`${url}: ${problem}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(url, problem, options);
     this.name = 'DownloadError';
     this.url = url;
-    if (options?.status !== undefined) this.status = options.status;
   }
 }
 
@@ -88,7 +98,8 @@ export type ResponseStoreProblem = 'invalid' | 'exists' | 'quota' | 'unavailable
  * failure ('failed', the DOMException as `cause`). When it ends an aggregate stream, `text` holds all the text the
  * stream had received, including the chunk that could not be stored (that chunk was not passed on).
  */
-export class ResponseStoreError extends Error {
+export class ResponseStoreError extends IntabError {
+  static override readonly code: string = 'response_store_failed';
   readonly problem: ResponseStoreProblem;
   /** The response concerned, when there is one. */
   readonly responseId?: string;

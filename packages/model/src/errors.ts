@@ -1,8 +1,11 @@
 // Typed errors of the model layer. Each names the file and the field at fault and says what to do;
-// they are plain data (name + fields) so they cross the worker boundary intact.
+// they are plain data (name + fields) so they cross the worker boundary intact. Each has a stable `code` (IntabError's).
+
+import { IntabError } from '@intab/errors';
 
 /** Base class of every error thrown by @intab/model. */
-export class IntabModelError extends Error {
+export class IntabModelError extends IntabError {
+  static override readonly code: string = 'model_error';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'IntabModelError';
@@ -11,6 +14,7 @@ export class IntabModelError extends Error {
 
 /** A model file is malformed: truncated, wrong magic, absurd lengths, offsets out of range, bad JSON. */
 export class ModelFormatError extends IntabModelError {
+  static override readonly code: string = 'malformed_model';
   /** The file (name or URL) at fault. */
   readonly file: string;
   /** The field or structure at fault, e.g. 'header.tensor_count' or 'tensors[3].offset'. */
@@ -25,6 +29,7 @@ export class ModelFormatError extends IntabModelError {
 
 /** Well-formed, but uses something intab does not run: an architecture, a dtype, a rope type. */
 export class UnsupportedModelError extends IntabModelError {
+  static override readonly code: string = 'unsupported_model';
   readonly file: string;
   readonly field: string;
   readonly value: string;
@@ -39,6 +44,7 @@ export class UnsupportedModelError extends IntabModelError {
 
 /** The files disagree with each other: a tensor missing, or a shape that contradicts the config. */
 export class ModelMismatchError extends IntabModelError {
+  static override readonly code: string = 'model_mismatch';
   readonly file: string;
   readonly field: string;
   readonly expected: string;
@@ -55,6 +61,7 @@ export class ModelMismatchError extends IntabModelError {
 
 /** No page is free for a sequence that needs one: wait for others to finish, or shorten the context. */
 export class KvCacheFullError extends IntabModelError {
+  static override readonly code: string = 'kv_cache_full';
   readonly needed: number;
   readonly free: number;
   constructor(needed: number, free: number, total: number) {
@@ -65,18 +72,53 @@ export class KvCacheFullError extends IntabModelError {
   }
 }
 
-/** The template itself refused the conversation (its `raise_exception(...)`), or failed while rendering. */
+/**
+ * Chat messages could not be turned into a prompt: the model has no chat template (`reason: 'missing'`, a base model:
+ * send plain text), the template refused the conversation (its `raise_exception(...)`) or failed while rendering
+ * (`'failed'`), or it ran past the render's time or size bounds (`'bounds'`).
+ */
 export class ChatTemplateError extends IntabModelError {
+  static override readonly code: string = 'chat_template_error';
   readonly file: string;
   readonly field: string;
+  /** Which problem: no template, a render that failed (or that the template refused), or one past the bounds. */
+  readonly reason: 'missing' | 'failed' | 'bounds';
   /** `fix` replaces the default advice (about the messages) where the template itself is at fault. */
-  constructor(file: string, field: string, problem: string, options?: { cause?: unknown; fix?: string }) {
+  constructor(file: string, field: string, problem: string, options?: { cause?: unknown; fix?: string; reason?: ChatTemplateError['reason'] }) {
     super(`${file}: ${field}: ${problem}. ${options?.fix ?? "Check the messages (roles, order, content types) against what this model's chat template accepts."}`, options);
     this.name = 'ChatTemplateError';
     this.file = file;
     this.field = field;
+    this.reason = options?.reason ?? 'failed';
+  }
+
+  /** The model (its tokenizer `file`) ships no chat template, and messages were given. */
+  static missing(file: string): ChatTemplateError {
+    return new ChatTemplateError(file, 'chat_template', 'this model ships no chat template (a base model?)', {
+      reason: 'missing',
+      fix: 'Send the prompt as plain text instead of messages, or give the model a chat template.',
+    });
+  }
+}
+
+/**
+ * A model that cannot be fetched or opened from where it was asked for: a URL that answers 404 or an HTML page, a
+ * server that cannot be reached or mishandles Range requests, a Hugging Face id the hub does not list (or no network),
+ * files with no weights among them. Check `source` (and `status`, when a server answered).
+ */
+export class ModelSourceError extends IntabModelError {
+  static override readonly code: string = 'model_source_unavailable';
+  /** The source at fault: a URL, a path, a Hugging Face id, or what was given. */
+  readonly source: string;
+  /** The HTTP status, when a server answered. */
+  readonly status?: number;
+  constructor(source: string, problem: string, options?: { status?: number; cause?: unknown }) {
+    super(`Cannot open the model from ${source}: ${problem}${/[.!?]$/.test(problem) ? '' : '.'}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ModelSourceError';
+    this.source = source;
+    if (options?.status !== undefined) this.status = options.status;
   }
 }
 
 /** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
-export const MODEL_ERRORS = { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } as const;
+export const MODEL_ERRORS = { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError } as const;

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IntabModelError, ModelFormatError, UnsupportedModelError } from './errors.ts';
+import { IntabModelError, ModelFormatError, ModelSourceError, UnsupportedModelError } from './errors.ts';
 import { parseGguf } from './formats/gguf.ts';
 import { blobSource, bytesSource, pathSource, urlSource } from './source.ts';
 import type { ByteSource } from './types.ts';
@@ -56,7 +56,7 @@ describe('bytesSource / blobSource / pathSource', () => {
     expect(new TextDecoder().decode(await src.read(0, 4))).toBe('GGUF');
     expect(Buffer.from(await src.read(whole.length - 100, 100)).equals(whole.subarray(whole.length - 100))).toBe(true);
     await expectPastEnd(src, whole.length - 1, 2);
-    await expect(pathSource(`${SHARED}no-such-model.gguf`)).rejects.toBeInstanceOf(IntabModelError);
+    await expect(pathSource(`${SHARED}no-such-model.gguf`)).rejects.toBeInstanceOf(ModelSourceError);
   });
 
   it('reads stop on an aborted signal', async () => {
@@ -176,7 +176,8 @@ describe('urlSource', () => {
       await new Promise<void>((r) => html.listen(0, '127.0.0.1', r));
       const e = await urlSource(`http://127.0.0.1:${(html.address() as AddressInfo).port}/modles/x.gguf`).then(() => undefined, (x: unknown) => x);
       await new Promise((r) => html.close(r));
-      expect(e).toBeInstanceOf(IntabModelError);
+      expect(e).toBeInstanceOf(ModelSourceError);
+      expect(e).toMatchObject({ code: 'model_source_unavailable', status: 200 });
       expect((e as Error).message).toMatch(/answered with an HTML page, not a model file/);
       expect((e as Error).message).not.toMatch(/Range/);
     }
@@ -196,12 +197,15 @@ describe('urlSource', () => {
 
   it('HTTP errors and network failures are typed', async () => {
     const e = await urlSource(`${ranged.base}missing.gguf`).then(() => undefined, (x: unknown) => x);
+    // A ModelSourceError, still an IntabModelError (what a 404 was before it had its own name).
+    expect(e).toBeInstanceOf(ModelSourceError);
     expect(e).toBeInstanceOf(IntabModelError);
+    expect(e).toMatchObject({ name: 'ModelSourceError', code: 'model_source_unavailable', status: 404, source: `${ranged.base}missing.gguf` });
     expect((e as Error).message).toContain('404');
     const closed = await serve({}, 'range');
     const deadUrl = `${closed.base}x`;
     await new Promise((r) => closed.server.close(r));
-    await expect(urlSource(deadUrl)).rejects.toBeInstanceOf(IntabModelError);
+    await expect(urlSource(deadUrl)).rejects.toBeInstanceOf(ModelSourceError);
   });
 
   it('aborts', async () => {

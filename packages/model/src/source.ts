@@ -3,7 +3,7 @@
 // so a multi-GB model is never held whole in JS memory. Every read is bounds-checked against the size and a
 // read past the end is a ModelFormatError naming the file.
 
-import { IntabModelError, ModelFormatError, UnsupportedModelError } from './errors.ts';
+import { ModelFormatError, ModelSourceError, UnsupportedModelError } from './errors.ts';
 import type { ByteSource } from './types.ts';
 
 // ---- shared checks ----
@@ -135,12 +135,12 @@ async function doFetch(fetchFn: typeof fetch, url: string, range: string, signal
     return await fetchFn(url, { headers: { Range: range }, signal });
   } catch (e) {
     if (signal?.aborted) throw signal.reason ?? e;
-    throw new IntabModelError(`${url}: the request for ${range} failed (${(e as Error)?.message ?? e}): check the URL and the network, and that the server allows cross-origin requests (CORS) with a Range header.`, { cause: e });
+    throw new ModelSourceError(url, `the request for ${range} failed (${(e as Error)?.message ?? e}): check the URL and the network, and that the server allows cross-origin requests (CORS) with a Range header`, { cause: e });
   }
 }
 
-function httpError(url: string, range: string, res: Response): IntabModelError {
-  return new IntabModelError(`${url}: HTTP ${res.status} ${res.statusText} for ${range}: check that the URL points at the model file and is reachable.`);
+function httpError(url: string, range: string, res: Response): ModelSourceError {
+  return new ModelSourceError(url, `HTTP ${res.status} ${res.statusText} for ${range}: check that the URL points at the model file and is reachable`, { status: res.status });
 }
 
 /** What the first request reads: the whole file when it is small, else the headers the format readers parse. */
@@ -186,7 +186,7 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
     const cr = parseContentRange(probe.headers.get('content-range'));
     if (!cr || 'unsatisfied' in cr || cr.total === undefined || cr.start !== 0) {
       await probe.body?.cancel().catch(() => {});
-      throw new IntabModelError(`${href}: the server answered a range request without a usable Content-Range header (got ${JSON.stringify(probe.headers.get('content-range'))}); intab needs the total size: serve the file from a host that sends "Content-Range: bytes 0-N/<size>" (and exposes it through CORS: Access-Control-Expose-Headers: Content-Range).`);
+      throw new ModelSourceError(href, `the server answered a range request without a usable Content-Range header (got ${JSON.stringify(probe.headers.get('content-range'))}); intab needs the total size: serve the file from a host that sends "Content-Range: bytes 0-N/<size>" (and exposes it through CORS: Access-Control-Expose-Headers: Content-Range)`, { status: probe.status });
     }
     size = cr.total;
     // Read to its end (never cancelled: a cancelled body shows as ERR_ABORTED in devtools).
@@ -206,8 +206,10 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
     const html = await looksLikeHtml(probe);
     await probe.body?.cancel().catch(() => {});
     if (html) {
-      throw new IntabModelError(
-        `${href}: the server answered with an HTML page, not a model file: the path is probably wrong (a dev server such as Vite answers a missing file with its index.html). Check the model's URL, and that the file is in the folder the server serves (Vite: public/ or an allowed path).`,
+      throw new ModelSourceError(
+        href,
+        "the server answered with an HTML page, not a model file: the path is probably wrong (a dev server such as Vite answers a missing file with its index.html). Check the model's URL, and that the file is in the folder the server serves (Vite: public/ or an allowed path).",
+        { status: probe.status },
       );
     }
     throw rangeIgnored(href, probe.status);
@@ -231,7 +233,7 @@ export async function urlSource(url: string | URL, options: UrlSourceOptions = {
     const cr = parseContentRange(res.headers.get('content-range'));
     if (!cr || 'unsatisfied' in cr || cr.start !== offset || cr.end !== offset + length - 1 || (cr.total !== undefined && cr.total !== size)) {
       await res.body?.cancel().catch(() => {});
-      throw new IntabModelError(`${href}: asked for ${range} of ${size} bytes, the server answered Content-Range ${JSON.stringify(res.headers.get('content-range'))}; the file changed on the server or the server mishandles ranges: reload the model.`);
+      throw new ModelSourceError(href, `asked for ${range} of ${size} bytes, the server answered Content-Range ${JSON.stringify(res.headers.get('content-range'))}; the file changed on the server or the server mishandles ranges: reload the model`, { status: res.status });
     }
     const buf = new Uint8Array(await res.arrayBuffer());
     throwIfAborted(sig);
@@ -298,7 +300,7 @@ export async function pathSource(path: string): Promise<ByteSource> {
     if (!st.isFile()) throw new Error('not a regular file');
     size = st.size;
   } catch (e) {
-    throw new IntabModelError(`${path}: cannot open the model file (${(e as Error).message}): check the path.`, { cause: e });
+    throw new ModelSourceError(path, `${(e as Error).message}: check the path`, { cause: e });
   }
   return {
     name: path,

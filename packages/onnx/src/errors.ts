@@ -1,9 +1,13 @@
 // Typed errors of the ONNX backend. Each sets `name`, carries the fields a caller needs to react, and says
 // in its message what to do; they are plain data (name + fields) so they cross the worker boundary intact.
 // Missing or misshaped weights are @intab/model's ModelMismatchError: the model's files disagree, not ONNX.
+// Each has a stable `code` (IntabError's).
+
+import { IntabError } from '@intab/errors';
 
 /** Base class of every error thrown by @intab/onnx. */
-export class IntabOnnxError extends Error {
+export class IntabOnnxError extends IntabError {
+  static override readonly code: string = 'onnx_error';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'IntabOnnxError';
@@ -12,6 +16,7 @@ export class IntabOnnxError extends Error {
 
 /** An .onnx file is malformed: truncated, a broken protobuf field, a graph that refers to values it never defines. */
 export class OnnxFormatError extends IntabOnnxError {
+  static override readonly code: string = 'malformed_onnx';
   /** The file (name or URL) at fault. */
   readonly file: string;
   /** The structure at fault, e.g. 'graph.node[12].input[1]' or 'graph.initializer[3].raw_data'. */
@@ -32,6 +37,7 @@ export class OnnxFormatError extends IntabOnnxError {
 
 /** A graph cannot be written as asked: a model past protobuf's 2 GiB, a weight dtype or an option the writer cannot express. */
 export class OnnxWriteError extends IntabOnnxError {
+  static override readonly code: string = 'onnx_write_failed';
   /** What is at fault, e.g. 'model size' or 'options.matmulNBits'. */
   readonly field: string;
   constructor(field: string, problem: string, advice: string) {
@@ -43,6 +49,7 @@ export class OnnxWriteError extends IntabOnnxError {
 
 /** A well-formed graph whose inputs and outputs are not a layout intab can drive (see graph-layout.ts). */
 export class OnnxLayoutError extends IntabOnnxError {
+  static override readonly code: string = 'unsupported_onnx_layout';
   readonly file: string;
   /** The graph's input and output names, as found. */
   readonly inputs: string[];
@@ -60,6 +67,7 @@ export class OnnxLayoutError extends IntabOnnxError {
 
 /** onnxruntime failed while running a step (an op it cannot run, memory, a shape the graph rejects). */
 export class OnnxRunError extends IntabOnnxError {
+  static override readonly code: string = 'onnx_run_failed';
   /** Which call failed, e.g. 'sequence 3, 1 tokens after 40'. */
   readonly call: string;
   constructor(call: string, cause: unknown, advice = "The sequence's cache is unchanged: retry, or load the model on another backend.") {
@@ -71,6 +79,7 @@ export class OnnxRunError extends IntabOnnxError {
 
 /** Asked of the ONNX runner something it cannot do (see OnnxRunner.capabilities), or after destroy(). */
 export class OnnxUnsupportedError extends IntabOnnxError {
+  static override readonly code: string = 'onnx_unsupported';
   readonly feature: string;
   constructor(feature: string, advice: string) {
     super(`ONNX runner: ${feature}: ${advice}`);

@@ -5,11 +5,13 @@
 // O(depth) for its path (plus the snapshot cost documented on JsonEvent.snapshot).
 
 import type { JsonEvent, JsonEventKind, JsonPath, JsonType, PartialJsonOptions, SnapshotMode } from './events.ts';
+import { IntabGrammarError } from '../errors.ts';
 
 /** Invalid JSON (or text that contradicts an announcement). `position` is the UTF-16 offset, counted over all the
  *  text pushed so far, of the first character that cannot continue a valid document (the input length when the
  *  document ended too early). */
-export class PartialJsonError extends Error {
+export class PartialJsonError extends IntabGrammarError {
+  static override readonly code: string = 'invalid_json';
   override readonly name = 'PartialJsonError';
   /** What was wrong, without the position. */
   readonly reason: string;

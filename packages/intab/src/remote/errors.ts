@@ -1,8 +1,12 @@
 // Errors of the remote backend (an OpenAI-compatible server behind createEngine({ remote })). They are raised on the
-// main thread (the remote backend has no worker), so they never cross the worker boundary. Each says what to do.
+// main thread (the remote backend has no worker), so they never cross the worker boundary. Each says what to do, and
+// has a stable `code` (IntabError's); the server's own error code is RemoteHttpError's `serverCode`.
+
+import { IntabError } from '@intab/errors';
 
 /** Base class of every remote backend error: the server's URL, and its HTTP status when it answered. */
-export class RemoteError extends Error {
+export class RemoteError extends IntabError {
+  static override readonly code: string = 'remote_error';
   /** The URL that was asked. */
   readonly url: string;
   /** The HTTP status, when the server answered. */
@@ -17,6 +21,7 @@ export class RemoteError extends Error {
 
 /** The server could not be reached (DNS, refused, reset, TLS, CORS) after every retry. */
 export class RemoteConnectionError extends RemoteError {
+  static override readonly code: string = 'remote_connection_failed';
   /** Attempts made (1 + retries). */
   readonly attempts: number;
   constructor(url: string, attempts: number, cause: unknown) {
@@ -33,11 +38,12 @@ export class RemoteConnectionError extends RemoteError {
 
 /** The server answered with an error status (after retries for 408, 409, 429 and 5xx). */
 export class RemoteHttpError extends RemoteError {
+  static override readonly code: string = 'remote_http_error';
   declare readonly status: number;
   /** The server's own error message (an OpenAI-shaped body's error.message), when it sent one. */
   readonly serverMessage?: string;
-  /** An OpenAI-shaped body's error.code / error.type. */
-  readonly code?: string;
+  /** An OpenAI-shaped body's error.code (this error's own `code` is 'remote_http_error') and error.type. */
+  readonly serverCode?: string;
   readonly type?: string;
   /** What Retry-After asked for (429, 503), in ms. */
   readonly retryAfterMs?: number;
@@ -47,7 +53,7 @@ export class RemoteHttpError extends RemoteError {
     super(`${url}: HTTP ${status}${body.message ? ` (${body.message})` : ''}. ${adviceFor(status, retryAfterMs)}`, url, { status });
     this.name = 'RemoteHttpError';
     if (body.message !== undefined) this.serverMessage = body.message;
-    if (body.code !== undefined) this.code = body.code;
+    if (body.code !== undefined) this.serverCode = body.code;
     if (body.type !== undefined) this.type = body.type;
     if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
     this.attempts = attempts;
@@ -56,6 +62,7 @@ export class RemoteHttpError extends RemoteError {
 
 /** No answer in time: no response head (connect), no first token (first-byte), or no data between two chunks (idle). */
 export class RemoteTimeoutError extends RemoteError {
+  static override readonly code: string = 'remote_timeout';
   readonly phase: 'connect' | 'first-byte' | 'idle';
   readonly ms: number;
   constructor(url: string, phase: 'connect' | 'first-byte' | 'idle', ms: number) {
@@ -70,6 +77,7 @@ export class RemoteTimeoutError extends RemoteError {
 
 /** The server answered 2xx with something that is not an OpenAI-compatible answer (an HTML page, malformed SSE, other JSON). */
 export class RemoteProtocolError extends RemoteError {
+  static override readonly code: string = 'remote_protocol_error';
   /** What came back (cut to 200 characters). */
   readonly received: string;
   constructor(url: string, problem: string, received: string, options: { status?: number; cause?: unknown } = {}) {
@@ -86,6 +94,7 @@ export class RemoteProtocolError extends RemoteError {
  * `text` and `ids` was delivered before; nothing is retried, so nothing is duplicated.
  */
 export class RemoteStreamError extends RemoteError {
+  static override readonly code: string = 'remote_stream_broken';
   /** The text delivered before the break. */
   readonly text: string;
   /** The token ids delivered before the break (empty when the server does not report ids). */
@@ -105,6 +114,7 @@ export class RemoteStreamError extends RemoteError {
 
 /** A JSON response format (json_schema, json_object) whose finished document does not parse or does not validate. */
 export class RemoteFormatError extends RemoteError {
+  static override readonly code: string = 'remote_format_mismatch';
   /** The document as received. */
   readonly text: string;
   /** What is wrong, each with its place in the document (JSON pointer) when known. */
@@ -124,6 +134,7 @@ export class RemoteFormatError extends RemoteError {
 
 /** Something the remote backend cannot do (it has no KV-cache of its own to pin, save or inspect). */
 export class RemoteUnsupportedError extends RemoteError {
+  static override readonly code: string = 'remote_unsupported';
   readonly feature: string;
   constructor(url: string, feature: string, advice: string) {
     super(`${feature} is not available on a remote engine (${url}): ${advice}`, url);

@@ -309,7 +309,7 @@ describe('a server that misbehaves', () => {
     const engine = await remoteEngine();
     const err = await collect(engine.generate({ messages: [{ role: 'user', content: 'x' }] })).catch((e) => e);
     expect(err).toBeInstanceOf(RemoteHttpError);
-    expect(err).toMatchObject({ status: 429, retryAfterMs: 3_600_000, code: 'rate_limit_exceeded', serverMessage: 'Slow down', attempts: 1 });
+    expect(err).toMatchObject({ status: 429, retryAfterMs: 3_600_000, code: 'remote_http_error', serverCode: 'rate_limit_exceeded', serverMessage: 'Slow down', attempts: 1 });
     behaviour = (_req, res) => {
       res.writeHead(503, { 'content-type': 'text/plain' });
       res.end('overloaded');

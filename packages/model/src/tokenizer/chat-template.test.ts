@@ -4,7 +4,7 @@
 // typed errors for templates that do not parse or refuse the conversation.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ChatTemplateError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
+import { ChatTemplateError, ModelFormatError } from '../errors.ts';
 import { applyChatTemplate, CHAT_TEMPLATE_LIMITS, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
 import { tokenizerFromGguf } from './gguf-tokenizer.ts';
 import { realTokenizerConfig, realTokenizerFiles } from './test-corpus.ts';
@@ -148,7 +148,7 @@ describe('BOS exactly once', () => {
   it('a template that refuses the conversation is a ChatTemplateError carrying its message', () => {
     const e = thrown(() => applyChatTemplate(MISTRAL_STYLE, [{ role: 'assistant', content: 'x' }], { bosToken: '<s>', eosToken: '</s>' })) as ChatTemplateError;
     expect(e).toBeInstanceOf(ChatTemplateError);
-    expect(e.field).toBe('chat_template');
+    expect([e.field, e.reason]).toEqual(['chat_template', 'failed']);
     expect(e.message).toContain('Conversation roles must alternate');
   });
 });
@@ -193,8 +193,9 @@ describe('template sources', () => {
 
   it('a tokenizer without a template says so, typed', () => {
     const tok = tokenizerFromGguf({ 'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.tokens': ['<unk>', 'a'], 'tokenizer.ggml.scores': [0, 0] }, 'bare.gguf');
-    const e = thrown(() => renderChat(tok, [{ role: 'user', content: 'a' }])) as UnsupportedModelError;
-    expect([e.name, e.file, e.field]).toEqual(['UnsupportedModelError', 'bare.gguf', 'chat_template']);
+    const e = thrown(() => renderChat(tok, [{ role: 'user', content: 'a' }])) as ChatTemplateError;
+    expect(e).toBeInstanceOf(ChatTemplateError);
+    expect([e.name, e.code, e.reason, e.file, e.field]).toEqual(['ChatTemplateError', 'chat_template_error', 'missing', 'bare.gguf', 'chat_template']);
     expect(e.message).toMatch(/plain text/);
   });
 });
@@ -203,7 +204,7 @@ describe('a hostile template is stopped by the render bounds', () => {
   const hi = [{ role: 'user', content: 'Hi' }];
   const bounded = (template: string, messages = hi): ChatTemplateError => {
     const e = thrown(() => applyChatTemplate(template, messages, { file: 'evil.gguf' })) as ChatTemplateError;
-    expect([e.name, e.file, e.field]).toEqual(['ChatTemplateError', 'evil.gguf', 'chat_template']);
+    expect([e.name, e.reason, e.file, e.field]).toEqual(['ChatTemplateError', 'bounds', 'evil.gguf', 'chat_template']);
     expect(e.message).toContain('use another chat template');
     return e;
   };

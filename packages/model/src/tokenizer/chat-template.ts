@@ -7,7 +7,7 @@
 // the strings it builds and in the size of range(), and ends in a ChatTemplateError past a bound.
 
 import { Environment, Interpreter, Template } from '@huggingface/jinja';
-import { ChatTemplateError, IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
+import { ChatTemplateError, IntabModelError, ModelFormatError } from '../errors.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 /** A template string, or transformers' named list (`[{ name: 'default', template }, { name: 'tool_use', ... }]`). */
@@ -232,7 +232,7 @@ export function applyChatTemplate(template: ChatTemplateSource, messages: readon
   if (options.tools !== undefined) variables.tools = options.tools;
   if (options.documents !== undefined) variables.documents = options.documents;
   const bound = (problem: string) =>
-    new ChatTemplateError(file, 'chat_template', problem, { fix: 'The template does not end in reasonable time or size: use another chat template for this model (applyChatTemplate takes one), or fix this one.' });
+    new ChatTemplateError(file, 'chat_template', problem, { reason: 'bounds', fix: 'The template does not end in reasonable time or size: use another chat template for this model (applyChatTemplate takes one), or fix this one.' });
   try {
     return renderBounded(program, variables, bound);
   } catch (e) {
@@ -250,7 +250,7 @@ export function applyChatTemplate(template: ChatTemplateSource, messages: readon
  */
 export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
   if (tokenizer.chatTemplate === undefined) {
-    throw new UnsupportedModelError(tokenizer.file, 'chat_template', 'absent', 'this model ships no chat template (a base model?): give the prompt as plain text, or pass a template.');
+    throw ChatTemplateError.missing(tokenizer.file);
   }
   const token = (id: number | undefined) => (id === undefined ? undefined : tokenizer.idToToken(id));
   return applyChatTemplate(tokenizer.chatTemplate, messages, {
