@@ -419,14 +419,14 @@ describe('requests and errors', () => {
       [{ promptIds: [1], temperature: -0.5 }, 'temperature'],
       [{ promptIds: [1], topP: 0 }, 'topP'],
       [{ promptIds: [1], logitBias: { 9999: 1 } }, 'logitBias[9999]'],
-      [{ promptIds: [1], stop: [''] }, 'stop'],
+      [{ promptIds: [1], stop: [''] }, 'stop[0]'],
     ];
     for (const [req, field] of cases) {
       const err = await engine.start(req).catch((e) => e);
       expect(err, field).toBeInstanceOf(InvalidRequestError);
       expect(err.field).toBe(field);
     }
-    await expect(engine.start({ messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ name: 'TokenizerRequiredError', needs: 'chat-template' });
+    await expect(engine.start({ messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ name: 'ChatTemplateError', code: 'chat_template_error', reason: 'missing' });
     await engine.destroy();
     await expect(engine.start({ promptIds: [1] })).rejects.toBeInstanceOf(EngineClosedError);
     const bare = setup({ tokenizer: false });
@@ -436,7 +436,7 @@ describe('requests and errors', () => {
     await expect(new Engine().start({ promptIds: [1] })).rejects.toMatchObject({ name: 'EngineClosedError', reason: 'not-loaded' });
   });
 
-  test('a failing step ends the streams in it with the error, frees their pages, and the engine goes on', async () => {
+  test('a failing step ends the streams in it with a last chunk carrying the error, frees their pages, and the engine goes on', async () => {
     const { engine, runner } = setup();
     const step = runner.step.bind(runner);
     let failed = false;
@@ -448,7 +448,9 @@ describe('requests and errors', () => {
       return step(entries);
     };
     const id = await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 10 });
-    await expect(collect(engine, id)).rejects.toThrow('device lost (simulated)');
+    const failed1 = await collect(engine, id);
+    expect(failed1.last.finishReason).toBe('error');
+    expect(failed1.last.error?.message).toBe('device lost (simulated)');
     expect(runner.kv.availablePageCount).toBe(runner.kv.pages);
     const r = await collect(engine, await engine.start({ promptIds: golden.cases[1].prompt, maxTokens: 10, temperature: 0, ignoreEos: true }));
     expect(r.ids).toEqual(golden.cases[1].greedy.slice(0, 10));

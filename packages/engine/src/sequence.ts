@@ -5,15 +5,16 @@
 
 import { MAX_HISTORY, NO_TOKEN, mulberry32, type SampleResult, type SamplingParams } from '@intab/gpu';
 import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
-import type { Chunk, FinishReason, GenerateRequest, JsonEvent, RequestMetrics, SpeculativeMetrics, TokenLogprob } from './contract.ts';
+import { REQUEST_LIMITS, type Chunk, type FinishReason, type GenerateRequest, type JsonEvent, type RequestMetrics, type SpeculativeMetrics, type TokenLogprob } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
+import { checkRequest, given } from './request-checks.ts';
 import type { Constraint } from './constraint.ts';
 import { StopMatcher } from './stop.ts';
 
 /** Defaults of GenerationOptions (contract.ts). */
 export const DEFAULT_MAX_TOKENS = 256;
 /** The sampler returns at most this many alternatives per token. */
-export const MAX_TOP_LOGPROBS = 20;
+export const MAX_TOP_LOGPROBS = REQUEST_LIMITS.topLogprobs;
 
 /** A request's options, checked and with defaults filled in. */
 export interface ResolvedOptions {
@@ -42,99 +43,35 @@ export interface ResolvedOptions {
   cache: boolean;
 }
 
-const num = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
-
 /**
- * Checks every option of a request against the model (vocabulary size, whether a tokenizer exists) and fills
- * in the defaults. Throws InvalidRequestError naming the first bad field.
+ * Checks every option of a request against the model (vocabulary size, whether a tokenizer exists; see
+ * request-checks.ts) and fills in the defaults. Throws InvalidRequestError naming the first bad field. A null field
+ * means the default, as an absent one does.
  */
 export function resolveOptions(r: GenerateRequest, vocab: number, hasTokenizer: boolean): ResolvedOptions {
-  const bad = (field: string, value: unknown, expected: string): never => {
-    throw new InvalidRequestError(field, value, expected);
-  };
-  if (typeof r !== 'object' || r === null) bad('request', r, 'an object with prompt, promptIds or messages');
-  const given = [r.prompt !== undefined, r.promptIds !== undefined, r.messages !== undefined].filter(Boolean).length;
-  if (given !== 1) bad('prompt', `${given} of prompt/promptIds/messages`, 'exactly one of prompt, promptIds or messages');
-  if (r.prompt !== undefined && typeof r.prompt !== 'string') bad('prompt', r.prompt, 'a string');
-  if (r.promptIds !== undefined) {
-    if (!Array.isArray(r.promptIds) || r.promptIds.length === 0) bad('promptIds', r.promptIds, 'a non-empty array of token ids');
-    r.promptIds.forEach((id, i) => {
-      if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`promptIds[${i}]`, id, `a token id in [0, ${vocab})`);
-    });
-  }
-  if (r.messages !== undefined) {
-    if (!Array.isArray(r.messages) || r.messages.length === 0) bad('messages', r.messages, 'a non-empty array of { role, content }');
-    r.messages.forEach((m, i) => {
-      if (typeof m?.role !== 'string' || typeof m?.content !== 'string') bad(`messages[${i}]`, m, '{ role: string, content: string }');
-    });
-  }
-  const maxTokensGiven = r.maxTokens !== undefined;
-  const maxTokens = r.maxTokens ?? DEFAULT_MAX_TOKENS;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) bad('maxTokens', r.maxTokens, 'an integer ≥ 1');
-  const temperature = r.temperature ?? 1;
-  if (!num(temperature) || !Number.isFinite(temperature) || temperature < 0) bad('temperature', r.temperature, 'a finite number ≥ 0 (0 = greedy)');
+  checkRequest(r, vocab, hasTokenizer);
   const topK = r.topK ?? 0;
-  if (!Number.isInteger(topK) || topK < 0) bad('topK', r.topK, 'an integer ≥ 0 (0 = off)');
-  const topP = r.topP ?? 1;
-  if (!num(topP) || topP <= 0 || topP > 1) bad('topP', r.topP, 'a number in (0, 1] (1 = off)');
-  const minP = r.minP ?? 0;
-  if (!num(minP) || minP < 0 || minP > 1) bad('minP', r.minP, 'a number in [0, 1] (0 = off)');
-  const repetitionPenalty = r.repetitionPenalty ?? 1;
-  if (!num(repetitionPenalty) || !Number.isFinite(repetitionPenalty) || repetitionPenalty <= 0) bad('repetitionPenalty', r.repetitionPenalty, 'a finite number > 0 (1 = off)');
-  const presencePenalty = r.presencePenalty ?? 0;
-  if (!num(presencePenalty) || !Number.isFinite(presencePenalty)) bad('presencePenalty', r.presencePenalty, 'a finite number (0 = off)');
-  const frequencyPenalty = r.frequencyPenalty ?? 0;
-  if (!num(frequencyPenalty) || !Number.isFinite(frequencyPenalty)) bad('frequencyPenalty', r.frequencyPenalty, 'a finite number (0 = off)');
-  let logitBias: Record<number, number> | undefined;
-  if (r.logitBias !== undefined) {
-    if (typeof r.logitBias !== 'object' || r.logitBias === null) bad('logitBias', r.logitBias, 'an object { tokenId: bias }');
-    logitBias = {};
-    for (const [k, v] of Object.entries(r.logitBias)) {
-      const id = Number(k);
-      if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`logitBias[${k}]`, k, `a token id in [0, ${vocab})`);
-      if (!num(v) || !(Number.isFinite(v) || v === -Infinity)) bad(`logitBias[${k}]`, v, 'a finite bias, or -Infinity to ban the token');
-      logitBias[id] = v;
-    }
-  }
-  if (r.seed !== undefined && (!Number.isInteger(r.seed) || !Number.isSafeInteger(r.seed))) bad('seed', r.seed, 'an integer');
-  const stop = r.stop ?? [];
-  if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) bad('stop', r.stop, 'an array of non-empty strings');
-  if (stop.length > 0 && !hasTokenizer) bad('stop', r.stop, 'absent: this model has no tokenizer to produce text (use stopTokenIds)');
-  const stopTokenIds = r.stopTokenIds ?? [];
-  if (!Array.isArray(stopTokenIds)) bad('stopTokenIds', r.stopTokenIds, 'an array of token ids');
-  stopTokenIds.forEach((id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id >= vocab) bad(`stopTokenIds[${i}]`, id, `a token id in [0, ${vocab})`);
-  });
-  if (r.ignoreEos !== undefined && typeof r.ignoreEos !== 'boolean') bad('ignoreEos', r.ignoreEos, 'a boolean');
-  if (r.logprobs !== undefined && typeof r.logprobs !== 'boolean') bad('logprobs', r.logprobs, 'a boolean');
-  const topLogprobs = r.topLogprobs ?? 0;
-  const maxTop = Math.min(MAX_TOP_LOGPROBS, vocab);
-  if (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > maxTop) bad('topLogprobs', r.topLogprobs, `an integer in [0, ${maxTop}]`);
-  if (topLogprobs > 0 && !r.logprobs) bad('topLogprobs', r.topLogprobs, '0 unless logprobs is true (set logprobs: true to get alternatives)');
-  if (r.cache !== undefined && typeof r.cache !== 'boolean') bad('cache', r.cache, 'a boolean (false: neither read nor fill the prefix cache)');
-  if (r.strictContext !== undefined && typeof r.strictContext !== 'boolean') bad('strictContext', r.strictContext, 'a boolean (true: refuse a maxTokens the context cannot hold instead of clamping it)');
-  const truncate = r.truncate ?? 'none';
-  if (truncate !== 'oldest' && truncate !== 'none') bad('truncate', r.truncate, "'oldest' (drop the oldest turns to fit) or 'none'");
-  if (truncate === 'oldest' && r.messages === undefined) bad('truncate', r.truncate, "absent or 'none' unless the request sends messages (only chat turns can be dropped)");
   return {
-    maxTokens,
-    maxTokensGiven,
+    maxTokens: r.maxTokens ?? DEFAULT_MAX_TOKENS,
+    maxTokensGiven: given(r.maxTokens),
     strictContext: r.strictContext ?? false,
-    truncate,
-    temperature,
-    topK,
-    topP,
-    minP,
-    repetitionPenalty,
-    presencePenalty,
-    frequencyPenalty,
-    logitBias,
-    seed: r.seed,
-    stop: [...stop],
-    stopTokenIds: [...stopTokenIds],
+    truncate: r.truncate ?? 'none',
+    temperature: r.temperature ?? 1,
+    // top-k of the whole vocabulary or more keeps every token: off (the sampler packs k as a u32).
+    topK: topK >= vocab ? 0 : topK,
+    topP: r.topP ?? 1,
+    minP: r.minP ?? 0,
+    repetitionPenalty: r.repetitionPenalty ?? 1,
+    presencePenalty: r.presencePenalty ?? 0,
+    frequencyPenalty: r.frequencyPenalty ?? 0,
+    // Copied: canonical keys only (checked), and nothing the caller changes later reaches the sampler.
+    logitBias: given(r.logitBias) ? Object.fromEntries(Object.entries(r.logitBias!)) : undefined,
+    seed: r.seed ?? undefined,
+    stop: [...(r.stop ?? [])],
+    stopTokenIds: [...(r.stopTokenIds ?? [])],
     ignoreEos: r.ignoreEos ?? false,
     logprobs: r.logprobs ?? false,
-    topLogprobs,
+    topLogprobs: r.topLogprobs ?? 0,
     cache: r.cache ?? true,
   };
 }

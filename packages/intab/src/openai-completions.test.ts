@@ -69,6 +69,14 @@ describe('toCompletionRequest', () => {
     expect(field({ prompt: 'x', temperature: 'hot' })).toBe('temperature');
     expect(field({ prompt: 'x', n: 2 })).toBe('n');
     expect(field(null)).toBe('request');
+    expect(field([{ prompt: 'x' }])).toBe('request');
+    expect(field({ prompt: [1, , 2] })).toBe('prompt'); // a hole is refused, not skipped
+    expect(field({ prompt: [2 ** 60] })).toBe('prompt');
+    expect(field({ prompt: 'x', stream: 'yes' })).toBe('stream');
+    expect(field({ prompt: 'x', logprobs: 2.5 })).toBe('logprobs');
+    expect(field({ prompt: 'x', max_tokens: 0 })).toBe('max_tokens');
+    expect(field({ prompt: 'x', stop: ['a', ''] })).toBe('stop[1]');
+    expect(field({ prompt: 'x', logit_bias: { x: 1 } })).toBe('logit_bias["x"]');
   });
 });
 

@@ -4,9 +4,10 @@
 // they are mapped (and checked) by toGenerateRequest; only what differs lives here. `intab serve` answers
 // /v1/completions with these.
 
-import type { Chunk, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
-import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
-import { CHAT_FIELDS, openAiFinishReason, openAiId, toGenerateRequest, usageOf, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+import { REQUEST_LIMITS as L, type Chunk, type GenerateRequest, type TokenLogprob } from '@intab/engine/contract';
+import { IntabEngineError } from '@intab/engine/errors';
+import { CHAT_FIELDS, openAiFinishReason, openAiId, toGenerateRequest, usageOf, type ChatCompletionCreateParams, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+import { bad, bodyOf, numberField, present } from './openai-checks.ts';
 
 // ---- request ----
 
@@ -30,11 +31,15 @@ export interface CompletionCreateParams extends Omit<ChatCompletionCreateParamsB
 /** OpenAI's default max_tokens of a text completion. */
 export const COMPLETION_DEFAULT_MAX_TOKENS = 16;
 
+/** The one prompt of a body: text, or token ids (a one-element array of either is accepted too). */
 function promptOf(p: unknown): Pick<GenerateRequest, 'prompt' | 'promptIds'> {
+  const expected = 'one prompt: a string or a non-empty array of token ids (send one request per prompt)';
   const one = Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0])) ? p[0] : p;
   if (typeof one === 'string') return { prompt: one };
-  if (Array.isArray(one) && one.length > 0 && one.every((id) => Number.isInteger(id) && id >= 0)) return { promptIds: one as number[] };
-  throw new InvalidRequestError('prompt', p, 'one prompt: a string or a non-empty array of token ids (send one request per prompt)');
+  if (!Array.isArray(one) || one.length === 0) bad('prompt', p, expected);
+  // An index loop: a sparse array's holes are refused, not skipped. Ids past the vocabulary are the engine's to refuse.
+  for (let i = 0; i < one.length; i++) if (!Number.isSafeInteger(one[i]) || one[i] < 0) bad('prompt', p, expected);
+  return { promptIds: one as number[] };
 }
 
 /** The legacy completion request fields intab reads (the chat API's sampling fields, a prompt instead of messages). */
@@ -42,29 +47,27 @@ export const COMPLETION_FIELDS: readonly string[] = [...CHAT_FIELDS.filter((f) =
 
 /**
  * The GenerateRequest of a legacy completion request. Fields it cannot honour (echo, suffix, best_of > 1, several
- * prompts) are InvalidRequestErrors naming the field.
+ * prompts) and fields of the wrong type or out of range are InvalidRequestErrors naming the field.
  * @example
  * toCompletionRequest({ prompt: 'Once upon a time', max_tokens: 32, logprobs: 2 });
  * // { prompt: 'Once upon a time', maxTokens: 32, logprobs: true, topLogprobs: 2 }
  */
 export function toCompletionRequest(p: CompletionCreateParams): GenerateRequest {
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw new InvalidRequestError('request', p, 'an object with a prompt');
-  if (p.echo !== undefined && p.echo !== null && p.echo !== false) throw new InvalidRequestError('echo', p.echo, 'false (the prompt is not scored or echoed)');
-  if (p.suffix !== undefined && p.suffix !== null && p.suffix !== '') throw new InvalidRequestError('suffix', p.suffix, 'absent (no fill-in-the-middle)');
-  if (p.best_of !== undefined && p.best_of !== null && p.best_of !== 1) throw new InvalidRequestError('best_of', p.best_of, '1 (send several requests, with different seeds, to choose among)');
-  const lp = p.logprobs;
-  if (lp !== undefined && lp !== null && (typeof lp !== 'number' || !Number.isInteger(lp) || lp < 0 || lp > 20)) throw new InvalidRequestError('logprobs', lp, 'an integer from 0 to 20 (alternatives per token)');
-  const prompt = promptOf(p.prompt);
+  const b = bodyOf(p, 'an object with a prompt');
+  if (present(b.echo) && b.echo !== false) bad('echo', b.echo, 'false (the prompt is not scored or echoed)');
+  if (present(b.suffix) && b.suffix !== '') bad('suffix', b.suffix, 'absent (no fill-in-the-middle)');
+  if (present(b.best_of) && b.best_of !== 1) bad('best_of', b.best_of, '1 (send several requests, with different seeds, to choose among)');
+  const lp = numberField(b, 'logprobs', { lo: 0, hi: L.topLogprobs, integer: true, expected: `an integer from 0 to ${L.topLogprobs} (alternatives per token)` });
+  const prompt = promptOf(b.prompt);
   // The sampling fields are the chat API's: its mapping checks them (and names them).
-  const { prompt: _prompt, echo: _echo, suffix: _suffix, best_of: _bestOf, user: _user, logprobs: _logprobs, ...rest } = p;
+  const { prompt: _prompt, echo: _echo, suffix: _suffix, best_of: _bestOf, user: _user, logprobs: _logprobs, ...rest } = b;
   const request = toGenerateRequest({
     ...rest,
-    stream: false,
     messages: [{ role: 'user', content: '' }],
-    max_tokens: p.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS,
-    logprobs: typeof lp === 'number',
-    top_logprobs: typeof lp === 'number' ? lp : null,
-  });
+    max_tokens: b.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS,
+    logprobs: lp !== undefined,
+    top_logprobs: lp ?? null,
+  } as ChatCompletionCreateParams);
   delete request.messages;
   return { ...request, ...prompt };
 }

@@ -3,13 +3,15 @@
 // tiny ChatML tokenizer). The browser's Service Worker → page messaging is the one stand-in (an EventTarget that
 // delivers the message and its port, as navigator.serviceWorker does); e2e/pwa.spec.ts runs the real thing.
 // Streams and JSON answers equal the engine's own, errors are OpenAI-shaped with OpenAI's statuses, a client that
-// goes away aborts the engine's request, and concurrent clients share engine steps.
+// goes away aborts the engine's request, and concurrent clients share engine steps. Only the origin's own pages are
+// answered: what the browser sets and a page cannot forge (Origin, Sec-Fetch-Site, the requesting client, the mode)
+// is checked before anything reaches the engine page.
 import { describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { serveOpenAI } from './openai-server.ts';
-import { relayRequest, type RelayClients } from './service-worker.ts';
+import { foreignRequest, relayOpenAI, relayRequest, type RelayClients, type RelayFetchEvent } from './service-worker.ts';
 import { decodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
 
@@ -77,6 +79,16 @@ describe('the relayed OpenAI endpoint', () => {
       [await s.post('/v1/chat/completions', '{"messages": ['), 400, /not JSON/, null],
       [await s.post('/v1/chat/completions', { messages, n: 2 }), 400, /'n' should be 1/, 'n'],
       [await s.post('/v1/chat/completions', { messages, temperature: -1 }), 400, /temperature/, 'temperature'],
+      // Out of range or of the wrong type: named as the body spells it, the bound in the message.
+      [await s.post('/v1/chat/completions', { messages, logit_bias: { '5': 101 } }), 400, /from -100 to 100/, 'logit_bias["5"]'],
+      [await s.post('/v1/chat/completions', { messages, stop: Array.from({ length: 17 }, (_, i) => `s${i}`) }), 400, /at most 16 stop strings/, 'stop'],
+      [await s.post('/v1/chat/completions', { messages, top_logprobs: 21, logprobs: true }), 400, /from 0 to 20/, 'top_logprobs'],
+      [await s.post('/v1/chat/completions', { messages, stream: 'yes' }), 400, /true or false/, 'stream'],
+      [await s.post('/v1/chat/completions', { messages: [{ role: 'user', content: 5 }] }), 400, /string or an array/, 'messages[0].content'],
+      // What only the engine knows (the test model's 128 ids), with the engine's field spelled as the body's.
+      [await s.post('/v1/chat/completions', { messages, logit_bias: { '4000': -100 } }), 400, /\[0, 128\)/, 'logit_bias[4000]'],
+      [await s.post('/v1/chat/completions', '[{"messages": []}]'), 400, /JSON object/, null],
+      [await s.post('/v1/chat/completions', 'null'), 400, /JSON object/, null],
       [await s.post('/v1/completions', { prompt: 'x' }), 404, /POST \/v1\/chat\/completions/, null],
       [await relayRequest(new Request('https://app.test/v1/chat/completions'), s.clients), 405, /use POST/, null],
     ];
@@ -123,5 +135,73 @@ describe('the relayed OpenAI endpoint', () => {
     );
     expect(texts.every((t) => t.length > 0)).toBe(true);
     expect(s.runner.log.some((step) => step.length === 4)).toBe(true);
+  });
+});
+
+describe('who may ask: the origin\'s own pages, with fetch', () => {
+  const ORIGIN = 'https://app.test';
+  const req = (headers: Record<string, string> = {}, mode: RequestMode = 'cors') => ({ headers: new Headers(headers), mode });
+
+  test('foreignRequest: another origin (Origin, Sec-Fetch-Site, the client), a navigation and no-cors are refused', () => {
+    // What a page of the origin sends: nothing to refuse.
+    expect(foreignRequest(req(), ORIGIN, `${ORIGIN}/chat`)).toBeUndefined();
+    expect(foreignRequest(req({ origin: ORIGIN, 'sec-fetch-site': 'same-origin' }), ORIGIN)).toBeUndefined();
+    const refused: [ReturnType<typeof req>, string | undefined, string, RegExp][] = [
+      // A cross-site form POST, as Chromium shows it to the worker.
+      [req({ origin: 'https://evil.test', 'content-type': 'text/plain' }, 'navigate'), undefined, 'cross_origin', /came from https:\/\/evil\.test: call it from a page of https:\/\/app\.test/],
+      [req({ origin: 'null' }), undefined, 'cross_origin', /opaque origin/],
+      [req({ 'sec-fetch-site': 'cross-site' }), undefined, 'cross_origin', /a cross-site page/],
+      // Another site of the same registrable domain is another origin all the same.
+      [req({ 'sec-fetch-site': 'same-site' }), undefined, 'cross_origin', /a same-site page/],
+      [req(), 'https://evil.test/page', 'cross_origin', /came from https:\/\/evil\.test/],
+      // A link or the address bar: no Origin, no client of another origin, still no answer.
+      [req({}, 'navigate'), `${ORIGIN}/chat`, 'navigation', /not navigations .*: call it with fetch/],
+      [req({}, 'navigate'), undefined, 'navigation', /not navigations/],
+      [req({ 'sec-fetch-site': 'none' }, 'navigate'), undefined, 'navigation', /not navigations/],
+      [req({}, 'no-cors'), `${ORIGIN}/chat`, 'no_cors', /call it with fetch's default mode/],
+    ];
+    for (const [r, client, code, message] of refused) {
+      const why = foreignRequest(r, ORIGIN, client);
+      expect(why?.code, JSON.stringify([...r.headers, r.mode, client])).toBe(code);
+      expect(why!.message).toMatch(message);
+    }
+  });
+
+  test('relayOpenAI: a foreign request is a 403 in OpenAI\'s format and never reaches the engine page; the page\'s own is answered', async () => {
+    const s = setup();
+    const sent: string[] = [];
+    // The worker's clients: the engine page (of the origin); a client id of another origin resolves to nothing.
+    const clients: RelayClients = {
+      matchAll: async (o) => (await s.clients.matchAll(o)).map((c) => ({ id: c.id, postMessage: (m: unknown, t: Transferable[]) => (sent.push((m as { type: string }).type), c.postMessage(m, t)) })),
+      get: async (id) => (id === 'page-1' ? { id, url: `${ORIGIN}/chat` } : undefined),
+    };
+    let listener: ((e: RelayFetchEvent) => void) | undefined;
+    relayOpenAI({ location: { origin: ORIGIN }, clients, addEventListener: (_type, l) => (listener = l) }, { pingTimeoutMs: 200 });
+    const dispatch = (request: Request, clientId: string) => {
+      let answer: Promise<Response> | undefined;
+      listener!({ request, clientId, respondWith: (r) => (answer = Promise.resolve(r)) });
+      return answer;
+    };
+    const body = JSON.stringify({ messages, max_tokens: 3, temperature: 0 });
+    const post = (headers: Record<string, string>, mode?: RequestMode) => new Request(`${ORIGIN}/v1/chat/completions`, { method: 'POST', body, headers, mode });
+
+    for (const [request, clientId, code] of [
+      [post({ origin: 'https://evil.test', 'content-type': 'text/plain' }), 'evil-1', 'cross_origin'],
+      [post({ 'sec-fetch-site': 'cross-site' }), 'page-1', 'cross_origin'],
+      [post({}, 'no-cors'), 'page-1', 'no_cors'],
+    ] as const) {
+      const res = await dispatch(request, clientId)!;
+      expect(res.status).toBe(403);
+      expect(await res.json()).toEqual({ error: { message: expect.stringMatching(/This OpenAI endpoint/), type: 'invalid_request_error', param: null, code } });
+    }
+    expect(sent).toEqual([]); // the engine page was not even asked whether it holds an engine
+
+    const own = await dispatch(post({ origin: ORIGIN }), 'page-1')!;
+    expect(own.status).toBe(200);
+    expect((await own.json()).choices[0].message.content).toBe(await generateText(s.engine, 3));
+    expect(sent).toEqual(['intab:ping', 'intab:request']);
+    // Other paths and origins are not the relay's: no answer, other handlers take them.
+    expect(dispatch(new Request(`${ORIGIN}/index.html`), 'page-1')).toBeUndefined();
+    expect(dispatch(new Request('https://cdn.test/v1/models'), 'page-1')).toBeUndefined();
   });
 });

@@ -6,7 +6,7 @@
 
 import { InvalidRequestError, ContextLengthExceededError, EngineClosedError } from '@intab/engine/errors';
 import type { IntabEngine } from './engine.ts';
-import { ignoredFields, type ChatCompletionCreateParams } from './openai.ts';
+import { ignoredFields, type ChatCompletionCreateParams, type ChatCompletionCreateParamsNonStreaming } from './openai.ts';
 
 /** A request as the Service Worker relays it. */
 export interface RelayedRequest {
@@ -29,14 +29,41 @@ export function openAIError(message: string, type: string, code: string | null =
   return { error: { message, type, param, code } };
 }
 
+/** The engine's request fields that an OpenAI body spells otherwise (the OpenAI mapping names its own fields already). */
+const OPENAI_PARAMS = new Map(Object.entries({
+  maxTokens: 'max_tokens', topP: 'top_p', topK: 'top_k', minP: 'min_p', repetitionPenalty: 'repetition_penalty', presencePenalty: 'presence_penalty',
+  frequencyPenalty: 'frequency_penalty', logitBias: 'logit_bias', topLogprobs: 'top_logprobs', strictContext: 'strict_context', promptIds: 'prompt',
+  responseFormat: 'response_format', 'responseFormat.schema': 'response_format.json_schema.schema', 'responseFormat.strict': 'response_format.json_schema.strict',
+}));
+
+/**
+ * The OpenAI `param` of an InvalidRequestError's field: the body's own spelling ('logitBias[70000]' → 'logit_bias[70000]',
+ * 'promptIds[3]' → 'prompt'); null for the body as a whole, as OpenAI answers.
+ */
+export function openAiParam(field: string | undefined): string | null {
+  if (field === undefined || field === 'request' || field === 'body') return null;
+  const whole = OPENAI_PARAMS.get(field);
+  if (whole) return whole;
+  const root = /^[A-Za-z_]+/.exec(field)?.[0] ?? '';
+  const param = OPENAI_PARAMS.get(root);
+  if (!param) return field;
+  return root === 'promptIds' ? param : param + field.slice(root.length);
+}
+
 /** The HTTP status and OpenAI error body of an error thrown while answering. */
 export function errorResponse(err: unknown): { status: number; body: ReturnType<typeof openAIError> } {
   const e = err as Error & { field?: string };
-  if (err instanceof InvalidRequestError) return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, e.field ?? null) };
+  if (err instanceof InvalidRequestError || e?.name === 'InvalidRequestError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, openAiParam(e.field)) };
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
   if (err instanceof ContextLengthExceededError || e?.name === 'ContextLengthExceededError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', 'messages') };
   if (err instanceof EngineClosedError) return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
-  if (e?.name === 'TokenizerRequiredError' || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
+  // The only part of an OpenAI body that becomes a grammar is response_format.
+  if (e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
+    return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, 'response_format') };
+  }
+  // The chat template refused the conversation (its raise_exception: roles out of order...), as vLLM answers it.
+  if (e?.name === 'ChatTemplateError' && (e as { reason?: string }).reason === 'failed') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, 'messages') };
+  if (e?.name === 'TokenizerRequiredError' || (e?.name === 'ChatTemplateError' && (e as { reason?: string }).reason === 'missing') || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
     return { status: 400, body: openAIError(e.message, 'invalid_request_error') };
   }
   return { status: 500, body: openAIError(`The engine failed: ${e?.message ?? String(err)}`, 'server_error') };
@@ -80,7 +107,8 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
     // Fields nothing reads are ignored, as OpenAI does, and named in a header.
     const ignored = ignoredFields(body);
     const named: Record<string, string> = ignored.length ? { 'x-intab-ignored-fields': ignored.join(', ') } : {};
-    if (body.stream) {
+    // Only `true` streams: any other stream value goes to the mapping as sent (a non-boolean is a 400 naming it).
+    if (body.stream === true) {
       const stream = await engine.chat.completions.create({ ...body, stream: true }, { signal: controller.signal });
       headSent = true;
       send({ type: 'head', status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...named } });
@@ -89,7 +117,7 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
       send({ type: 'end' });
       return;
     }
-    const completion = await engine.chat.completions.create({ ...body, stream: false }, { signal: controller.signal });
+    const completion = await engine.chat.completions.create(body as ChatCompletionCreateParamsNonStreaming, { signal: controller.signal });
     json(200, completion, named);
   } catch (err) {
     if (controller.signal.aborted) return send({ type: 'end' });

@@ -118,9 +118,75 @@ describe('toGenerateRequest', () => {
     expect(err({ messages: [] }).field).toBe('messages');
     expect(err({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }).field).toBe('messages[0].content[0]');
     expect(err({ messages, temperature: 'hot' }).field).toBe('temperature');
-    expect(err({ messages, stop: [1] }).field).toBe('stop');
+    expect(err({ messages, stop: [1] }).field).toBe('stop[0]');
     expect(err({ messages, response_format: { type: 'xml' } }).field).toBe('response_format.type');
     expect(err({ messages, response_format: { type: 'json_schema' } }).field).toBe('response_format.json_schema');
+  });
+
+  test('wrong types and out-of-range values are refused naming the OpenAI field, the bound in the message', () => {
+    const err = (extra: Record<string, unknown>) => {
+      try {
+        toGenerateRequest({ messages, ...extra } as never);
+      } catch (e) {
+        expect(e).toBeInstanceOf(InvalidRequestError);
+        return [(e as InvalidRequestError).field, (e as Error).message];
+      }
+      throw new Error(`accepted: ${JSON.stringify(extra)}`);
+    };
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ temperature: 101 }, 'temperature', 'from 0 to 100'],
+      [{ temperature: NaN }, 'temperature', 'from 0 to 100'],
+      [{ top_p: 0 }, 'top_p', 'temperature: 0'],
+      [{ top_k: -2 }, 'top_k', '-1 or 0 = off'],
+      [{ top_k: 1.5 }, 'top_k', 'integer'],
+      [{ min_p: 1.5 }, 'min_p', 'from 0 to 1'],
+      [{ frequency_penalty: 2.5 }, 'frequency_penalty', 'from -2 to 2'],
+      [{ presence_penalty: -3 }, 'presence_penalty', 'from -2 to 2'],
+      [{ repetition_penalty: 0 }, 'repetition_penalty', 'from 0.01 to 10'],
+      [{ max_tokens: 0 }, 'max_tokens', 'a positive integer'],
+      [{ max_tokens: 2.5, max_completion_tokens: 4 }, 'max_tokens', 'a positive integer'], // checked though overridden
+      [{ max_completion_tokens: '8' }, 'max_completion_tokens', 'a positive integer'],
+      [{ seed: 1.5 }, 'seed', 'an integer'],
+      [{ logprobs: 'yes' }, 'logprobs', 'true or false'],
+      [{ top_logprobs: 21, logprobs: true }, 'top_logprobs', 'from 0 to 20'],
+      [{ logit_bias: [1] }, 'logit_bias', '{ "<token id>": bias }'],
+      [{ logit_bias: new Map([[5, 1]]) }, 'logit_bias', '{ "<token id>": bias }'], // not read as an empty object
+      [{ logit_bias: { '1e2': 1 } }, 'logit_bias["1e2"]', 'a token id'],
+      [{ logit_bias: JSON.parse('{"__proto__": 1}') }, 'logit_bias["__proto__"]', 'a token id'], // an own key, as JSON.parse makes it
+      [{ logit_bias: { '7': 100.5 } }, 'logit_bias["7"]', 'from -100 to 100'],
+      [{ logit_bias: Object.fromEntries(Array.from({ length: 1025 }, (_, i) => [String(i), 1])) }, 'logit_bias', 'at most 1024'],
+      [{ stop: '' }, 'stop', 'a non-empty string'],
+      [{ stop: ['a', ''] }, 'stop[1]', 'a non-empty string'],
+      [{ stop: ['x'.repeat(1025)] }, 'stop[0]', 'at most 1024 characters'],
+      [{ stop: Array.from({ length: 17 }, () => 'x') }, 'stop', 'at most 16 stop strings'],
+      [{ stream: 'yes' }, 'stream', 'true or false'],
+      [{ stream_options: 'x' }, 'stream_options', 'include_usage'],
+      [{ stream_options: { include_usage: 1 } }, 'stream_options.include_usage', 'true or false'],
+      [{ model: 5 }, 'model', 'a string'],
+      [{ messages: [{ role: 'user', content: 'x', name: 5 }] }, 'messages[0].name', 'a string'],
+      [{ messages: [{ content: 'x' }] }, 'messages[0].role', 'a string'],
+      [{ response_format: { type: 'json_schema', json_schema: { schema: [] } } }, 'response_format.json_schema.schema', 'a JSON Schema'],
+      [{ response_format: { type: 'json_schema', json_schema: { schema: {}, strict: 'yes' } } }, 'response_format.json_schema.strict', 'true or false'],
+    ];
+    for (const [extra, field, bound] of cases) expect(err(extra), JSON.stringify(extra)).toEqual([field, expect.stringContaining(bound)]);
+    // A sparse array's hole is refused, not skipped.
+    expect(err({ messages: [{ role: 'user', content: 'x' }, , { role: 'user', content: 'y' }] })[0]).toBe('messages[1]');
+    // A schema nested past the grammar's nesting budget is refused here, before it is cloned to the worker.
+    let deep: unknown = {};
+    for (let i = 0; i < 200_000; i++) deep = { a: deep };
+    expect(err({ response_format: { type: 'json_schema', json_schema: { schema: deep } } })).toEqual(['response_format.json_schema.schema', expect.stringContaining('at most 128 levels deep')]);
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(err({ response_format: { type: 'json_schema', json_schema: { schema: loop } } })[1]).toContain('contains itself');
+  });
+
+  test('lenient where compatible servers are: top_k -1 is off, an int64 seed folds to the 32 bits the RNG reads, null is the default', () => {
+    expect(toGenerateRequest({ messages, top_k: -1 })).toEqual({ messages });
+    expect(toGenerateRequest({ messages, seed: 12345678901234567890 }).seed).toBe(12345678901234567890 >>> 0);
+    expect(toGenerateRequest({ messages, seed: -7 }).seed).toBe(-7);
+    const nulls = { temperature: null, top_p: null, stop: null, logit_bias: null, seed: null, n: null, stream: null, model: null, response_format: null, top_logprobs: null };
+    expect(toGenerateRequest({ messages, ...nulls } as never)).toEqual({ messages });
+    expect(toGenerateRequest({ messages, temperature: 3, min_p: 0.1 })).toMatchObject({ temperature: 3, minP: 0.1 }); // past OpenAI's 2: min_p's recipe
   });
 
   test('response_format maps to the constrained formats (a schema is always enforced; strict: false only drops what cannot be)', () => {

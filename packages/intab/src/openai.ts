@@ -3,8 +3,9 @@
 // one `chat.completion` — the exact shapes of OpenAI's API, so code written for the openai SDK or an
 // OpenAI-compatible server runs unchanged against a model in the tab.
 
-import type { Chunk, FinishReason, GenerateRequest, TokenLogprob } from '@intab/engine/contract';
-import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
+import { REQUEST_LIMITS as L, type ChatMessage, type Chunk, type FinishReason, type GenerateRequest, type ResponseFormat, type TokenLogprob } from '@intab/engine/contract';
+import { IntabEngineError } from '@intab/engine/errors';
+import { bad, bodyOf, booleanField, checkDepth, isObject, isPlainObject, logitBiasField, numberField, present, stopField } from './openai-checks.ts';
 
 // ---- request ----
 
@@ -32,7 +33,7 @@ export interface ChatCompletionCreateParamsBase {
   max_completion_tokens?: number | null;
   temperature?: number | null;
   top_p?: number | null;
-  /** Not in OpenAI's API (common in compatible servers). */
+  /** Not in OpenAI's API (common in compatible servers): -1 or 0 = off. */
   top_k?: number | null;
   /** Not in OpenAI's API (common in compatible servers). */
   min_p?: number | null;
@@ -159,102 +160,129 @@ export interface ChatCompletion {
 
 // ---- mapping ----
 
-function num(field: string, v: number | null | undefined, expected: string): number | undefined {
-  if (v === null || v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new InvalidRequestError(field, v, expected);
-  return v;
+/** A message's text: a string, null (an assistant turn of tool calls), or OpenAI's array of text parts. */
+function text(content: unknown, i: number): string {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return '';
+  if (!Array.isArray(content)) bad(`messages[${i}].content`, content, 'a string or an array of { type: "text", text } parts');
+  let out = '';
+  // Index loops here and below: a sparse array's holes are refused, not skipped.
+  for (let j = 0; j < content.length; j++) {
+    const part: unknown = content[j];
+    if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') {
+      bad(`messages[${i}].content[${j}]`, part, 'a { type: "text", text } part (this model reads text only)');
+    }
+    out += part.text;
+  }
+  return out;
 }
 
-function text(m: ChatCompletionMessageParam, i: number): string {
-  if (typeof m.content === 'string') return m.content;
-  if (m.content === null || m.content === undefined) return '';
-  if (!Array.isArray(m.content)) throw new InvalidRequestError(`messages[${i}].content`, m.content, 'a string or an array of { type: "text", text } parts');
-  return m.content
-    .map((p, j) => {
-      if (p?.type !== 'text' || typeof p.text !== 'string') {
-        throw new InvalidRequestError(`messages[${i}].content[${j}]`, p, 'a { type: "text", text } part (this model reads text only)');
-      }
-      return p.text;
-    })
-    .join('');
+function messagesOf(v: unknown): ChatMessage[] {
+  if (!Array.isArray(v) || v.length === 0) bad('messages', v, 'a non-empty array of { role, content }');
+  const out: ChatMessage[] = [];
+  for (let i = 0; i < v.length; i++) {
+    const m: unknown = v[i];
+    if (!isObject(m)) bad(`messages[${i}]`, m, 'an object { role, content }');
+    if (typeof m.role !== 'string') bad(`messages[${i}].role`, m.role, "a string ('system', 'developer', 'user', 'assistant', 'tool')");
+    if (present(m.name) && typeof m.name !== 'string') bad(`messages[${i}].name`, m.name, 'a string');
+    // OpenAI's 'developer' role is the system prompt of newer models; chat templates know 'system'.
+    out.push({ role: m.role === 'developer' ? 'system' : m.role, content: text(m.content, i) });
+  }
+  return out;
 }
+
+function formatOf(v: unknown): ResponseFormat | undefined {
+  if (!present(v)) return undefined;
+  if (!isObject(v)) bad('response_format', v, "{ type: 'json_schema', json_schema: { schema } }, { type: 'json_object' } or { type: 'text' }");
+  switch (v.type) {
+    case 'text':
+      return undefined;
+    case 'json_object':
+      return { type: 'json_object' };
+    case 'json_schema': {
+      const js = v.json_schema;
+      if (!isObject(js)) bad('response_format.json_schema', js, '{ name, schema, strict? }');
+      if (present(js.name) && typeof js.name !== 'string') bad('response_format.json_schema.name', js.name, 'a string');
+      const schema = js.schema ?? {};
+      if (typeof schema !== 'boolean' && !isPlainObject(schema)) bad('response_format.json_schema.schema', schema, 'a JSON Schema (an object, or true/false)');
+      checkDepth('response_format.json_schema.schema', schema);
+      if (present(js.strict) && typeof js.strict !== 'boolean') bad('response_format.json_schema.strict', js.strict, 'true or false');
+      // OpenAI's strict defaults to false (its structured outputs then are best effort); here a schema is always
+      // enforced, and strict: false only lets keywords the grammar cannot enforce be dropped instead of refused.
+      return { type: 'json_schema', schema: schema as Record<string, unknown> | boolean, strict: js.strict !== false };
+    }
+    default:
+      return bad('response_format.type', v.type, "'json_schema', 'json_object' or 'text'");
+  }
+}
+
+const MAX_INT = Number.MAX_SAFE_INTEGER;
 
 /**
- * The GenerateRequest of an OpenAI chat completion request; options the engine has no notion of are
- * InvalidRequestErrors naming the field. Range checks of the sampling values are the engine's.
+ * The GenerateRequest of an OpenAI chat completion request. A field of the wrong type or out of range, and an option
+ * the engine has no notion of, is an InvalidRequestError naming the field as the body spells it (the ranges are
+ * OpenAI's; where OpenAI has none, the engine's REQUEST_LIMITS). What depends on the model (token ids past its
+ * vocabulary, a prompt over its context) is the engine's to refuse.
  * @example
  * toGenerateRequest({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 16, stop: '\n' });
  * // { messages: [...], maxTokens: 16, stop: ['\n'] }
  */
 export function toGenerateRequest(p: ChatCompletionCreateParams): GenerateRequest {
-  if (typeof p !== 'object' || p === null) throw new InvalidRequestError('request', p, 'an object with messages');
-  if (p.n !== null && p.n !== undefined && p.n !== 1) {
-    throw new InvalidRequestError('n', p.n, '1 (intab returns one choice per request: send n requests, with different seeds, to get n choices)');
+  const b = bodyOf(p, 'an object with messages');
+  if (present(b.n) && b.n !== 1) {
+    bad('n', b.n, '1 (intab returns one choice per request: send n requests, with different seeds, to get n choices)');
   }
-  if (!Array.isArray(p.messages) || p.messages.length === 0) throw new InvalidRequestError('messages', p.messages, 'a non-empty array of { role, content }');
-  const r: GenerateRequest = {
-    messages: p.messages.map((m, i) => {
-      if (typeof m !== 'object' || m === null || typeof m.role !== 'string') throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content }');
-      // OpenAI's 'developer' role is the system prompt of newer models; chat templates know 'system'.
-      return { role: m.role === 'developer' ? 'system' : m.role, content: text(m, i) };
-    }),
-  };
-  const maxTokens = num('max_completion_tokens', p.max_completion_tokens, 'a positive integer') ?? num('max_tokens', p.max_tokens, 'a positive integer');
-  if (maxTokens !== undefined) r.maxTokens = maxTokens;
-  if (p.truncate !== null && p.truncate !== undefined) {
-    if (p.truncate !== 'oldest' && p.truncate !== 'none') throw new InvalidRequestError('truncate', p.truncate, "'oldest' (drop the oldest turns to fit the context) or 'none'");
-    r.truncate = p.truncate;
+  if (present(b.model) && typeof b.model !== 'string') bad('model', b.model, 'a string (echoed in the response; the engine runs its loaded model)');
+  booleanField(b, 'stream', 'true: stream chat.completion.chunk objects');
+  if (present(b.stream_options)) {
+    if (!isObject(b.stream_options)) bad('stream_options', b.stream_options, '{ include_usage?: boolean }');
+    if (present(b.stream_options.include_usage) && typeof b.stream_options.include_usage !== 'boolean') bad('stream_options.include_usage', b.stream_options.include_usage, 'true or false');
   }
-  if (p.strict_context !== null && p.strict_context !== undefined) {
-    if (typeof p.strict_context !== 'boolean') throw new InvalidRequestError('strict_context', p.strict_context, 'a boolean (true: refuse a max_tokens the context cannot hold instead of clamping it)');
-    r.strictContext = p.strict_context;
+  const r: GenerateRequest = { messages: messagesOf(b.messages) };
+  // max_completion_tokens wins; max_tokens is its deprecated name. Both are checked.
+  const maxCompletion = numberField(b, 'max_completion_tokens', { lo: 1, hi: MAX_INT, integer: true, expected: 'a positive integer' });
+  const maxTokens = numberField(b, 'max_tokens', { lo: 1, hi: MAX_INT, integer: true, expected: 'a positive integer' });
+  if (maxCompletion !== undefined || maxTokens !== undefined) r.maxTokens = maxCompletion ?? maxTokens;
+  if (present(b.truncate)) {
+    if (b.truncate !== 'oldest' && b.truncate !== 'none') bad('truncate', b.truncate, "'oldest' (drop the oldest turns to fit the context) or 'none'");
+    r.truncate = b.truncate;
   }
-  const set = <K extends keyof GenerateRequest>(key: K, field: keyof ChatCompletionCreateParamsBase, expected: string) => {
-    const v = num(field, p[field] as number | null | undefined, expected);
+  const strictContext = booleanField(b, 'strict_context', 'true: refuse a max_tokens the context cannot hold instead of clamping it');
+  if (strictContext !== undefined) r.strictContext = strictContext;
+  const set = (key: keyof GenerateRequest, field: string, o: Parameters<typeof numberField>[2]) => {
+    const v = numberField(b, field, o);
     if (v !== undefined) (r as Record<string, unknown>)[key] = v;
   };
-  set('temperature', 'temperature', 'a number from 0 to 2');
-  set('topP', 'top_p', 'a number in (0, 1]');
-  set('topK', 'top_k', 'a non-negative integer');
-  set('minP', 'min_p', 'a number in [0, 1]');
-  set('frequencyPenalty', 'frequency_penalty', 'a number from -2 to 2');
-  set('presencePenalty', 'presence_penalty', 'a number from -2 to 2');
-  set('repetitionPenalty', 'repetition_penalty', 'a positive number');
-  set('seed', 'seed', 'an integer');
-  if (p.logit_bias !== null && p.logit_bias !== undefined) {
-    if (typeof p.logit_bias !== 'object') throw new InvalidRequestError('logit_bias', p.logit_bias, 'an object { "<token id>": bias }');
-    const bias: Record<number, number> = {};
-    for (const [k, v] of Object.entries(p.logit_bias)) {
-      if (!/^\d+$/.test(k)) throw new InvalidRequestError(`logit_bias["${k}"]`, k, 'a key that is a token id (a non-negative integer)');
-      bias[Number(k)] = num(`logit_bias["${k}"]`, v, 'a number from -100 to 100') as number;
-    }
-    r.logitBias = bias;
+  const penalty = { lo: -L.penalty, hi: L.penalty, expected: `a number from -${L.penalty} to ${L.penalty}` };
+  // OpenAI caps temperature at 2; the engine takes up to 100 (a high temperature with min_p is a known recipe).
+  set('temperature', 'temperature', { lo: 0, hi: L.temperature, expected: `a number from 0 to ${L.temperature} (0 = greedy)` });
+  set('topP', 'top_p', { lo: 0, hi: 1, open: true, expected: 'a number in (0, 1] (for greedy decoding send temperature: 0)' });
+  // -1 is vLLM's "off", as 0 is here.
+  const topK = numberField(b, 'top_k', { lo: -1, hi: MAX_INT, integer: true, expected: 'an integer ≥ -1 (-1 or 0 = off)' });
+  if (topK !== undefined && topK > 0) r.topK = topK;
+  set('minP', 'min_p', { lo: 0, hi: 1, expected: 'a number from 0 to 1 (0 = off)' });
+  set('frequencyPenalty', 'frequency_penalty', penalty);
+  set('presencePenalty', 'presence_penalty', penalty);
+  const [repLo, repHi] = L.repetitionPenalty;
+  set('repetitionPenalty', 'repetition_penalty', { lo: repLo, hi: repHi, expected: `a number from ${repLo} to ${repHi} (1 = off)` });
+  if (present(b.seed)) {
+    if (typeof b.seed !== 'number' || !Number.isInteger(b.seed)) bad('seed', b.seed, 'an integer');
+    // OpenAI's seed is an int64, inexact in JSON past 2^53; the engine's RNG reads a seed's low 32 bits anyway.
+    r.seed = Number.isSafeInteger(b.seed) ? b.seed : b.seed >>> 0;
   }
-  if (p.stop !== null && p.stop !== undefined) {
-    const stop = typeof p.stop === 'string' ? [p.stop] : p.stop;
-    if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string')) throw new InvalidRequestError('stop', p.stop, 'a string or an array of strings');
-    r.stop = stop;
-  }
-  const topLogprobs = num('top_logprobs', p.top_logprobs, 'an integer from 0 to 20');
-  if (topLogprobs !== undefined && topLogprobs > 0 && p.logprobs !== true) {
-    throw new InvalidRequestError('top_logprobs', topLogprobs, 'set only together with logprobs: true');
-  }
-  if (p.logprobs === true) {
+  const bias = logitBiasField(b);
+  if (bias !== undefined) r.logitBias = bias;
+  const stop = stopField(b);
+  if (stop !== undefined) r.stop = stop;
+  const logprobs = booleanField(b, 'logprobs', "true: return each token's logprob");
+  const topLogprobs = numberField(b, 'top_logprobs', { lo: 0, hi: L.topLogprobs, integer: true, expected: `an integer from 0 to ${L.topLogprobs}` });
+  if (topLogprobs !== undefined && topLogprobs > 0 && logprobs !== true) bad('top_logprobs', topLogprobs, 'set only together with logprobs: true');
+  if (logprobs === true) {
     r.logprobs = true;
     if (topLogprobs !== undefined) r.topLogprobs = topLogprobs;
   }
-  const format = p.response_format;
-  if (format !== null && format !== undefined) {
-    if (typeof format !== 'object') throw new InvalidRequestError('response_format', format, "{ type: 'json_schema', json_schema: { schema } }, { type: 'json_object' } or { type: 'text' }");
-    if (format.type === 'json_object') r.responseFormat = { type: 'json_object' };
-    else if (format.type === 'json_schema') {
-      const js = format.json_schema;
-      if (typeof js !== 'object' || js === null) throw new InvalidRequestError('response_format.json_schema', js, '{ name, schema, strict? }');
-      // OpenAI's strict defaults to false (its structured outputs then are best effort); here a schema is always
-      // enforced, and strict: false only lets keywords the grammar cannot enforce be dropped instead of refused.
-      r.responseFormat = { type: 'json_schema', schema: js.schema ?? {}, strict: js.strict !== false };
-    } else if (format.type !== 'text') throw new InvalidRequestError('response_format.type', (format as { type?: unknown }).type, "'json_schema', 'json_object' or 'text'");
-  }
+  const format = formatOf(b.response_format);
+  if (format) r.responseFormat = format;
   return r;
 }
 

@@ -1,0 +1,164 @@
+// The checks of a GenerateRequest before any work is done for it: every field's type and range, against the model
+// (its vocabulary, whether it has a tokenizer). Each refusal is an InvalidRequestError that names the field ('stop[3]',
+// 'logitBias[70000]', 'messages[2].content') and says what is accepted, bounds included. The bounds are the contract's
+// REQUEST_LIMITS, which the OpenAI surface checks too. resolveOptions (sequence.ts) runs these, then fills in defaults;
+// what depends on what is loaded (a draft model, the layers that can self-draft) is resolveSpeculative's, later.
+
+import { REQUEST_LIMITS as L, type GenerateRequest } from './contract.ts';
+import { formatOf } from './constraint.ts';
+import { InvalidRequestError } from './errors.ts';
+
+/** Whether a field was sent: undefined and null both mean "absent" (JSON bodies send null for "the default"). */
+export function given(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
+
+function bad(field: string, value: unknown, expected: string): never {
+  throw new InvalidRequestError(field, value, expected);
+}
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
+
+/** An object of fields (not an array, not a Map or other class instance, whose own keys would be invisible). */
+function isRecord(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** A key as part of a field name, cut so that a hostile key cannot make the error's field or message huge. */
+export function shownKey(k: string): string {
+  return k.length > 24 ? `${k.slice(0, 21)}...` : k;
+}
+
+/** A token id in [0, vocab): a whole number, no sign, no exponent, no leading zero, as a JSON object key. */
+const ID_KEY = /^(?:0|[1-9]\d{0,15})$/;
+
+function tokenIds(field: string, ids: unknown, vocab: number, nonEmpty: boolean): void {
+  if (!Array.isArray(ids) || (nonEmpty && ids.length === 0)) bad(field, ids, `${nonEmpty ? 'a non-empty' : 'an'} array of token ids in [0, ${vocab})`);
+  // An index loop, not forEach: a sparse array's holes are undefined ids too.
+  for (let i = 0; i < ids.length; i++) {
+    const id: unknown = ids[i];
+    if (!Number.isInteger(id) || (id as number) < 0 || (id as number) >= vocab) bad(`${field}[${i}]`, id, `a token id in [0, ${vocab})`);
+  }
+}
+
+function boolean(r: GenerateRequest, field: keyof GenerateRequest, what: string): void {
+  const v = r[field];
+  if (given(v) && typeof v !== 'boolean') bad(field, v, `a boolean${what ? ` (${what})` : ''}`);
+}
+
+/** A number in [lo, hi] (lo excluded when `open`). */
+function range(r: GenerateRequest, field: keyof GenerateRequest, lo: number, hi: number, expected: string, open = false): void {
+  const v = r[field];
+  if (!given(v)) return;
+  if (!isNumber(v) || (open ? v <= lo : v < lo) || v > hi) bad(field, v, expected);
+}
+
+// ---- the prompt ----
+
+/** Exactly one of prompt, promptIds and messages, each of its shape. */
+function checkPrompt(r: GenerateRequest, vocab: number): void {
+  const sent = (['prompt', 'promptIds', 'messages'] as const).filter((k) => given(r[k]));
+  if (sent.length !== 1) bad('prompt', sent.length ? sent.join(' and ') : 'none of them', 'exactly one of prompt, promptIds or messages');
+  if (given(r.prompt) && typeof r.prompt !== 'string') bad('prompt', r.prompt, 'a string');
+  if (given(r.promptIds)) tokenIds('promptIds', r.promptIds, vocab, true);
+  if (given(r.messages)) {
+    const ms: unknown = r.messages;
+    if (!Array.isArray(ms) || ms.length === 0) bad('messages', ms, 'a non-empty array of { role, content } messages');
+    for (let i = 0; i < ms.length; i++) {
+      const m: unknown = ms[i];
+      if (typeof m !== 'object' || m === null || Array.isArray(m)) bad(`messages[${i}]`, m, 'a message { role: string, content: string }');
+      const { role, content } = m as Record<string, unknown>;
+      if (typeof role !== 'string') bad(`messages[${i}].role`, role, "a string ('system', 'user', 'assistant', ...)");
+      if (typeof content !== 'string') bad(`messages[${i}].content`, content, 'a string');
+    }
+  }
+}
+
+// ---- sampling ----
+
+function checkSampling(r: GenerateRequest, vocab: number): void {
+  range(r, 'temperature', 0, L.temperature, `a number in [0, ${L.temperature}] (0 = greedy)`);
+  if (given(r.topK) && (!Number.isSafeInteger(r.topK) || r.topK! < 0)) bad('topK', r.topK, 'an integer ≥ 0 (0 = off)');
+  range(r, 'topP', 0, 1, 'a number in (0, 1] (1 = off; for greedy decoding set temperature: 0)', true);
+  range(r, 'minP', 0, 1, 'a number in [0, 1] (0 = off)');
+  const [repLo, repHi] = L.repetitionPenalty;
+  range(r, 'repetitionPenalty', repLo, repHi, `a number in [${repLo}, ${repHi}] (1 = off)`);
+  range(r, 'presencePenalty', -L.penalty, L.penalty, `a number in [-${L.penalty}, ${L.penalty}] (0 = off)`);
+  range(r, 'frequencyPenalty', -L.penalty, L.penalty, `a number in [-${L.penalty}, ${L.penalty}] (0 = off)`);
+  if (given(r.logitBias)) {
+    const bias: unknown = r.logitBias;
+    if (!isRecord(bias)) bad('logitBias', bias, 'an object { "<token id>": bias }');
+    const entries = Object.entries(bias);
+    if (entries.length > L.logitBiasEntries) bad('logitBias', `${entries.length} entries`, `an object of at most ${L.logitBiasEntries} { "<token id>": bias } entries`);
+    for (const [k, v] of entries) {
+      if (!ID_KEY.test(k) || Number(k) >= vocab) bad(`logitBias[${shownKey(k)}]`, k, `a key that is a token id in [0, ${vocab})`);
+      if (!isNumber(v) || !((v >= -L.logitBias && v <= L.logitBias) || v === -Infinity)) {
+        bad(`logitBias[${k}]`, v, `a bias in [-${L.logitBias}, ${L.logitBias}], or -Infinity to ban the token`);
+      }
+    }
+  }
+  if (given(r.seed) && !Number.isSafeInteger(r.seed)) bad('seed', r.seed, 'an integer in [-(2^53 - 1), 2^53 - 1]');
+  boolean(r, 'logprobs', 'true: return each token\'s logprob');
+  if (given(r.topLogprobs)) {
+    const maxTop = Math.min(L.topLogprobs, vocab);
+    if (!Number.isInteger(r.topLogprobs) || r.topLogprobs! < 0 || r.topLogprobs! > maxTop) bad('topLogprobs', r.topLogprobs, `an integer in [0, ${maxTop}]`);
+    if (r.topLogprobs! > 0 && r.logprobs !== true) bad('topLogprobs', r.topLogprobs, '0 unless logprobs is true (set logprobs: true to get alternatives)');
+  }
+}
+
+// ---- stopping ----
+
+function checkStopping(r: GenerateRequest, vocab: number, hasTokenizer: boolean): void {
+  if (given(r.maxTokens) && (!Number.isSafeInteger(r.maxTokens) || r.maxTokens! < 1)) bad('maxTokens', r.maxTokens, 'an integer ≥ 1 (the most new tokens)');
+  boolean(r, 'strictContext', 'true: refuse a maxTokens the context cannot hold instead of clamping it');
+  if (given(r.stop)) {
+    const stop: unknown = r.stop;
+    if (!Array.isArray(stop)) bad('stop', stop, `an array of at most ${L.stop} strings (a single stop string goes in [ ])`);
+    if (stop.length > L.stop) bad('stop', `${stop.length} strings`, `at most ${L.stop} stop strings`);
+    for (let i = 0; i < stop.length; i++) {
+      const s: unknown = stop[i];
+      if (typeof s !== 'string' || s.length === 0 || s.length > L.stopLength) bad(`stop[${i}]`, s, `a non-empty string of at most ${L.stopLength} characters`);
+    }
+    if (stop.length > 0 && !hasTokenizer) bad('stop', stop, 'absent: this model has no tokenizer to produce text (use stopTokenIds)');
+  }
+  if (given(r.stopTokenIds)) tokenIds('stopTokenIds', r.stopTokenIds, vocab, false);
+  boolean(r, 'ignoreEos', 'true: keep generating past the model\'s end-of-text tokens');
+  if (given(r.truncate)) {
+    if (r.truncate !== 'oldest' && r.truncate !== 'none') bad('truncate', r.truncate, "'oldest' (drop the oldest turns to fit) or 'none'");
+    if (r.truncate === 'oldest' && !given(r.messages)) bad('truncate', r.truncate, "absent or 'none' unless the request sends messages (only chat turns can be dropped)");
+  }
+}
+
+// ---- the rest ----
+
+const METHODS = ['ngram', 'draft', 'self', 'auto'];
+
+function checkOther(r: GenerateRequest): void {
+  boolean(r, 'cache', 'false: neither read nor fill the prefix cache');
+  // The shape of `speculative`; its numbers and what the loaded models allow are resolveSpeculative's.
+  const sp: unknown = r.speculative;
+  if (given(sp) && sp !== false) {
+    if (typeof sp === 'string') {
+      if (!METHODS.includes(sp)) bad('speculative', sp, "false or a method: 'ngram', 'draft', 'self' or 'auto'");
+    } else if (isRecord(sp)) {
+      if (typeof sp.method !== 'string' || !METHODS.includes(sp.method)) bad('speculative.method', sp.method, "'ngram', 'draft', 'self' or 'auto'");
+    } else bad('speculative', sp, "false, a method ('ngram', 'draft', 'self', 'auto') or { method, k?, adaptive?, ngramMax?, ngramMin?, layers? }");
+  }
+  formatOf(r); // responseFormat / grammar / regex: at most one, of its shape
+}
+
+/**
+ * Checks every field of a request against a model of `vocab` tokens (with a tokenizer or not). Throws an
+ * InvalidRequestError naming the first bad field; returns nothing (resolveOptions fills in the defaults).
+ * @example
+ * checkRequest({ promptIds: [1, 2], stop: ['\n', ''] }, 512, true); // throws: 'stop[1]' should be a non-empty string...
+ */
+export function checkRequest(r: GenerateRequest, vocab: number, hasTokenizer: boolean): void {
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) bad('request', r, 'an object with prompt, promptIds or messages');
+  checkPrompt(r, vocab);
+  checkStopping(r, vocab, hasTokenizer);
+  checkSampling(r, vocab);
+  checkOther(r);
+}

@@ -1,0 +1,132 @@
+// The checks of an OpenAI request body's fields (chat and legacy completions) on their way to a GenerateRequest: types
+// and ranges as OpenAI states them, and where OpenAI states none (stop's count and length, logit_bias's size, top_k,
+// min_p, repetition_penalty) the engine's REQUEST_LIMITS. A bad field is refused here, before the worker, as an
+// InvalidRequestError whose field is the body's own spelling ('logit_bias["abc"]', 'messages[2].content'), which the
+// HTTP surfaces send back as the 400's `param` (openai-server.ts's errorResponse).
+
+import { REQUEST_LIMITS as L } from '@intab/engine/contract';
+import { InvalidRequestError } from '@intab/engine/errors';
+
+/** A request body, as parsed JSON (or what a caller of chat.completions.create passed). */
+export type Body = Record<string, unknown>;
+
+/** Whether a field was sent: OpenAI's clients send null for "the default". */
+export function present(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
+
+export function bad(field: string, value: unknown, expected: string): never {
+  throw new InvalidRequestError(field, value, expected);
+}
+
+/** A JSON object (not an array, not null). */
+export function isObject(v: unknown): v is Body {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** An object of fields as JSON makes them (a Map or another class's instance would hide its entries from the checks). */
+export function isPlainObject(v: unknown): v is Body {
+  if (!isObject(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** The body itself: a JSON object, else a refusal of the whole request (param null over HTTP). */
+export function bodyOf(p: unknown, expected: string): Body {
+  if (!isObject(p)) bad('request', p, expected);
+  return p;
+}
+
+/** A number field in [lo, hi] (lo excluded when `open`; whole when `integer`); undefined when absent. */
+export function numberField(b: Body, field: string, o: { lo: number; hi: number; expected: string; integer?: boolean; open?: boolean }): number | undefined {
+  const v = b[field];
+  if (!present(v)) return undefined;
+  const ok = typeof v === 'number' && Number.isFinite(v) && (o.open ? v > o.lo : v >= o.lo) && v <= o.hi && (!o.integer || Number.isSafeInteger(v));
+  if (!ok) bad(field, v, o.expected);
+  return v as number;
+}
+
+export function booleanField(b: Body, field: string, what = ''): boolean | undefined {
+  const v = b[field];
+  if (!present(v)) return undefined;
+  if (typeof v !== 'boolean') bad(field, v, `true or false${what ? ` (${what})` : ''}`);
+  return v;
+}
+
+/** A key inside a field name, cut so that a hostile key cannot make the field or the message huge. */
+function shownKey(k: string): string {
+  return JSON.stringify(k.length > 24 ? `${k.slice(0, 21)}...` : k);
+}
+
+/** logit_bias: `{ "<token id>": bias }`, biases in [-100, 100], at most REQUEST_LIMITS.logitBiasEntries entries. */
+export function logitBiasField(b: Body): Record<number, number> | undefined {
+  const v = b.logit_bias;
+  if (!present(v)) return undefined;
+  if (!isPlainObject(v)) bad('logit_bias', v, 'an object { "<token id>": bias }');
+  const entries = Object.entries(v);
+  if (entries.length > L.logitBiasEntries) bad('logit_bias', `${entries.length} entries`, `an object of at most ${L.logitBiasEntries} { "<token id>": bias } entries`);
+  const bias: Record<number, number> = {};
+  for (const [k, x] of entries) {
+    // Canonical ids only: Number() would read '1e2', ' 7' and '0x10' as ids too.
+    if (!/^(?:0|[1-9]\d{0,15})$/.test(k)) bad(`logit_bias[${shownKey(k)}]`, k, 'a key that is a token id (a non-negative integer, as digits)');
+    if (typeof x !== 'number' || !(x >= -L.logitBias && x <= L.logitBias)) bad(`logit_bias[${shownKey(k)}]`, x, `a bias from -${L.logitBias} to ${L.logitBias}`);
+    bias[Number(k)] = x;
+  }
+  return bias;
+}
+
+/** stop: a string or an array of at most REQUEST_LIMITS.stop non-empty strings, each at most stopLength long. */
+export function stopField(b: Body): string[] | undefined {
+  const v = b.stop;
+  if (!present(v)) return undefined;
+  const stop: unknown[] = typeof v === 'string' ? [v] : Array.isArray(v) ? v : bad('stop', v, `a string or an array of at most ${L.stop} strings`);
+  if (stop.length > L.stop) bad('stop', `${stop.length} strings`, `at most ${L.stop} stop strings`);
+  const out: string[] = [];
+  for (let i = 0; i < stop.length; i++) {
+    const s = stop[i];
+    const at = typeof v === 'string' ? 'stop' : `stop[${i}]`;
+    if (typeof s !== 'string' || s.length === 0 || s.length > L.stopLength) bad(at, s, `a non-empty string of at most ${L.stopLength} characters`);
+    out.push(s);
+  }
+  return out;
+}
+
+/**
+ * The grammar compiler's nesting budget (BUDGETS.nesting in @intab/grammar): a deeper schema is refused there anyway,
+ * and here it is refused before it is cloned to the worker (structured clone recurses, and overflows long before JSON.parse does).
+ */
+export const MAX_SCHEMA_DEPTH = 128;
+
+/** Refuses a JSON value nested deeper than MAX_SCHEMA_DEPTH (objects and arrays), or one that contains itself. */
+export function checkDepth(field: string, value: unknown): void {
+  const refuse = (what: string): never => bad(field, what, `a JSON Schema nested at most ${MAX_SCHEMA_DEPTH} levels deep`);
+  // Iterative (a hostile value cannot overflow the call stack here), and each value's height measured once (a value
+  // that a caller shares between many parents is not walked once per path).
+  const height = new Map<object, number>(); // -1 while its children are being measured
+  const stack: [object, Iterator<unknown>][] = [];
+  const enter = (v: unknown) => {
+    if (typeof v !== 'object' || v === null) return;
+    const h = height.get(v);
+    if (h === -1) refuse('a value that contains itself');
+    if (h !== undefined) {
+      if (stack.length + h > MAX_SCHEMA_DEPTH) refuse(`a value nested over ${MAX_SCHEMA_DEPTH} levels deep`);
+      return;
+    }
+    if (stack.length >= MAX_SCHEMA_DEPTH) refuse(`a value nested over ${MAX_SCHEMA_DEPTH} levels deep`);
+    height.set(v, -1);
+    stack.push([v, (Array.isArray(v) ? v : Object.values(v)).values()]);
+  };
+  enter(value);
+  while (stack.length) {
+    const [v, children] = stack[stack.length - 1]!;
+    const next = children.next();
+    if (!next.done) {
+      enter(next.value);
+      continue;
+    }
+    let h = 1;
+    for (const c of Array.isArray(v) ? v : Object.values(v)) if (typeof c === 'object' && c !== null) h = Math.max(h, 1 + height.get(c)!);
+    height.set(v, h);
+    stack.pop();
+  }
+}
