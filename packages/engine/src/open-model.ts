@@ -2,7 +2,7 @@
 // by URL or as blobs), what the main thread is told about a loaded model, and the check that a draft model shares
 // the target's tokenizer.
 
-import type { Gpu } from '@intab/gpu';
+import { formatBytes, type Gpu } from '@intab/gpu';
 import { blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
@@ -83,13 +83,24 @@ export function modelFacts(c: LlamaConfig, tokenizer: Tokenizer | undefined): Pi
 
 /** What the main thread is told about a model loaded on intab's WebGPU kernels (`reason`: why that backend). */
 export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | undefined, draft?: Runner, reason = "backend 'webgpu' was asked for"): ModelInfo {
+  const kv = runner.kv;
+  const { limit } = kv.budget;
   return {
     backend: { name: 'webgpu', reason },
     ...(draft ? { draft: { arch: draft.config.arch, layers: draft.config.layers, hidden: draft.config.hidden, weightBytes: draft.weights.bytes } } : {}),
     ...modelFacts(runner.config, tokenizer),
     weightBytes: runner.weights.bytes,
-    kvPages: runner.kv.pages,
+    kvPages: kv.pages,
+    kvBudget: { ...kv.budget },
     adapter: [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' '),
+    ...(limit
+      ? {
+          warnings: [
+            `kvBudgetBytes was clamped from ${formatBytes(kv.budget.asked)} to ${formatBytes(kv.budget.granted)} (${kv.pages} pages of ${kv.pageSize} tokens): ` +
+              `one layer's K or V may not pass this adapter's ${limit} of ${formatBytes(gpu.limits[limit])}.`,
+          ],
+        }
+      : {}),
   };
 }
 

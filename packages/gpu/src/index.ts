@@ -11,6 +11,8 @@ export {
   UnsupportedError,
   LimitError,
   GpuValidationError,
+  GpuOutOfMemoryError,
+  type GpuMemoryNeeds,
   GPU_ERRORS,
   formatBytes,
 } from './errors.ts';

@@ -2,8 +2,10 @@
 // @intab/gpu kernels/paged-kv.ts), with the page accounting of PagePool (page lists per sequence, shared
 // pages after fork, copy-on-write). Sequences grow a page at a time and shrink on rewind, so batching
 // sequences of any lengths never copies; the only copies are the copy-on-write ones, recorded before a step.
+// The budget becomes whole pages, clamped (and the clamp reported) where one layer's K or V would pass the adapter's
+// largest buffer or storage binding: a big budget on a small adapter loads with fewer pages instead of failing.
 
-import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu } from '@intab/gpu';
+import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu, type GpuLimits } from '@intab/gpu';
 import { IntabModelError } from './errors.ts';
 import { PagePool } from './page-pool.ts';
 
@@ -26,12 +28,76 @@ export interface KvCacheOptions {
   label?: string;
 }
 
+/** The KV budget as asked and as granted: whole pages, fewer when `limit` (the adapter's) bounds one layer's K or V. */
+export interface KvBudget {
+  asked: number;
+  /** Bytes of K/V pages of all layers (PagedKvCache.pages · pageBytesAllLayers). */
+  granted: number;
+  /** The limit that clamped the budget; absent when it was not clamped (only rounded down to whole pages). */
+  limit?: 'maxStorageBufferBindingSize' | 'maxBufferSize';
+}
+
+/** What a PagedKvCache of `shape` allocates for a budget on an adapter with `limits` (see planKvCache). */
+export interface KvPlan {
+  pages: number;
+  pageSize: number;
+  /** Bytes of one page of one layer's K (or V). */
+  pageBytes: number;
+  /** Pages the copy-on-write staging buffer holds. */
+  stagingPages: number;
+  /** Bytes on the GPU: every layer's K and V, and the staging buffer. */
+  bytes: number;
+  budget: KvBudget;
+}
+
+/**
+ * The pages a budget buys: as many as it holds whole, at most as many as one buffer and one storage binding of the
+ * adapter hold (each layer's K and V is one buffer, bound whole). Throws a LimitError when not even one page fits.
+ * @example
+ * const plan = planKvCache(gpu.limits, { layers: 30, kvHeads: 3, headDim: 64 }, 1 << 40); // plan.budget.limit set
+ */
+export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize' | 'maxBufferSize'>, shape: KvCacheShape, budgetBytes: number): KvPlan {
+  if (typeof budgetBytes !== 'number' || !(budgetBytes > 0)) {
+    throw new IntabModelError(`KV-cache: a budget of ${String(budgetBytes)} bytes: give kvBudgetBytes as a positive number of bytes (e.g. 128 MiB = ${128 << 20}).`);
+  }
+  const pageSize = shape.pageSize ?? DEFAULT_PAGE_SIZE;
+  const pageBytes = pageSize * shape.kvHeads * shape.headDim * 4;
+  const perPageAllLayers = pageBytes * 2 * shape.layers;
+  const limit = limits.maxBufferSize < limits.maxStorageBufferBindingSize ? 'maxBufferSize' : 'maxStorageBufferBindingSize';
+  const allowed = limits[limit];
+  const byBudget = Math.floor(budgetBytes / perPageAllLayers);
+  const byLimit = Math.floor(allowed / pageBytes);
+  const pages = Math.min(byBudget, byLimit);
+  if (pages < 1) {
+    throw new LimitError(
+      'KV-cache page',
+      byBudget < 1 ? 'KV budget' : limit,
+      byBudget < 1 ? perPageAllLayers : pageBytes,
+      byBudget < 1 ? budgetBytes : allowed,
+      'raise the KV budget or use a smaller page size.',
+    );
+  }
+  const stagingPages = Math.min(COW_STAGING_PAGES, byLimit);
+  const granted = pages * perPageAllLayers;
+  return {
+    pages,
+    pageSize,
+    pageBytes,
+    stagingPages,
+    bytes: granted + stagingPages * pageBytes,
+    budget: { asked: budgetBytes, granted, ...(byLimit < byBudget ? { limit } : {}) },
+  };
+}
+
 export class PagedKvCache extends PagePool {
   /** Per layer: K and V, each (pages, PAGE, Hkv, D) f32. */
   readonly k: GPUBuffer[] = [];
   readonly v: GPUBuffer[] = [];
-  /** Copy-on-write staging: COW_STAGING_PAGES pages of one layer's K (or V). */
+  /** Copy-on-write staging: stagingPages pages of one layer's K (or V). */
   private readonly staging: GPUBuffer;
+  private readonly stagingPages: number;
+  /** The budget as asked and as granted (clamped to the adapter's limits). */
+  readonly budget: KvBudget;
   private destroyed = false;
 
   constructor(
@@ -39,29 +105,17 @@ export class PagedKvCache extends PagePool {
     readonly shape: KvCacheShape,
     options: KvCacheOptions,
   ) {
-    const pageSize = shape.pageSize ?? DEFAULT_PAGE_SIZE;
-    const pageBytes = pageSize * shape.kvHeads * shape.headDim * 4;
-    const perPageAllLayers = pageBytes * 2 * shape.layers;
-    const byBudget = Math.floor(options.budgetBytes / perPageAllLayers);
-    const byBinding = Math.floor(gpu.limits.maxStorageBufferBindingSize / pageBytes);
-    const pages = Math.min(byBudget, byBinding);
-    if (pages < 1) {
-      throw new LimitError(
-        'KV-cache page',
-        byBudget < 1 ? 'KV budget' : 'maxStorageBufferBindingSize',
-        perPageAllLayers,
-        byBudget < 1 ? options.budgetBytes : gpu.limits.maxStorageBufferBindingSize,
-        'raise the KV budget or use a smaller page size.',
-      );
-    }
-    super(pages, pageSize);
+    const plan = planKvCache(gpu.limits, shape, options.budgetBytes);
+    super(plan.pages, plan.pageSize);
+    this.budget = plan.budget;
+    this.stagingPages = plan.stagingPages;
     const label = options.label ?? 'kv';
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     for (let l = 0; l < shape.layers; l++) {
-      this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size: pages * pageBytes, usage }));
-      this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size: pages * pageBytes, usage }));
+      this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size: plan.pages * plan.pageBytes, usage }));
+      this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size: plan.pages * plan.pageBytes, usage }));
     }
-    this.staging = gpu.device.createBuffer({ label: `${label}.cow`, size: COW_STAGING_PAGES * pageBytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    this.staging = gpu.device.createBuffer({ label: `${label}.cow`, size: plan.stagingPages * plan.pageBytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   }
 
   /** Bytes on the GPU. */
@@ -83,8 +137,8 @@ export class PagedKvCache extends PagePool {
     const bytes = this.pageBytes;
     // WebGPU copies never have the same buffer at both ends: go through the staging buffer (made at load), in
     // rounds of as many pages as it holds, so a step never allocates.
-    for (let first = 0; first < copies.length; first += COW_STAGING_PAGES) {
-      const round = copies.slice(first, first + COW_STAGING_PAGES);
+    for (let first = 0; first < copies.length; first += this.stagingPages) {
+      const round = copies.slice(first, first + this.stagingPages);
       for (const buffer of [...this.k, ...this.v]) {
         round.forEach(([from], i) => encoder.copyBufferToBuffer(buffer, from * bytes, this.staging, i * bytes, bytes));
         round.forEach(([, to], i) => encoder.copyBufferToBuffer(this.staging, i * bytes, buffer, to * bytes, bytes));

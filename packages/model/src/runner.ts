@@ -22,6 +22,7 @@ import {
 } from '@intab/gpu';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
+import { LoadScopes, loadNeeds } from './gpu-memory.ts';
 import { PagedKvCache } from './kv-cache.ts';
 import { checkStep } from './page-pool.ts';
 import type { KvKey, PageIO, StepEntry, StepOptions, StepResult, StepRunner } from './step-runner.ts';
@@ -80,8 +81,16 @@ export class Runner implements StepRunner {
       write: async (pages, bytes) => kv.writePages(pages, bytes),
     };
     this.forward = new LlamaForward(gpu, config, weights, kv, { maxTokens, maxBatch, maxRows });
-    this.sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
-    this.accept = createAccept(gpu);
+    let sampler: Sampler | undefined;
+    try {
+      this.sampler = sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
+      this.accept = createAccept(gpu);
+    } catch (err) {
+      // What this constructor made is its own to free (load() frees the cache and the weights).
+      this.forward.destroy();
+      sampler?.destroy();
+      throw err;
+    }
     // A validation error means a step computed garbage: remember it and fail that step loudly.
     this.onGpuError = (e: Event) => (this.gpuError ??= (e as GPUUncapturedErrorEvent).error);
     gpu.device.addEventListener('uncapturederror', this.onGpuError);
@@ -110,17 +119,45 @@ export class Runner implements StepRunner {
     if (!Number.isInteger(maxRows) || maxRows < maxBatch) {
       throw new IntabModelError(`Runner: maxRows = ${maxRows} must be an integer ≥ maxBatch (${maxBatch}): every sequence of a step needs at least one logits row.`);
     }
-    const weights = await loadLlamaWeights(gpu, config, tensors, { signal: o.signal, onProgress: o.onProgress, quantize: o.quantize });
+    const shape = { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize };
+    const budgetBytes = o.kvBudgetBytes ?? 64 << 20;
+    // Before anything is uploaded: a budget no page fits is refused now, and the figures an out-of-memory error gives.
+    const needs = loadNeeds(gpu, config, tensors, { kv: { ...shape, budgetBytes }, maxTokens, maxBatch, maxRows, quantize: o.quantize });
+    // Every allocation runs under error scopes, so a refused one is a typed error after all of them are freed.
+    const scopes = new LoadScopes(gpu.device, o.signal);
+    let weights: LlamaWeights | undefined;
+    let kv: PagedKvCache | undefined;
+    let runner: Runner | undefined;
     try {
-      const kv = new PagedKvCache(
-        gpu,
-        { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize },
-        { budgetBytes: o.kvBudgetBytes ?? 64 << 20 },
-      );
-      return new Runner(gpu, config, weights, kv, maxBatch, maxRows, maxTokens, o.quantize);
+      scopes.open('weights', needs.weights);
+      try {
+        weights = await loadLlamaWeights(gpu, config, tensors, {
+          signal: scopes.signal,
+          quantize: o.quantize,
+          onProgress: (p) => {
+            scopes.checkpoint();
+            o.onProgress?.(p);
+          },
+        });
+      } finally {
+        scopes.close();
+      }
+      const loaded = weights;
+      const cache = (kv = scopes.run('kv-cache', needs.kv, () => new PagedKvCache(gpu, shape, { budgetBytes })));
+      runner = scopes.run('activations', needs.activations, () => new Runner(gpu, config, loaded, cache, maxBatch, maxRows, maxTokens, o.quantize));
+      const failed = await scopes.failure(needs);
+      if (failed) throw failed;
+      return runner;
     } catch (err) {
-      weights.destroy();
-      throw err;
+      if (runner) runner.destroy();
+      else {
+        kv?.destroy();
+        weights?.destroy();
+      }
+      // A refused allocation is the cause of whatever followed it (an upload stopped through scopes.signal).
+      throw (await scopes.failure(needs)) ?? err;
+    } finally {
+      scopes.dispose();
     }
   }
 
