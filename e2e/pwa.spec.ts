@@ -3,10 +3,13 @@
 // downloads the model into the store; with the network off, a reload opens from the Service Worker's precache,
 // loads the model from the store and answers (streamed, stopped, a second turn). The Service Worker's OpenAI
 // endpoint: the official openai client on the API page streams (and not) from the assistant's tab, an abort frees
-// the engine's sequence, four clients at once share engine steps, a bad body is a 400 and no engine page a 503.
+// the engine's sequence, four clients at once share engine steps, a bad body is a 400 and no engine page a 503; another
+// origin's form POST or link into the scope is a 403 and its no-cors fetch never reaches the Service Worker.
 // Two tabs loading one model at once download it once.
 import { expect, test, type Page } from '@playwright/test';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +39,14 @@ test.afterAll(async () => hub?.close());
 
 const modelUrl = (tag: string) => `${hub.url}/test/stories/resolve/main/stories260K-vocab-ud.gguf?tag=${tag}`;
 const modelGets = async () => ((await (await fetch(`${hub.url}/__requests`)).json()) as Record<string, number>)['GET /test/stories/resolve/main/stories260K-vocab-ud.gguf'] ?? 0;
+
+/** A one-page web server on a free port: another site, for the cross-origin tests. */
+async function startPage(html: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
 
 async function openAssistant(page: Page, tag: string, model = modelUrl(tag), backend?: string): Promise<void> {
   await page.goto(`${APP}?model=${encodeURIComponent(model)}${backend ? `&backend=${backend}` : ''}`);
@@ -142,6 +153,54 @@ test('the OpenAI endpoint: the openai client streams and not, aborts free the se
   await api.locator('#models').click();
   await expect(api.locator('#result')).toContainText('"status": 503', { timeout: 30_000 });
   await expect(api.locator('#result')).toContainText("open the assistant (this site's main page)");
+});
+
+test('the endpoint answers this site only: another origin\'s form POST and link get a 403, its no-cors fetch never reaches the worker', async ({ page, context }) => {
+  // The engine page is open and serving, so a relay that did not check the requester would answer with the model.
+  await openAssistant(page, 'foreign', `${hub.url}/test/stories-chat/resolve/main/`);
+  await expect.poll(() => page.evaluate(() => navigator.serviceWorker.controller !== null)).toBe(true);
+  // Another site (localhost is not 127.0.0.1: another origin and another site): a form that POSTs a text/plain body
+  // shaped as JSON into the assistant's scope, the classic cross-site request, and a no-cors fetch of the endpoint.
+  const body = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, pad: '' };
+  const field = JSON.stringify(body).slice(0, -2); // ..."pad":"  then '=' and the value '"}': JSON again
+  const foreign = await startPage(`<!doctype html><meta charset="utf-8"><title>another site</title>
+    <form method="POST" enctype="text/plain" action="${APP}v1/chat/completions"><input name='${field}' value='"}'><button>go</button></form>`);
+  try {
+    const attacker = await context.newPage();
+    await attacker.goto(foreign.url.replace('127.0.0.1', 'localhost'));
+    const noCors = attacker.waitForResponse((r) => r.url() === `${APP}v1/chat/completions`);
+    const sent = await attacker.evaluate(async (url) => {
+      const res = await fetch(url, { method: 'POST', mode: 'no-cors', body: '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":4}' });
+      return res.type;
+    }, `${APP}v1/chat/completions`);
+    expect(sent).toBe('opaque');
+    // The no-cors fetch is another site's subresource request: the assistant's Service Worker never sees it, and the
+    // static server behind it holds no model.
+    expect((await noCors).fromServiceWorker()).toBe(false);
+
+    const navigation = attacker.waitForResponse((r) => r.url() === `${APP}v1/chat/completions` && r.request().isNavigationRequest());
+    await attacker.locator('button').click();
+    const res = await navigation;
+    expect(res.status()).toBe(403);
+    const error = JSON.parse(await res.text()).error;
+    expect(error).toMatchObject({ type: 'invalid_request_error', code: 'cross_origin' });
+    expect(error.message).toMatch(/came from http:\/\/localhost:\d+: call it from a page of http:\/\/127.0.0.1:4319/);
+    // A link from another site carries no Origin: refused as a navigation.
+    await attacker.goto(foreign.url.replace('127.0.0.1', 'localhost'));
+    const linked = attacker.waitForResponse((r) => r.url() === `${APP}v1/models` && r.request().isNavigationRequest());
+    await attacker.evaluate((url) => void (location.href = url), `${APP}v1/models`);
+    const link = await linked;
+    expect(link.status()).toBe(403);
+    expect(JSON.parse(await link.text()).error).toMatchObject({ type: 'invalid_request_error', code: 'navigation' });
+    await attacker.close();
+    // Nothing was relayed to the engine page; its own fetch still is.
+    await expect(page.locator('#api-status')).toHaveText('Endpoint idle.');
+    const own = await page.evaluate(async (b) => (await fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify(b) })).status, body);
+    expect(own).toBe(200);
+    await expect(page.locator('#api-status')).toContainText('Endpoint: 1 served');
+  } finally {
+    await foreign.close();
+  }
 });
 
 test('two tabs loading one model at once download it once', async ({ context }) => {

@@ -1,9 +1,10 @@
 // The conversation part of a chat page, shared by the demo chat and the PWA assistant: a multi-turn history
 // streamed through intab's OpenAI-compatible chat API (or a plain-text transcript for models without a chat
 // template), a stop button, and per answer TTFT, tok/s, tokens and how many prompt tokens came from the prefix cache.
-// Also the preloaded system prompt and the load progress line both pages show.
+// Also the preloaded system prompt and the load progress line both pages show. Everything shown (the model's
+// answer, the visitor's message, errors) is set as text, never parsed as HTML: a model can be made to write markup.
 
-import type { ChatMessage, IntabEngine, LoadProgress, Preloaded } from 'intab';
+import { InvalidRequestError, type ChatMessage, type IntabEngine, type LoadProgress, type Preloaded } from 'intab';
 
 export interface Sampling {
   temperature?: number;
@@ -11,6 +12,11 @@ export interface Sampling {
   topK?: number;
   maxTokens?: number;
   seed?: number;
+  /**
+   * A JSON Schema, as JSON text, every answer must follow (the engine's structured output, enforced token by
+   * token); the pages take it from `?schema=`. Not JSON: the answer is an InvalidRequestError saying so.
+   */
+  schema?: string;
 }
 
 /** The elements a conversation needs (ids as in both pages: #messages, #composer, #input, #send, #stop). */
@@ -41,15 +47,15 @@ export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undef
   let answering: AbortController | undefined;
 
   const addMessage = (role: string, text: string) => {
-    const root = document.createElement('div');
-    root.className = `msg ${role}`;
-    root.innerHTML = '<div class="who"></div><div class="body"></div><div class="stats"></div>';
-    root.querySelector('.who')!.textContent = role;
-    const body = root.querySelector<HTMLDivElement>('.body')!;
-    body.textContent = text;
+    // Built node by node, no HTML parsed anywhere (a page under Trusted Types could not assign innerHTML at all).
+    const part = (className: string, content = '') => Object.assign(document.createElement('div'), { className, textContent: content });
+    const root = part(`msg ${role}`);
+    const body = part('body', text);
+    const stats = part('stats');
+    root.append(part('who', role), body, stats);
     ui.messages.append(root);
     ui.messages.scrollTop = ui.messages.scrollHeight;
-    return { body, stats: root.querySelector<HTMLDivElement>('.stats')!, root };
+    return { body, stats, root };
   };
 
   ui.input.onkeydown = (e) => {
@@ -143,11 +149,15 @@ async function* answerStream(
   s: Sampling,
   signal: AbortSignal,
 ): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
+  const schema = s.schema === undefined ? undefined : parseSchema(s.schema);
   if (eng.info.hasChatTemplate) {
     // A long conversation drops its oldest turns (never the system prompt) rather than outgrowing the context; a
     // max_tokens past the context is clamped by the engine, so the answer ends with 'length' there.
     const stream = await eng.chat.completions.create(
-      { messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed, truncate: 'oldest' },
+      {
+        messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed, truncate: 'oldest',
+        response_format: schema === undefined ? undefined : { type: 'json_schema', json_schema: { name: 'answer', schema } },
+      },
       { signal },
     );
     for await (const chunk of stream) {
@@ -159,10 +169,23 @@ async function* answerStream(
   }
   const prompt = `${messages.map(transcriptLine).join('\n')}\nAssistant:`;
   let tokens = 0;
-  for await (const chunk of eng.generate({ prompt, stop: ['\nUser:'], ...s }, { signal })) {
+  const { schema: _, ...sampling } = s;
+  const responseFormat = schema === undefined ? undefined : { type: 'json_schema' as const, schema };
+  for await (const chunk of eng.generate({ prompt, stop: ['\nUser:'], ...sampling, responseFormat }, { signal })) {
     tokens += chunk.ids.length;
     const m = chunk.metrics;
     yield { text: chunk.text, finish: chunk.finishReason ?? undefined, tokens, prompt: m?.promptTokens, cached: m?.cachedTokens };
+    // generate() ends a failed request with a last chunk that carries the error (a lost GPU device...), after its text.
+    if (chunk.error) throw chunk.error;
+  }
+}
+
+/** The `schema` option's JSON text, parsed (the engine checks it is a schema it can enforce). */
+function parseSchema(text: string): Record<string, unknown> | boolean {
+  try {
+    return JSON.parse(text) as Record<string, unknown> | boolean;
+  } catch (err) {
+    throw new InvalidRequestError('schema', text, `a JSON Schema as JSON text (${(err as Error).message})`);
   }
 }
 

@@ -34,11 +34,13 @@ let stopServing: (() => void) | undefined;
 let preloaded: Preloaded | undefined;
 let loading: AbortController | undefined;
 
+// ?schema=<JSON Schema> makes every answer follow it (structured output, enforced token by token); kept across reloads.
+const SCHEMA = new URLSearchParams(location.search).get('schema') ?? undefined;
 const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
 const view = chatView(ui, {
   engine: () => engine,
   system: () => ui.system.value,
-  sampling: () => ({ temperature: num(ui.temperature), maxTokens: num(ui.maxTokens) }),
+  sampling: () => ({ temperature: num(ui.temperature), maxTokens: num(ui.maxTokens), schema: SCHEMA }),
 });
 ui.clear.onclick = () => view.clear();
 

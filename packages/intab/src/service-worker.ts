@@ -3,8 +3,9 @@
 // open page whose engine answers them (serveOpenAI in 'intab'), and the answer streams back as the response body.
 // The Service Worker never holds the model: it is stopped when idle, and WebGPU there is unreliable. With no such
 // page open, the answer is a 503 in OpenAI's error format saying what to open; aborting the fetch (the client's
-// AbortSignal, a closed tab) aborts the engine's request. This module imports nothing else of intab: it stays small
-// in a Service Worker bundle.
+// AbortSignal, a closed tab) aborts the engine's request. Only the origin's own pages are answered: another site's
+// form POST or link into the scope is a 403 (see foreignRequest). This module imports nothing else of intab: it
+// stays small in a Service Worker bundle.
 //
 // @example
 // // sw.ts (your Service Worker)
@@ -23,12 +24,15 @@ export interface RelayOptions {
 /** What the relay needs of the Service Worker's clients (ServiceWorkerGlobalScope.clients). */
 export interface RelayClients {
   matchAll(options?: { type?: 'window' | 'worker' | 'sharedworker' | 'all'; includeUncontrolled?: boolean }): Promise<readonly { id: string; postMessage(message: unknown, transfer: Transferable[]): void }[]>;
+  /** A client (its `url` is read), or undefined when gone or of another origin. */
   get(id: string): Promise<unknown>;
 }
 
 /** A fetch event, as much as the relay uses of it. */
 export interface RelayFetchEvent {
   readonly request: Request;
+  /** The client (page, worker) that made the request; for a navigation, the one that started it, if any. */
+  readonly clientId?: string;
   respondWith(response: Response | Promise<Response>): void;
 }
 
@@ -45,17 +49,66 @@ const error = (status: number, message: string, type: string, code: string | nul
 /**
  * Makes the Service Worker `sw` answer `<prefix>/...` requests of its own origin through an engine page.
  * Call it before other fetch handlers (a precache's navigation route) so they do not take these requests.
+ * Requests that do not come from a page of the origin (see foreignRequest) are a 403 in OpenAI's error format.
  */
 export function relayOpenAI(sw: RelayScope, options: RelayOptions = {}): void {
   const prefix = (options.prefix ?? '/v1').replace(/\/+$/, '');
   sw.addEventListener('fetch', (event) => {
     const url = new URL(event.request.url);
     if (url.origin !== sw.location.origin || (url.pathname !== prefix && !url.pathname.startsWith(`${prefix}/`))) return;
-    event.respondWith(relayRequest(event.request, sw.clients, options));
+    event.respondWith(
+      (async () => {
+        const client = event.clientId ? ((await sw.clients.get(event.clientId)) as { url?: unknown } | undefined) : undefined;
+        const refused = foreignRequest(event.request, sw.location.origin, typeof client?.url === 'string' ? client.url : undefined);
+        return refused ? error(403, refused.message, 'invalid_request_error', refused.code) : relayRequest(event.request, sw.clients, options);
+      })(),
+    );
   });
 }
 
-/** Answers one request through an engine page (or with a 503 when none is open). */
+// ---- who may ask ----
+
+/**
+ * Why a request to the endpoint is refused, or undefined when a page (or worker) of `origin` made it with fetch.
+ * The model answers whoever reaches it, with the visitor's machine, so another site must not: a Service Worker
+ * also sees navigations into its scope from anywhere (another site's `<form method=POST>` with a text/plain body
+ * shaped as JSON, a link), though never another site's subresource requests (a no-cors fetch, an `<img>`: those
+ * go to the network, where no model is). What is checked the page cannot forge: the Origin and Sec-Fetch-Site
+ * headers where the browser shows them to the worker (Chromium sends Origin on a cross-site form POST; the
+ * Sec-Fetch-* headers are added after the Service Worker, so it seldom sees them), the requesting client's URL
+ * (`clientUrl`, from the event's clientId), and the request's mode: a navigation is refused wherever it comes
+ * from (a link from another site carries neither Origin nor a client of ours), and so is a no-cors request (how
+ * markup such as `<img>` fetches; an API client uses fetch's default, cors).
+ * @example
+ * const refused = foreignRequest(event.request, self.location.origin, (await self.clients.get(event.clientId))?.url);
+ * if (refused) return new Response(JSON.stringify({ error: { message: refused.message } }), { status: 403 });
+ */
+export function foreignRequest(request: Pick<Request, 'headers' | 'mode'>, origin: string, clientUrl?: string): { code: string; message: string } | undefined {
+  const crossOrigin = (from: string) => ({
+    code: 'cross_origin',
+    message: `This OpenAI endpoint answers the pages of ${origin} only, and this request came from ${from}: call it from a page of ${origin}.`,
+  });
+  const sentBy = request.headers.get('origin');
+  if (sentBy !== null && sentBy !== origin) return crossOrigin(sentBy === 'null' ? 'an opaque origin (a sandboxed frame, a data: URL)' : sentBy);
+  const site = request.headers.get('sec-fetch-site');
+  // 'none': the user's own doing (the address bar, a bookmark), always a navigation, refused as one below.
+  if (site !== null && site !== 'same-origin' && site !== 'none') return crossOrigin(`a ${site} page`);
+  if (clientUrl !== undefined && new URL(clientUrl).origin !== origin) return crossOrigin(new URL(clientUrl).origin);
+  if (request.mode === 'navigate') {
+    return { code: 'navigation', message: `This OpenAI endpoint answers fetch() from the pages of ${origin}, not navigations (a link, a form, the address bar): call it with fetch or an OpenAI client.` };
+  }
+  if (request.mode === 'no-cors') {
+    return { code: 'no_cors', message: "This OpenAI endpoint does not answer no-cors requests (how markup such as <img> fetches): call it with fetch's default mode, 'cors'." };
+  }
+  return undefined;
+}
+
+// ---- relaying ----
+
+/**
+ * Answers one request through an engine page (or with a 503 when none is open). It does not check who asks:
+ * relayOpenAI does (foreignRequest), before calling it.
+ */
 export async function relayRequest(request: Request, clients: RelayClients, options: RelayOptions = {}): Promise<Response> {
   if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: 'GET, POST, OPTIONS' } });
   const page = await findEnginePage(clients, options.pingTimeoutMs ?? 1000);
