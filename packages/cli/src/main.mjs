@@ -5,6 +5,7 @@ import { benchGrammar } from './bench-grammar.mjs';
 import { benchChat } from './bench-chat.mjs';
 import { benchCompare } from './bench-compare.mjs';
 import { benchStore } from './bench-store.mjs';
+import { benchHidden } from './bench-hidden.mjs';
 import { generate } from './generate.mjs';
 import { makeModel } from './make-model.mjs';
 import { bundleNode, runNodeRuntime } from './node-runtime.mjs';
@@ -14,6 +15,7 @@ import { exportOnnx } from './export-onnx.mjs';
 import { benchSystems } from './bench-systems.mjs';
 import { serve } from './serve.mjs';
 import { benchServe } from './bench-serve.mjs';
+import { benchSoak } from './bench-soak.mjs';
 
 export { parseArgs };
 
@@ -123,6 +125,17 @@ export const USAGE = `usage:
       checking a stored copy, and createEngine from the network (cache: false) against from the store. Medians:
       {"bench":"store","raw_fetch_mib_s","store_download_mib_s","download_vs_raw","sha256_mib_s","verify_ms",
       "load_network_ms","load_store_ms","load_store_vs_network",...}.
+  intab bench hidden --model <gguf file | HF folder | URL> [--tokens N (256)] [--rounds N (3)] [--prompt-ids 1,2,3 (1)]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--quantize q8_0|q4_0] [--json]
+      Decode in a background tab against the same tab in front: one engine (createEngine, its loop in the worker) in
+      a headless Chromium started without Playwright's anti-throttling switches or focus emulation, so a tab behind
+      another really is hidden (visibilityState 'hidden', timers throttled, no animation frames). After two warm-up
+      decodes, the same greedy request (--tokens tokens, ignoring EOS) runs visible, then hidden (a second tab in
+      front), then visible again (hidden and visible --rounds times). One line: {"bench":"hidden","visibleTokPerS",
+      "hiddenTokPerS" (medians; first token to last, on the page's clock),"ratio" (hidden/visible),"visibilityState"
+      (what the page saw during the hidden decodes),"visibleTimerHz","hiddenTimerHz","hiddenRafHz" (setTimeout(0)
+      wake-ups and frames per second meanwhile),"identicalIds",...}; --json adds a "hidden-run" line per run first.
+      Exits 1 when the page was not hidden throughout or the ids differ.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
@@ -176,6 +189,26 @@ export const USAGE = `usage:
       "requests_per_s","tokens_per_s","ttft_ms_p50","ttft_ms_p99","per_stream_tok_s_p50","per_stream_tok_s_min",
       "errors","lost_tokens",...}: lost_tokens counts, per request, the difference between the token ids that arrived
       and the usage's completion_tokens. Exits 1 on an error or a lost token.
+  intab bench soak --model <gguf file | HF folder | URL> [--minutes N (20)] [--every-s S (60)] [--seed S (1)]
+                 [--streams N (8)] [--draft <...>] [--kv-mib N (16)] [--max-batch N (8)] [--json]
+      A long run of mixed traffic against one engine (createEngine: its Worker, intab's WebGPU kernels) in headless
+      Chromium: --streams clients send requests back to back, the mix drawn from each client's seeded RNG: plain
+      streams (prompt, maxTokens and sampling varied), aborts (the AbortSignal, after some tokens or some ms, and a
+      break out of the for-await loop), speculative requests (draft, ngram and self; the model drafts for itself
+      unless --draft), constrained ones (JSON Schema, any JSON, regex; the model needs a tokenizer), slow readers that
+      backpressure pauses, prompts that share prefixes, and requests the engine must refuse. Every request's end is checked (an abort only when
+      aborted, every generated token delivered, a constrained output that matches); any other end is an unexpected
+      error. Every --every-s one line: {"bench":"soak","interval","minute","heap_bytes" (page + engine worker, JS heap
+      after a full GC, over CDP),"heap_page_bytes","heap_worker_bytes","embedder_heap_bytes","gpu_buffers" (live
+      GPUBuffers on the engine's device),"kv_pages_in_use","kv_pages_held","kv_pages_total","cached_pages",
+      "draft_cached_pages" (the prefix caches: their trees grow until full),"requests" ({stop,length,abort,error}: this
+      interval's, error being refused as expected),"unexpected_errors","tok_s"}, measured at rest (no new requests
+      until those in flight have ended); then
+      {"bench":"soak","summary":true,"heap_ratio","buffers_ratio" (the last interval over the second),"flat" (both
+      within 5%),"unexpected_errors","kinds" (requests by kind and outcome),"idle" (after the last requests end:
+      "pages_leaked" must be 0),"ok",...}. Exits 1 unless flat, with 0 unexpected errors, every kind ended at least
+      once (each client sends one of every kind first) and no page leaked.
+      --kv-mib is small so the prefix cache fills in the first interval and then evicts; a larger model needs more.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -232,8 +265,10 @@ export async function main(argv) {
   if (cmd === 'bench' && sub === 'grammar') return benchGrammar(flags);
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
   if (cmd === 'bench' && sub === 'store') return benchStore(flags);
+  if (cmd === 'bench' && sub === 'hidden') return benchHidden(flags);
   if (cmd === 'bench' && sub === 'compare') return benchSystems(flags);
   if (cmd === 'bench' && sub === 'serve') return benchServe(flags);
+  if (cmd === 'bench' && sub === 'soak') return benchSoak(flags);
   if (cmd === 'serve') return serve(flags, argv);
   if (cmd === 'generate') return generate(flags, 'generate');
   if (cmd === 'make-model') return makeModel(flags);

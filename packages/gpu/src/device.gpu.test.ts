@@ -20,6 +20,22 @@ describe('device', () => {
     expect(gpu.destroyed).toBe(true);
   });
 
+  test('liveBuffers counts buffers from createBuffer until their first destroy(); the device takes the rest', async () => {
+    const gpu = await requestGpu();
+    const before = gpu.liveBuffers;
+    const a = gpu.device.createBuffer({ label: 'test.a', size: 16, usage: GPUBufferUsage.STORAGE });
+    const b = gpu.device.createBuffer({ label: 'test.b', size: 16, usage: GPUBufferUsage.STORAGE });
+    expect(gpu.liveBuffers).toBe(before + 2);
+    a.destroy();
+    a.destroy(); // a second destroy() frees nothing more
+    expect(gpu.liveBuffers).toBe(before + 1);
+    b.destroy();
+    expect(gpu.liveBuffers).toBe(before);
+    gpu.device.createBuffer({ label: 'test.c', size: 16, usage: GPUBufferUsage.STORAGE });
+    gpu.destroy();
+    expect(gpu.liveBuffers).toBe(0);
+  });
+
   test('features can be disabled to exercise the plain f32 paths', async () => {
     const gpu = await requestGpu({ disable: { subgroups: true, shaderF16: true, timestampQuery: true } });
     expect(gpu.features).toEqual({ subgroups: false, shaderF16: false, timestampQuery: false });

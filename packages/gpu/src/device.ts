@@ -64,6 +64,8 @@ export interface Gpu {
   /** Resolves with a DeviceLostError when the device is lost for any reason but destroy(). */
   readonly lost: Promise<DeviceLostError>;
   readonly destroyed: boolean;
+  /** GPUBuffers created on this device and not destroyed yet (a long run's leak check, `intab bench soak`, reads it). */
+  readonly liveBuffers: number;
   /** Frees every cached GPU object and the device. Idempotent. */
   destroy(): void;
 }
@@ -147,6 +149,23 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
     minUniformBufferOffsetAlignment: l.minUniformBufferOffsetAlignment,
   };
 
+  // Every buffer is counted from creation to its destroy(): a few closures per buffer, and buffers are made at load
+  // and when scratch space grows, never per step.
+  let liveBuffers = 0;
+  const createBuffer = device.createBuffer.bind(device);
+  device.createBuffer = (descriptor: GPUBufferDescriptor) => {
+    const buffer = createBuffer(descriptor);
+    liveBuffers++;
+    const destroyBuffer = buffer.destroy.bind(buffer);
+    let freed = false;
+    buffer.destroy = () => {
+      if (!freed) liveBuffers--;
+      freed = true;
+      destroyBuffer();
+    };
+    return buffer;
+  };
+
   let destroyed = false;
   const lost = device.lost.then((i) => new DeviceLostError(i.reason ?? 'unknown', i.message));
   lost.then((err) => {
@@ -175,6 +194,9 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
     get destroyed() {
       return destroyed;
     },
+    get liveBuffers() {
+      return liveBuffers;
+    },
     destroy() {
       if (destroyed) return;
       destroyed = true;
@@ -182,6 +204,7 @@ export async function requestGpu(options: RequestGpuOptions = {}): Promise<Gpu> 
       gpu.readback.destroy();
       gpu.pipelines.clear();
       device.destroy();
+      liveBuffers = 0; // the device took its buffers with it
     },
   };
   return gpu;
