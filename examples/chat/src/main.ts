@@ -43,11 +43,13 @@ let engine: IntabEngine | undefined;
 let preloaded: { text: string; handle?: Preloaded } | undefined;
 let loading: AbortController | undefined;
 
+// ?schema=<JSON Schema> makes every answer follow it (structured output, enforced token by token).
+const SCHEMA = new URLSearchParams(location.search).get('schema') ?? undefined;
 const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
 const view = chatView(ui, {
   engine: () => engine,
   system: () => ui.system.value,
-  sampling: () => ({ temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed) }),
+  sampling: () => ({ temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed), schema: SCHEMA }),
 });
 const setReady = view.setReady;
 
@@ -91,6 +93,7 @@ async function load(model: ModelInput, label: string): Promise<void> {
     ui.status.title = info.backend.reason;
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
     ui.status.textContent += originNote(engine);
+    followDevice(engine, ui.status.textContent);
     preloaded = undefined;
     setReady(true);
     await preloadSystem();
@@ -100,6 +103,19 @@ async function load(model: ModelInput, label: string): Promise<void> {
   } finally {
     ui.progress.hidden = true;
   }
+}
+
+/**
+ * A lost GPU device (a GPU-process crash, a driver reset) ends the answer in progress with a DeviceLostError (the
+ * message shows it) and the engine reloads the model by itself: the status line says so, and what came of it.
+ */
+function followDevice(current: IntabEngine, loaded: string): void {
+  const show = (text: string) => {
+    if (engine === current) ui.status.textContent = text;
+  };
+  current.addEventListener('recovering', () => show('The GPU device was lost: reloading the model on a new device… (messages sent now wait for it)'));
+  current.addEventListener('ready', (e) => show(`${loaded} · recovered from a lost GPU device in ${((e.detail.recoveryMs ?? 0) / 1000).toFixed(1)} s`));
+  current.addEventListener('failed', (e) => show(`The GPU device was lost again: ${e.detail.error?.message ?? 'the engine stopped'} Load the model again to continue.`));
 }
 
 ui.loadRemote.onclick = () => {

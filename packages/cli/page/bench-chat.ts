@@ -182,6 +182,7 @@ async function collect(engine: Engine, r: GenerateRequest): Promise<Chunk[]> {
   const out: Chunk[] = [];
   for (;;) {
     const c = await engine.next(id);
+    if (c.error) throw c.error; // a failed request ends with its error
     out.push(c);
     if (c.finishReason) return out;
   }

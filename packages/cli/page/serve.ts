@@ -87,7 +87,9 @@ async function main(): Promise<void> {
       (value) => {
         if (m.op === 'start') started.add(value as number);
         else if (m.op === 'cancel' || (m.op === 'next' && (value as { finishReason: unknown }).finishReason !== null)) started.delete(m.sid);
-        ws.send(JSON.stringify({ id: m.id, ok: true, value }));
+        // A failed stream's last chunk carries its error (a lost GPU device...): sent as data, rebuilt by the bridge.
+        const error = (value as { error?: unknown } | null)?.error;
+        ws.send(JSON.stringify({ id: m.id, ok: true, value: error ? { ...(value as object), error: serializeError(error) } : value }));
       },
       (err: unknown) => {
         if (m.op === 'next') started.delete(m.sid);

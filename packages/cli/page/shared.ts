@@ -240,6 +240,7 @@ export async function consume(engine: Engine, stream: number, request: GenerateR
       ids.push(...chunk.ids);
       onTokens?.(chunk.ids);
     }
+    if (chunk.error) throw chunk.error; // a failed request (its tokens before it were taken above)
     if (chunk.finishReason) {
       return {
         stream,

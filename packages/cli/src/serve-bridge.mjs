@@ -87,7 +87,7 @@ export async function startEngine(o) {
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
-      if (m.ok) p.resolve(m.value);
+      if (m.ok) p.resolve(m.value?.error ? { ...m.value, error: revive(m.value.error) } : m.value);
       else p.reject(revive(m.error));
     });
     ws.on('close', () => die('closed its connection'));

@@ -26,7 +26,7 @@ export interface GenerationOptions {
    * refused either way.
    */
   strictContext?: boolean;
-  /** 0 is greedy [1]. */
+  /** 0 is greedy, at most 100 [1]. */
   temperature?: number;
   /** 0 = off [0]. */
   topK?: number;
@@ -34,17 +34,17 @@ export interface GenerationOptions {
   topP?: number;
   /** 0 = off [0]. */
   minP?: number;
-  /** 1 = off; llama.cpp semantics [1]. */
+  /** 1 = off; llama.cpp semantics; 0.01..10 [1]. */
   repetitionPenalty?: number;
-  /** OpenAI semantics [0]. */
+  /** OpenAI semantics, -2..2 [0]. */
   presencePenalty?: number;
-  /** OpenAI semantics [0]. */
+  /** OpenAI semantics, -2..2 [0]. */
   frequencyPenalty?: number;
-  /** Token id → bias added to its logit. */
+  /** Token id → bias added to its logit: -100..100, or -Infinity to ban the token; at most 1024 entries. */
   logitBias?: Record<number, number>;
   /** Seeds the request's own RNG: the same seed gives the same ids, alone or batched. */
   seed?: number;
-  /** Stop strings: matched across token boundaries and never emitted. */
+  /** Stop strings: matched across token boundaries and never emitted. At most 16, each 1..1024 characters. */
   stop?: string[];
   /** Extra stop token ids (the model's EOS ids always stop unless ignoreEos). */
   stopTokenIds?: number[];
@@ -144,6 +144,29 @@ export interface GenerateRequest extends GenerationOptions {
   truncate?: 'oldest' | 'none';
 }
 
+/**
+ * Bounds of a request's fields, checked by the engine (request-checks.ts) and by the OpenAI surface's mapping (so that a
+ * refusal there names the OpenAI field); each refusal's message states its bound.
+ */
+export const REQUEST_LIMITS = {
+  /** Most temperature: past it sampling is uniform in all but name (and past ~3.4e38 an f32 is Infinity on the GPU). */
+  temperature: 100,
+  /** repetitionPenalty's range: a logit divided by 0.01 or multiplied by 10 stays finite in f32. */
+  repetitionPenalty: [0.01, 10],
+  /** Most |presencePenalty| and |frequencyPenalty| (OpenAI's and vLLM's range). */
+  penalty: 2,
+  /** Most logitBias entries: the sampler uploads and applies every entry in every step. */
+  logitBiasEntries: 1024,
+  /** Most |bias| of one entry, OpenAI's range (-100 bans a token in practice; the engine also takes -Infinity). */
+  logitBias: 100,
+  /** Most stop strings: OpenAI takes 4, vLLM and llama.cpp any number; each is searched for in every text piece. */
+  stop: 16,
+  /** Most UTF-16 code units of one stop string: text that could still grow into one is held back, up to this much. */
+  stopLength: 1024,
+  /** Most topLogprobs (OpenAI's bound too): the sampler returns at most this many alternatives per token. */
+  topLogprobs: 20,
+} as const;
+
 export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
 
 export interface TokenLogprob {
@@ -199,9 +222,10 @@ export interface Chunk {
    */
   truncated?: { messages: number; tokens: number };
   /**
-   * With finishReason 'error', on a remote engine: what went wrong (a RemoteStreamError when the stream broke, a
-   * RemoteFormatError when a JSON answer does not match its format); the text before it was delivered. A local engine's
-   * iterator throws its errors instead.
+   * With finishReason 'error': what went wrong, after every token before it was delivered. A DeviceLostError when the
+   * GPU device was lost mid-request (the engine then recovers by itself: see EngineStatus), a RemoteStreamError when
+   * a remote stream broke, a RemoteFormatError when a remote JSON answer does not match its format. generate() ends
+   * with this chunk; chat.completions streams throw the error, as OpenAI's client does on a broken stream.
    */
   error?: Error;
 }
@@ -308,6 +332,33 @@ export interface EngineStats {
   prefixCache?: PrefixCacheStats;
   /** The draft model's own prefix cache (speculative decoding with a draft model). */
   draftPrefixCache?: PrefixCacheStats;
+  /**
+   * GPUBuffers alive on the engine's device (webgpu backend, loaded with load()): the weights, KV pages and scratch
+   * buffers. Steady while the engine serves; growth over a long run is a leak (`intab bench soak` watches it).
+   */
+  gpuBuffers?: number;
+}
+
+/**
+ * The engine's device, as the main thread follows it: 'ready'; 'recovering' after a lost GPU device, while a new
+ * device is acquired and the model reloaded (requests started meanwhile wait for it); 'failed' when the device was
+ * lost again within a short window, or could not be re-acquired (requests then fail with `error`, a
+ * DeviceRecoveryError; restart the engine).
+ */
+export type EngineState = 'ready' | 'recovering' | 'failed';
+
+/** The engine's state and device history; `version` grows with every change. */
+export interface EngineStatus {
+  version: number;
+  state: EngineState;
+  /** Device losses since load. */
+  losses: number;
+  /** Completed recoveries since load. */
+  recoveries: number;
+  /** The last recovery's duration (new device, weights reloaded), ms. */
+  recoveryMs?: number;
+  /** While 'recovering': the DeviceLostError; when 'failed': the DeviceRecoveryError. */
+  error?: Error;
 }
 
 export interface ModelInfo {
@@ -326,6 +377,12 @@ export interface ModelInfo {
   hasChatTemplate: boolean;
   weightBytes: number;
   kvPages: number;
+  /**
+   * LoadOptions.kvBudgetBytes as asked, and the K/V bytes granted (whole pages). With `limit`, the budget was clamped:
+   * one layer's K or V would have passed that limit of the adapter (its largest buffer or storage binding), so the
+   * cache holds fewer pages than asked (a warning says so too). Absent on backends other than 'webgpu'.
+   */
+  kvBudget?: { asked: number; granted: number; limit?: 'maxStorageBufferBindingSize' | 'maxBufferSize' };
   adapter: string;
   /** The draft model, when one was loaded. */
   draft?: { arch: string; layers: number; hidden: number; weightBytes: number };
@@ -379,6 +436,8 @@ export interface EngineApi {
   /** Writes the pinned prefixes (with `all`, the whole prefix cache) to the origin's private file system. */
   saveCache(options?: { all?: boolean }): Promise<SaveCacheResult>;
   stats(): EngineStats | Promise<EngineStats>;
+  /** The engine's status once its version is past `since` (at once without it): one pending call follows every change. */
+  status(since?: number): Promise<EngineStatus>;
   /** Free every GPU resource; the engine cannot be used afterwards. */
   destroy(): Promise<void>;
 }

@@ -4,8 +4,9 @@
 // is pull-based: each sequence queues its step outputs and sits out of steps while its queue is full. The
 // same class runs in the worker (worker.ts exposes it through Comlink) and in-thread (tests, no-worker pages).
 
-import type { Gpu } from '@intab/gpu';
+import { DeviceLostError, requestGpu, type Gpu } from '@intab/gpu';
 import {
+  ChatTemplateError,
   encodeChat,
   renderChat,
   tokenBytes,
@@ -15,8 +16,10 @@ import {
   type Tokenizer,
 } from '@intab/model';
 import { TokenVocabulary } from '@intab/grammar';
-import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from './contract.ts';
+import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from './contract.ts';
 import {
+  DeviceRecoveryError,
+  IntabEngineError,
   EngineClosedError,
   EngineStateError,
   InvalidRequestError,
@@ -32,7 +35,8 @@ import { restoreKvCache, saveKvCache } from './kv-persist.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import { openModel } from './open-model.ts';
-import { chooseBackend, loadOnBackend, openModels } from './load.ts';
+import { chooseBackend, loadOnBackend, openModels, type OpenedModels, type RunnersOptions } from './load.ts';
+import { LossPolicy, LossSignal, StatusBoard, reacquire } from './recovery.ts';
 import { contextLimit, fitMaxTokens, truncateOldest, truncationRoom, type Truncation } from './context.ts';
 
 export interface EngineOptions extends LoadOptions {
@@ -40,7 +44,19 @@ export interface EngineOptions extends LoadOptions {
   now?: () => number;
   /** Seeds the requests that give no seed of their own [a random seed per engine]. */
   seed?: number;
+  /** A device lost again within this many ms of the previous loss is not recovered from [60 000]. */
+  lossWindowMs?: number;
 }
+
+/** What load() put on the GPU, kept to load it again on a new device after a loss. */
+interface Reload {
+  opened: OpenedModels;
+  options: RunnersOptions & { prefixCache?: boolean };
+  reason: string;
+}
+
+/** What the engine says on a DeviceLostError it recovers from. */
+const RECOVERING = 'The engine is reloading the model on a new device by itself (engine.state is \'recovering\', then \'ready\'): send the request again; requests sent meanwhile wait for it.';
 
 export interface EngineInit {
   runner?: StepRunner;
@@ -107,6 +123,17 @@ export class Engine implements EngineApi {
   private nextId = 0;
   private closed = false;
   private loading = false;
+  /** The state status() reports (device losses and recoveries). */
+  private readonly board = new StatusBoard();
+  private readonly losses: LossPolicy;
+  /** Set when the model is on intab's WebGPU kernels: what a recovery reloads. */
+  private reloadable?: Reload;
+  /** The preloads' requests by id, pinned again after a recovery. */
+  private readonly preloads = new Map<number, PreloadRequest>();
+  /** A recovery in progress (new device, weights reloaded). */
+  private recovery?: Promise<void>;
+  /** The current device's loss: a step in flight races it. */
+  private deviceLost?: LossSignal<DeviceLostError>;
 
   constructor(init: EngineInit = {}) {
     this.options = init.options ?? {};
@@ -114,6 +141,7 @@ export class Engine implements EngineApi {
     let seed = this.options.seed ?? crypto.getRandomValues(new Uint32Array(1))[0];
     // Default seeds of successive requests: a simple deterministic sequence from the engine's seed.
     this.seeds = () => (seed = (Math.imul(seed ^ (seed >>> 16), 0x45d9f3b) + 0x9e3779b9) >>> 0);
+    this.losses = new LossPolicy(this.options.lossWindowMs);
     if (init.runner) this.attach(init.runner, init.tokenizer, init.info, init.draft);
   }
 
@@ -140,17 +168,15 @@ export class Engine implements EngineApi {
       const backend = await chooseBackend(options.backend, opened.model);
       const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
       let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
+      const runnersOptions = {
+        kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
+        maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
+        maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
+        quantize: options.quantize,
+        prefixCache: options.prefixCache,
+      };
       try {
-        loaded = await loadOnBackend(backend, opened, {
-          kvBudgetBytes: options.kvBudgetBytes ?? DEFAULTS.kvBudgetBytes,
-          maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
-          maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
-          quantize: options.quantize,
-          prefixCache: options.prefixCache,
-          asked: options.backend,
-          onProgress,
-          signal,
-        });
+        loaded = await loadOnBackend(backend, opened, { ...runnersOptions, asked: options.backend, onProgress, signal });
       } catch (err) {
         gpu?.destroy();
         throw err;
@@ -164,6 +190,10 @@ export class Engine implements EngineApi {
       }
       this.gpu = gpu;
       this.attach(runner, opened.tokenizer, info, draft);
+      if (gpu) {
+        this.reloadable = { opened, options: runnersOptions, reason: backend.reason };
+        this.watch(gpu);
+      }
       if (options.restoreCache !== false) await this.restore(info);
       let preloads = options.preload === undefined ? [] : Array.isArray(options.preload) ? options.preload : [options.preload];
       // Preloading only saves time: when 'auto' chose a backend without a prefix cache, it is skipped, not fatal.
@@ -207,6 +237,7 @@ export class Engine implements EngineApi {
 
   /** Registers a request; its stream id is what next() and cancel() take. Validation errors throw here. */
   async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
+    await this.recovered();
     const { runner } = this.ready();
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
     // truncate: 'oldest' drops the chat's oldest turns until the prompt leaves room for a reply (context.ts).
@@ -244,28 +275,38 @@ export class Engine implements EngineApi {
    * await engine.release(sys.id);
    */
   async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {
+    await this.recovered();
+    const t0 = this.now();
+    const { pin, tokens, cachedTokens } = await this.pinPrefix(request, signal);
+    const id = this.nextPin++;
+    this.pins.set(id, pin);
+    this.preloads.set(id, request);
+    return { id, tokens, cachedTokens, ms: this.now() - t0 };
+  }
+
+  /** Prefills a prefix as a prefill-only request, and pins it in the prefix cache. */
+  private async pinPrefix(request: PreloadRequest, signal?: AbortSignal): Promise<{ pin: Pin; tokens: number; cachedTokens: number }> {
     const { runner } = this.ready();
     if (!this.cache) throw new EngineStateError(`preload() pins a prefix in the prefix cache, which this engine has off: ${this.noCacheAdvice()}.`);
     const prompt = this.encodePrefix(request);
     const options = resolveOptions({ promptIds: prompt, maxTokens: 1, temperature: 0 }, runner.config.vocab, false);
     fitMaxTokens(prompt.length, options, contextLimit(runner, this.cache, prompt));
-    const t0 = this.now();
     const { id, stream } = this.begin(prompt, options, signal, { prefillOnly: true });
     let last: Chunk;
     do last = await this.next(id);
     while (!last.finishReason);
     if (last.finishReason !== 'stop' || !stream.pin) {
+      if (last.error) throw last.error;
       if (this.closed) throw new EngineClosedError('destroyed');
       throw signal?.reason ?? new DOMException('The preload was aborted.', 'AbortError');
     }
-    const pin = this.nextPin++;
-    this.pins.set(pin, stream.pin);
-    return { id: pin, tokens: prompt.length, cachedTokens: last.metrics?.cachedTokens ?? 0, ms: this.now() - t0 };
+    return { pin: stream.pin, tokens: prompt.length, cachedTokens: last.metrics?.cachedTokens ?? 0 };
   }
 
   /** Unpins a preloaded prefix; its pages stay cached (evictable) until pages run short. Idempotent. */
   release(preload: number): void {
     const pin = this.pins.get(preload);
+    this.preloads.delete(preload);
     if (!pin) return;
     this.pins.delete(preload);
     this.cache?.unpin(pin);
@@ -279,6 +320,7 @@ export class Engine implements EngineApi {
    * await engine.saveCache(); // { file, pages, tokens, bytes, ms }
    */
   async saveCache(options: { all?: boolean } = {}): Promise<SaveCacheResult> {
+    await this.recovered();
     const { runner } = this.ready();
     if (!this.cache) throw new EngineStateError(`saveCache() writes the prefix cache, which this engine has off: ${this.noCacheAdvice()}.`);
     const folder = await opfsFolder();
@@ -322,6 +364,11 @@ export class Engine implements EngineApi {
     this.gpu = undefined;
   }
 
+  /** The engine's state once its version is past `since` (at once without it): see EngineStatus. */
+  status(since?: number): Promise<EngineStatus> {
+    return this.board.wait(since);
+  }
+
   stats(): EngineStats {
     const s = this.scheduler;
     return {
@@ -334,10 +381,88 @@ export class Engine implements EngineApi {
       totalPages: this.runner?.kv.pages ?? 0,
       ...(this.cache ? { prefixCache: this.cache.stats() } : {}),
       ...(this.speculator?.draftCache ? { draftPrefixCache: this.speculator.draftCache.stats() } : {}),
+      ...(this.gpu ? { gpuBuffers: this.gpu.liveBuffers } : {}),
     };
   }
 
   // ---- internals ----
+
+  // ---- device loss ----
+
+  /** Follows `gpu`'s device: its loss (not our own destroy()) ends every request and starts a recovery. */
+  private watch(gpu: Gpu): void {
+    const loss = (this.deviceLost = new LossSignal<DeviceLostError>());
+    void gpu.device.lost.then((info) => {
+      if (this.closed || gpu !== this.gpu || gpu.destroyed) return;
+      const err = new DeviceLostError(info.reason ?? 'unknown', info.message, RECOVERING);
+      loss.fire(err);
+      this.onDeviceLost(err);
+    });
+  }
+
+  /**
+   * Every request ends now with `err` (what they produced was delivered or is in their last chunk), the dead device's
+   * objects are dropped, and the model is loaded again on a new device, unless the previous loss was too recent.
+   */
+  private onDeviceLost(err: DeviceLostError): void {
+    const losses = this.board.current.losses + 1;
+    const recover = this.losses.record(this.now());
+    for (const stream of [...this.streams.values()]) {
+      this.inFlight.delete(stream.seq);
+      this.fail(stream.seq, err);
+    }
+    const { runner, draft, gpu } = this;
+    this.runner = this.draft = this.scheduler = this.cache = this.speculator = undefined;
+    this.gpu = undefined;
+    this.deviceLost = undefined;
+    this.pins.clear();
+    draft?.destroy();
+    runner?.destroy();
+    gpu?.destroy();
+    const windowMs = this.losses.windowMs;
+    if (!recover) {
+      this.board.set({ state: 'failed', losses, error: new DeviceRecoveryError('repeated', losses, windowMs, { cause: err }) });
+      return;
+    }
+    this.board.set({ state: 'recovering', losses, error: err });
+    const t0 = this.now();
+    this.recovery = this.reload()
+      .then(
+        () => this.board.set({ state: 'ready', recoveries: this.board.current.recoveries + 1, recoveryMs: this.now() - t0 }),
+        (cause) => this.board.set({ state: 'failed', error: cause instanceof EngineClosedError ? cause : new DeviceRecoveryError('reacquire', losses, windowMs, { cause }) }),
+      )
+      .finally(() => (this.recovery = undefined));
+  }
+
+  /** A new device, the model loaded on it (the same files: the model store's, when the main thread used it), preloads pinned again. */
+  private async reload(): Promise<void> {
+    const r = this.reloadable!;
+    const gpu = await reacquire(() => requestGpu());
+    let loaded: { runner: StepRunner; draft?: StepRunner };
+    try {
+      loaded = await loadOnBackend({ name: 'webgpu', gpu, reason: r.reason }, r.opened, r.options);
+    } catch (err) {
+      gpu.destroy();
+      throw err;
+    }
+    if (this.closed) {
+      loaded.draft?.destroy();
+      loaded.runner.destroy();
+      gpu.destroy();
+      throw new EngineClosedError('destroyed');
+    }
+    this.gpu = gpu;
+    this.attach(loaded.runner, r.opened.tokenizer, this.info, loaded.draft);
+    this.watch(gpu);
+    for (const [id, request] of this.preloads) this.pins.set(id, (await this.pinPrefix(request)).pin);
+  }
+
+  /** Waits for a recovery in progress; after a failed one, throws its DeviceRecoveryError. */
+  private async recovered(): Promise<void> {
+    if (this.recovery) await this.recovery;
+    const s = this.board.current;
+    if (s.state === 'failed' && s.error) throw s.error;
+  }
 
   /** Why the prefix cache is off, and what turns it on. */
   private noCacheAdvice(): string {
@@ -456,7 +581,7 @@ export class Engine implements EngineApi {
     const tok = this.tokenizer;
     if (!tok) throw new TokenizerRequiredError('tokenizer');
     if (r.messages) {
-      if (tok.chatTemplate === undefined) throw new TokenizerRequiredError('chat-template');
+      if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
       // Extra message fields (name, tool_calls...) reach the template as they are.
       const messages = r.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m }));
       return encodeChat(tok, renderChat(tok, messages, { addGenerationPrompt: true }));
@@ -475,7 +600,7 @@ export class Engine implements EngineApi {
     if (q.messages) {
       const tok = this.tokenizer;
       if (!tok) throw new TokenizerRequiredError('tokenizer');
-      if (tok.chatTemplate === undefined) throw new TokenizerRequiredError('chat-template');
+      if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
       ids = encodeChat(tok, renderChat(tok, q.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m })), { addGenerationPrompt: false }));
     } else ids = this.encode(q);
     if (ids.length === 0) throw new InvalidRequestError('preload', r, 'a prefix that encodes to at least one token');
@@ -512,7 +637,10 @@ export class Engine implements EngineApi {
     // Yield once before the first step, so requests that arrive together (several messages from the
     // main thread in one burst) share it instead of the first prefilling alone.
     await new Promise((resolve) => setTimeout(resolve, 0));
+    const lost = this.deviceLost;
     for (;;) {
+      // After a device loss the runner is gone (a recovery attaches a new one, with a loop of its own).
+      if (this.runner !== runner) return;
       // Every entry takes one sampled row; proposals take the rows the runner has beyond those.
       let rowsLeft = (runner.maxRows ?? Infinity) - scheduler.limits.maxBatch;
       let plan = scheduler.plan((seq, decoding, budget) => {
@@ -538,6 +666,7 @@ export class Engine implements EngineApi {
         try {
           proposals = await speculator.propose(speculating.map((p) => ({ seq: p.seq, state: this.streams.get(p.seq.id)!.spec!, k: p.lookahead })));
         } catch (err) {
+          if (lost && (await lost.within(LOSS_REPORT_MS))) return; // the device went: onDeviceLost ended every stream
           for (const p of speculating) this.inFlight.delete(p.seq), this.fail(p.seq, err);
           plan = plan.filter((p) => !speculating.includes(p));
         }
@@ -554,9 +683,11 @@ export class Engine implements EngineApi {
       const t0 = this.now();
       let results;
       try {
-        results = await runner.step(entries);
+        // A lost device may leave the step waiting on a readback that never comes: the loss ends it at once.
+        results = await (lost ? lost.race(runner.step(entries)) : runner.step(entries));
       } catch (err) {
         this.inFlight.clear();
+        if (lost && (await lost.within(LOSS_REPORT_MS))) return; // the device went: onDeviceLost ended every stream
         for (const p of plan) this.fail(p.seq, err);
         continue;
       }
@@ -677,6 +808,7 @@ export class Engine implements EngineApi {
   }
 
   private fail(seq: Sequence, err: unknown): void {
+    if (seq.finished) return; // a device loss ended it already
     const stream = this.streams.get(seq.id);
     seq.error = err;
     seq.finish('error', this.now());
@@ -696,16 +828,27 @@ export class Engine implements EngineApi {
     }
   }
 
+  /** The next chunk; a failed request's last one carries finishReason 'error' and the error, after its text. */
   private deliver(stream: Stream): Chunk {
     const seq = stream.seq;
-    if (seq.error !== undefined) {
-      this.streams.delete(seq.id);
-      throw seq.error;
-    }
     const wasPaused = seq.paused;
     const chunk = seq.take(this.now());
+    if (chunk.finishReason === 'error') chunk.error = asError(seq.error);
     if (chunk.finishReason) this.streams.delete(seq.id);
     else if (wasPaused) this.wake(); // the sequence rejoins the batch
     return chunk;
   }
+}
+
+/**
+ * How long a failed step waits for its device's loss. A step on a device that goes away fails first (its readback is
+ * aborted), and the loss is reported a moment later: the loss, not the AbortError, is what its requests end with.
+ */
+const LOSS_REPORT_MS = 1000;
+
+/** A failure as an Error (a thrown string or object would not cross the worker as one). */
+function asError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  if (err === undefined) return new IntabEngineError('The request failed without saying why: retry it, and report this if it happens again.');
+  return new IntabEngineError(`The request failed: ${typeof err === 'string' ? err : JSON.stringify(err) ?? String(err)}`);
 }

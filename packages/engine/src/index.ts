@@ -24,6 +24,7 @@ export {
   ModelSourceError,
   DraftMismatchError,
   CacheStorageError,
+  DeviceRecoveryError,
   serializeError,
   deserializeError,
   isSerializedError,

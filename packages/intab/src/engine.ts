@@ -5,7 +5,7 @@
 // rejects every pending call instead of leaving it hanging.
 
 import * as Comlink from 'comlink';
-import type { Chunk, EngineApi, EngineStats, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
@@ -154,6 +154,23 @@ export interface IntabEngine {
   /** Streams, pages and prefix-cache figures (cached pages, hits and misses in tokens, evictions). */
   stats(): Promise<EngineStats>;
   /**
+   * 'ready'; 'recovering' after the GPU device was lost (a GPU-process crash, a driver reset): requests in flight ended
+   * with finishReason 'error' and a DeviceLostError, and the model is reloading on a new device (from the model store
+   * when it is there), requests sent meanwhile wait for it; 'failed' when the device was lost again soon after, or no
+   * new device could be had: requests fail with a DeviceRecoveryError until restart().
+   */
+  readonly state: EngineState;
+  /** The state with the device's history: losses, recoveries, the last recovery's ms, and the error while not ready. */
+  readonly status: EngineStatus;
+  /**
+   * Fires 'recovering', 'ready' (after a recovery) and 'failed' as the state changes; `event.detail` is the status.
+   * @example
+   * engine.addEventListener('recovering', () => (banner.textContent = 'The GPU restarted: reloading the model…'));
+   * engine.addEventListener('ready', (e) => (banner.textContent = `Back after ${Math.round(e.detail.recoveryMs ?? 0)} ms`));
+   */
+  addEventListener(type: EngineState, listener: (event: CustomEvent<EngineStatus>) => void, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener(type: EngineState, listener: (event: CustomEvent<EngineStatus>) => void, options?: boolean | EventListenerOptions): void;
+  /**
    * Brings the engine back after its worker died (WorkerError: terminated, or killed by the browser for memory) or when
    * you want a fresh one: requests in flight end with WorkerError, a new worker loads the same model (from the model
    * store when it is there) and the same options, and later requests run on it. Resolves once it is loaded.
@@ -287,11 +304,15 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
 /** Starts a backend anew with the model loaded, as it was first (engine.restart()). */
 type Relaunch = () => Promise<{ backend: Backend; info: ModelInfo }>;
 
+const READY: EngineStatus = { version: 0, state: 'ready', losses: 0, recoveries: 0 };
+
 class Engine implements IntabEngine {
   readonly chat: { readonly completions: ChatCompletions };
   private handles: readonly Preloaded[];
   private destroying?: Promise<void>;
   private restarting?: Promise<void>;
+  private now: EngineStatus = READY;
+  private readonly events = new EventTarget();
 
   constructor(
     private backend: Backend,
@@ -299,6 +320,7 @@ class Engine implements IntabEngine {
     readonly model: string,
     private readonly relaunch?: Relaunch,
   ) {
+    this.follow(backend);
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
     this.handles = (current.preloaded ?? []).map((p) => this.handle(p));
@@ -312,6 +334,41 @@ class Engine implements IntabEngine {
 
   get preloaded(): readonly Preloaded[] {
     return this.handles;
+  }
+
+  get state(): EngineState {
+    return this.now.state;
+  }
+
+  get status(): EngineStatus {
+    return this.now;
+  }
+
+  addEventListener(type: EngineState, listener: (event: CustomEvent<EngineStatus>) => void, options?: boolean | AddEventListenerOptions): void {
+    this.events.addEventListener(type, listener as EventListener, options);
+  }
+
+  removeEventListener(type: EngineState, listener: (event: CustomEvent<EngineStatus>) => void, options?: boolean | EventListenerOptions): void {
+    this.events.removeEventListener(type, listener as EventListener, options);
+  }
+
+  /** Follows the backend's status with one pending call at a time, and fires an event per change, until it ends. */
+  private follow(backend: Backend): void {
+    void (async () => {
+      let since = -1;
+      for (;;) {
+        let s: EngineStatus;
+        try {
+          s = await backend.guard.call(() => backend.api.status(since));
+        } catch {
+          return; // the backend ended (destroy, restart, a dead worker): its calls reject
+        }
+        if (this.backend !== backend) return;
+        since = s.version;
+        this.now = s;
+        if (s.version > 0) this.events.dispatchEvent(new CustomEvent<EngineStatus>(s.state, { detail: s }));
+      }
+    })();
   }
 
   restart(): Promise<void> {
@@ -329,6 +386,8 @@ class Engine implements IntabEngine {
         throw new EngineClosedError('destroyed');
       }
       this.backend = backend;
+      this.now = READY;
+      this.follow(backend);
       this.current = { ...info, ...(this.current.store ? { store: this.current.store } : {}), ...(this.current.route ? { route: this.current.route } : {}) };
       this.handles = (info.preloaded ?? []).map((p) => this.handle(p));
     })().finally(() => (this.restarting = undefined)));

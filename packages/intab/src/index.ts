@@ -35,6 +35,8 @@ export {
   type ChatFinishReason,
   type CompletionMeta,
 } from './openai.ts';
+// Every error intab throws is an IntabError with a stable snake_case `code` to switch on (the classes below refine it).
+export { IntabError } from '@intab/errors';
 export { WorkerError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
 // The remote backend: createEngine({ remote }) streams from an OpenAI-compatible server through the same IntabEngine.
 export type { RemoteOptions } from './remote/http.ts';
@@ -63,6 +65,8 @@ export type {
   LoadProgress,
   EngineApi,
   EngineStats,
+  EngineState,
+  EngineStatus,
   PrefixCacheStats,
   PreloadRequest,
   PreloadInfo,
@@ -89,8 +93,9 @@ export {
   ModelSourceError,
   DraftMismatchError,
   CacheStorageError,
+  DeviceRecoveryError,
 } from '@intab/engine/errors';
 export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
 export { IntabOnnxError, OnnxFormatError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError, OnnxWriteError } from '@intab/onnx/errors';
 export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError, type UnsupportedKeyword } from '@intab/grammar/errors';
-export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError } from '@intab/gpu';
+export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError, GpuOutOfMemoryError } from '@intab/gpu';

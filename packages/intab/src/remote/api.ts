@@ -3,7 +3,7 @@
 // chunks, abort and errors. A GenerateRequest becomes a `/v1/chat/completions` (messages) or `/v1/completions` (a
 // prompt or ids) request with SSE; sampling, stop strings, seed, logprobs and JSON formats are passed through.
 
-import type { Chunk, EngineApi, EngineStats, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
 import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
@@ -99,6 +99,7 @@ export class RemoteEngineApi implements EngineApi {
   private readonly streams = new Map<number, RemoteStream>();
   private nextId = 1;
   private closed = false;
+  private readonly watchers = new Set<(e: unknown) => void>();
 
   constructor(options: RemoteOptions) {
     this.config = remoteConfig(options);
@@ -188,8 +189,17 @@ export class RemoteEngineApi implements EngineApi {
     return { streams: n, waiting: 0, running: n - paused, paused, freePages: 0, availablePages: 0, totalPages: 0 };
   }
 
+  /** A server has no device here to lose: always ready. Watchers (since given) wait until destroy(), which ends them. */
+  status(since?: number): Promise<EngineStatus> {
+    const ready: EngineStatus = { version: 0, state: 'ready', losses: 0, recoveries: 0 };
+    if (since === undefined || since < 0) return Promise.resolve(ready);
+    return new Promise((_, reject) => this.watchers.add(reject));
+  }
+
   async destroy(): Promise<void> {
     this.closed = true;
+    for (const reject of this.watchers) reject(new EngineClosedError('destroyed'));
+    this.watchers.clear();
     for (const s of this.streams.values()) s.cancel();
     this.streams.clear();
   }
