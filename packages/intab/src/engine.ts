@@ -8,7 +8,6 @@ import * as Comlink from 'comlink';
 import type { Chunk, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
-import { WorkerError } from './errors.ts';
 import { RemoteEngineApi } from './remote/api.ts';
 import { RemoteConnectionError, RemoteHttpError, RemoteTimeoutError } from './remote/errors.ts';
 import type { RemoteOptions } from './remote/http.ts';
@@ -28,6 +27,7 @@ import {
   type ChatCompletionCreateParamsNonStreaming,
   type ChatCompletionCreateParamsStreaming,
 } from './openai.ts';
+import { InvalidArgumentError, WorkerError } from './errors.ts';
 
 export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   /**
@@ -542,9 +542,9 @@ export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?:
 export async function createEngine(options: CreateEngineOptions, { signal }: { signal?: AbortSignal } = {}): Promise<IntabEngine> {
   signal?.throwIfAborted();
   const { model, remote, prefer } = options ?? {};
-  if (prefer !== undefined && prefer !== 'local' && prefer !== 'remote') throw new TypeError(`createEngine: prefer is 'local' or 'remote', not ${JSON.stringify(prefer)}.`);
+  if (prefer !== undefined && prefer !== 'local' && prefer !== 'remote') throw new InvalidArgumentError('createEngine', `createEngine: prefer is 'local' or 'remote', not ${JSON.stringify(prefer)}.`);
   if (!remote) {
-    if (model === undefined) throw new TypeError('createEngine needs a model (a GGUF URL, a Hugging Face id, a File or a folder) or a remote server ({ remote: { baseURL, model } }).');
+    if (model === undefined) throw new InvalidArgumentError('createEngine', 'createEngine needs a model (a GGUF URL, a Hugging Face id, a File or a folder) or a remote server ({ remote: { baseURL, model } }).');
     return createLocalEngine({ ...options, model }, signal);
   }
   if (model === undefined) return createRemoteEngine(options, remote, 'no local model was given', signal);
@@ -565,7 +565,7 @@ export async function createEngine(options: CreateEngineOptions, { signal }: { s
   } catch (err) {
     // A bad option is the caller's to fix wherever it runs; anything else of the local load (no device, out of
     // memory, an unsupported architecture, a failed download) is what the remote server is there for.
-    if (signal?.aborted || err instanceof TypeError || (err as Error)?.name === 'InvalidRequestError') throw err;
+    if (signal?.aborted || err instanceof InvalidArgumentError || (err as Error)?.name === 'InvalidRequestError') throw err;
     const e = err as Error;
     return createRemoteEngine(options, remote, `prefer: 'local', but the local load failed (${e?.name ?? 'Error'}: ${e?.message ?? String(err)})`, signal);
   }

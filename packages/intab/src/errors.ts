@@ -23,6 +23,22 @@ export class WorkerError extends IntabError {
   }
 }
 
+/**
+ * A function of the page-side API was called with an argument it cannot take (createEngine's options, remote options,
+ * a transform's settings, a value encodeSSE cannot serialize): a mistake in the calling code, which the message says how
+ * to fix. Request fields are checked by the engine instead (InvalidRequestError).
+ */
+export class InvalidArgumentError extends IntabError {
+  static override readonly code: string = 'invalid_argument';
+  /** The function that refused it, e.g. 'createEngine' or 'smoother'. */
+  readonly caller: string;
+  constructor(caller: string, message: string) {
+    super(message);
+    this.name = 'InvalidArgumentError';
+    this.caller = caller;
+  }
+}
+
 /** A Server-Sent Events stream carried data that is not JSON (and not `[DONE]`). */
 export class SseFormatError extends IntabError {
   static override readonly code: string = 'invalid_sse';

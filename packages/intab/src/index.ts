@@ -37,7 +37,7 @@ export {
 } from './openai.ts';
 // Every error intab throws is an IntabError with a stable snake_case `code` to switch on (the classes below refine it).
 export { IntabError } from '@intab/errors';
-export { WorkerError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
+export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
 // The remote backend: createEngine({ remote }) streams from an OpenAI-compatible server through the same IntabEngine.
 export type { RemoteOptions } from './remote/http.ts';
 export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';

@@ -3,7 +3,7 @@
 // that follows the WHATWG event-stream rules (any chunk boundary, CR/LF/CRLF, comments, multi-line data),
 // so a chat stream can be relayed from a Service Worker or server and read back on the other side.
 
-import { SseFormatError } from './errors.ts';
+import { InvalidArgumentError, SseFormatError } from './errors.ts';
 
 /** Anything whose items can be pulled one at a time. */
 export type StreamSource<T> = AsyncIterable<T> | ReadableStream<T>;
@@ -67,7 +67,7 @@ const encoder = new TextEncoder();
 /** One item as an event: `data: <json>\n\n` (JSON.stringify escapes line breaks in strings: always one data line). */
 export function sseEvent(value: unknown, caller: string): string {
   const json = JSON.stringify(value);
-  if (json === undefined) throw new TypeError(`${caller}: ${typeof value} is not JSON-serializable: give plain objects.`);
+  if (json === undefined) throw new InvalidArgumentError(caller, `${caller}: ${typeof value} is not JSON-serializable: give plain objects.`);
   return `data: ${json}\n\n`;
 }
 

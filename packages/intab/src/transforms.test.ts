@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { SseFormatError } from './errors.ts';
 import { jsonEventStream, smoother, sseDecoder, sseEncoder, stopFilter, textOnly } from './transforms.ts';
+import { InvalidArgumentError } from './errors.ts';
 
 /** A stream of these items. */
 function from<T>(items: T[]): ReadableStream<T> {
@@ -101,7 +102,7 @@ describe('stopFilter', () => {
     });
     expect((await all(source.pipeThrough(stopFilter(['STOP'])))).join('')).toBe('go go ');
     await vi.waitFor(() => expect(cancelled).toBe(true));
-    expect(() => stopFilter(['ok', ''])).toThrow(TypeError);
+    expect(() => stopFilter(['ok', ''])).toThrow(InvalidArgumentError);
   });
 });
 
@@ -151,6 +152,6 @@ describe('smoother', () => {
     await write;
     await closing;
     expect(await reading).toEqual(['🦙', '🦙', 'a']);
-    expect(() => smoother({ charsPerSecond: 0 })).toThrow(RangeError);
+    expect(() => smoother({ charsPerSecond: 0 })).toThrow(InvalidArgumentError);
   });
 });

@@ -10,6 +10,7 @@
 
 import { PartialJsonParser, type JsonEvent, type PartialJsonOptions } from '@intab/grammar/partial';
 import { SSE_DONE, SseParser, sseEvent } from './sse.ts';
+import { InvalidArgumentError } from './errors.ts';
 
 /**
  * The text of each chunk (empty ones dropped).
@@ -87,7 +88,7 @@ export function jsonEventStream(options?: PartialJsonOptions): TransformStream<s
  */
 export function stopFilter(stops: readonly string[]): TransformStream<string, string> {
   const list = stops.filter((s) => s.length > 0);
-  if (list.length !== stops.length) throw new TypeError('stopFilter: a stop string is empty: give non-empty strings.');
+  if (list.length !== stops.length) throw new InvalidArgumentError('stopFilter', 'stopFilter: a stop string is empty: give non-empty strings.');
   let held = '';
   return new TransformStream({
     transform(text, controller) {
@@ -134,7 +135,7 @@ export function smoother(o: SmootherOptions = {}): TransformStream<string, strin
   const pace = o.charsPerSecond ?? 60;
   const maxLag = o.maxLagMs ?? 500;
   const tick = o.tickMs ?? 16;
-  if (!(pace > 0) || !(maxLag > 0) || !(tick > 0)) throw new RangeError('smoother: charsPerSecond, maxLagMs and tickMs must be positive numbers.');
+  if (!(pace > 0) || !(maxLag > 0) || !(tick > 0)) throw new InvalidArgumentError('smoother', 'smoother: charsPerSecond, maxLagMs and tickMs must be positive numbers.');
   /** Text not yet released, in arrival order, each piece with its deadline (arrival + maxLag). */
   const pieces: { text: string; due: number }[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -4,6 +4,7 @@
 // response; what happens to its body (first-byte and idle timeouts, the stream) is stream.ts's job.
 
 import { RemoteConnectionError, RemoteHttpError, RemoteTimeoutError } from './errors.ts';
+import { InvalidArgumentError } from '../errors.ts';
 
 /** Where the remote backend sends requests, and how patiently. */
 export interface RemoteOptions {
@@ -53,18 +54,18 @@ export interface RemoteConfig {
 
 export function remoteConfig(o: RemoteOptions): RemoteConfig {
   if (typeof o?.baseURL !== 'string' || !/^https?:\/\//i.test(o.baseURL)) {
-    throw new TypeError(`remote.baseURL must be an http(s) URL of an OpenAI-compatible API's root, e.g. 'http://localhost:8000/v1', not ${JSON.stringify(o?.baseURL)}.`);
+    throw new InvalidArgumentError('remote', `remote.baseURL must be an http(s) URL of an OpenAI-compatible API's root, e.g. 'http://localhost:8000/v1', not ${JSON.stringify(o?.baseURL)}.`);
   }
-  if (typeof o.model !== 'string' || o.model === '') throw new TypeError("remote.model must name the model the server runs, e.g. 'Qwen/Qwen3-0.6B' (GET <baseURL>/models lists them).");
+  if (typeof o.model !== 'string' || o.model === '') throw new InvalidArgumentError('remote', "remote.model must name the model the server runs, e.g. 'Qwen/Qwen3-0.6B' (GET <baseURL>/models lists them).");
   const ms = (v: number | undefined, dflt: number, name: string) => {
     if (v === undefined) return dflt;
-    if (typeof v !== 'number' || !(v > 0)) throw new TypeError(`remote.${name} must be a positive number of milliseconds, not ${String(v)}.`);
+    if (typeof v !== 'number' || !(v > 0)) throw new InvalidArgumentError('remote', `remote.${name} must be a positive number of milliseconds, not ${String(v)}.`);
     return v;
   };
   const retries = o.retries?.max ?? 2;
-  if (!Number.isInteger(retries) || retries < 0) throw new TypeError(`remote.retries.max must be a whole number ≥ 0, not ${String(retries)}.`);
+  if (!Number.isInteger(retries) || retries < 0) throw new InvalidArgumentError('remote', `remote.retries.max must be a whole number ≥ 0, not ${String(retries)}.`);
   const fetchFn = o.fetch ?? globalThis.fetch?.bind(globalThis);
-  if (typeof fetchFn !== 'function') throw new TypeError('remote: this environment has no fetch: pass remote.fetch.');
+  if (typeof fetchFn !== 'function') throw new InvalidArgumentError('remote', 'remote: this environment has no fetch: pass remote.fetch.');
   return {
     baseURL: o.baseURL.replace(/\/+$/, ''),
     model: o.model,

@@ -452,7 +452,8 @@ describe('requests and options', () => {
     await engine.destroy();
   });
 
-  test('bad remote options are TypeErrors that say what to pass', async () => {
+  test('bad remote options are InvalidArgumentErrors that say what to pass', async () => {
+    await expect(createEngine({ remote: { baseURL: 'localhost:8000', model: 'm' } })).rejects.toMatchObject({ code: 'invalid_argument', caller: 'remote' });
     await expect(createEngine({ remote: { baseURL: 'localhost:8000', model: 'm' } })).rejects.toThrow(/http\(s\) URL/);
     await expect(createEngine({ remote: { baseURL, model: '' } })).rejects.toThrow(/remote.model/);
     await expect(createEngine({ remote: { baseURL, model: 'm', timeouts: { idleMs: -1 } } })).rejects.toThrow(/idleMs/);
