@@ -100,6 +100,7 @@ test('API: a GPU-process crash ends the stream with DeviceLostError; the engine 
   }, { prompt, n: greedy.length });
   expect(after.ids).toEqual(greedy);
   expect(after.status).toMatchObject({ state: 'ready', losses: 1, recoveries: 1 });
+  console.log(JSON.stringify({ deviceLoss: { tokensBeforeLoss: ids.length, recoveryMs: Math.round(after.status.recoveryMs) } }));
   await page.evaluate(() => (window as unknown as { engine: { destroy(): Promise<void> } }).engine.destroy());
 });
 
