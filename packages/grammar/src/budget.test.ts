@@ -81,7 +81,7 @@ describe('hostile inputs are refused with the budget, its limit and what they as
   test('the error is plain data that crosses the worker (its own fields, registered by name)', () => {
     const e = refusal(() => compileRegex('a{1000000}'));
     expect(GRAMMAR_ERRORS.GrammarBudgetError).toBe(GrammarBudgetError);
-    expect({ ...e }).toEqual({ name: 'GrammarBudgetError', budget: 'count', limit: BUDGETS.count, requested: 1_000_000, where: 'position 1' });
+    expect({ ...e }).toEqual({ name: 'GrammarBudgetError', code: 'grammar_budget_exceeded', budget: 'count', limit: BUDGETS.count, requested: 1_000_000, where: 'position 1' });
     expect(e.message).toBe(
       'a {m,n} repetition of the pattern asks for m copies (at position 1): 1,000,000 is over the count budget of 100,000. ' +
         'Lower the count: no model writes that much within its context, so bound the output by maxTokens instead.',

@@ -2,7 +2,7 @@
 // resources and anchors that $ref can name. Remote documents come from options.remotes (nothing is fetched).
 
 import { InvalidSchemaError } from './errors.ts';
-import { checkJsonDepth } from './schema-values.ts';
+import { checkJsonDepth } from './json-depth.ts';
 
 export type Schema = boolean | Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 // Small pure helpers of the schema compiler: JSON types of values, canonical (key-sorted) serialization for value
-// equality, oneOf disjointness signatures, the arithmetic behind multipleOf, and the depth check every schema passes.
+// equality, oneOf disjointness signatures and the arithmetic behind multipleOf (json-depth.ts has the depth check every
+// schema passes).
 
-import { checkBudget } from './budget.ts';
 
 export const TYPES = ['null', 'boolean', 'object', 'array', 'string', 'number', 'integer'] as const;
 export type TypeName = (typeof TYPES)[number];
@@ -91,40 +91,4 @@ export function gcd(a: number, b: number): number {
 
 export function lcm(a: number, b: number): number {
   return (a / gcd(a, b)) * b;
-}
-
-/**
- * The nesting depth of a JSON-like value (objects and arrays; 0 for a scalar), stopping with GrammarBudgetError
- * past BUDGETS.nesting. Values shared by several parents are measured once; a value that contains itself (possible
- * for objects handed over in-thread or by structured clone, never for parsed JSON) is infinitely deep.
- */
-export function checkJsonDepth(value: unknown, what: string): number {
-  const height = new Map<object, number>(); // -1 while its children are being measured
-  const stack: [object, Iterator<unknown>][] = [];
-  const enter = (v: unknown): void => {
-    if (v === null || typeof v !== 'object') return;
-    const h = height.get(v);
-    if (h === -1) checkBudget('nesting', Infinity, what);
-    if (h !== undefined) return;
-    height.set(v, -1);
-    stack.push([v, (Array.isArray(v) ? v : Object.values(v)).values()]);
-    checkBudget('nesting', stack.length, what);
-  };
-  let top = 0;
-  enter(value);
-  while (stack.length) {
-    const [v, children] = stack[stack.length - 1]!;
-    const next = children.next();
-    if (!next.done) {
-      enter(next.value);
-      continue;
-    }
-    let h = 1;
-    for (const c of Array.isArray(v) ? v : Object.values(v)) if (c !== null && typeof c === 'object') h = Math.max(h, 1 + height.get(c)!);
-    checkBudget('nesting', h, what); // reached first by a short path, a shared value may still be deep
-    height.set(v, h);
-    top = h;
-    stack.pop();
-  }
-  return top;
 }

@@ -6,6 +6,8 @@
 
 import { REQUEST_LIMITS as L } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
+import { checkJsonDepth } from '@intab/grammar/json-depth';
+import { GrammarBudgetError } from '@intab/grammar/errors';
 
 /** A request body, as parsed JSON (or what a caller of chat.completions.create passed). */
 export type Body = Record<string, unknown>;
@@ -92,41 +94,15 @@ export function stopField(b: Body): string[] | undefined {
 }
 
 /**
- * The grammar compiler's nesting budget (BUDGETS.nesting in @intab/grammar): a deeper schema is refused there anyway,
- * and here it is refused before it is cloned to the worker (structured clone recurses, and overflows long before JSON.parse does).
+ * Refuses a schema nested deeper than the grammar compiler's nesting budget (objects and arrays), or one that contains
+ * itself: it would be refused there anyway, and here it is refused before it is cloned to the worker (structured clone
+ * recurses, and overflows long before JSON.parse does).
  */
-export const MAX_SCHEMA_DEPTH = 128;
-
-/** Refuses a JSON value nested deeper than MAX_SCHEMA_DEPTH (objects and arrays), or one that contains itself. */
 export function checkDepth(field: string, value: unknown): void {
-  const refuse = (what: string): never => bad(field, what, `a JSON Schema nested at most ${MAX_SCHEMA_DEPTH} levels deep`);
-  // Iterative (a hostile value cannot overflow the call stack here), and each value's height measured once (a value
-  // that a caller shares between many parents is not walked once per path).
-  const height = new Map<object, number>(); // -1 while its children are being measured
-  const stack: [object, Iterator<unknown>][] = [];
-  const enter = (v: unknown) => {
-    if (typeof v !== 'object' || v === null) return;
-    const h = height.get(v);
-    if (h === -1) refuse('a value that contains itself');
-    if (h !== undefined) {
-      if (stack.length + h > MAX_SCHEMA_DEPTH) refuse(`a value nested over ${MAX_SCHEMA_DEPTH} levels deep`);
-      return;
-    }
-    if (stack.length >= MAX_SCHEMA_DEPTH) refuse(`a value nested over ${MAX_SCHEMA_DEPTH} levels deep`);
-    height.set(v, -1);
-    stack.push([v, (Array.isArray(v) ? v : Object.values(v)).values()]);
-  };
-  enter(value);
-  while (stack.length) {
-    const [v, children] = stack[stack.length - 1]!;
-    const next = children.next();
-    if (!next.done) {
-      enter(next.value);
-      continue;
-    }
-    let h = 1;
-    for (const c of Array.isArray(v) ? v : Object.values(v)) if (typeof c === 'object' && c !== null) h = Math.max(h, 1 + height.get(c)!);
-    height.set(v, h);
-    stack.pop();
+  try {
+    checkJsonDepth(value, 'the schema nests objects and arrays');
+  } catch (err) {
+    if (!(err instanceof GrammarBudgetError)) throw err;
+    bad(field, err.requested === Infinity ? 'a value that contains itself' : `a value nested over ${err.limit} levels deep`, `a JSON Schema nested at most ${err.limit} levels deep`);
   }
 }
