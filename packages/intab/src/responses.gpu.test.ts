@@ -210,6 +210,16 @@ describe('aggregate: a stream that stops early keeps what arrived', () => {
     expect(await store.get(stream.id)).toMatchObject({ text: textOf(got), status: 'failed', complete: false, error: { name: 'TypeError', message: 'connection reset' } });
   });
 
+  test("a generate() stream that ends with an 'error' chunk (a lost GPU device) is stored failed, with that chunk's error", async () => {
+    const store = fresh();
+    const chunks = engineChunks('error');
+    chunks[chunks.length - 1].error = Object.assign(new Error('The GPU device was lost (unknown: gone).'), { name: 'DeviceLostError' });
+    const stream = aggregate<Chunk>({ store });
+    const got = await all(source(chunks).stream.pipeThrough(stream));
+    expect(got.length).toBe(chunks.length); // delivered whole: the error is the stream's end, not a failure of the store
+    expect(await store.get(stream.id)).toMatchObject({ text: WORDS.join(''), status: 'failed', complete: false, error: { name: 'DeviceLostError', message: 'The GPU device was lost (unknown: gone).' } });
+  });
+
   test('a record whose writer went away (a reload) reads incomplete; one still streaming elsewhere reads in_progress', async () => {
     const store = fresh();
     // What a page that was reloaded mid-answer leaves: an in_progress header and its pieces, and no lock.

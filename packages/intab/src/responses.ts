@@ -136,7 +136,7 @@ function checkId(id: unknown, caller: string): string {
 }
 
 /** The text and end facts of one chunk, whatever its shape. */
-function readChunk(chunk: unknown): { text: string; finish?: string | null; metrics?: RequestMetrics; usage?: CompletionUsage; model?: string; completionId?: string } {
+function readChunk(chunk: unknown): { text: string; finish?: string | null; metrics?: RequestMetrics; usage?: CompletionUsage; model?: string; completionId?: string; error?: Error } {
   if (typeof chunk === 'string') return { text: chunk };
   const c = chunk as Partial<Chunk & ChatCompletionChunk> | null;
   if (c && typeof c === 'object' && Array.isArray(c.choices)) {
@@ -149,7 +149,7 @@ function readChunk(chunk: unknown): { text: string; finish?: string | null; metr
       completionId: typeof c.id === 'string' ? c.id : undefined,
     };
   }
-  if (c && typeof c === 'object' && typeof c.text === 'string') return { text: c.text, finish: c.finishReason ?? null, metrics: c.metrics };
+  if (c && typeof c === 'object' && typeof c.text === 'string') return { text: c.text, finish: c.finishReason ?? null, metrics: c.metrics, error: c.error };
   throw new ResponseStoreError('invalid', `aggregate: a chunk is neither an engine Chunk ({ text }), a ChatCompletionChunk ({ choices }) nor a string (got ${chunk === null ? 'null' : typeof chunk}): pipe engine.generate() or chat.completions.create() streams, or text, through it.`);
 }
 
@@ -362,6 +362,7 @@ export class Responses {
     let length = 0;
     let index = 0;
     let finish: string | null = null;
+    let failure: { name: string; message: string } | undefined;
     let objects = false;
     const facts: Pick<HeaderRow, 'metrics' | 'usage' | 'model' | 'completionId'> = {};
     /** delete(id) or clear() removed the header mid-stream: stop storing. */
@@ -439,6 +440,7 @@ export class Responses {
           const c = readChunk(chunk);
           if (typeof chunk !== 'string') objects = true;
           if (c.finish) finish = c.finish;
+          if (c.error) failure = { name: c.error.name, message: c.error.message }; // a failed generate() ends with its error
           if (c.metrics) facts.metrics = c.metrics;
           if (c.usage) facts.usage = c.usage;
           if (c.model) facts.model = c.model;
@@ -468,7 +470,7 @@ export class Responses {
         // OpenAI streams always end with a finish_reason; one that just ends was aborted (or cut off).
         const status: ResponseStatus = finish === 'error' ? 'failed' : finish === 'abort' || (objects && finish === null) ? 'incomplete' : 'completed';
         try {
-          await finalize(status);
+          await finalize(status, status === 'failed' ? failure : undefined);
         } catch (err) {
           throw storeError(err, what, { responseId: id, text: parts.join('') });
         }
