@@ -426,12 +426,21 @@ export class Engine implements EngineApi {
     }
     this.board.set({ state: 'recovering', losses, error: err });
     const t0 = this.now();
-    this.recovery = this.reload()
+    // A loss of the new device during this recovery is handled by its own onDeviceLost, which then owns the state.
+    const current = () => this.board.current.losses === losses;
+    const recovery: Promise<void> = this.reload()
       .then(
-        () => this.board.set({ state: 'ready', recoveries: this.board.current.recoveries + 1, recoveryMs: this.now() - t0 }),
-        (cause) => this.board.set({ state: 'failed', error: cause instanceof EngineClosedError ? cause : new DeviceRecoveryError('reacquire', losses, windowMs, { cause }) }),
+        () => {
+          if (current()) this.board.set({ state: 'ready', recoveries: this.board.current.recoveries + 1, recoveryMs: this.now() - t0 });
+        },
+        (cause) => {
+          if (current()) this.board.set({ state: 'failed', error: cause instanceof EngineClosedError ? cause : new DeviceRecoveryError('reacquire', losses, windowMs, { cause }) });
+        },
       )
-      .finally(() => (this.recovery = undefined));
+      .finally(() => {
+        if (this.recovery === recovery) this.recovery = undefined;
+      });
+    this.recovery = recovery;
   }
 
   /** A new device, the model loaded on it (the same files: the model store's, when the main thread used it), preloads pinned again. */
@@ -454,7 +463,18 @@ export class Engine implements EngineApi {
     this.gpu = gpu;
     this.attach(loaded.runner, r.opened.tokenizer, this.info, loaded.draft);
     this.watch(gpu);
-    for (const [id, request] of this.preloads) this.pins.set(id, (await this.pinPrefix(request)).pin);
+    const loss = this.deviceLost!;
+    // Pinning again only saves prefill time: a preload that fails now is dropped, with a warning in info, rather than
+    // failing the engine (unless the new device went too: that loss's own recovery takes over).
+    for (const [id, request] of [...this.preloads]) {
+      try {
+        this.pins.set(id, (await this.pinPrefix(request)).pin);
+      } catch (err) {
+        if (loss.lost || this.closed) throw err;
+        this.preloads.delete(id);
+        if (this.info) this.info.warnings = [...(this.info.warnings ?? []), `preload ${id} was not pinned again after the GPU device was lost (${(err as Error).message}).`];
+      }
+    }
   }
 
   /** Waits for a recovery in progress; after a failed one, throws its DeviceRecoveryError. */

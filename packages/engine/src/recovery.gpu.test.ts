@@ -64,13 +64,20 @@ describe('device loss, recovered (stories260K on WebGPU)', () => {
     await engine.destroy();
   });
 
-  test('a second loss within the window is not recovered from: requests fail with DeviceRecoveryError', async () => {
+  test('a second loss within the window, even mid-recovery, is not recovered from: requests fail with DeviceRecoveryError', async () => {
     const engine = await load({ lossWindowMs: 60_000 });
+    await engine.preload({ promptIds: prompt.slice(0, -1) }); // pinned again during the recovery, after the new device is up
+    const gpuOf = () => (engine as unknown as { gpu?: Gpu }).gpu;
+    const first = gpuOf();
     loseDevice(engine);
-    const ready = await until(engine, 'ready');
+    // The new device is lost while the recovery is still pinning the preload on it.
+    while (gpuOf() === undefined || gpuOf() === first) await new Promise((r) => setTimeout(r, 0));
+    expect((await engine.status()).state).toBe('recovering');
     loseDevice(engine);
-    const failed = await until(engine, 'failed', ready.version);
-    expect(failed.losses).toBe(2);
+    const failed = await until(engine, 'failed');
+    await (engine as unknown as { recovery?: Promise<void> }).recovery; // the first recovery's end must not overwrite it
+    expect(await engine.status()).toBe(failed); // nothing changed since: no 'ready', no other error
+    expect(failed).toMatchObject({ state: 'failed', losses: 2, recoveries: 0 });
     expect(failed.error).toBeInstanceOf(DeviceRecoveryError);
     expect((failed.error as DeviceRecoveryError).reason).toBe('repeated');
     expect(failed.error?.message).toMatch(/engine\.restart\(\)/);
