@@ -65,8 +65,8 @@ function infer(v: GgufWriteValue): GgufTypedValue {
   return { type: 'array', value: items, itemType: items[0]?.type ?? 'u8' };
 }
 
-/** Growable little-endian byte writer. */
-class Out {
+/** Growable little-endian byte writer (the GGUF fuzzer's lying writer extends it). */
+export class ByteWriter {
   buf = new Uint8Array(1024);
   view = new DataView(this.buf.buffer);
   pos = 0;
@@ -96,7 +96,7 @@ class Out {
   result(): Uint8Array { return this.buf.slice(0, this.pos); }
 }
 
-function writeValue(o: Out, v: GgufTypedValue): void {
+function writeValue(o: ByteWriter, v: GgufTypedValue): void {
   switch (v.type) {
     case 'u8': return o.u8(v.value);
     case 'i8': return o.i8(v.value);
@@ -140,7 +140,7 @@ export function writeGguf(options: WriteGgufOptions): Uint8Array {
   const asked = alignEntry ? Number((infer(alignEntry[1]) as { value: number }).value) : 32;
   const alignment = Number.isSafeInteger(asked) && asked > 0 ? asked : 32;
 
-  const o = new Out();
+  const o = new ByteWriter();
   o.bytes(new Uint8Array([0x47, 0x47, 0x55, 0x46])); // 'GGUF'
   o.u32(version);
   o.u64(tensors.length);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 import { IntabModelError } from '../errors.ts';
 import { GGUF_VALUE_TYPE, parseGguf } from '../formats/gguf.ts';
+import { ByteWriter } from '../formats/gguf-writer.ts';
 import { openGguf } from '../load.ts';
 import { bytesSource } from '../source.ts';
 import { tokenizerFromGguf } from '../tokenizer/gguf-tokenizer.ts';
@@ -49,23 +50,9 @@ interface Header {
   flips: [number, number][];
 }
 
-class Writer {
-  buf = new Uint8Array(1 << 16);
-  view = new DataView(this.buf.buffer);
-  pos = 0;
-  room(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let cap = this.buf.length * 2;
-    while (cap < this.pos + n) cap *= 2;
-    const next = new Uint8Array(cap);
-    next.set(this.buf.subarray(0, this.pos));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
-  }
-  u32(v: number) { this.room(4); this.view.setUint32(this.pos, v >>> 0, true); this.pos += 4; }
-  u64(v: bigint) { this.room(8); this.view.setBigUint64(this.pos, BigInt.asUintN(64, v), true); this.pos += 8; }
-  bytes(b: Uint8Array) { this.room(b.length); this.buf.set(b, this.pos); this.pos += b.length; }
-  string(s: string | Uint8Array, lenLie?: bigint) {
+/** ByteWriter, plus the lies: string and array lengths that disagree with what follows, and type ids written as told. */
+class Writer extends ByteWriter {
+  override string(s: string | Uint8Array, lenLie?: bigint) {
     const b = typeof s === 'string' ? enc.encode(s) : s;
     this.u64(lenLie ?? BigInt(b.length));
     this.bytes(b);
@@ -83,20 +70,17 @@ class Writer {
     }
     const x = (v as { v: number | bigint | boolean }).v;
     const n = typeof x === 'boolean' ? Number(x) : x;
-    this.room(8);
-    const d = this.view;
-    const p = this.pos;
     switch (v.t) {
-      case 0: case 7: d.setUint8(p, Number(n)); this.pos += 1; return;
-      case 1: d.setInt8(p, Number(n)); this.pos += 1; return;
-      case 2: d.setUint16(p, Number(n), true); this.pos += 2; return;
-      case 3: d.setInt16(p, Number(n), true); this.pos += 2; return;
-      case 4: d.setUint32(p, Number(n), true); this.pos += 4; return;
-      case 5: d.setInt32(p, Number(n), true); this.pos += 4; return;
-      case 6: d.setFloat32(p, Number(n), true); this.pos += 4; return;
-      case 10: d.setBigUint64(p, BigInt.asUintN(64, toBig(n)), true); this.pos += 8; return;
-      case 11: d.setBigInt64(p, BigInt.asIntN(64, toBig(n)), true); this.pos += 8; return;
-      case 12: d.setFloat64(p, Number(n), true); this.pos += 8; return;
+      case 0: case 7: return this.u8(Number(n));
+      case 1: return this.i8(Number(n));
+      case 2: return this.u16(Number(n));
+      case 3: return this.i16(Number(n));
+      case 4: return this.u32(Number(n));
+      case 5: return this.i32(Number(n));
+      case 6: return this.f32(Number(n));
+      case 10: return this.u64(BigInt.asUintN(64, toBig(n)));
+      case 11: return this.i64(BigInt.asIntN(64, toBig(n)));
+      case 12: return this.f64(Number(n));
       default: return; // an invalid type id: nothing follows it
     }
   }
@@ -123,10 +107,8 @@ function serialize(h: Header): Uint8Array {
     w.u32(t.type);
     w.u64(t.offset);
   }
-  const align = alignmentOf(h);
-  w.room(align);
-  w.pos = Math.ceil(w.pos / align) * align;
-  const out = w.buf.slice(0, w.pos);
+  w.padTo(alignmentOf(h));
+  const out = w.result();
   for (const [at, b] of h.flips) if (at < out.length) out[at] = b;
   return out;
 }
