@@ -6,33 +6,16 @@
 
 import { REQUEST_LIMITS as L, type GenerateRequest } from './contract.ts';
 import { formatOf } from './constraint.ts';
-import { InvalidRequestError } from './errors.ts';
+import { TOKEN_ID_KEY, bad, checkStopStrings, given, isRecord } from './field-checks.ts';
 
-/** Whether a field was sent: undefined and null both mean "absent" (JSON bodies send null for "the default"). */
-export function given(v: unknown): boolean {
-  return v !== undefined && v !== null;
-}
-
-function bad(field: string, value: unknown, expected: string): never {
-  throw new InvalidRequestError(field, value, expected);
-}
+export { given };
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
-
-/** An object of fields (not an array, not a Map or other class instance, whose own keys would be invisible). */
-function isRecord(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 /** A key as part of a field name, cut so that a hostile key cannot make the error's field or message huge. */
 export function shownKey(k: string): string {
   return k.length > 24 ? `${k.slice(0, 21)}...` : k;
 }
-
-/** A token id in [0, vocab): a whole number, no sign, no exponent, no leading zero, as a JSON object key. */
-const ID_KEY = /^(?:0|[1-9]\d{0,15})$/;
 
 function tokenIds(field: string, ids: unknown, vocab: number, nonEmpty: boolean): void {
   if (!Array.isArray(ids) || (nonEmpty && ids.length === 0)) bad(field, ids, `${nonEmpty ? 'a non-empty' : 'an'} array of token ids in [0, ${vocab})`);
@@ -93,7 +76,7 @@ function checkSampling(r: GenerateRequest, vocab: number): void {
     const entries = Object.entries(bias);
     if (entries.length > L.logitBiasEntries) bad('logitBias', `${entries.length} entries`, `an object of at most ${L.logitBiasEntries} { "<token id>": bias } entries`);
     for (const [k, v] of entries) {
-      if (!ID_KEY.test(k) || Number(k) >= vocab) bad(`logitBias[${shownKey(k)}]`, k, `a key that is a token id in [0, ${vocab})`);
+      if (!TOKEN_ID_KEY.test(k) || Number(k) >= vocab) bad(`logitBias[${shownKey(k)}]`, k, `a key that is a token id in [0, ${vocab})`);
       if (!isNumber(v) || !((v >= -L.logitBias && v <= L.logitBias) || v === -Infinity)) {
         bad(`logitBias[${k}]`, v, `a bias in [-${L.logitBias}, ${L.logitBias}], or -Infinity to ban the token`);
       }
@@ -116,11 +99,7 @@ function checkStopping(r: GenerateRequest, vocab: number, hasTokenizer: boolean)
   if (given(r.stop)) {
     const stop: unknown = r.stop;
     if (!Array.isArray(stop)) bad('stop', stop, `an array of at most ${L.stop} strings (a single stop string goes in [ ])`);
-    if (stop.length > L.stop) bad('stop', `${stop.length} strings`, `at most ${L.stop} stop strings`);
-    for (let i = 0; i < stop.length; i++) {
-      const s: unknown = stop[i];
-      if (typeof s !== 'string' || s.length === 0 || s.length > L.stopLength) bad(`stop[${i}]`, s, `a non-empty string of at most ${L.stopLength} characters`);
-    }
+    checkStopStrings(stop, (i) => `stop[${i}]`);
     if (stop.length > 0 && !hasTokenizer) bad('stop', stop, 'absent: this model has no tokenizer to produce text (use stopTokenIds)');
   }
   if (given(r.stopTokenIds)) tokenIds('stopTokenIds', r.stopTokenIds, vocab, false);

@@ -5,7 +5,7 @@
 // HTTP surfaces send back as the 400's `param` (openai-server.ts's errorResponse).
 
 import { REQUEST_LIMITS as L } from '@intab/engine/contract';
-import { InvalidRequestError } from '@intab/engine/errors';
+import { TOKEN_ID_KEY, bad, checkStopStrings, given, isRecord } from '@intab/engine/field-checks';
 import { checkJsonDepth } from '@intab/grammar/json-depth';
 import { GrammarBudgetError } from '@intab/grammar/errors';
 
@@ -13,13 +13,8 @@ import { GrammarBudgetError } from '@intab/grammar/errors';
 export type Body = Record<string, unknown>;
 
 /** Whether a field was sent: OpenAI's clients send null for "the default". */
-export function present(v: unknown): boolean {
-  return v !== undefined && v !== null;
-}
-
-export function bad(field: string, value: unknown, expected: string): never {
-  throw new InvalidRequestError(field, value, expected);
-}
+export const present = given;
+export { bad };
 
 /** A JSON object (not an array, not null). */
 export function isObject(v: unknown): v is Body {
@@ -27,11 +22,7 @@ export function isObject(v: unknown): v is Body {
 }
 
 /** An object of fields as JSON makes them (a Map or another class's instance would hide its entries from the checks). */
-export function isPlainObject(v: unknown): v is Body {
-  if (!isObject(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
+export const isPlainObject: (v: unknown) => v is Body = isRecord;
 
 /** The body itself: a JSON object, else a refusal of the whole request (param null over HTTP). */
 export function bodyOf(p: unknown, expected: string): Body {
@@ -70,7 +61,7 @@ export function logitBiasField(b: Body): Record<number, number> | undefined {
   const bias: Record<number, number> = {};
   for (const [k, x] of entries) {
     // Canonical ids only: Number() would read '1e2', ' 7' and '0x10' as ids too.
-    if (!/^(?:0|[1-9]\d{0,15})$/.test(k)) bad(`logit_bias[${shownKey(k)}]`, k, 'a key that is a token id (a non-negative integer, as digits)');
+    if (!TOKEN_ID_KEY.test(k)) bad(`logit_bias[${shownKey(k)}]`, k, 'a key that is a token id (a non-negative integer, as digits)');
     if (typeof x !== 'number' || !(x >= -L.logitBias && x <= L.logitBias)) bad(`logit_bias[${shownKey(k)}]`, x, `a bias from -${L.logitBias} to ${L.logitBias}`);
     bias[Number(k)] = x;
   }
@@ -82,15 +73,8 @@ export function stopField(b: Body): string[] | undefined {
   const v = b.stop;
   if (!present(v)) return undefined;
   const stop: unknown[] = typeof v === 'string' ? [v] : Array.isArray(v) ? v : bad('stop', v, `a string or an array of at most ${L.stop} strings`);
-  if (stop.length > L.stop) bad('stop', `${stop.length} strings`, `at most ${L.stop} stop strings`);
-  const out: string[] = [];
-  for (let i = 0; i < stop.length; i++) {
-    const s = stop[i];
-    const at = typeof v === 'string' ? 'stop' : `stop[${i}]`;
-    if (typeof s !== 'string' || s.length === 0 || s.length > L.stopLength) bad(at, s, `a non-empty string of at most ${L.stopLength} characters`);
-    out.push(s);
-  }
-  return out;
+  checkStopStrings(stop, (i) => (typeof v === 'string' ? 'stop' : `stop[${i}]`));
+  return [...stop] as string[]; // a copy: the body stays the caller's
 }
 
 /**

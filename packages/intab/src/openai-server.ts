@@ -63,7 +63,7 @@ export function errorResponse(err: unknown): { status: number; body: ReturnType<
   }
   // The chat template refused the conversation (its raise_exception: roles out of order...), as vLLM answers it.
   if (e?.name === 'ChatTemplateError' && (e as { reason?: string }).reason === 'failed') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, 'messages') };
-  if (e?.name === 'TokenizerRequiredError' || (e?.name === 'ChatTemplateError' && (e as { reason?: string }).reason === 'missing') || e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
+  if (e?.name === 'TokenizerRequiredError' || (e?.name === 'ChatTemplateError' && (e as { reason?: string }).reason === 'missing')) {
     return { status: 400, body: openAIError(e.message, 'invalid_request_error') };
   }
   return { status: 500, body: openAIError(`The engine failed: ${e?.message ?? String(err)}`, 'server_error') };
