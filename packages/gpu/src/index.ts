@@ -23,6 +23,8 @@ export { Profiler, type PassTiming } from './profiler.ts';
 export { Params, dispatch, grid2d, gpuStats, type BufferRef } from './kernel.ts';
 export {
   createWeight,
+  rowsPerWeightPart,
+  weightPartBytes,
   writeRows,
   weightFormatWgsl,
   weightDotWgsl,

@@ -90,6 +90,16 @@ export function kMultiple(dtype: WeightDtype): number {
   return Math.max(BLOCK[dtype].elems, CHUNK_ELEMS[dtype]);
 }
 
+/** Whole rows of `rowBytes` that fit one weight part under `limit` bytes (its last word is slack: weightPartBytes). */
+export function rowsPerWeightPart(rowBytes: number, limit: number): number {
+  return Math.floor((limit - 4) / rowBytes);
+}
+
+/** A weight part's buffer bytes for `rows` rows: rounded to words, +4 because straddling u32 reads may touch one word past the end. */
+export function weightPartBytes(rows: number, rowBytes: number): number {
+  return Math.ceil((rows * rowBytes) / 4) * 4 + 4;
+}
+
 /** One part of a weight: rows [row0, row0 + rows), starting at byte 0 of `buffer`. */
 export interface WeightPart {
   readonly buffer: GPUBuffer;
@@ -146,14 +156,14 @@ export function createWeight(gpu: Gpu, o: CreateWeightOptions): WeightTensor {
     throw new ShapeError('createWeight', `${o.label}.data`, `${total} bytes for ${dtype} (${o.n}, ${o.k})`, `${o.data.byteLength} bytes`);
   }
   const limit = Math.min(o.maxPartBytes ?? Infinity, gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
-  const rowsPerPart = Math.floor((limit - 4) / rb);
+  const rowsPerPart = rowsPerWeightPart(rb, limit);
   if (rowsPerPart < 1) {
     throw new LimitError(`${o.label}: one row of ${dtype} (${o.k})`, 'maxStorageBufferBindingSize', rb, limit, 'use a smaller model.');
   }
   const parts: WeightPart[] = [];
   for (let row0 = 0; row0 < o.n; row0 += rowsPerPart) {
     const rows = Math.min(rowsPerPart, o.n - row0);
-    const size = Math.ceil((rows * rb) / 4) * 4 + 4; // +4: straddling u32 reads may touch one word past the end
+    const size = weightPartBytes(rows, rb);
     const buffer = gpu.device.createBuffer({
       label: parts.length || row0 + rows < o.n ? `${o.label}[${parts.length}]` : o.label,
       size,

@@ -4,7 +4,8 @@
 // scope costs a round trip to the GPU process, so scopes wrap loads only: a step never opens one (the Runner follows
 // steps through 'uncapturederror').
 
-import { GpuOutOfMemoryError, GpuValidationError, isWeightDtype, rowBytes, type Gpu, type GpuMemoryNeeds } from '@intab/gpu';
+import { GpuOutOfMemoryError, GpuValidationError, isWeightDtype, rowBytes, rowsPerWeightPart, weightPartBytes, type Gpu, type GpuMemoryNeeds } from '@intab/gpu';
+import { runStateBytes } from './arch/llama.ts';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { planKvCache, type KvCacheShape } from './kv-cache.ts';
@@ -36,7 +37,7 @@ export interface NeedsOptions {
  * const needs = loadNeeds(gpu, model.config, model.tensors, { kv: { ...shape, budgetBytes: 64 << 20 }, maxTokens: 512, maxBatch: 16, maxRows: 64 });
  */
 export function loadNeeds(gpu: Pick<Gpu, 'limits'>, c: LlamaConfig, tensors: ReadonlyMap<string, TensorInfo>, o: NeedsOptions): GpuMemoryNeeds {
-  const { hidden: C, ffn: F, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = c;
+  const { hidden: C, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = c;
   const partLimit = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
   const matrix = (name: string): number => {
     const t = tensors.get(name);
@@ -48,10 +49,10 @@ export function loadNeeds(gpu: Pick<Gpu, 'limits'>, c: LlamaConfig, tensors: Rea
     } catch {
       return 0; // a row length its format cannot hold: createWeight refuses it with a ShapeError
     }
-    // createWeight's parts: whole rows up to the limit, each rounded to words plus one word of slack.
-    const perPart = Math.max(1, Math.floor((partLimit - 4) / rb));
+    // createWeight's parts (a row over the limit counts one row a part: createWeight refuses it with a LimitError).
+    const perPart = Math.max(1, rowsPerWeightPart(rb, partLimit));
     let bytes = 0;
-    for (let r = 0; r < n; r += perPart) bytes += Math.ceil((Math.min(perPart, n - r) * rb) / 4) * 4 + 4;
+    for (let r = 0; r < n; r += perPart) bytes += weightPartBytes(Math.min(perPart, n - r), rb);
     return bytes;
   };
   const vector = (count: number) => Math.max(16, count * 4); // uploadF32's f32 buffer
@@ -65,24 +66,14 @@ export function loadNeeds(gpu: Pick<Gpu, 'limits'>, c: LlamaConfig, tensors: Rea
   }
 
   const kv = planKvCache(gpu.limits, o.kv, o.kv.budgetBytes);
-  // LlamaForward's RunState (arch/llama.ts allocate), for the longest sequence the cache can hold.
-  const { maxTokens: T, maxBatch: B, maxRows: R } = o;
+  // LlamaForward's RunState, for the longest sequence the cache can hold (the decode partials at DECODE_SPLIT).
+  const { maxBatch: B, maxRows: R } = o;
   const longest = Math.min(c.maxContext, kv.pages * kv.pageSize);
-  const maxPages = Math.ceil(longest / kv.pageSize);
-  const splits = Math.ceil(longest / DECODE_SPLIT);
-  const runState =
-    3 * T + // ids, seqRows, positions
-    B * maxPages + // pageTable
-    2 * T * C + // h, xn
-    T * (H + 2 * Hkv) * D + // qkv
-    2 * T * H * D + // q, att
-    3 * T * F + // gateUp, ff
-    2 * R * C + // outRows, outNorm
-    R * V + // logits
-    B * H * splits * (D + 2); // decode partials
+  const partials = B * H * Math.ceil(longest / DECODE_SPLIT) * (D + 2) * 4;
+  const runState = Object.values(runStateBytes(c, o, Math.ceil(longest / kv.pageSize), partials)).reduce((a, b) => a + b, 0);
   // The sampler's (R, V) scratch and (R, outStride) output, the acceptance output (B, 4).
   const sampling = R * V + R * (2 + 2 * SAMPLER_TOP_LOGPROBS) + B * 4;
-  return { weights, kv: kv.bytes, activations: 4 * (runState + sampling) };
+  return { weights, kv: kv.bytes, activations: runState + 4 * sampling };
 }
 
 interface Failure {

@@ -112,6 +112,32 @@ export interface RunState {
   partials: GPUBuffer; // decode attention's split-K partials for B tokens over the longest context the cache holds
 }
 
+/**
+ * The bytes of each RunState buffer for `limits` and a page table of `maxPages` columns; the decode attention's
+ * partials are `partialsBytes` (its kernel's scratchBytes). LlamaForward allocates these; loadNeeds counts them.
+ */
+export function runStateBytes(c: LlamaConfig, limits: StepLimits, maxPages: number, partialsBytes: number): Record<keyof RunState, number> {
+  const { maxTokens: T, maxBatch: B, maxRows: R } = limits;
+  const [C, F, H, Hkv, D, V] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim, c.vocab];
+  return {
+    ids: T * 4,
+    seqRows: T * 4,
+    positions: T * 4,
+    pageTable: B * maxPages * 4,
+    h: T * C * 4,
+    xn: T * C * 4,
+    qkv: T * (H + 2 * Hkv) * D * 4,
+    q: T * H * D * 4,
+    att: T * H * D * 4,
+    gateUp: T * 2 * F * 4,
+    ff: T * F * 4,
+    outRows: R * C * 4,
+    outNorm: R * C * 4,
+    logits: R * V * 4,
+    partials: partialsBytes,
+  };
+}
+
 /** Records forward steps of a loaded model into a caller's encoder; owns its RunState. */
 export class LlamaForward {
   private readonly gemv = new Map<string, Gemv>();
@@ -286,34 +312,32 @@ export class LlamaForward {
 
   /** The RunState for this.limits, the decode partials sized for `longest` positions. */
   private allocate(longest: number): RunState {
-    const c = this.config;
-    const { maxTokens: T, maxBatch: B, maxRows: R } = this.limits;
-    const [C, F, H, Hkv, D, V] = [c.hidden, c.ffn, c.heads, c.kvHeads, c.headDim, c.vocab];
+    const bytes = runStateBytes(this.config, this.limits, this.maxPages, this.decode.scratchBytes(this.limits.maxBatch, longest));
     const made: GPUBuffer[] = [];
-    const buffer = (name: string, bytes: number, copySrc = false) => {
+    const buffer = (name: keyof RunState, copySrc = false) => {
       // (GPUBufferUsage is read here, not at module load, so the module imports where WebGPU is absent.)
       const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | (copySrc ? GPUBufferUsage.COPY_SRC : 0);
-      const b = this.gpu.device.createBuffer({ label: `step.${name}`, size: Math.max(16, Math.ceil(bytes / 4) * 4), usage });
+      const b = this.gpu.device.createBuffer({ label: `step.${name}`, size: Math.max(16, Math.ceil(bytes[name] / 4) * 4), usage });
       made.push(b);
       return b;
     };
     try {
       return {
-        ids: buffer('ids', T * 4),
-        seqRows: buffer('seqRows', T * 4),
-        positions: buffer('positions', T * 4),
-        pageTable: buffer('pageTable', B * this.maxPages * 4),
-        h: buffer('h', T * C * 4, true),
-        xn: buffer('xn', T * C * 4),
-        qkv: buffer('qkv', T * (H + 2 * Hkv) * D * 4),
-        q: buffer('q', T * H * D * 4),
-        att: buffer('att', T * H * D * 4),
-        gateUp: buffer('gateUp', T * 2 * F * 4),
-        ff: buffer('ff', T * F * 4),
-        outRows: buffer('outRows', R * C * 4),
-        outNorm: buffer('outNorm', R * C * 4),
-        logits: buffer('logits', R * V * 4, true),
-        partials: buffer('partials', this.decode.scratchBytes(B, longest)),
+        ids: buffer('ids'),
+        seqRows: buffer('seqRows'),
+        positions: buffer('positions'),
+        pageTable: buffer('pageTable'),
+        h: buffer('h', true),
+        xn: buffer('xn'),
+        qkv: buffer('qkv'),
+        q: buffer('q'),
+        att: buffer('att'),
+        gateUp: buffer('gateUp'),
+        ff: buffer('ff'),
+        outRows: buffer('outRows'),
+        outNorm: buffer('outNorm'),
+        logits: buffer('logits', true),
+        partials: buffer('partials'),
       };
     } catch (err) {
       for (const b of made) b.destroy();
