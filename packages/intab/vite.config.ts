@@ -41,6 +41,18 @@ function portableWorkerUrl(): Plugin {
   };
 }
 
+/** Fails the build if the worker is ever split again (see `worker` below for why it must be one file). */
+function singleWorkerFile(): Plugin {
+  return {
+    name: 'intab:single-worker-file',
+    apply: 'build',
+    generateBundle(_options, bundle) {
+      const chunks = Object.values(bundle).filter((c) => c.type === 'chunk').map((c) => c.fileName);
+      if (chunks.length !== 1) this.error(`intab build: the worker must be one file, and it was split into ${chunks.join(', ')}: a chunk that imports the worker's entry runs it a second time under Vite's dev server.`);
+    },
+  };
+}
+
 // Declarations: tsc emits intab's and, through it, the workspace packages' .d.ts into dist/types/<pkg>/src/.
 // The published package cannot name the private @intab/* packages nor `.ts` files, so every specifier is
 // rewritten to a relative `.js` path inside dist/types. The GPU* globals come from the consumer's lib.dom
@@ -117,8 +129,14 @@ export default defineConfig({
     },
     rolldownOptions: { external },
   },
+  // The worker is one file. Split, its lazily loaded chunks (the ONNX runner) import their shared code back from the
+  // worker's entry file, which exposes the Engine when it runs. An app's production bundler sees one module graph, but
+  // Vite's dev server serves the worker as `worker-x.js?worker_file&type=module` and the chunk's import of it as
+  // `worker-x.js?v=<hash>`: two URLs, so the entry ran twice and exposed a second Engine on the same port, which
+  // answered start() while the first one got the AbortSignal (issue 29). With no chunk, nothing can import the entry.
   worker: {
     format: 'es',
-    rolldownOptions: { external, output: { entryFileNames: 'worker-[hash].js', chunkFileNames: 'worker-chunk-[hash].js' } },
+    plugins: () => [singleWorkerFile()],
+    rolldownOptions: { external, output: { entryFileNames: 'worker-[hash].js', codeSplitting: false } },
   },
 });
