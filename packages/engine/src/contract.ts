@@ -6,9 +6,12 @@ import type { JsonEvent } from '@intab/grammar';
 
 export type { JsonEvent, JsonPath, JsonType, JsonEventKind } from '@intab/grammar';
 
-/** One message of a chat (OpenAI / Hugging Face shape). */
+/**
+ * One message of a chat (OpenAI / Hugging Face shape). The role is one of these five (any other is an
+ * InvalidRequestError); 'developer' is OpenAI's name of 'system' and reaches the chat template as 'system'.
+ */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | (string & {});
   content: string;
 }
 

@@ -29,6 +29,7 @@ import {
 } from './errors.ts';
 import { Scheduler, plainAdmission, type Admission, type PlannedEntry } from './scheduler.ts';
 import { Sequence, resolveOptions, type ResolvedOptions } from './sequence.ts';
+import { checkPreload, templateMessages } from './request-checks.ts';
 import { PrefixCache, type Pin, type PrefixMatch } from './prefix-cache.ts';
 import { opfsFolder } from './kv-file.ts';
 import { restoreKvCache, saveKvCache } from './kv-persist.ts';
@@ -602,26 +603,22 @@ export class Engine implements EngineApi {
     if (!tok) throw new TokenizerRequiredError('tokenizer');
     if (r.messages) {
       if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
-      // Extra message fields (name, tool_calls...) reach the template as they are.
-      const messages = r.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m }));
-      return encodeChat(tok, renderChat(tok, messages, { addGenerationPrompt: true }));
+      // Extra message fields (name, tool_calls...) reach the template as they are; 'developer' as 'system'.
+      return encodeChat(tok, renderChat(tok, templateMessages(r.messages), { addGenerationPrompt: true }));
     }
     return tok.encode(r.prompt!, { addSpecialTokens: true });
   }
 
   /** A preload's tokens: messages rendered up to their end (no generation prompt), text with BOS, or ids. */
   private encodePrefix(r: PreloadRequest): number[] {
-    const vocab = this.runner!.config.vocab;
-    const given = typeof r === 'object' && r !== null ? ['messages', 'prompt', 'promptIds'].filter((k) => (r as Record<string, unknown>)[k] !== undefined) : [];
-    if (given.length !== 1) throw new InvalidRequestError('preload', r, 'exactly one of { messages }, { prompt } or { promptIds }');
+    checkPreload(r, this.runner!.config.vocab); // one prompt, of its shape, no other field, known roles
     const q = r as GenerateRequest;
-    resolveOptions({ ...q, maxTokens: 1 }, vocab, this.tokenizer !== undefined); // checks the prompt's fields
     let ids: number[];
     if (q.messages) {
       const tok = this.tokenizer;
       if (!tok) throw new TokenizerRequiredError('tokenizer');
       if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
-      ids = encodeChat(tok, renderChat(tok, q.messages.map((m): { role: string; [field: string]: unknown } => ({ ...m })), { addGenerationPrompt: false }));
+      ids = encodeChat(tok, renderChat(tok, templateMessages(q.messages), { addGenerationPrompt: false }));
     } else ids = this.encode(q);
     if (ids.length === 0) throw new InvalidRequestError('preload', r, 'a prefix that encodes to at least one token');
     return ids;

@@ -1,8 +1,9 @@
-// The pieces both request checkers share: the engine's (request-checks.ts, GenerateRequest fields) and the OpenAI
-// surface's (intab's openai-checks.ts, a body's fields under their OpenAI names). It imports only the errors and the
-// contract's REQUEST_LIMITS, so the page side can use it without the engine (and its grammar compiler).
+// The pieces every request checker shares: the engine's (request-checks.ts, GenerateRequest fields), the OpenAI
+// surface's (intab's openai-checks.ts, a body's fields under their OpenAI names) and the remote backend's (intab's
+// remote/api.ts): the list of GenerateRequest fields, the refusal of an unknown one naming the closest, the chat roles.
+// It imports only the errors and the contract, so the page side can use it without the engine (and its grammar compiler).
 
-import { REQUEST_LIMITS as L } from './contract.ts';
+import { REQUEST_LIMITS as L, type GenerateRequest, type PreloadRequest } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 
 /** Whether a field was sent: undefined and null both mean "absent" (JSON bodies send null for "the default"). */
@@ -34,4 +35,116 @@ export function checkStopStrings(stop: readonly unknown[], fieldOf: (i: number) 
     const s: unknown = stop[i];
     if (typeof s !== 'string' || s.length === 0 || s.length > L.stopLength) bad(fieldOf(i), s, `a non-empty string of at most ${L.stopLength} characters`);
   }
+}
+
+/** A key as part of a field name, cut so that a hostile key cannot make the error's field or message huge. */
+export function shownKey(k: string): string {
+  return k.length > 24 ? `${k.slice(0, 21)}...` : k;
+}
+
+// ---- the fields of a request ----
+
+/**
+ * Every field of a GenerateRequest, the one list the unknown-field check reads. The `satisfies` refuses a name the type
+ * lacks, and AllListed below refuses a field of the type missing here: the two cannot drift apart.
+ */
+export const GENERATE_FIELDS = [
+  'prompt', 'promptIds', 'messages', 'truncate',
+  'maxTokens', 'strictContext', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'presencePenalty',
+  'frequencyPenalty', 'logitBias', 'seed', 'stop', 'stopTokenIds', 'ignoreEos', 'logprobs', 'topLogprobs', 'speculative',
+  'responseFormat', 'grammar', 'regex', 'cache',
+] as const satisfies readonly (keyof GenerateRequest)[];
+
+/** Every key of any member of a union (keyof a union is only the keys all members share). */
+type KeysOf<T> = T extends unknown ? keyof T : never;
+
+/** The fields of a PreloadRequest: one prompt, nothing else (a preload samples nothing). */
+export const PRELOAD_FIELDS = ['messages', 'prompt', 'promptIds'] as const satisfies readonly KeysOf<PreloadRequest>[];
+
+/** `true` when `Listed` names every key of `T`; otherwise the missing keys, which `true` does not fit. */
+type AllListed<T, Listed extends PropertyKey> = [Exclude<T, Listed>] extends [never] ? true : Exclude<T, Listed>;
+// A GenerateRequest or PreloadRequest field missing from its list fails the typecheck here, naming the field.
+const generateFieldsListed: AllListed<keyof GenerateRequest, (typeof GENERATE_FIELDS)[number]> = true;
+const preloadFieldsListed: AllListed<KeysOf<PreloadRequest>, (typeof PRELOAD_FIELDS)[number]> = true;
+
+/** Edit distance (insertions, deletions, substitutions) between two names. */
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
+ * The known name closest to `name` when it is close enough to be a slip of the keyboard (at most 2 edits, or a third
+ * of the name's length), else undefined. Case, '_' and '-' do not count: 'max_tokens' and 'MaxTokens' are 'maxTokens'.
+ * @example
+ * closestName('maxToken', GENERATE_FIELDS); // 'maxTokens'
+ * closestName('top_p', GENERATE_FIELDS);    // 'topP'
+ * closestName('stream', GENERATE_FIELDS);   // undefined
+ */
+export function closestName(name: string, known: readonly string[]): string | undefined {
+  const plain = (s: string) => s.toLowerCase().replace(/[_-]/g, '');
+  const n = plain(name.length > 64 ? name.slice(0, 64) : name); // a hostile key costs no more than a long name
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const k of known) {
+    const d = editDistance(n, plain(k));
+    if (d < bestD) [best, bestD] = [k, d];
+  }
+  return bestD <= Math.max(2, Math.floor(n.length / 3)) ? best : undefined;
+}
+
+/**
+ * Refuses a field of `r` that `surface` does not take (one given: undefined and null mean absent, as everywhere), as an
+ * InvalidRequestError whose field is the unknown name and whose message names the closest known one, or lists them
+ * all when none is close. A typo must not run silently with the default (`maxToken: 5` ran to 256 tokens).
+ * @example
+ * checkKnownFields({ prompt: 'hi', maxToken: 5 }, GENERATE_FIELDS, 'generate()');
+ * // throws: generate(): unknown field 'maxToken': did you mean 'maxTokens'? Rename it and try again.
+ */
+export function checkKnownFields(r: object, known: readonly string[], surface: string): void {
+  for (const key of Object.keys(r)) {
+    const value: unknown = (r as Record<string, unknown>)[key];
+    if (known.includes(key) || !given(value)) continue;
+    const name = shownKey(key);
+    const near = closestName(key, known);
+    const err = new InvalidRequestError(name, value, near ? `absent (did you mean '${near}'?)` : `absent (${surface} takes ${known.join(', ')})`);
+    // The message leads with what is wrong and what to do; the fields stay InvalidRequestError's (field, value, expected).
+    err.message = near
+      ? `${surface}: unknown field '${name}': did you mean '${near}'? Rename it and try again.`
+      : `${surface}: unknown field '${name}': remove it. ${surface} takes ${known.join(', ')}.`;
+    throw err;
+  }
+}
+
+// ---- chat roles ----
+
+/**
+ * The roles a chat message may have, on every surface (generate, preload, chat.completions, a remote engine). 'developer'
+ * is OpenAI's newer name of 'system' and reaches the chat template as 'system' (templateRole). 'tool' carries a tool's
+ * result as string content, rendered by the template as it renders tool turns (tool calling itself is issue 24's).
+ */
+export const CHAT_ROLES = ['system', 'user', 'assistant', 'tool', 'developer'] as const;
+
+export type ChatRole = (typeof CHAT_ROLES)[number];
+
+const ROLES_TEXT = "'system', 'user', 'assistant', 'tool' or 'developer' (OpenAI's name of 'system')";
+
+/** Refuses a role that is not one of CHAT_ROLES, as `field` ('messages[2].role'), naming the closest when one is close. */
+export function checkRole(role: unknown, field: string): asserts role is ChatRole {
+  if (typeof role === 'string' && (CHAT_ROLES as readonly string[]).includes(role)) return;
+  const near = typeof role === 'string' ? closestName(role, CHAT_ROLES) : undefined;
+  bad(field, role, `one of ${ROLES_TEXT}${near ? `: did you mean '${near}'?` : ''}`);
+}
+
+/**
+ * The role a chat template gets: 'developer' becomes 'system', since most templates (ChatML, Llama 3, Gemma, Mistral)
+ * know only 'system' and render an unknown role as a turn the model never saw, or raise on it. Others are unchanged.
+ */
+export function templateRole(role: string): string {
+  return role === 'developer' ? 'system' : role;
 }

@@ -1,11 +1,14 @@
 // checkRequest / resolveOptions field by field: every refusal is an InvalidRequestError whose field names the bad
 // field (down to the element: 'stop[3]', 'logitBias[7]', 'messages[1].content') and whose message states the bound;
-// what is accepted comes back with its defaults, null standing for the default as an absent field does.
+// what is accepted comes back with its defaults, null standing for the default as an absent field does. An unknown
+// field is refused naming the closest known one; a message role outside the five is refused listing them; a preload's
+// request is checked the same way (checkPreload).
 import { describe, expect, test } from 'vitest';
 
-import { REQUEST_LIMITS, type GenerateRequest } from './contract.ts';
-import { InvalidRequestError } from './errors.ts';
-import { checkRequest } from './request-checks.ts';
+import { REQUEST_LIMITS, type GenerateRequest, type PreloadRequest } from './contract.ts';
+import { InvalidRequestError, deserializeError, serializeError } from './errors.ts';
+import { CHAT_ROLES, GENERATE_FIELDS, closestName, editDistance } from './field-checks.ts';
+import { checkPreload, checkRequest, templateMessages } from './request-checks.ts';
 import { resolveOptions } from './sequence.ts';
 
 const VOCAB = 512;
@@ -163,5 +166,130 @@ describe('resolveOptions', () => {
     expect(resolveOptions({ promptIds: [1], topK: 2 ** 40 }, VOCAB, true).topK).toBe(0);
     expect(resolveOptions({ promptIds: [1], topK: VOCAB - 1 }, VOCAB, true).topK).toBe(VOCAB - 1);
     expect(resolveOptions({ promptIds: [1], maxTokens: 3 }, VOCAB, true)).toMatchObject({ maxTokens: 3, maxTokensGiven: true });
+  });
+});
+
+describe('unknown fields', () => {
+  test("are refused naming the field and the closest known one: a typo never runs with the default", () => {
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ maxToken: 5 }, 'maxToken', 'maxTokens'],
+      [{ temprature: 0 }, 'temprature', 'temperature'],
+      [{ top_p: 0.9 }, 'top_p', 'topP'], // OpenAI's spelling of the same field
+      [{ max_tokens: 5 }, 'max_tokens', 'maxTokens'],
+      [{ Seed: 3 }, 'Seed', 'seed'],
+      [{ stopTokens: [1] }, 'stopTokens', 'stopTokenIds'],
+      [{ responseFormats: { type: 'json_object' } }, 'responseFormats', 'responseFormat'],
+      [{ promt: 'hi' }, 'promt', 'prompt'], // refused as a typo, not as a request without a prompt
+    ];
+    for (const [r, name, near] of cases) {
+      const e = refusal(r);
+      expect([e.field, e.message], name).toEqual([name, `generate(): unknown field '${name}': did you mean '${near}'? Rename it and try again.`]);
+      expect(e.expected).toBe(`absent (did you mean '${near}'?)`);
+    }
+  });
+
+  test('with nothing close, the message says to remove it and lists what generate() takes', () => {
+    for (const name of ['stream', 'tools', 'n', 'user', 'wizardry']) {
+      const e = refusal({ [name]: 1 });
+      expect(e.field).toBe(name);
+      expect(e.message).toBe(`generate(): unknown field '${name}': remove it. generate() takes ${GENERATE_FIELDS.join(', ')}.`);
+      expect(e.message).not.toContain('did you mean');
+    }
+    // An own '__proto__' key (as JSON.parse makes it), and a huge key, cut in the field and the message.
+    expect(field(JSON.parse('{"promptIds": [1], "__proto__": {"maxTokens": 1}}'))).toBe('__proto__');
+    const huge = refusal({ ['k'.repeat(10_000)]: 1 });
+    expect(huge.field).toBe(`${'k'.repeat(21)}...`);
+    expect(huge.message.length).toBeLessThan(600);
+  });
+
+  test('the refusal crosses the worker intact: class, field, message', () => {
+    const back = deserializeError(structuredClone(serializeError(refusal({ maxToken: 5 })))) as InvalidRequestError;
+    expect(back).toBeInstanceOf(InvalidRequestError);
+    expect([back.field, back.value, back.message]).toEqual(['maxToken', '5', "generate(): unknown field 'maxToken': did you mean 'maxTokens'? Rename it and try again."]);
+  });
+
+  test('an unknown field that is undefined or null is absent, as a known one is; every listed field passes this check', () => {
+    expect(() => checkRequest({ promptIds: [1], maxToken: undefined, stopp: null } as never, VOCAB, true)).not.toThrow();
+    for (const f of GENERATE_FIELDS) {
+      try {
+        checkRequest({ promptIds: [1], [f]: 'x' } as never, VOCAB, true);
+      } catch (e) {
+        // Refused for its value (or for a second prompt), never as unknown.
+        expect((e as Error).message, f).not.toContain('unknown field');
+      }
+    }
+  });
+
+  test('closestName: case, _ and - do not count; at most 2 edits or a third of the name', () => {
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('', 'abc')).toBe(3);
+    expect(closestName('MAX-TOKENS', GENERATE_FIELDS)).toBe('maxTokens');
+    expect(closestName('ignore_eos', GENERATE_FIELDS)).toBe('ignoreEos');
+    expect(closestName('logit_bias', GENERATE_FIELDS)).toBe('logitBias');
+    expect(closestName('repetitionPenality', GENERATE_FIELDS)).toBe('repetitionPenalty');
+    expect(closestName('stream', GENERATE_FIELDS)).toBeUndefined();
+    expect(closestName('x'.repeat(100_000), GENERATE_FIELDS)).toBeUndefined();
+  });
+});
+
+describe('message roles', () => {
+  const chat = (role: unknown) => ({ messages: [{ role: 'user', content: 'a' }, { role, content: 'b' }] });
+
+  test('system, user, assistant, tool and developer are accepted', () => {
+    expect(CHAT_ROLES).toEqual(['system', 'user', 'assistant', 'tool', 'developer']);
+    for (const role of CHAT_ROLES) expect(() => checkRequest(chat(role) as GenerateRequest, VOCAB, true), role).not.toThrow();
+  });
+
+  test('any other role is refused as messages[i].role, listing the five', () => {
+    for (const role of ['wizard', '', 'ROBOT', 'function', 'System ', 'model', 5, null, undefined]) {
+      const e = refusal(chat(role));
+      expect(e.field, String(role)).toBe('messages[1].role');
+      expect(e.message).toContain("one of 'system', 'user', 'assistant', 'tool' or 'developer' (OpenAI's name of 'system')");
+    }
+    expect(refusal(chat('wizard')).message).not.toContain('did you mean');
+    expect(refusal(chat('assitant')).message).toContain("did you mean 'assistant'?");
+    expect(refusal(chat('User')).message).toContain("did you mean 'user'?");
+  });
+
+  test("templateMessages: 'developer' reaches the template as 'system'; other roles and fields as they are, in copies", () => {
+    const messages = [
+      { role: 'developer', content: 'be brief' },
+      { role: 'user', content: 'hi', name: 'ann' },
+      { role: 'tool', content: '42', tool_call_id: 'c1' },
+    ];
+    const out = templateMessages(messages);
+    expect(out).toEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'hi', name: 'ann' },
+      { role: 'tool', content: '42', tool_call_id: 'c1' },
+    ]);
+    expect(messages[0]!.role).toBe('developer'); // the caller's objects are not changed
+    expect(out[1]).not.toBe(messages[1]);
+  });
+});
+
+describe('checkPreload', () => {
+  const preload = (r: unknown): InvalidRequestError => {
+    try {
+      checkPreload(r as PreloadRequest, VOCAB);
+    } catch (e) {
+      expect(e).toBeInstanceOf(InvalidRequestError);
+      return e as InvalidRequestError;
+    }
+    throw new Error(`accepted: ${JSON.stringify(r)}`);
+  };
+
+  test('one prompt and nothing else, of its shape, with known roles', () => {
+    for (const r of [{ prompt: 'x' }, { promptIds: [1, 2] }, ...CHAT_ROLES.map((role) => ({ messages: [{ role, content: 'x' }] }))]) {
+      expect(() => checkPreload(r as PreloadRequest, VOCAB), JSON.stringify(r)).not.toThrow();
+    }
+    expect(preload({ messages: [{ role: 'wizard', content: 'x' }] }).field).toBe('messages[0].role');
+    const extra = preload({ messages: [{ role: 'system', content: 'x' }], maxTokens: 5 });
+    expect([extra.field, extra.message]).toEqual(['maxTokens', "preload(): unknown field 'maxTokens': remove it. preload() takes messages, prompt, promptIds."]);
+    expect(preload({ mesages: [{ role: 'system', content: 'x' }] }).message).toBe("preload(): unknown field 'mesages': did you mean 'messages'? Rename it and try again.");
+    expect(preload({ prompt: 'a', promptIds: [1] }).field).toBe('preload');
+    expect(preload({}).field).toBe('preload');
+    expect(preload(null).field).toBe('preload');
+    expect(preload({ promptIds: [VOCAB] }).field).toBe('promptIds[0]');
   });
 });

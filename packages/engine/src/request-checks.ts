@@ -1,21 +1,18 @@
-// The checks of a GenerateRequest before any work is done for it: every field's type and range, against the model
-// (its vocabulary, whether it has a tokenizer). Each refusal is an InvalidRequestError that names the field ('stop[3]',
-// 'logitBias[70000]', 'messages[2].content') and says what is accepted, bounds included. The bounds are the contract's
-// REQUEST_LIMITS, which the OpenAI surface checks too. resolveOptions (sequence.ts) runs these, then fills in defaults;
-// what depends on what is loaded (a draft model, the layers that can self-draft) is resolveSpeculative's, later.
+// The checks of a GenerateRequest before any work is done for it: no field it does not know (a typo names the closest
+// known one), every field's type and range against the model (its vocabulary, whether it has a tokenizer), every
+// message's role. Each refusal is an InvalidRequestError that names the field ('stop[3]', 'logitBias[70000]',
+// 'messages[2].role') and says what is accepted, bounds included. The bounds are the contract's REQUEST_LIMITS, which
+// the OpenAI surface checks too. resolveOptions (sequence.ts) runs these, then fills in defaults; what depends on what
+// is loaded (a draft model, the layers that can self-draft) is resolveSpeculative's, later. A preload's request is
+// checked here too (checkPreload), and what its messages become for the chat template (templateMessages).
 
-import { REQUEST_LIMITS as L, type GenerateRequest } from './contract.ts';
+import { REQUEST_LIMITS as L, type ChatMessage, type GenerateRequest, type PreloadRequest } from './contract.ts';
 import { formatOf } from './constraint.ts';
-import { TOKEN_ID_KEY, bad, checkStopStrings, given, isRecord } from './field-checks.ts';
+import { GENERATE_FIELDS, PRELOAD_FIELDS, TOKEN_ID_KEY, bad, checkKnownFields, checkRole, checkStopStrings, given, isRecord, shownKey, templateRole } from './field-checks.ts';
 
-export { given };
+export { given, shownKey };
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
-
-/** A key as part of a field name, cut so that a hostile key cannot make the error's field or message huge. */
-export function shownKey(k: string): string {
-  return k.length > 24 ? `${k.slice(0, 21)}...` : k;
-}
 
 function tokenIds(field: string, ids: unknown, vocab: number, nonEmpty: boolean): void {
   if (!Array.isArray(ids) || (nonEmpty && ids.length === 0)) bad(field, ids, `${nonEmpty ? 'a non-empty' : 'an'} array of token ids in [0, ${vocab})`);
@@ -53,7 +50,7 @@ function checkPrompt(r: GenerateRequest, vocab: number): void {
       const m: unknown = ms[i];
       if (typeof m !== 'object' || m === null || Array.isArray(m)) bad(`messages[${i}]`, m, 'a message { role: string, content: string }');
       const { role, content } = m as Record<string, unknown>;
-      if (typeof role !== 'string') bad(`messages[${i}].role`, role, "a string ('system', 'user', 'assistant', ...)");
+      checkRole(role, `messages[${i}].role`);
       if (typeof content !== 'string') bad(`messages[${i}].content`, content, 'a string');
     }
   }
@@ -130,14 +127,39 @@ function checkOther(r: GenerateRequest): void {
 
 /**
  * Checks every field of a request against a model of `vocab` tokens (with a tokenizer or not). Throws an
- * InvalidRequestError naming the first bad field; returns nothing (resolveOptions fills in the defaults).
+ * InvalidRequestError naming the first bad field (an unknown one first); returns nothing (resolveOptions fills in the
+ * defaults).
  * @example
  * checkRequest({ promptIds: [1, 2], stop: ['\n', ''] }, 512, true); // throws: 'stop[1]' should be a non-empty string...
+ * checkRequest({ prompt: 'hi', maxToken: 5 }, 512, true); // throws: generate(): unknown field 'maxToken': did you mean 'maxTokens'?...
  */
 export function checkRequest(r: GenerateRequest, vocab: number, hasTokenizer: boolean): void {
   if (typeof r !== 'object' || r === null || Array.isArray(r)) bad('request', r, 'an object with prompt, promptIds or messages');
+  checkKnownFields(r, GENERATE_FIELDS, 'generate()'); // first: 'promt' is a typo of prompt, not a request without one
   checkPrompt(r, vocab);
   checkStopping(r, vocab, hasTokenizer);
   checkSampling(r, vocab);
   checkOther(r);
+}
+
+/**
+ * Checks a preload's request: an object of exactly one of messages, prompt or promptIds (nothing else: a preload
+ * samples nothing), that prompt of its shape and its messages' roles, as generate() checks them.
+ * @example
+ * checkPreload({ messages: [{ role: 'wizard', content: 'x' }] }, 512); // throws: 'messages[0].role' should be one of...
+ */
+export function checkPreload(r: PreloadRequest, vocab: number): void {
+  const expected = 'exactly one of { messages }, { prompt } or { promptIds }';
+  if (!isRecord(r)) bad('preload', r, expected);
+  checkKnownFields(r, PRELOAD_FIELDS, 'preload()');
+  if (PRELOAD_FIELDS.filter((k) => given((r as Record<string, unknown>)[k])).length !== 1) bad('preload', r, expected);
+  checkPrompt(r as GenerateRequest, vocab);
+}
+
+/**
+ * A chat's messages as the chat template gets them: copies (the template never sees the caller's objects), 'developer'
+ * as 'system' (templateRole: most templates know only 'system'), every other field (name, tool_call_id...) as it is.
+ */
+export function templateMessages(messages: readonly ChatMessage[]): { role: string; [field: string]: unknown }[] {
+  return messages.map((m) => ({ ...m, role: templateRole(m.role) }));
 }

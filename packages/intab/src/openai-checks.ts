@@ -5,7 +5,7 @@
 // HTTP surfaces send back as the 400's `param` (openai-server.ts's errorResponse).
 
 import { REQUEST_LIMITS as L } from '@intab/engine/contract';
-import { TOKEN_ID_KEY, bad, checkStopStrings, given, isRecord } from '@intab/engine/field-checks';
+import { TOKEN_ID_KEY, bad, checkRole, checkStopStrings, given, isRecord, templateRole } from '@intab/engine/field-checks';
 import { checkJsonDepth } from '@intab/grammar/json-depth';
 import { GrammarBudgetError } from '@intab/grammar/errors';
 
@@ -15,6 +15,8 @@ export type Body = Record<string, unknown>;
 /** Whether a field was sent: OpenAI's clients send null for "the default". */
 export const present = given;
 export { bad };
+/** A message's role: one of the engine's CHAT_ROLES ('developer' among them), refused naming `messages[i].role`. */
+export { checkRole, templateRole };
 
 /** A JSON object (not an array, not null). */
 export function isObject(v: unknown): v is Body {

@@ -10,6 +10,8 @@ import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { ignoredFields, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
+import { serveOpenAI } from './openai-server.ts';
+import { relayRequest, type RelayClients } from './service-worker.ts';
 import { decodeSSE, encodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
 
@@ -164,7 +166,7 @@ describe('toGenerateRequest', () => {
       [{ stream_options: { include_usage: 1 } }, 'stream_options.include_usage', 'true or false'],
       [{ model: 5 }, 'model', 'a string'],
       [{ messages: [{ role: 'user', content: 'x', name: 5 }] }, 'messages[0].name', 'a string'],
-      [{ messages: [{ content: 'x' }] }, 'messages[0].role', 'a string'],
+      [{ messages: [{ content: 'x' }] }, 'messages[0].role', "one of 'system', 'user', 'assistant', 'tool' or 'developer'"],
       [{ response_format: { type: 'json_schema', json_schema: { schema: [] } } }, 'response_format.json_schema.schema', 'a JSON Schema'],
       [{ response_format: { type: 'json_schema', json_schema: { schema: {}, strict: 'yes' } } }, 'response_format.json_schema.strict', 'true or false'],
     ];
@@ -395,6 +397,73 @@ describe('fields nothing reads', () => {
       expect(String(warn.mock.calls[0]![0])).toMatch(/ignored 'temprature', 'tools'/);
     } finally {
       warn.mockRestore();
+    }
+  });
+});
+
+describe('request checks on every surface', () => {
+  /** The refusal of a promise, or a failed expectation when it resolves. */
+  async function refusal(p: Promise<unknown>): Promise<InvalidRequestError> {
+    const e = await p.then(() => undefined, (err: unknown) => err);
+    expect(e).toBeInstanceOf(InvalidRequestError);
+    return e as InvalidRequestError;
+  }
+
+  test("generate() refuses an unknown field naming the closest known one, before any work", async () => {
+    const e = await refusal(collect(engine.generate({ messages, maxToken: 5 } as GenerateRequest)));
+    expect([e.field, e.message]).toEqual(['maxToken', "generate(): unknown field 'maxToken': did you mean 'maxTokens'? Rename it and try again."]);
+    const far = await refusal(collect(engine.generate({ prompt: 'x', stream: true } as GenerateRequest)));
+    expect(far.message).toMatch(/^generate\(\): unknown field 'stream': remove it\. generate\(\) takes prompt, promptIds, messages, /);
+    expect(inner.stats().streams).toBe(0);
+  });
+
+  test('a role outside the five is refused by generate(), preload() and chat.completions.create, naming messages[i].role', async () => {
+    const wizard = [{ role: 'user', content: 'hi' }, { role: 'wizard', content: 'abracadabra' }];
+    for (const p of [collect(engine.generate({ messages: wizard })), engine.preload({ messages: wizard }), engine.chat.completions.create({ messages: wizard })]) {
+      const e = await refusal(p);
+      expect([e.field, e.message]).toEqual(['messages[1].role', expect.stringContaining("one of 'system', 'user', 'assistant', 'tool' or 'developer'")]);
+    }
+    // preload() takes one prompt and nothing else.
+    const extra = await refusal(engine.preload({ messages: [{ role: 'system', content: 'x' }], temperature: 0 } as never));
+    expect([extra.field, extra.message]).toEqual(['temperature', "preload(): unknown field 'temperature': remove it. preload() takes messages, prompt, promptIds."]);
+    expect(inner.stats()).toMatchObject({ streams: 0, prefixCache: { pinnedPages: 0 } });
+  });
+
+  test("'developer' is rendered as 'system', on generate() and preload() alike; 'tool' with string content runs", async () => {
+    const as = (role: string) => [{ role, content: 'You are terse.' }, { role: 'user', content: 'Say something!' }];
+    const greedy = { maxTokens: 6, temperature: 0 };
+    const ids = async (role: string) => (await collect(engine.generate({ messages: as(role), ...greedy }))).flatMap((c) => c.ids);
+    expect(await ids('developer')).toEqual(await ids('system'));
+    // A developer preload pins exactly the tokens of the system one: the second is wholly cached.
+    const dev = await engine.preload({ messages: [{ role: 'developer', content: 'You are terse.' }] });
+    const sys = await engine.preload({ messages: [{ role: 'system', content: 'You are terse.' }] });
+    expect(sys.tokens).toBe(dev.tokens);
+    expect(sys.cachedTokens).toBe(sys.tokens);
+    const tool = await collect(engine.generate({ messages: [{ role: 'user', content: 'f?' }, { role: 'assistant', content: 'calling f' }, { role: 'tool', content: '42' }], ...greedy }));
+    expect(tool.at(-1)!.finishReason).toBe('length');
+    expect(tool.flatMap((c) => c.ids)).toHaveLength(6);
+  });
+
+  test('over the Service Worker relay, a bad role is a 400 with param messages[0].role; an unknown field is still ignored', async () => {
+    const container = new EventTarget() as unknown as ServiceWorkerContainer;
+    const stop = serveOpenAI(engine, { container });
+    const page = { id: 'page-1', postMessage: (data: unknown, transfer: Transferable[]) => container.dispatchEvent(new MessageEvent('message', { data, ports: transfer as MessagePort[] })) };
+    const clients: RelayClients = { matchAll: async () => [page], get: async (id) => (id === page.id ? page : undefined) };
+    const post = (body: unknown) => relayRequest(new Request('https://app.test/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) }), clients, { pingTimeoutMs: 200 });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const res = await post({ messages: [{ role: 'wizard', content: 'hi' }], max_tokens: 2 });
+      expect(res.status).toBe(400);
+      const { error } = await res.json();
+      expect(error).toMatchObject({ type: 'invalid_request_error', param: 'messages[0].role' });
+      expect(error.message).toContain("one of 'system', 'user', 'assistant', 'tool' or 'developer'");
+      // OpenAI ignores fields it does not know; so does this surface (and names them), unlike generate().
+      const ok = await post({ messages: [{ role: 'developer', content: 'be brief' }, { role: 'user', content: 'hi' }], max_tokens: 2, temprature: 0 });
+      expect(ok.status).toBe(200);
+      expect((await ok.json()).usage.completion_tokens).toBe(2);
+    } finally {
+      warn.mockRestore();
+      stop();
     }
   });
 });

@@ -5,7 +5,7 @@
 
 import { REQUEST_LIMITS as L, type ChatMessage, type Chunk, type FinishReason, type GenerateRequest, type ResponseFormat, type TokenLogprob } from '@intab/engine/contract';
 import { IntabEngineError } from '@intab/engine/errors';
-import { bad, bodyOf, booleanField, checkDepth, isObject, isPlainObject, logitBiasField, numberField, present, stopField } from './openai-checks.ts';
+import { bad, bodyOf, booleanField, checkDepth, checkRole, isObject, isPlainObject, logitBiasField, numberField, present, stopField, templateRole } from './openai-checks.ts';
 
 // ---- request ----
 
@@ -183,10 +183,11 @@ function messagesOf(v: unknown): ChatMessage[] {
   for (let i = 0; i < v.length; i++) {
     const m: unknown = v[i];
     if (!isObject(m)) bad(`messages[${i}]`, m, 'an object { role, content }');
-    if (typeof m.role !== 'string') bad(`messages[${i}].role`, m.role, "a string ('system', 'developer', 'user', 'assistant', 'tool')");
+    // A role outside CHAT_ROLES is a 400 naming messages[i].role (unlike an unknown field, which OpenAI ignores too).
+    checkRole(m.role, `messages[${i}].role`);
     if (present(m.name) && typeof m.name !== 'string') bad(`messages[${i}].name`, m.name, 'a string');
     // OpenAI's 'developer' role is the system prompt of newer models; chat templates know 'system'.
-    out.push({ role: m.role === 'developer' ? 'system' : m.role, content: text(m.content, i) });
+    out.push({ role: templateRole(m.role), content: text(m.content, i) });
   }
   return out;
 }

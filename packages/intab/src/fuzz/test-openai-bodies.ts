@@ -76,7 +76,9 @@ function text(r: Random): string {
 }
 
 function message(r: Random, i: number): Record<string, unknown> {
-  const role = r.chance(0.85) ? (i === 0 && r.chance(0.3) ? r.pick(['system', 'developer']) : i % 2 === 0 ? 'user' : 'assistant') : r.pick(['tool', 'function', '', 'ROBOT']);
+  // Mostly the usual turns; now and then a tool result, and a role no surface takes (refused as messages[i].role).
+  const usual = i === 0 && r.chance(0.3) ? r.pick(['system', 'developer']) : i % 2 === 0 ? 'user' : 'assistant';
+  const role = r.chance(0.9) ? usual : r.chance(0.7) ? 'tool' : r.pick(['function', '', 'ROBOT', 'User', 'wizard']);
   const m: Record<string, unknown> = { role, content: r.chance(0.8) ? text(r) : r.pick<unknown>([null, [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], [{ type: 'image_url', image_url: { url: 'x' } }], []]) };
   if (r.chance(0.05)) m.name = 'bob';
   if (role === 'assistant' && r.chance(0.1)) m.tool_calls = [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }];
@@ -161,6 +163,7 @@ function nearMiss(r: Random, field: string, js: boolean): unknown {
         () => ({ role: 'user', content: 'x' }),
         () => [{ role: 'user' }],
         () => [{ role: 1, content: 'x' }],
+        () => [{ role: r.pick(['wizard', 'assitant', 'function']), content: 'x' }],
         () => [{ role: 'user', content: { text: 'x' } }],
         () => [{ role: 'user', content: [{ type: 'text' }] }],
         () => [{ role: 'user', content: [null] }],

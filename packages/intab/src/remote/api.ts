@@ -5,6 +5,7 @@
 
 import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
+import { GENERATE_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
 import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
 import { RemoteStream, type JsonValidator, type RemoteCall } from './stream.ts';
@@ -14,10 +15,13 @@ import { RemoteStream, type JsonValidator, type RemoteCall } from './stream.ts';
  * repetition_penalty, stop_token_ids and ignore_eos (vLLM, SGLang and llama.cpp names), truncate and strict_context
  * (intab serve's) are sent only when set;
  * `return_token_ids` asks vLLM-style servers (and intab serve) for the generated ids. grammar and regex formats are
- * InvalidRequestErrors: OpenAI-compatible servers agree only on JSON formats.
+ * InvalidRequestErrors: OpenAI-compatible servers agree only on JSON formats. A field a GenerateRequest does not have,
+ * and a message role outside CHAT_ROLES, are refused as a local engine refuses them; 'developer' is sent as 'system'
+ * (every server's template knows 'system'; OpenAI reads 'system' as 'developer' on the models that have it).
  */
 export function remoteCall(request: GenerateRequest, model: string): RemoteCall {
   if (typeof request !== 'object' || request === null) throw new InvalidRequestError('request', request, 'an object with prompt, promptIds or messages');
+  checkKnownFields(request, GENERATE_FIELDS, 'generate()');
   const given = (['prompt', 'promptIds', 'messages'] as const).filter((k) => request[k] !== undefined);
   if (given.length !== 1) throw new InvalidRequestError(given.length ? given.join(' and ') : 'prompt', given.length ? 'all of them' : undefined, 'exactly one of prompt, promptIds and messages');
   const body: Record<string, unknown> = { model, stream: true, stream_options: { include_usage: true }, return_token_ids: true };
@@ -27,7 +31,8 @@ export function remoteCall(request: GenerateRequest, model: string): RemoteCall 
     if (!Array.isArray(r.messages) || r.messages.length === 0) throw new InvalidRequestError('messages', r.messages, 'a non-empty array of { role, content }');
     body.messages = r.messages.map((m, i) => {
       if (typeof m?.role !== 'string' || typeof m.content !== 'string') throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content } with string fields');
-      return { role: m.role, content: m.content };
+      checkRole(m.role, `messages[${i}].role`);
+      return { role: templateRole(m.role), content: m.content };
     });
     path = '/chat/completions';
   } else if (r.promptIds !== undefined) {

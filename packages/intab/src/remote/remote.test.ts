@@ -452,6 +452,22 @@ describe('requests and options', () => {
     await engine.destroy();
   });
 
+  test('an unknown field and a bad role are refused as a local engine refuses them, before any request; developer goes as system', async () => {
+    const engine = await remoteEngine();
+    const typo = (await collect(engine.generate({ messages: [{ role: 'user', content: 'x' }], maxToken: 5 } as never)).catch((e: unknown) => e)) as InvalidRequestError;
+    expect(typo).toBeInstanceOf(InvalidRequestError);
+    expect([typo.field, typo.message]).toEqual(['maxToken', "generate(): unknown field 'maxToken': did you mean 'maxTokens'? Rename it and try again."]);
+    for (const p of [collect(engine.generate({ messages: [{ role: 'wizard', content: 'x' }] })), engine.chat.completions.create({ messages: [{ role: 'wizard', content: 'x' }] })]) {
+      const e = await p.then(() => undefined, (err: unknown) => err);
+      expect(e).toBeInstanceOf(InvalidRequestError);
+      expect((e as InvalidRequestError).field).toBe('messages[0].role');
+    }
+    expect(posts()).toHaveLength(0);
+    await collect(engine.generate({ messages: [{ role: 'developer', content: 'be brief' }, { role: 'tool', content: '42' }, { role: 'user', content: 'x' }] }));
+    expect(posts()[0]!.body.messages).toEqual([{ role: 'system', content: 'be brief' }, { role: 'tool', content: '42' }, { role: 'user', content: 'x' }]);
+    await engine.destroy();
+  });
+
   test('bad remote options are InvalidArgumentErrors that say what to pass', async () => {
     await expect(createEngine({ remote: { baseURL: 'localhost:8000', model: 'm' } })).rejects.toMatchObject({ code: 'invalid_argument', caller: 'remote' });
     await expect(createEngine({ remote: { baseURL: 'localhost:8000', model: 'm' } })).rejects.toThrow(/http\(s\) URL/);
