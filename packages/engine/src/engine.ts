@@ -714,7 +714,18 @@ export class Engine implements EngineApi {
       if (plan.every((p) => p.samples && p.seq.prefillLeft === 0)) speculator.targetCosts.record(entries.reduce((n, e) => n + e.tokens.length, 0), ms);
       this.inFlight.clear();
       this.apply(plan, entries, results, ms);
+      // A runner whose step never leaves the event loop (onnxruntime's wasm computes inside run() and resolves at
+      // once) would keep the next pull, and an abort, waiting in the message queue until the loop ran dry: the
+      // tokens of eight steps then arrived as one chunk, and an abort came that late. When output waits for a pull,
+      // one task lets messages in: a consumer that keeps up gets a chunk per step, one that falls behind coalesced.
+      if (this.awaitingPull()) await nextTask();
     }
+  }
+
+  /** Whether a stream has output ready and no pull waiting for it (its consumer's next pull may be on its way). */
+  private awaitingPull(): boolean {
+    for (const s of this.streams.values()) if (s.waiters.length === 0 && s.seq.ready) return true;
+    return false;
   }
 
   /** A planned entry as the runner takes it: plain, or a verify entry when there are proposals. */
@@ -856,6 +867,28 @@ export class Engine implements EngineApi {
     return chunk;
   }
 }
+
+/**
+ * Resolves after the tasks queued before it (messages from the main thread among them) have run: a MessageChannel
+ * round trip, which browsers do not throttle as they clamp nested setTimeout(0) to 4 ms.
+ */
+function nextTask(): Promise<void> {
+  if (typeof MessageChannel === 'undefined') return new Promise((resolve) => setTimeout(resolve, 0));
+  if (!ticks) {
+    const channel = new MessageChannel();
+    const waiting: (() => void)[] = [];
+    channel.port1.onmessage = () => waiting.shift()?.();
+    // Node: an idle engine must not keep the process alive.
+    (channel.port1 as { unref?: () => void }).unref?.();
+    ticks = { post: () => channel.port2.postMessage(0), waiting };
+  }
+  const t = ticks;
+  return new Promise((resolve) => {
+    t.waiting.push(resolve);
+    t.post();
+  });
+}
+let ticks: { post(): void; waiting: (() => void)[] } | undefined;
 
 /**
  * How long a failed step waits for its device's loss. A step on a device that goes away fails first (its readback is
