@@ -17,6 +17,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { readmeSnippets } from './readme-snippets.mjs';
+import { assertDeployable } from './build-size.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PACKAGE = join(ROOT, 'packages', 'intab');
@@ -187,6 +188,9 @@ try {
     await sh(process.execPath, [join(app, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], app);
     const assets = readdirSync(join(app, 'dist', 'assets'));
     expect(assets.some((f) => /^worker-.*\.js$/.test(f))).toBe(true);
+    // No file past static hosts' 25 MiB (onnxruntime's asyncify wasm was 26.8 MB), and the size of what a build adds.
+    const size = assertDeployable(join(app, 'dist'));
+    console.log(JSON.stringify({ bench: 'build-size', largest: size.largest, total: size.totalBytes, files: size.files }));
 
     // 5. Served as in production, in Chromium with WebGPU.
     const port = await freePort();

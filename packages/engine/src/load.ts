@@ -95,9 +95,17 @@ export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOption
 export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { name: 'onnx-wasm' | 'onnx-webgpu'; reason: string };
 
 /**
+ * Whether ORT's WebGPU build can run here: @intab/onnx loads its JSPI build for 'onnx-webgpu' (the asyncify one's
+ * wasm is past static hosts' 25 MiB per-file limit), which needs WebAssembly.Suspending (Chromium 137+). @intab/onnx's
+ * checkOrtBuild refuses the backend where this is false; it is restated here so that choosing does not import ORT's package.
+ */
+const jspi = (): boolean => typeof WebAssembly === 'object' && 'Suspending' in WebAssembly;
+
+/**
  * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and ORT's wasm
  * where WebGPU is missing or only a software adapter exists (measured: ORT wasm decodes stories260K several times
- * faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only.
+ * faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only: on its WebGPU execution provider
+ * with a hardware adapter where WebAssembly JSPI exists, else on its wasm.
  * @example
  * const choice = await chooseBackend(options.backend, opened.model);
  */
@@ -123,6 +131,7 @@ export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles,
   }
   if (onnxFolder) {
     gpu.destroy();
+    if (!jspi()) return { name: 'onnx-wasm', reason: `auto: an ONNX model runs on onnxruntime, whose WebGPU build needs WebAssembly JSPI, which this browser lacks (hardware adapter ${adapter}), so its wasm runs it` };
     return { name: 'onnx-webgpu', reason: `auto: an ONNX model on a hardware WebGPU adapter (${adapter}) runs on onnxruntime's WebGPU execution provider` };
   }
   return { name: 'webgpu', reason: `auto: a hardware WebGPU adapter (${adapter})`, gpu };

@@ -9,7 +9,7 @@ import { graphLayout } from './graph-layout.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
 import { readOnnxModel, type OnnxModelInfo } from './onnx-read.ts';
 import { OnnxFormatError } from './errors.ts';
-import { createSession, type OnnxBackend } from './session.ts';
+import { checkOrtBuild, createSession, type OnnxBackend } from './session.ts';
 
 export interface OnnxLoadOptions extends OnnxRunnerOptions {
   backend: OnnxBackend;
@@ -34,6 +34,8 @@ export interface LoadedOnnx {
  * const { runner } = await loadOnnxRunner(await openGguf(source), { backend: 'onnx-wasm', kvBudgetBytes: 64 << 20 });
  */
 export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Promise<LoadedOnnx> {
+  // A backend whose ORT build cannot run here is refused before the model's bytes are read or its graph is written.
+  checkOrtBuild(o.backend);
   const c = model.config;
   let bytes: Uint8Array;
   let externalData = new Map<string, Uint8Array>();

@@ -1,12 +1,14 @@
 // Creating sessions from bad .onnx bytes, with onnxruntime-web's wasm EP in Node: a truncated file, a corrupted
 // byte, an op nothing implements (in the ONNX domain, in ORT's contrib domain, at an opset it lacks) and weights
 // kept in an external file that was not given each end in a typed error that names the problem; a sound graph
-// still loads.
+// still loads. 'onnx-webgpu' (ORT's JSPI build) where WebAssembly JSPI is missing is refused before anything loads.
 
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
+import { bytesSource, type ByteSource, type ModelFiles } from '@intab/model';
 import { DataType, encodeModel, ExternalDataBuilder, f32Tensor, type OnnxNode, type OnnxTensor } from './onnx-proto.ts';
 import { OnnxFormatError, OnnxUnsupportedError } from './errors.ts';
-import { createSession } from './session.ts';
+import { checkOrtBuild, createSession, hasJspi, loadOrt } from './session.ts';
+import { loadOnnxRunner } from './load.ts';
 
 /** y = op(x + w) over a (2) f32 input: one initializer, one node of `op` in `domain` at `version`. */
 function model(op: string, o: { domain?: string; version?: number; external?: boolean } = {}): { bytes: Uint8Array; data?: Uint8Array } {
@@ -71,5 +73,56 @@ describe('createSession refuses bad models with typed errors', () => {
     const err = await createSession(bytes, { backend: 'onnx-wasm', file: 'model.onnx' }).catch((e) => e);
     expect(err).toBeInstanceOf(OnnxFormatError);
     expect(err.field).toBe('external data');
+  });
+});
+
+describe("'onnx-webgpu' runs ORT's JSPI build, which needs WebAssembly.Suspending", () => {
+  // Node 20 has no JSPI; the tests set or remove WebAssembly.Suspending themselves, whatever the Node.
+  const own = Object.getOwnPropertyDescriptor(WebAssembly, 'Suspending');
+  const jspi = (present: boolean) => {
+    if (present) Object.defineProperty(WebAssembly, 'Suspending', { value: class Suspending {}, configurable: true, writable: true });
+    else delete (WebAssembly as { Suspending?: unknown }).Suspending;
+  };
+  afterEach(() => {
+    if (own) Object.defineProperty(WebAssembly, 'Suspending', own);
+    else delete (WebAssembly as { Suspending?: unknown }).Suspending;
+  });
+
+  test('without it: OnnxUnsupportedError that says what to use, from every way in, before the model is read', async () => {
+    jspi(false);
+    expect(hasJspi()).toBe(false);
+    const refused = (err: unknown) => {
+      expect(err).toBeInstanceOf(OnnxUnsupportedError);
+      const e = err as OnnxUnsupportedError;
+      expect(e.feature).toBe("backend 'onnx-webgpu'");
+      expect(e.code).toBe('onnx_unsupported');
+      expect(e.message).toContain('WebAssembly.Suspending');
+      for (const other of ["'auto'", "'onnx-wasm'", "'webgpu'"]) expect(e.message).toContain(other);
+    };
+    let thrown: unknown;
+    try {
+      checkOrtBuild('onnx-webgpu');
+    } catch (e) {
+      thrown = e;
+    }
+    refused(thrown);
+    refused(await loadOrt('onnx-webgpu').catch((e) => e));
+    refused(await createSession(model('Relu').bytes, { backend: 'onnx-webgpu' }).catch((e) => e));
+    // An ONNX folder: not one byte of the graph is read.
+    let reads = 0;
+    const counted = (s: ByteSource): ByteSource => ({ name: s.name, size: s.size, read: (...a) => (reads++, s.read(...a)) });
+    const folder: ModelFiles = { config: {} as ModelFiles['config'], tensors: new Map(), onnx: { model: counted(bytesSource('model.onnx', model('Relu').bytes)), externalData: new Map() } };
+    refused(await loadOnnxRunner(folder, { backend: 'onnx-webgpu' }).catch((e) => e));
+    expect(reads).toBe(0);
+    // The wasm backend is ORT's other build, and needs nothing of the kind.
+    expect(() => checkOrtBuild('onnx-wasm')).not.toThrow();
+    const { session } = await createSession(model('Relu').bytes, { backend: 'onnx-wasm' });
+    await session.release();
+  });
+
+  test('with it, the backend is not refused', () => {
+    jspi(true);
+    expect(hasJspi()).toBe(true);
+    expect(() => checkOrtBuild('onnx-webgpu')).not.toThrow();
   });
 });

@@ -2,9 +2,11 @@
 // through ORT's own kernels), wasm threads only where the page is cross-origin isolated (nothing requires
 // COOP/COEP), full graph optimization, external weight files handed over as bytes, and ORT's failures turned
 // into typed errors that say what to do. ORT's wasm binaries come from this package's dependency, resolved by
-// the app's bundler (no CDN), so an offline PWA carries them like any other asset. Each backend loads its own ORT build:
-// the wasm-only one for 'onnx-wasm' (measured in Chromium on stories260K: 2.2× the decode speed of the default build,
-// whose JSEP wasm serves WebGPU too), the WebGPU one for 'onnx-webgpu'; neither is fetched until a backend needs it.
+// the app's bundler (no CDN), so an offline PWA carries them like any other asset. Each backend loads its own ORT build,
+// fetched only when the backend loads: the wasm-only one for 'onnx-wasm' (measured in Chromium on stories260K: 2.2× the
+// decode speed of the default build, whose JSEP wasm serves WebGPU too), the JSPI one for 'onnx-webgpu': the WebGPU EP
+// of ORT's 'webgpu' build with JSPI in place of Asyncify, whose wasm is 16.8 MB where the asyncify one (26.8 MB) is
+// past static hosts' 25 MiB per file. It needs WebAssembly.Suspending (Chromium 137+); elsewhere checkOrtBuild refuses it.
 
 import type { InferenceSession } from 'onnxruntime-web';
 import { OnnxFormatError, OnnxRunError, OnnxUnsupportedError } from './errors.ts';
@@ -36,15 +38,40 @@ export interface OnnxSession {
 
 const builds = new Map<OnnxBackend, Promise<Ort>>();
 
+/** Whether this JavaScript engine has WebAssembly JSPI (WebAssembly.Suspending), which ORT's JSPI build needs. */
+export function hasJspi(): boolean {
+  return typeof WebAssembly === 'object' && 'Suspending' in WebAssembly;
+}
+
+/**
+ * Throws when `backend`'s ORT build cannot run here: 'onnx-webgpu' without JSPI. Synchronous and free (nothing is
+ * fetched), so a load is refused before a byte of the model is read.
+ * @example
+ * checkOrtBuild('onnx-webgpu'); // OnnxUnsupportedError in a browser without WebAssembly.Suspending
+ */
+export function checkOrtBuild(backend: OnnxBackend): void {
+  if (backend === 'onnx-webgpu' && !hasJspi()) {
+    throw new OnnxUnsupportedError(
+      "backend 'onnx-webgpu'",
+      "it runs onnxruntime-web's JSPI build, which needs WebAssembly JSPI (WebAssembly.Suspending: Chrome and Edge 137+), and this browser lacks it. Load the model with backend 'auto' (it picks what runs here), 'onnx-wasm' (every browser), or 'webgpu' (intab's kernels, on the model's GGUF or safetensors).",
+    );
+  }
+}
+
 /**
  * The ORT build of a backend, loaded once, with its process-wide settings made before its first session: wasm
  * threads only where the page is cross-origin isolated (SharedArrayBuffer), elsewhere one (ORT would warn and fall
- * back), and only errors logged.
+ * back), and only errors logged. Its wasm binary is fetched by ORT at the first session, not here.
+ * @example
+ * const ort = await loadOrt('onnx-wasm');
  */
-export function loadOrt(backend: OnnxBackend): Promise<Ort> {
+export async function loadOrt(backend: OnnxBackend): Promise<Ort> {
+  checkOrtBuild(backend);
   let build = builds.get(backend);
   if (!build) {
-    build = (backend === 'onnx-webgpu' ? import('onnxruntime-web/webgpu') : import('onnxruntime-web/wasm')).then((ort: Ort) => {
+    // Two literal specifiers, one per backend: a bundler emits each build's wasm (its `new URL('x.wasm',
+    // import.meta.url)`) beside a chunk loaded only here. Never 'onnxruntime-web/webgpu' (the 26.8 MB asyncify wasm).
+    build = (backend === 'onnx-webgpu' ? import('onnxruntime-web/jspi') : import('onnxruntime-web/wasm')).then((ort: Ort) => {
       const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
       const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
       ort.env.wasm.numThreads = isolated ? Math.max(1, Math.min(4, cores)) : 1;
