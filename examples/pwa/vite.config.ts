@@ -46,7 +46,7 @@ export default defineConfig({
         // .wasm: onnxruntime-web's binary (from the package, emitted by this build), which runs the model where WebGPU
         // is missing or software-only; offline, it must come from the cache like the rest of the app.
         globPatterns: ['**/*.{js,css,html,png,webmanifest,wasm}'],
-        // The engine's worker chunk carries the kernels and tokenizers; ORT's wasm is ~28 MB.
+        // The engine's worker chunk carries the kernels and tokenizers; ORT's largest wasm (its JSPI build) is 16.8 MB.
         maximumFileSizeToCacheInBytes: 48 << 20,
         rollupFormat: 'iife',
       },
