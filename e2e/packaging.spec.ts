@@ -62,7 +62,7 @@ async function waitForHttp(url: string, child: ChildProcess, log: () => string):
 /** The tarball's file list and package.json, after the checks every packer's tarball must pass. */
 async function inspect(tgz: string, packer: string, cwd: string): Promise<{ listing: string[]; manifest: Record<string, any> }> {
   const listing = (await sh('tar', ['tzf', tgz], cwd)).split('\n').filter(Boolean).sort();
-  for (const file of ['package/dist/index.js', 'package/dist/service-worker.js', 'package/dist/types/intab/src/service-worker.d.ts', 'package/dist/types/intab/src/index.d.ts', 'package/dist/types/errors/src/index.d.ts']) {
+  for (const file of ['package/dist/index.js', 'package/dist/service-worker.js', 'package/dist/vite.js', 'package/dist/types/intab/src/service-worker.d.ts', 'package/dist/types/intab/src/vite.d.ts', 'package/dist/types/intab/src/index.d.ts', 'package/dist/types/errors/src/index.d.ts']) {
     expect(listing, `${packer}: ${file}`).toContain(file);
   }
   expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f)), `${packer}: the worker chunk`).toBe(true);
@@ -72,7 +72,11 @@ async function inspect(tgz: string, packer: string, cwd: string): Promise<{ list
   // and no consumer sets it.
   expect(manifest.exports['.'], packer).toEqual({ '@intab/source': './src/index.ts', types: './dist/types/intab/src/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
   expect(manifest.exports['./service-worker'], packer).toEqual({ '@intab/source': './src/service-worker.ts', types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js', default: './dist/service-worker.js' });
-  expect(Object.keys(manifest.exports).sort(), packer).toEqual(['.', './package.json', './service-worker']);
+  expect(manifest.exports['./vite'], packer).toEqual({ '@intab/source': './src/vite.ts', types: './dist/types/intab/src/vite.d.ts', import: './dist/vite.js', default: './dist/vite.js' });
+  expect(Object.keys(manifest.exports).sort(), packer).toEqual(['.', './package.json', './service-worker', './vite']);
+  // intab/vite runs in the app's vite.config with the app's Vite: a peer, optional (an app without Vite never imports it).
+  expect(manifest.peerDependencies, packer).toEqual({ vite: '^8.0.0' });
+  expect(manifest.peerDependenciesMeta, packer).toEqual({ vite: { optional: true } });
   expect(manifest.types, packer).toBe('./dist/types/intab/src/index.d.ts');
   expect(manifest.module, packer).toBe('./dist/index.js');
   expect(manifest.publishConfig, packer).toBeUndefined();

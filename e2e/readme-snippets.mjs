@@ -22,7 +22,6 @@ const CONTEXT = {
   show: '(...values: unknown[]) => void',
   render: '(...values: unknown[]) => void',
   signal: 'AbortSignal',
-  self: 'Parameters<typeof import("intab/service-worker").relayOpenAI>[0]',
   OpenAI: 'typeof import("openai").default',
 };
 

@@ -97,7 +97,7 @@ describe('reference/ is test-only', () => {
     // Each export's sources, as the monorepo resolves it (the '@intab/source' condition; dist/ is built from them).
     const exported = Object.values(JSON.parse(readFileSync(join(ROOT, 'packages/intab/package.json'), 'utf8')).exports as Record<string, string | Record<string, string>>);
     const entries = exported.map((e) => (typeof e === 'string' ? e : e['@intab/source'])).filter((e): e is string => e !== undefined && e.endsWith('.ts'));
-    expect(entries).toEqual(['./src/index.ts', './src/service-worker.ts']);
+    expect(entries).toEqual(['./src/index.ts', './src/service-worker.ts', './src/vite.ts']);
     const seen = new Set<string>();
     const parent = new Map<string, string>();
     const queue = entries.map((e) => rel(join(ROOT, 'packages/intab', e)));

@@ -13,7 +13,10 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 // Bare imports that stay imports in dist: the published package depends on them.
 const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web', 'idb', '@cfworker/json-schema'];
-const external = (id: string) => THIRD_PARTY.some((d) => id === d || id.startsWith(`${d}/`));
+// The Vite plugin (intab/vite) runs in Node, in the app's vite.config: Vite is the app's (a peer dependency), and Node's
+// built-ins are Node's. Neither is ever bundled.
+const NODE_SIDE = ['vite'];
+const external = (id: string) => id.startsWith('node:') || [...THIRD_PARTY, ...NODE_SIDE].some((d) => id === d || id.startsWith(`${d}/`));
 
 // Vite's worker plugin writes the emitted worker's URL for a served app: `new URL(/* @vite-ignore */
 // "/worker-xxx.js", "" + import.meta.url)`, root-absolute and hidden from other bundlers. A library must ship the
@@ -123,7 +126,7 @@ export default defineConfig({
     // Workers must stay separate files, never base64 data URLs: a data-URL module worker cannot import.
     assetsInlineLimit: 0,
     lib: {
-      entry: { index: here('src/index.ts'), 'service-worker': here('src/service-worker.ts') },
+      entry: { index: here('src/index.ts'), 'service-worker': here('src/service-worker.ts'), vite: here('src/vite.ts') },
       formats: ['es'],
       fileName: (_format, name) => `${name}.js`,
     },

@@ -3,15 +3,19 @@
 // tiny ChatML tokenizer). The browser's Service Worker → page messaging is the one stand-in (an EventTarget that
 // delivers the message and its port, as navigator.serviceWorker does); e2e/pwa.spec.ts runs the real thing.
 // Streams and JSON answers equal the engine's own, errors are OpenAI-shaped with OpenAI's statuses, a client that
-// goes away aborts the engine's request, and concurrent clients share engine steps. Only the origin's own pages are
-// answered: what the browser sets and a page cannot forge (Origin, Sec-Fetch-Site, the requesting client, the mode)
-// is checked before anything reaches the engine page.
+// goes away aborts the engine's request, and concurrent clients share engine steps. The body is pulled end to end: a
+// reader that stops reading leaves the engine's sequence paused (its queue full, its steps not advancing) and reading
+// on finishes the same answer; the page sends one piece per pull, and pushes to an older Service Worker that sends
+// none. Only the origin's own pages are answered: what the browser sets and a page cannot forge (Origin,
+// Sec-Fetch-Site, the requesting client, the mode) is checked before anything reaches the engine page; relayOpenAI
+// given anything but a Service Worker's scope throws a typed error.
 import { describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
-import { serveOpenAI } from './openai-server.ts';
-import { foreignRequest, relayOpenAI, relayRequest, type RelayClients, type RelayFetchEvent } from './service-worker.ts';
+import { IntabError } from '@intab/errors';
+import { answerRelayed, serveOpenAI, type RelayReply } from './openai-server.ts';
+import { ServiceWorkerScopeError, foreignRequest, relayOpenAI, relayRequest, type RelayClients, type RelayFetchEvent } from './service-worker.ts';
 import { decodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
 
@@ -39,11 +43,19 @@ function setup(o: { pages?: 'engine' | 'none' | 'silent' } = {}) {
   return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, clients, post, stop };
 }
 
-async function generateText(engine: IntabEngine, maxTokens: number): Promise<string> {
+async function generateText(engine: IntabEngine, maxTokens: number, logitBias?: Record<number, number>): Promise<string> {
   let text = '';
-  for await (const c of engine.generate({ messages, maxTokens, temperature: 0 })) text += c.text;
+  for await (const c of engine.generate({ messages, maxTokens, temperature: 0, logitBias })) text += c.text;
   return text;
 }
+
+/** Lets every task queued so far run, a few times over: whatever was going to happen next has happened. */
+async function settle(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */
+const NO_EOS = { '2': -100, '97': -100 };
 
 describe('the relayed OpenAI endpoint', () => {
   test('stream: true is SSE whose chunks spell what the engine generates; [DONE] ends it', async () => {
@@ -112,6 +124,28 @@ describe('the relayed OpenAI endpoint', () => {
     }
   });
 
+  test('the engine page goes away before it answers: a 503 that says to open it again', async () => {
+    let gone = false;
+    const page = {
+      id: 'page-1',
+      postMessage(data: unknown, transfer: Transferable[]) {
+        const port = transfer[0] as MessagePort;
+        if ((data as { type: string }).type === 'intab:ping') port.postMessage({ type: 'intab:pong' });
+        else gone = true; // the request arrives as the tab closes: never answered
+      },
+    };
+    const clients: RelayClients = { matchAll: async () => [page], get: async (id) => (gone || id !== page.id ? undefined : page) };
+    const res = await relayRequest(new Request('https://app.test/v1/chat/completions', { method: 'POST', body: JSON.stringify({ messages }) }), clients, { pingTimeoutMs: 200 });
+    expect(res.status).toBe(503);
+    expect((await res.json()).error).toMatchObject({ type: 'service_unavailable', code: 'no_engine', message: expect.stringMatching(/closed before it answered: open it again/) });
+  });
+
+  test('under another prefix, the page answers the same paths as under /v1', async () => {
+    const s = setup();
+    const models = await relayRequest(new Request('https://app.test/api/openai/v1/models'), s.clients, { prefix: '/api/openai/v1/' });
+    expect(await models.json()).toMatchObject({ data: [{ id: 'tiny-llama' }] });
+  });
+
   test('a client that goes away mid-stream aborts the engine\'s request: its pages are back', async () => {
     const s = setup();
     const controller = new AbortController();
@@ -121,6 +155,28 @@ describe('the relayed OpenAI endpoint', () => {
     await reader.cancel();
     for (let i = 0; i < 100 && s.inner.stats().streams > 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(s.inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: s.runner.kv.pages });
+  });
+
+  test('a reader that stops reading leaves the engine\'s sequence paused; reading on finishes the same answer', async () => {
+    const s = setup();
+    const res = await s.post('/v1/chat/completions', { messages, max_tokens: 120, temperature: 0, stream: true, logit_bias: NO_EOS });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let raw = decoder.decode((await reader.read()).value, { stream: true });
+    // Nothing reads: the engine fills the sequence's queue (maxQueuedChunks), then the sequence sits out of steps.
+    await expect.poll(() => s.inner.stats().paused, { timeout: 20_000 }).toBe(1);
+    const steps = s.runner.log.length;
+    await settle();
+    expect(s.inner.stats()).toMatchObject({ streams: 1, running: 1, paused: 1 });
+    expect(s.runner.log.length).toBe(steps); // not one step more while nobody reads
+    expect(steps).toBeLessThan(40); // far from the 120 tokens asked for: the output waits in the engine, not here
+    for (let r = await reader.read(); !r.done; r = await reader.read()) raw += decoder.decode(r.value, { stream: true });
+    expect(raw.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const events = raw.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+    const text = events.map((e) => e.choices[0]?.delta?.content ?? '').join('');
+    expect(events.at(-1).choices[0].finish_reason).toBe('length');
+    expect(text).toBe(await generateText(s.engine, 120, NO_EOS));
+    expect(s.inner.stats()).toMatchObject({ streams: 0, running: 0, paused: 0, availablePages: s.runner.kv.pages });
   });
 
   test('four concurrent clients share engine steps', async () => {
@@ -135,6 +191,98 @@ describe('the relayed OpenAI endpoint', () => {
     );
     expect(texts.every((t) => t.length > 0)).toBe(true);
     expect(s.runner.log.some((step) => step.length === 4)).toBe(true);
+  });
+});
+
+describe('the page half: one body piece per pull', () => {
+  /** answerRelayed over a real MessageChannel, with the Service Worker's end in the test's hands. */
+  function relayed(o: { pull?: boolean; body?: unknown } = {}) {
+    const r = referenceEngine();
+    const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
+    const { port1, port2 } = new MessageChannel();
+    const replies: RelayReply[] = [];
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    port1.onmessage = (m: MessageEvent<RelayReply>) => {
+      replies.push(m.data);
+      if (m.data.type === 'end') ended();
+    };
+    const body = JSON.stringify(o.body ?? { messages, max_tokens: 100, temperature: 0, stream: true, logit_bias: NO_EOS });
+    const answered = answerRelayed(engine, { type: 'intab:request', method: 'POST', path: '/v1/chat/completions', body, ...(o.pull === undefined ? {} : { pull: o.pull }) }, port2);
+    /** The page is done and its last message, the end, has arrived. */
+    const done = Promise.all([answered, end]);
+    const pieces = () => replies.filter((m) => m.type === 'body').length;
+    return { inner: r.engine as Engine, runner: r.runner as ReferenceRunner, port: port1, replies, pieces, done };
+  }
+
+  test('no piece before a pull, one per pull; the engine\'s sequence waits paused meanwhile; an abort frees it', async () => {
+    const t = relayed({ pull: true });
+    await expect.poll(() => t.inner.stats().paused, { timeout: 20_000 }).toBe(1);
+    await settle();
+    expect(t.replies.map((m) => m.type)).toEqual(['head']); // the head goes at once; the body waits to be asked for
+    for (const asked of [1, 3]) {
+      for (let i = t.pieces(); i < asked; i++) t.port.postMessage({ type: 'pull' });
+      await expect.poll(t.pieces, { timeout: 20_000 }).toBe(asked);
+      await settle();
+      expect(t.pieces()).toBe(asked);
+      await expect.poll(() => t.inner.stats().paused, { timeout: 20_000 }).toBe(1);
+    }
+    const steps = t.runner.log.length;
+    await settle();
+    expect(t.runner.log.length).toBe(steps);
+    // The client goes away while the page waits for a pull: the engine's request ends and its pages are back.
+    t.port.postMessage({ type: 'abort' });
+    await t.done;
+    expect(t.replies.at(-1)).toEqual({ type: 'end' });
+    expect(t.pieces()).toBe(3);
+    expect(t.inner.stats()).toMatchObject({ streams: 0, running: 0, availablePages: t.runner.kv.pages });
+  });
+
+  test('to a Service Worker that sends no pulls (an older intab), every piece goes as it comes', async () => {
+    const t = relayed({ body: { messages, max_tokens: 10, temperature: 0, stream: true, logit_bias: NO_EOS } });
+    await t.done;
+    const body = t.replies.map((m) => (m.type === 'body' ? m.chunk : '')).join('');
+    expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    expect(t.replies.at(-1)).toEqual({ type: 'end' });
+    expect(t.inner.stats()).toMatchObject({ streams: 0, running: 0 });
+  });
+});
+
+describe('relayOpenAI takes a Service Worker\'s scope only', () => {
+  test('anything else (a page, a Web Worker, Node, nothing) throws a ServiceWorkerScopeError that says where to call it', () => {
+    const cases: [unknown, RegExp][] = [
+      [undefined, /given a global\b/], // the default, globalThis: Node's, without clients
+      [null, /given null/],
+      [{ location: { origin: 'https://app.test' }, addEventListener() {} }, /given a plain object without clients/],
+      [new EventTarget(), /given an EventTarget/],
+    ];
+    for (const [scope, given] of cases) {
+      let thrown: unknown;
+      try {
+        relayOpenAI(scope as Parameters<typeof relayOpenAI>[0]);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(ServiceWorkerScopeError);
+      expect(thrown).toBeInstanceOf(IntabError);
+      const e = thrown as ServiceWorkerScopeError;
+      expect(e).toMatchObject({ name: 'ServiceWorkerScopeError', code: 'not_a_service_worker', caller: 'relayOpenAI' });
+      expect(e.message).toMatch(given);
+      expect(e.message).toMatch(/navigator\.serviceWorker\.register\('\/sw\.js'\).*serveOpenAI\(engine\)/);
+    }
+    // Called with no argument in a Service Worker, it takes globalThis, the worker's scope.
+    let added: string | undefined;
+    const scope = { location: { origin: 'https://app.test' }, clients: { matchAll: async () => [], get: async () => undefined }, addEventListener: (type: string) => (added = type) };
+    const g = globalThis as { location?: unknown; clients?: unknown; addEventListener?: unknown };
+    Object.assign(g, scope);
+    try {
+      relayOpenAI();
+    } finally {
+      delete g.location;
+      delete g.clients;
+      delete g.addEventListener;
+    }
+    expect(added).toBe('fetch');
   });
 });
 

@@ -3,6 +3,8 @@
 // request over a MessageChannel to a page whose engine answers it here, and streams the answer back as the response
 // body. `POST /v1/chat/completions` (SSE when `stream: true`, else one JSON) and `GET /v1/models`; errors are
 // OpenAI-shaped, with the status OpenAI would send; a relayed `abort` (the client went away) aborts the request.
+// A stream is pulled: the engine's next chunk is read only for a `pull` from the Service Worker (one per piece its
+// response's reader takes), so what nobody has asked for waits in the engine, whose full queue pauses the sequence.
 
 import { InvalidRequestError, ContextLengthExceededError, EngineClosedError } from '@intab/engine/errors';
 import type { IntabEngine } from './engine.ts';
@@ -16,9 +18,20 @@ export interface RelayedRequest {
   path: string;
   /** The request body as text ('' for GET). */
   body: string;
+  /**
+   * The Service Worker asks for each body piece of a stream with `{ type: 'pull' }` (intab/service-worker does), and
+   * the engine's next chunk is read only then. Absent (a Service Worker of an older intab): pieces go as they come.
+   */
+  pull?: boolean;
 }
 
-/** What the page sends back over the request's port: the head once, body pieces, then the end. */
+/** What the Service Worker sends over the request's port: a credit for one more body piece, or the client went away. */
+export type RelayControl = { type: 'pull' } | { type: 'abort' };
+
+/**
+ * What the page sends back over the request's port: the head once, body pieces, then the end. A one-piece answer (JSON)
+ * goes at once; a stream's pieces go one per `pull` when the request asked for pulls.
+ */
 export type RelayReply =
   | { type: 'head'; status: number; headers: Record<string, string> }
   | { type: 'body'; chunk: string }
@@ -76,8 +89,11 @@ export function errorResponse(err: unknown): { status: number; body: ReturnType<
 export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, port: MessagePort, events?: { started?: () => void; ended?: () => void }): Promise<void> {
   const send = (m: RelayReply) => port.postMessage(m);
   const controller = new AbortController();
+  const credits = pieceCredits(req.pull === true, controller.signal);
   port.onmessage = (e: MessageEvent) => {
-    if (e.data?.type === 'abort') controller.abort(new DOMException('The HTTP client went away.', 'AbortError'));
+    const type = (e.data as Partial<RelayControl> | null)?.type;
+    if (type === 'abort') controller.abort(new DOMException('The HTTP client went away.', 'AbortError'));
+    else if (type === 'pull') credits.add();
   };
   let headSent = false;
   const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -112,8 +128,23 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
       const stream = await engine.chat.completions.create({ ...body, stream: true }, { signal: controller.signal });
       headSent = true;
       send({ type: 'head', status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...named } });
-      for await (const chunk of stream) send({ type: 'body', chunk: `data: ${JSON.stringify(chunk)}\n\n` });
-      if (!controller.signal.aborted) send({ type: 'body', chunk: 'data: [DONE]\n\n' });
+      const chunks = stream[Symbol.asyncIterator]();
+      try {
+        // A credit first, then the engine's next chunk: what is not asked for stays in the engine's queue, where a
+        // full queue pauses the sequence. The credit taken for the chunk that turns out to be the last carries [DONE]
+        // (or, thrown, the error event below).
+        while (await credits.take()) {
+          const next = await chunks.next();
+          if (next.done) {
+            if (!controller.signal.aborted) send({ type: 'body', chunk: 'data: [DONE]\n\n' });
+            break;
+          }
+          send({ type: 'body', chunk: `data: ${JSON.stringify(next.value)}\n\n` });
+        }
+      } finally {
+        // Left while the engine's stream is still open (aborted while the client was not reading): cancel it there.
+        await chunks.return?.();
+      }
       send({ type: 'end' });
       return;
     }
@@ -130,6 +161,34 @@ export async function answerRelayed(engine: IntabEngine, req: RelayedRequest, po
     port.onmessage = null;
     events?.ended?.();
   }
+}
+
+/**
+ * The Service Worker's credits for body pieces (`pull` messages): take() resolves true when one may be sent (and uses
+ * it up), false once `signal` aborted. Not `pulled` (an older Service Worker sends none): every piece may go.
+ */
+function pieceCredits(pulled: boolean, signal: AbortSignal): { add(): void; take(): Promise<boolean> } {
+  let credits = 0;
+  let wake: (() => void) | undefined;
+  const rouse = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  signal.addEventListener('abort', rouse, { once: true });
+  return {
+    add() {
+      credits++;
+      rouse();
+    },
+    async take() {
+      if (!pulled) return true;
+      while (credits === 0 && !signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
+      if (signal.aborted) return false;
+      credits--;
+      return true;
+    },
+  };
 }
 
 export interface ServeOpenAIOptions {

@@ -1,19 +1,24 @@
 // intab/service-worker: an OpenAI-compatible endpoint on the page's own origin, served by its Service Worker.
 // `POST /v1/chat/completions` (streaming SSE or JSON) and `GET /v1/models` are relayed over a MessageChannel to an
-// open page whose engine answers them (serveOpenAI in 'intab'), and the answer streams back as the response body.
+// open page whose engine answers them (serveOpenAI in 'intab'), and the answer streams back as the response body,
+// pulled: the page reads the engine's next chunk only when the response's reader asks for one (see relayRequest), so
+// the output waits in the engine, whose full queue pauses the sequence, never here. (Chromium's own reader of a
+// fetch() answered here takes the whole body into the page, however slowly the page reads it.)
 // The Service Worker never holds the model: it is stopped when idle, and WebGPU there is unreliable. With no such
 // page open, the answer is a 503 in OpenAI's error format saying what to open; aborting the fetch (the client's
 // AbortSignal, a closed tab) aborts the engine's request. Only the origin's own pages are answered: another site's
-// form POST or link into the scope is a 403 (see foreignRequest). This module imports nothing else of intab: it
-// stays small in a Service Worker bundle.
+// form POST or link into the scope is a 403 (see foreignRequest). This module imports nothing of intab but the
+// dependency-free error base class: it stays small in a Service Worker bundle.
 //
 // @example
 // // sw.ts (your Service Worker)
 // import { relayOpenAI } from 'intab/service-worker';
 // relayOpenAI(self);
 
+import { IntabError } from '@intab/errors';
+
 export interface RelayOptions {
-  /** The path prefix served [/v1]. */
+  /** The path prefix served [/v1]; the page answers the paths under it as OpenAI's under /v1 ('/api/v1/models' as '/v1/models'). */
   prefix?: string;
   /** How long a page has to answer "do you hold an engine?" [1000 ms]. */
   pingTimeoutMs?: number;
@@ -43,16 +48,64 @@ export interface RelayScope {
   addEventListener(type: 'fetch', listener: (event: RelayFetchEvent) => void): void;
 }
 
+/**
+ * relayOpenAI was given a scope that is not a Service Worker's (a page's `window`, a Web Worker's `self`): it answers
+ * fetches only in the script that `navigator.serviceWorker.register()` runs. Thrown at once, where it was called.
+ */
+export class ServiceWorkerScopeError extends IntabError {
+  static override readonly code: string = 'not_a_service_worker';
+  /** The function that refused it. */
+  readonly caller: string;
+  /** What it was given, e.g. 'Window', 'DedicatedWorkerGlobalScope', 'undefined'. */
+  readonly given: string;
+  constructor(caller: string, given: string) {
+    super(
+      `${caller} runs in your Service Worker's script, whose global scope (self) has clients and fetch events; it was given ${given === 'undefined' || given === 'null' ? given : `${/^[AEIOU]/.test(given) ? 'an' : 'a'} ${given}`}. ` +
+        "Call it in the script you register with navigator.serviceWorker.register('/sw.js') (with Vite, build that script with serviceWorker() from 'intab/vite'), " +
+        "and call serveOpenAI(engine) from 'intab' in the page instead.",
+    );
+    this.name = 'ServiceWorkerScopeError';
+    this.caller = caller;
+    this.given = given;
+  }
+}
+
+const servedPrefix = (options: RelayOptions) => (options.prefix ?? '/v1').replace(/\/+$/, '');
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 const error = (status: number, message: string, type: string, code: string | null) => json(status, { error: { message, type, param: null, code } });
 
+/** `scope` when it is a Service Worker's global scope (as much as the relay uses of it), else a ServiceWorkerScopeError. */
+function serviceWorkerScope(scope: unknown, caller: string): RelayScope {
+  const s = scope as { location?: { origin?: unknown }; clients?: { matchAll?: unknown; get?: unknown }; addEventListener?: unknown } | null | undefined;
+  if (
+    typeof s?.addEventListener === 'function' &&
+    typeof s.location?.origin === 'string' &&
+    typeof s.clients?.matchAll === 'function' &&
+    typeof s.clients.get === 'function'
+  ) {
+    return s as RelayScope;
+  }
+  // '[object Window]', '[object DedicatedWorkerGlobalScope]': the realm's own name for it.
+  const given = s === null || s === undefined ? String(s) : Object.prototype.toString.call(s).slice(8, -1);
+  throw new ServiceWorkerScopeError(caller, given === 'Object' ? 'plain object without clients, location and addEventListener' : given);
+}
+
 /**
- * Makes the Service Worker `sw` answer `<prefix>/...` requests of its own origin through an engine page.
- * Call it before other fetch handlers (a precache's navigation route) so they do not take these requests.
- * Requests that do not come from a page of the origin (see foreignRequest) are a 403 in OpenAI's error format.
+ * Makes the Service Worker answer `<prefix>/...` requests of its own origin through an engine page. Call it in your
+ * Service Worker's script, before other fetch handlers (a precache's navigation route) so they do not take these
+ * requests. `scope` is the Service Worker's global scope, `self` [globalThis]: TypeScript types `self` by the
+ * tsconfig's lib (a `Window` under "DOM", a `WorkerGlobalScope` under "WebWorker", the ServiceWorkerGlobalScope you
+ * declare), and any of them is taken; what it is at run time is checked, and anything but a Service Worker's scope
+ * throws a ServiceWorkerScopeError. Requests that do not come from a page of the origin (see foreignRequest) are a 403
+ * in OpenAI's error format.
+ * @example
+ * // src/sw.ts, registered with navigator.serviceWorker.register('/sw.js') (see serviceWorker() in 'intab/vite')
+ * import { relayOpenAI } from 'intab/service-worker';
+ * relayOpenAI(self, { openHint: "the chat (this site's main page)" });
  */
-export function relayOpenAI(sw: RelayScope, options: RelayOptions = {}): void {
-  const prefix = (options.prefix ?? '/v1').replace(/\/+$/, '');
+export function relayOpenAI(scope: RelayScope | typeof globalThis = globalThis, options: RelayOptions = {}): void {
+  const sw = serviceWorkerScope(scope, 'relayOpenAI');
+  const prefix = servedPrefix(options);
   sw.addEventListener('fetch', (event) => {
     const url = new URL(event.request.url);
     if (url.origin !== sw.location.origin || (url.pathname !== prefix && !url.pathname.startsWith(`${prefix}/`))) return;
@@ -108,6 +161,12 @@ export function foreignRequest(request: Pick<Request, 'headers' | 'mode'>, origi
 /**
  * Answers one request through an engine page (or with a 503 when none is open). It does not check who asks:
  * relayOpenAI does (foreignRequest), before calling it.
+ *
+ * The body is pulled, end to end: the response's stream holds at most one piece, and each time it wants one (its
+ * `pull()`, when the HTTP reader has taken what it held) it sends the page `{ type: 'pull' }`; the page reads the
+ * engine's next chunk for each pull and no sooner (the request says `pull: true`). A reader that stops reading thus
+ * leaves the engine's per-sequence queue full and the sequence paused, its pages kept, until it reads on. A page of
+ * an older intab that ignores pulls and sends pieces as they come is still answered: every piece is queued.
  */
 export async function relayRequest(request: Request, clients: RelayClients, options: RelayOptions = {}): Promise<Response> {
   if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: 'GET, POST, OPTIONS' } });
@@ -122,46 +181,83 @@ export async function relayRequest(request: Request, clients: RelayClients, opti
   }
   const url = new URL(request.url);
   const body = request.method === 'GET' || request.method === 'HEAD' ? '' : await request.text();
+  // The page serves OpenAI's paths: under another prefix, the same path under /v1.
+  const prefix = servedPrefix(options);
+  const path = url.pathname === prefix || url.pathname.startsWith(`${prefix}/`) ? `/v1${url.pathname.slice(prefix.length)}` : url.pathname;
   const { port1, port2 } = new MessageChannel();
-  page.postMessage({ type: 'intab:request', method: request.method, path: url.pathname + url.search, body }, [port2]);
+  page.postMessage({ type: 'intab:request', method: request.method, path: path + url.search, body, pull: true }, [port2]);
   const encoder = new TextEncoder();
   let closed = false;
   let head: (h: { status: number; headers: Record<string, string> }) => void;
   const headed = new Promise<{ status: number; headers: Record<string, string> }>((r) => (head = r));
+  // The stream's pending pull(): settled by the piece it asked for (or the end), so that it asks for the next one
+  // only when the reader has taken that piece.
+  let pulled: (() => void) | undefined;
+  const settle = () => {
+    const p = pulled;
+    pulled = undefined;
+    p?.();
+  };
+  let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
   const abort = () => {
     if (closed) return;
     closed = true;
     port1.postMessage({ type: 'abort' });
     port1.close();
+    settle();
   };
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      port1.onmessage = (e: MessageEvent) => {
-        const m = e.data as { type: string; status?: number; headers?: Record<string, string>; chunk?: string };
-        if (m.type === 'head') head({ status: m.status!, headers: m.headers ?? {} });
-        else if (m.type === 'body' && !closed) controller.enqueue(encoder.encode(m.chunk));
-        else if (m.type === 'end' && !closed) {
-          closed = true;
-          port1.close();
-          controller.close();
-        }
-      };
-      // The page may go away (tab closed) without a word: then the response fails instead of hanging.
-      const watch = setInterval(async () => {
-        if (closed) return clearInterval(watch);
-        if (!(await clients.get(page.id))) {
-          clearInterval(watch);
-          if (closed) return;
-          closed = true;
-          port1.close();
-          head({ status: 503, headers: {} });
-          controller.error(new Error('the page holding the engine was closed'));
-        }
-      }, 2000);
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        bodyController = controller;
+        port1.onmessage = (e: MessageEvent) => {
+          const m = e.data as { type: string; status?: number; headers?: Record<string, string>; chunk?: string };
+          if (m.type === 'head') head({ status: m.status!, headers: m.headers ?? {} });
+          else if (m.type === 'body' && !closed) {
+            controller.enqueue(encoder.encode(m.chunk));
+            settle();
+          } else if (m.type === 'end' && !closed) {
+            closed = true;
+            port1.close();
+            controller.close();
+            settle();
+          }
+        };
+        // The page may go away (tab closed) without a word: then the response fails instead of hanging.
+        const watch = setInterval(async () => {
+          if (closed) return clearInterval(watch);
+          if (!(await clients.get(page.id))) {
+            clearInterval(watch);
+            if (closed) return;
+            closed = true;
+            port1.close();
+            head({ status: 503, headers: {} });
+            controller.error(new Error('the page holding the engine was closed'));
+            settle();
+          }
+        }, 2000);
+      },
+      // Called when the stream holds less than its high-water mark (one piece): one credit to the page per call.
+      pull() {
+        if (closed) return;
+        port1.postMessage({ type: 'pull' });
+        return new Promise<void>((resolve) => (pulled = resolve));
+      },
+      cancel: abort,
     },
-    cancel: abort,
-  });
-  request.signal?.addEventListener('abort', abort, { once: true });
+    { highWaterMark: 1 },
+  );
+  // The client went away: the engine's request is aborted, and a reader still holding the body sees why.
+  request.signal?.addEventListener(
+    'abort',
+    () => {
+      if (closed) return;
+      abort();
+      bodyController?.error(request.signal.reason);
+      head({ status: 499, headers: {} }); // nginx's "client closed request": nobody is left to see it
+    },
+    { once: true },
+  );
   const h = await headed;
   if (h.status === 503 && !h.headers['content-type']) return error(503, 'The page holding the engine was closed before it answered: open it again and retry.', 'service_unavailable', 'no_engine');
   return new Response(stream, { status: h.status, headers: h.headers });

@@ -1,0 +1,149 @@
+// The Service Worker's OpenAI endpoint in real Chromium, with a real Service Worker (test-relay-sw.ts, registered here
+// on this folder) and this page as the engine page (serveOpenAI on its real navigator.serviceWorker; an in-thread
+// engine on the CPU reference runner, so that its steps and queue can be watched). The body is pulled end to end: a
+// reader of the relayed response that reads one piece and stops leaves the engine's sequence paused, its steps not
+// advancing; reading on finishes the very answer the engine gives directly; cancelling while stalled ends the
+// engine's request and frees its pages. Then what a page of the scope gets with fetch(): the same answer streamed,
+// an abort that frees the sequence, and a 503 with no engine page.
+// Chromium's own reader of a fetch() answered by a Service Worker drains the body into the page whatever the page
+// reads (measured: tens of MB in two seconds behind a stalled reader), so a page's stalled reader cannot hold the
+// engine back in this browser; the stalled reader here is the worker's own (see test-relay-sw.ts).
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Engine } from '@intab/engine';
+import type { ReferenceRunner } from '@intab/engine/testing';
+import { wrapEngineApi, type IntabEngine } from './engine.ts';
+import { serveOpenAI } from './openai-server.ts';
+import { referenceEngine } from './test-fixture.ts';
+
+const messages = [{ role: 'user', content: 'Say something!' }];
+/** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */
+const NO_EOS = { '2': -100, '97': -100 };
+const SCRIPT = new URL('./test-relay-sw.ts', import.meta.url);
+let registration: ServiceWorkerRegistration;
+let frame: HTMLIFrameElement;
+
+beforeAll(async () => {
+  registration = await navigator.serviceWorker.register(SCRIPT, { type: 'module', scope: new URL('./', SCRIPT).pathname });
+  const worker = registration.installing ?? registration.waiting ?? registration.active!;
+  if (worker.state !== 'activated') await new Promise<void>((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
+  frame = document.createElement('iframe');
+  frame.src = new URL('./relay-client.html', SCRIPT).href;
+  await new Promise((resolve) => {
+    frame.onload = resolve;
+    document.body.append(frame);
+  });
+});
+
+afterAll(async () => {
+  frame?.remove();
+  await registration?.unregister();
+});
+
+/** An engine page: this page serves `engine` to the Service Worker until stop(). */
+function enginePage() {
+  const r = referenceEngine();
+  const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
+  const stop = serveOpenAI(engine);
+  return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, stop };
+}
+
+/** A command to the Service Worker's own reader of a relayed response (test-relay-sw.ts), and its reply. */
+async function worker<T>(message: { cmd: 'open' | 'read' | 'cancel'; body?: unknown; pieces?: number }): Promise<T> {
+  const { port1, port2 } = new MessageChannel();
+  const reply = new Promise<T>((resolve) => (port1.onmessage = (e) => resolve(e.data as T)));
+  registration.active!.postMessage(message, [port2]);
+  const data = await reply;
+  port1.close();
+  if ((data as { error?: string }).error) throw new Error(`the Service Worker failed: ${(data as { error: string }).error}`);
+  return data;
+}
+
+/** Lets every task queued so far run, a few times over: whatever was going to happen next has happened. */
+async function settle(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+async function generateText(engine: IntabEngine, maxTokens: number): Promise<string> {
+  let text = '';
+  for await (const c of engine.generate({ messages, maxTokens, temperature: 0, logitBias: NO_EOS })) text += c.text;
+  return text;
+}
+
+/** The content of an SSE body of chat.completion.chunk events, and whether [DONE] ends it. */
+function sseText(raw: string): { text: string; done: boolean; finish: string | null } {
+  const events = raw.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+  return {
+    text: events.map((e) => e.choices[0]?.delta?.content ?? '').join(''),
+    done: raw.trimEnd().endsWith('data: [DONE]'),
+    finish: events.at(-1)?.choices[0]?.finish_reason ?? null,
+  };
+}
+
+describe('backpressure through a real Service Worker', () => {
+  test('a reader that reads one piece and stops leaves the sequence paused; reading on finishes the same answer', async () => {
+    const p = enginePage();
+    try {
+      const body = { messages, max_tokens: 150, temperature: 0, stream: true, logit_bias: NO_EOS };
+      expect(await worker({ cmd: 'open', body })).toEqual({ status: 200 });
+      const first = await worker<{ text: string; done: boolean }>({ cmd: 'read', pieces: 1 });
+      expect(first.done).toBe(false);
+      // Nothing reads: the engine fills the sequence's queue (maxQueuedChunks), then the sequence sits out of steps.
+      await expect.poll(() => p.inner.stats().paused, { timeout: 60_000 }).toBe(1);
+      const steps = p.runner.log.length;
+      await settle();
+      expect(p.inner.stats()).toMatchObject({ streams: 1, running: 1, paused: 1 });
+      expect(p.runner.log.length).toBe(steps); // not one step more while nobody reads
+      expect(steps).toBeLessThan(40); // far from the 150 tokens asked for
+      const rest = await worker<{ text: string; done: boolean }>({ cmd: 'read', pieces: 1e6 });
+      expect(rest.done).toBe(true);
+      const answer = sseText(first.text + rest.text);
+      expect(answer).toMatchObject({ done: true, finish: 'length' });
+      expect(answer.text).toBe(await generateText(p.engine, 150));
+      expect(p.inner.stats()).toMatchObject({ streams: 0, running: 0, paused: 0, availablePages: p.runner.kv.pages });
+    } finally {
+      p.stop();
+    }
+  });
+
+  test('cancelling a stalled response ends the engine\'s request: its pages are back', async () => {
+    const p = enginePage();
+    try {
+      expect(await worker({ cmd: 'open', body: { messages, max_tokens: 150, temperature: 0, stream: true, logit_bias: NO_EOS } })).toEqual({ status: 200 });
+      await worker({ cmd: 'read', pieces: 2 });
+      await expect.poll(() => p.inner.stats().paused, { timeout: 60_000 }).toBe(1);
+      await worker({ cmd: 'cancel' });
+      await expect.poll(() => p.inner.stats().streams, { timeout: 60_000 }).toBe(0);
+      expect(p.inner.stats()).toMatchObject({ running: 0, paused: 0, availablePages: p.runner.kv.pages });
+    } finally {
+      p.stop();
+    }
+  });
+});
+
+describe('fetch() from a page the Service Worker controls', () => {
+  const post = (body: unknown, signal?: AbortSignal) =>
+    (frame.contentWindow as Window & typeof globalThis).fetch('v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+
+  test('the stream is the engine\'s answer; an abort mid-stream frees the sequence; no engine page is a 503', async () => {
+    expect((frame.contentWindow as Window).navigator.serviceWorker.controller).not.toBeNull();
+    const p = enginePage();
+    try {
+      const res = await post({ messages, max_tokens: 40, temperature: 0, stream: true, logit_bias: NO_EOS });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+      expect(sseText(await res.text())).toEqual({ text: await generateText(p.engine, 40), done: true, finish: 'length' });
+
+      const controller = new AbortController();
+      const aborted = await post({ messages, max_tokens: 200, temperature: 0, stream: true, logit_bias: NO_EOS }, controller.signal);
+      await aborted.body!.getReader().read();
+      controller.abort();
+      await expect.poll(() => p.inner.stats().streams, { timeout: 60_000 }).toBe(0);
+      expect(p.inner.stats()).toMatchObject({ running: 0, availablePages: p.runner.kv.pages });
+    } finally {
+      p.stop();
+    }
+    const none = await post({ messages });
+    expect(none.status).toBe(503);
+    expect((await none.json()).error).toMatchObject({ type: 'service_unavailable', code: 'no_engine', message: expect.stringMatching(/open the test page/) });
+  });
+});
