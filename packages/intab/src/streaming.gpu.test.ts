@@ -1,6 +1,6 @@
 // Chunks as a chat user expects them, across a real module Worker: a consumer that keeps up gets one chunk per step
 // (one token each), one that falls behind gets what queued meanwhile as one chunk, and an abort ends the stream within
-// one step. The worker's runner blocks its thread for each step, as onnxruntime's wasm does (streaming-check.worker.ts):
+// one step. The worker's runner blocks its thread for each step, as onnxruntime's wasm does (test-blocking-worker.ts):
 // before the engine let messages in between steps, such a backend delivered eight tokens per chunk and heard an abort
 // only once the queue was full. Asserted on the runner's step log and the chunks' ids, never on time.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -8,7 +8,7 @@ import * as Comlink from 'comlink';
 import type { Chunk, EngineApi } from '@intab/engine/contract';
 import { registerTransferHandlers } from '@intab/engine/transfer';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
-import type { StreamingCheckApi } from './streaming-check.worker.ts';
+import type { StreamingCheckApi } from './test-blocking-worker.ts';
 
 let worker: Worker;
 let api: Comlink.Remote<EngineApi & StreamingCheckApi>;
@@ -16,7 +16,7 @@ let engine: IntabEngine;
 
 beforeAll(async () => {
   registerTransferHandlers();
-  worker = new Worker(new URL('./streaming-check.worker.ts', import.meta.url), { type: 'module' });
+  worker = new Worker(new URL('./test-blocking-worker.ts', import.meta.url), { type: 'module' });
   api = Comlink.wrap<EngineApi & StreamingCheckApi>(worker);
   engine = wrapEngineApi(api as unknown as EngineApi, await api.workerInfo(), { inWorker: true });
 });
