@@ -2,22 +2,18 @@
 // Node tier: *.test.ts in Node. GPU tier: *.gpu.test.ts in real headless Chromium with WebGPU
 // (SwiftShader when the machine has no GPU), through Vitest's Playwright provider.
 import { defineConfig } from 'vitest/config';
-import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { playwright } from '@vitest/browser-playwright';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumArgs, chromiumPath } from './scripts/chromium.mjs';
+import { intabSourceAliases } from './scripts/intab-source.ts';
 
 // ../shared (test models, schemas) beside the repository, as on developer machines and in CI.
 const SHARED = resolve(process.env.INTAB_SHARED ?? fileURLToPath(new URL('../shared', import.meta.url)));
 
-// `intab`'s package.json exports its sources under this condition, first; its other conditions name dist/, which
-// only the published tarball has (tsconfig.json's customConditions says the same to TypeScript).
-const SOURCE = '@intab/source';
-
 export default defineConfig({
-  resolve: { conditions: [SOURCE, ...defaultClientConditions] },
-  ssr: { resolve: { conditions: [SOURCE, ...defaultServerConditions] } },
+  // `intab` from its sources: its package.json's exports name dist/, which only the published tarball has.
+  resolve: { alias: intabSourceAliases() },
   server: { fs: { allow: ['.', SHARED] } },
   // Browser tests fetch shared files through Vite at `/@fs${import.meta.env.INTAB_SHARED}/...`.
   define: { 'import.meta.env.INTAB_SHARED': JSON.stringify(SHARED) },

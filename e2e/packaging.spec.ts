@@ -68,11 +68,10 @@ async function inspect(tgz: string, packer: string, cwd: string): Promise<{ list
   expect(listing.some((f) => /^package\/dist\/worker-[\w-]+\.js$/.test(f)), `${packer}: the worker chunk`).toBe(true);
   expect(listing.filter((f) => f.startsWith('package/src/')), packer).toEqual([]);
   const manifest = JSON.parse(await sh('tar', ['xzfO', tgz, 'package/package.json'], cwd));
-  // The published conditions name dist/; the repository's own condition (first) names sources the tarball lacks,
-  // and no consumer sets it.
-  expect(manifest.exports['.'], packer).toEqual({ '@intab/source': './src/index.ts', types: './dist/types/intab/src/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
-  expect(manifest.exports['./service-worker'], packer).toEqual({ '@intab/source': './src/service-worker.ts', types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js', default: './dist/service-worker.js' });
-  expect(manifest.exports['./vite'], packer).toEqual({ '@intab/source': './src/vite.ts', types: './dist/types/intab/src/vite.d.ts', import: './dist/vite.js', default: './dist/vite.js' });
+  // The published conditions name dist/ only: the repository reads its sources through aliases (scripts/intab-source.ts).
+  expect(manifest.exports['.'], packer).toEqual({ types: './dist/types/intab/src/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
+  expect(manifest.exports['./service-worker'], packer).toEqual({ types: './dist/types/intab/src/service-worker.d.ts', import: './dist/service-worker.js', default: './dist/service-worker.js' });
+  expect(manifest.exports['./vite'], packer).toEqual({ types: './dist/types/intab/src/vite.d.ts', import: './dist/vite.js', default: './dist/vite.js' });
   expect(Object.keys(manifest.exports).sort(), packer).toEqual(['.', './package.json', './service-worker', './vite']);
   // intab/vite runs in the app's vite.config with the app's Vite: a peer, optional (an app without Vite never imports it).
   expect(manifest.peerDependencies, packer).toEqual({ vite: '^8.0.0' });

@@ -6,6 +6,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
+import { intabEntries } from './intab-source.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CODE = /\.(ts|mts|mjs|js)$/;
@@ -94,9 +95,8 @@ describe('reference/ is test-only', () => {
   });
 
   test('the published intab package reaches no reference/ module and no test tooling', () => {
-    // Each export's sources, as the monorepo resolves it (the '@intab/source' condition; dist/ is built from them).
-    const exported = Object.values(JSON.parse(readFileSync(join(ROOT, 'packages/intab/package.json'), 'utf8')).exports as Record<string, string | Record<string, string>>);
-    const entries = exported.map((e) => (typeof e === 'string' ? e : e['@intab/source'])).filter((e): e is string => e !== undefined && e.endsWith('.ts'));
+    // Each export's sources, as the monorepo resolves them (scripts/intab-source.ts; dist/ is built from them).
+    const entries = intabEntries().map((e) => `./${relative(join(ROOT, 'packages/intab'), e.source).split(sep).join('/')}`);
     expect(entries).toEqual(['./src/index.ts', './src/service-worker.ts', './src/vite.ts']);
     const seen = new Set<string>();
     const parent = new Map<string, string>();
@@ -117,5 +117,24 @@ describe('reference/ is test-only', () => {
     const bad = [...seen].filter(isTooling).map(chain);
     expect(bad, 'a test twin or test helper would ship in the library').toEqual([]);
     expect(seen.size).toBeGreaterThan(50); // it did follow the workspace packages
+  });
+});
+
+describe("the monorepo reads intab's sources by the convention its exports follow", () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'packages/intab/package.json'), 'utf8')) as { exports: Record<string, unknown> };
+
+  test('each export names only dist/ (what the tarball holds), and has the source the aliases take', () => {
+    for (const e of intabEntries()) {
+      const name = e.dist.slice('./dist/'.length, -'.js'.length);
+      expect(pkg.exports[e.subpath], e.subpath).toEqual({ types: `./dist/types/intab/src/${name}.d.ts`, import: e.dist, default: e.dist });
+      expect(existsSync(e.source), e.source).toBe(true);
+    }
+  });
+
+  test("tsconfig.json's paths say the same to TypeScript", () => {
+    // tsconfig.json is JSONC: its comments go before parsing.
+    const text = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8').replace(/^\s*\/\/.*$/gm, '');
+    const paths = (JSON.parse(text) as { compilerOptions: { paths: Record<string, string[]> } }).compilerOptions.paths;
+    expect(paths).toMatchObject({ intab: ['./packages/intab/src/index.ts'], 'intab/*': ['./packages/intab/src/*.ts'] });
   });
 });

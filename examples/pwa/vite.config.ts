@@ -1,18 +1,19 @@
 // Production build of the offline assistant: the app (index.html) and its API page (api.html), the engine's
 // worker chunk, onnxruntime-web's wasm, and the Service Worker (src/sw.ts, built by vite-plugin-pwa's injectManifest with the list of
 // every built file to precache) and the web app manifest. `node scripts/pwa.mjs` builds and serves it.
-import { defaultClientConditions, defineConfig } from 'vite';
+import { defineConfig } from 'vite';
 import { VitePWA } from 'vite-plugin-pwa';
 import { fileURLToPath } from 'node:url';
+import { intabSourceAliases } from '../../scripts/intab-source.ts';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 export default defineConfig({
   root: here('.'),
   base: './',
-  // `intab` from its sources (its exports' first condition), not its dist/; vite-plugin-pwa builds the Service Worker
-  // with this `resolve` too.
-  resolve: { conditions: ['@intab/source', ...defaultClientConditions] },
+  // `intab` from its sources, not its dist/ (which only the published tarball has); vite-plugin-pwa builds the Service
+  // Worker with this `resolve` too.
+  resolve: { alias: intabSourceAliases() },
   logLevel: 'warn',
   build: {
     outDir: here('dist'),

@@ -6,7 +6,7 @@
 // must be: a classic script (compiled as one, where an import would not parse) that, run in a Service Worker's
 // stand-in scope, answers /v1 requests with intab's relay (a 503 naming the page to open, with no engine page).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { build, createServer, defaultClientConditions, preview, type InlineConfig } from 'vite';
+import { build, createServer, preview, type InlineConfig } from 'vite';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { IntabError } from '@intab/errors';
 import { InvalidPluginOptionError, serviceWorker } from './vite.ts';
+import { intabSourceAliases } from '../../../scripts/intab-source.ts';
 
 const PACKAGE = fileURLToPath(new URL('..', import.meta.url));
 const SW = (hint: string) => `import { relayOpenAI } from 'intab/service-worker';\nrelayOpenAI(self, { openHint: ${JSON.stringify(hint)} });\n`;
@@ -36,12 +37,12 @@ afterAll(() => {
   if (app) rmSync(app, { recursive: true, force: true });
 });
 
-/** The app's Vite config: intab from its sources (its exports' first condition, as this repository resolves it). */
+/** The app's Vite config: intab from its sources, through the aliases this repository resolves it by. */
 const config = (extra: InlineConfig = {}): InlineConfig => ({
   root: app,
   configFile: false,
   logLevel: 'silent',
-  resolve: { conditions: ['@intab/source', ...defaultClientConditions] },
+  resolve: { alias: intabSourceAliases() },
   plugins: [serviceWorker({ entry: 'src/sw.ts' })],
   ...extra,
 });
@@ -106,7 +107,7 @@ describe('serviceWorker() from intab/vite', () => {
       expect(res.headers.get('cache-control')).toBe('no-cache');
       expect(res.headers.get('service-worker-allowed')).toBe('/');
       const code = await res.text();
-      // Dev: unminified, mapped; `intab/service-worker` resolved as the app resolves it (its '@intab/source' condition).
+      // Dev: unminified, mapped; `intab/service-worker` resolved as the app resolves it (its alias to intab's sources).
       const map = JSON.parse(Buffer.from(/sourceMappingURL=data:application\/json;(?:charset=utf-8;)?base64,(\S+)/.exec(code)![1], 'base64').toString());
       expect(map.sources.some((s: string) => s.endsWith('src/sw.ts'))).toBe(true);
       expect(map.sources.some((s: string) => s.endsWith('packages/intab/src/service-worker.ts'))).toBe(true);
