@@ -1,7 +1,9 @@
 // @ts-check
 // `intab bench store`: what the model store costs and saves, in headless Chromium (packages/cli/page/bench-store.ts):
-// the raw fetch of a model file against downloading it into the store, SHA-256 alone, checking a stored copy, and
-// loading through createEngine from the network against from the store. One JSON record.
+// the raw fetch of a model file against downloading it into the store, SHA-256 alone, a store hit (verify_ms: ensure()
+// on a stored copy, verify_rehashed_bytes: what it hashed), reading every weight through the network's ByteSource
+// against the store's (read_store_vs_network), and loading through createEngine from the network against from the
+// store (load_store_vs_network, on load_backend). One JSON record.
 import { runJob } from './browser.mjs';
 import { resolveModel } from './model-files.mjs';
 

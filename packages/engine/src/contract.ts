@@ -399,9 +399,11 @@ export interface ModelInfo {
   warnings?: string[];
   /**
    * The model store (createEngine, main thread): the model's id there, the bytes downloaded now (0: every file came
-   * from the store), whether every file's hash was checked, and the answer to navigator.storage.persist().
+   * from the store), whether every file is known to hash to what it must (hashed now, or stored unchanged since it was),
+   * and whether the origin's storage is persisted (navigator.storage.persist()'s answer when a first download asked
+   * it, else persisted()'s).
    */
-  store?: { id: string; downloaded: number; verified: boolean; persisted?: boolean };
+  store?: { id: string; downloaded: number; verified: boolean; persisted: boolean };
 }
 
 export interface LoadProgress {

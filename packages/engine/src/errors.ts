@@ -17,6 +17,23 @@ import { ModelSourceError } from '@intab/model/errors';
 // Where it was first declared (it is thrown below the engine too: a model URL that answers 404).
 export { ModelSourceError };
 
+/**
+ * A model file could not be fetched although its URL may well be right: the network gave no answer (offline, a server
+ * that is down or refuses the connection, or a cross-origin server without CORS), the server failed (HTTP 5xx, 429), or
+ * the connection kept dropping mid-file. Load the model again later. The same class and message with the model store
+ * or without it (model-fetch.ts makes them); a ModelSourceError, with `status` when a server answered.
+ */
+export class DownloadError extends ModelSourceError {
+  static override readonly code: string = 'download_failed';
+  /** The file (or listing) that could not be fetched. */
+  readonly url: string;
+  constructor(url: string, problem: string, options?: { status?: number; cause?: unknown }) {
+    super(url, problem, options);
+    this.name = 'DownloadError';
+    this.url = url;
+  }
+}
+
 /** Base class of every error thrown by @intab/engine. */
 export class IntabEngineError extends IntabError {
   static override readonly code: string = 'engine_error';
@@ -278,6 +295,7 @@ export const ENGINE_ERRORS = {
   DraftMismatchError,
   CacheStorageError,
   DeviceRecoveryError,
+  DownloadError,
 } as const;
 
 // The one registration: every package's classes and the platform's own.

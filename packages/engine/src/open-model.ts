@@ -1,47 +1,41 @@
 // Opening a model for the engine: the files behind a ModelSource (a GGUF file or its splits, a Hugging Face folder,
-// by URL or as blobs), what the main thread is told about a loaded model, and the check that a draft model shares
-// the target's tokenizer.
+// by URL or as blobs; URLs through model-fetch.ts, as the model store fetches them), what the main thread is told
+// about a loaded model, and the check that a draft model shares the target's tokenizer.
 
 import { formatBytes, type Gpu } from '@intab/gpu';
 import { blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
+import { listModelFolder, modelFetch } from './model-fetch.ts';
 
-const HF_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
 const isGguf = (name: string) => /\.gguf$/i.test(fileBaseName(name.split(/[?#]/)[0]));
 const isOnnx = (name: string) => /\.onnx$/i.test(name.split(/[?#]/)[0]);
-/** The graph and external data files of an ONNX folder URL, tried in this order when nothing lists the folder. */
-const ONNX_URL_FILES = ['onnx/model.onnx', 'onnx/model.onnx_data'];
 
-/** The model files behind a ModelSource: GGUF (one file or splits), a Hugging Face folder, or an ONNX folder (onnx/model*.onnx). */
+/**
+ * The model files behind a ModelSource: GGUF (one file or splits), a Hugging Face folder, or an ONNX folder
+ * (onnx/model*.onnx). URLs are fetched through modelFetch (a failure is the same typed error as the model store's),
+ * and a folder URL asks only for the files its layout implies (listModelFolder).
+ */
 export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
+  const fetch = modelFetch();
+  const open = (url: string) => urlSource(url, { fetch, signal });
   switch (source.kind) {
     case 'url': {
-      if (!source.url.endsWith('/')) return openGguf(await urlSource(source.url, { signal }), { signal });
-      // A folder URL: fetch what exists of the usual Hugging Face files (and of an ONNX folder's).
-      const found = new Map<string, ByteSource>();
-      await Promise.all(
-        [...HF_FILES, ...ONNX_URL_FILES].map(async (name) => {
-          try {
-            found.set(name, await urlSource(new URL(name, source.url).href, { signal }));
-          } catch (err) {
-            if (name === 'config.json' || signal?.aborted) throw err;
-          }
-        }),
-      );
-      if (found.has('onnx/model.onnx') && !found.has('model.safetensors')) return openOnnxFolder(found, { signal });
-      return openHfUrls(found, (name) => new URL(name, source.url).href, signal);
+      if (!source.url.endsWith('/')) return openGguf(await open(source.url), { signal });
+      const { kind, files, probed } = await listModelFolder(source.url, open, { signal });
+      const found = new Map<string, ByteSource>(await Promise.all(files.map(async (f) => [f.name, probed.get(f.name) ?? (await open(f.url))] as const)));
+      return kind === 'onnx' ? openOnnxFolder(found, { signal }) : openHfFolder(found);
     }
     case 'hf-urls': {
       const names = Object.keys(source.files);
       const ggufs = names.filter(isGguf);
-      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => urlSource(source.files[n], { signal }))), { signal });
+      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => open(source.files[n]))), { signal });
       const found = new Map<string, ByteSource>();
       // ONNX folders keep their names (onnx/model.onnx): external data is found beside the graph.
       const onnx = names.some(isOnnx);
-      await Promise.all(names.map(async (n) => found.set(onnx ? n : fileBaseName(n), await urlSource(source.files[n], { signal }))));
+      await Promise.all(names.map(async (n) => found.set(onnx ? n : fileBaseName(n), await open(source.files[n]))));
       if (onnx) return openOnnxFolder(found, { signal });
-      return openHfUrls(found, undefined, signal);
+      return openHfFolder(found);
     }
     case 'files': {
       const ggufs = source.files.filter((f) => isGguf(f.name));
@@ -55,17 +49,6 @@ export async function openModel(source: ModelSource, signal?: AbortSignal): Prom
     default:
       throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");
   }
-}
-
-/** A Hugging Face folder over URLs; shards named by model.safetensors.index.json are fetched as needed. */
-async function openHfUrls(found: Map<string, ByteSource>, urlOf: ((name: string) => string) | undefined, signal?: AbortSignal): Promise<ModelFiles> {
-  const index = found.get('model.safetensors.index.json');
-  if (index && urlOf) {
-    const json = JSON.parse(new TextDecoder().decode(await index.read(0, index.size, signal))) as { weight_map?: Record<string, string> };
-    const shards = [...new Set(Object.values(json.weight_map ?? {}))].filter((s) => !found.has(s));
-    await Promise.all(shards.map(async (s) => found.set(s, await urlSource(urlOf(s), { signal }))));
-  }
-  return openHfFolder(found);
 }
 
 /** What ModelInfo says of a model's own shape and files, whatever runs it. */

@@ -618,7 +618,8 @@ async function createLocalEngine(options: CreateEngineOptions & { model: ModelIn
   let stored: ModelInfo['store'];
   if (store) {
     const r = fromStore ?? (await store.ensure(source, { onProgress, signal }));
-    if (r.model.id) stored = { id: r.model.id, downloaded: r.downloaded, verified: r.verified, ...(r.persisted !== undefined ? { persisted: r.persisted } : {}) };
+    // persisted: persist()'s answer when the store asked it now (a first download), else persisted()'s: always there.
+    if (r.model.id) stored = { id: r.model.id, downloaded: r.downloaded, verified: r.verified, persisted: r.persisted };
     source = r.source;
     if (draft) draft = (await store.ensure(draft, { onProgress, signal })).source;
   }

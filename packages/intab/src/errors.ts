@@ -4,7 +4,9 @@
 // with its stable `code`.
 
 import { IntabError } from '@intab/errors';
-import { ModelSourceError } from '@intab/model/errors';
+
+// Thrown on both sides of the worker (the engine's loader and the model store fetch model files the same way).
+export { DownloadError } from '@intab/engine/errors';
 
 /** The engine's worker failed to load or crashed; every pending call of that engine rejects with this. */
 export class WorkerError extends IntabError {
@@ -87,21 +89,6 @@ export class QuotaError extends IntabError {
     this.name = 'QuotaError';
     this.needed = needed;
     this.available = available;
-  }
-}
-
-/**
- * The model store's download of a model file failed, or the server answered something that is not the file (an HTML
- * page, a wrong length or format): nothing of it was kept. A ModelSourceError (what loading without the store throws
- * for the same URL), with the file's `url`.
- */
-export class DownloadError extends ModelSourceError {
-  static override readonly code: string = 'download_failed';
-  readonly url: string;
-  constructor(url: string, problem: string, options?: { status?: number; cause?: unknown }) {
-    super(url, problem, options);
-    this.name = 'DownloadError';
-    this.url = url;
   }
 }
 

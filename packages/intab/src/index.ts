@@ -42,8 +42,8 @@ export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, Quot
 export type { RemoteOptions } from './remote/http.ts';
 export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';
 // The model store: models kept in this origin's storage, verified by SHA-256 (createEngine uses it by default).
-export { modelStore, ModelStore, type StoredModel, type StoredFile, type StoreProgress, type EnsureOptions, type EnsureResult, type ModelStoreOptions } from './store/model-store.ts';
-export { opfsBackend, cacheBackend, type StoreBackend } from './store/backend.ts';
+export { modelStore, ModelStore, type StoredModel, type StoredFile, type StoreProgress, type EnsureOptions, type EnsureResult, type ModelStoreOptions, type VerifyReport, type VerifiedFile } from './store/model-store.ts';
+export { opfsBackend, cacheBackend, type StoreBackend, type StoreStamp } from './store/backend.ts';
 // The page's half of the Service Worker's OpenAI endpoint (the worker's half is 'intab/service-worker').
 export { serveOpenAI, type ServeOpenAIOptions } from './openai-server.ts';
 // Partial-JSON events from any text stream (a remote server's deltas), as constrained requests stream them.

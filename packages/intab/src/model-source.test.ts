@@ -43,12 +43,14 @@ describe('resolveModelSource', () => {
       files: { 'config.json': base + 'config.json', 'tokenizer.json': base + 'tokenizer.json', 'model.safetensors': base + 'model.safetensors' },
     });
 
-    const sharded = hub(['config.json', 'generation_config.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']);
+    const shards = ['model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'];
+    const sharded = hub(['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', ...shards]);
     const s = await resolveModelSource('org/big', { fetch: sharded.fetch });
     expect(s.kind).toBe('hf-urls');
-    expect(Object.keys((s as { files: Record<string, string> }).files).sort()).toEqual(
-      ['config.json', 'generation_config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer_config.json'],
-    );
+    expect(Object.keys((s as { files: Record<string, string> }).files)).toEqual(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', ...shards]);
+    // tokenizer_config.json and generation_config.json are read only beside a tokenizer.json: without one, not fetched.
+    const bare = await resolveModelSource('org/bare', { fetch: hub(['config.json', 'generation_config.json', 'tokenizer_config.json', ...shards]).fetch });
+    expect(Object.keys((bare as { files: Record<string, string> }).files)).toEqual(['config.json', ...shards]);
   });
 
   test('an onnx-community repository: config, tokenizer, onnx/model.onnx and its external data; `file` picks another graph', async () => {

@@ -1,10 +1,12 @@
 // Turns what a web developer has in hand (a URL, a Hugging Face id, a File from an <input>, a dropped
 // folder) into the contract's ModelSource, on the main thread: relative URLs are resolved against the page
 // (the worker's base URL differs), and a hub id is resolved to the hub's file URLs, listing the repository
-// once so that only files that exist are asked for.
+// once so that only files that exist are asked for (the files a folder load reads: pickFolderFiles, which the
+// worker's loader and the model store use too).
 
 import type { ModelSource } from '@intab/engine/contract';
 import { ModelSourceError } from '@intab/engine/errors';
+import { FOLDER_CONFIG_FILES, modelFetch, pickFolderFiles } from '@intab/engine/model-fetch';
 
 /** A model as createEngine accepts it. */
 export type ModelInput =
@@ -43,7 +45,7 @@ export interface ResolveModelOptions {
 }
 
 /** The files of a Hugging Face folder that the loader reads, when present (weights are added apart). */
-export const HF_FOLDER_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
+export const HF_FOLDER_FILES = FOLDER_CONFIG_FILES;
 
 const HF_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]*[A-Za-z0-9_]$/;
 
@@ -115,54 +117,33 @@ interface HubSibling {
   rfilename: string;
 }
 
-/** The .onnx graph of an onnx-community repository to load: `file`, else onnx/model.onnx (f32 runs everywhere), else the first. */
-function onnxGraph(names: ReadonlySet<string>, file?: string): string | undefined {
-  if (file) return names.has(file) ? file : undefined;
-  const graphs = [...names].filter((n) => /\.onnx$/i.test(n)).sort();
-  return graphs.find((n) => n === 'onnx/model.onnx') ?? graphs.find((n) => n.startsWith('onnx/')) ?? graphs[0];
-}
-
 async function resolveHf(id: string, o: ResolveModelOptions): Promise<ModelSource> {
   const hub = (o.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
   const revision = o.revision ?? 'main';
   const fileUrl = (name: string) => `${hub}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(name)}`;
   if (o.file && !/\.onnx$/i.test(o.file)) return { kind: 'url', url: fileUrl(o.file) };
 
-  // A folder: list the repository once, so that only files that exist are fetched by the worker.
-  const fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis);
+  // A folder: list the repository once, so that only files that exist are fetched by the worker. No answer or a
+  // server error is modelFetch's error, as for any model file.
   const api = `${hub}/api/models/${id}/revision/${encodeURIComponent(revision)}`;
   let res: Response;
   try {
-    res = await fetchFn(api, { signal: o.signal });
+    res = await modelFetch(o.fetch)(api, { signal: o.signal });
   } catch (e) {
-    if (o.signal?.aborted) throw o.signal.reason;
-    throw new ModelSourceError(id, `listing the repository (${api}) failed (${(e as Error)?.message ?? e}): check the network, or pass the files' URLs as { kind: 'hf-urls', files }`);
-  }
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => {});
-    const hint = res.status === 401 || res.status === 404 ? 'check the id and revision (gated and private repositories cannot be loaded without credentials)' : 'try again later';
-    throw new ModelSourceError(id, `the hub answered HTTP ${res.status} for ${api}: ${hint}`);
+    const status = (e as ModelSourceError).status;
+    if (e instanceof ModelSourceError && (status === 401 || status === 403 || status === 404)) {
+      throw new ModelSourceError(id, `the hub answered HTTP ${status} for ${api}: check the id and revision (gated and private repositories cannot be loaded without credentials)`, { status, cause: e });
+    }
+    throw e;
   }
   const info = (await res.json()) as { siblings?: HubSibling[] };
   const names = new Set((info.siblings ?? []).map((s) => s.rfilename));
-  const files: Record<string, string> = {};
-  for (const f of HF_FOLDER_FILES) if (names.has(f)) files[f] = fileUrl(f);
-  const weights = [...names].filter((n) => !n.includes('/') && (n === 'model.safetensors' || n === 'model.safetensors.index.json' || /^model-\d+-of-\d+\.safetensors$/.test(n)));
-  const graph = onnxGraph(names, o.file);
-  if (files['config.json'] && graph && (weights.length === 0 || o.file)) {
-    // An ONNX folder (onnx-community layout): the graph and the external data files beside it that share its name.
-    const dir = graph.slice(0, graph.lastIndexOf('/') + 1);
-    for (const n of names) if (n === graph || (n.startsWith(dir) && !n.slice(dir.length).includes('/') && n.slice(dir.length).startsWith(graph.slice(dir.length)))) files[n] = fileUrl(n);
-    return { kind: 'hf-urls', files };
+  const picked = pickFolderFiles(names, o.file);
+  if (picked) return { kind: 'hf-urls', files: Object.fromEntries(picked.files.map((n) => [n, fileUrl(n)])) };
+  if (o.file) throw new ModelSourceError(id, `'${o.file}' is not in the repository${names.has('config.json') ? '' : ' (nor is its config.json)'}: pick one of ${[...names].filter((n) => /\.onnx$/i.test(n)).slice(0, 8).join(', ') || 'its files'}`);
+  const ggufs = [...names].filter((n) => n.toLowerCase().endsWith('.gguf'));
+  if (ggufs.length) {
+    throw new ModelSourceError(id, `the repository holds GGUF files, not a safetensors checkpoint: pass one of them as \`file\` (${ggufs.slice(0, 8).join(', ')}${ggufs.length > 8 ? ', ...' : ''})`);
   }
-  if (o.file) throw new ModelSourceError(id, `'${o.file}' is not in the repository${files['config.json'] ? '' : ' (nor is its config.json)'}: pick one of ${[...names].filter((n) => /\.onnx$/i.test(n)).slice(0, 8).join(', ') || 'its files'}`);
-  if (!files['config.json'] || weights.length === 0) {
-    const ggufs = [...names].filter((n) => n.toLowerCase().endsWith('.gguf'));
-    if (ggufs.length) {
-      throw new ModelSourceError(id, `the repository holds GGUF files, not a safetensors checkpoint: pass one of them as \`file\` (${ggufs.slice(0, 8).join(', ')}${ggufs.length > 8 ? ', ...' : ''})`);
-    }
-    throw new ModelSourceError(id, `the repository has no config.json and model*.safetensors (files: ${[...names].slice(0, 12).join(', ') || 'none'}); intab loads GGUF files and Hugging Face safetensors folders`);
-  }
-  for (const w of weights) files[w] = fileUrl(w);
-  return { kind: 'hf-urls', files };
+  throw new ModelSourceError(id, `the repository has no config.json and model*.safetensors (files: ${[...names].slice(0, 12).join(', ') || 'none'}); intab loads GGUF files and Hugging Face safetensors folders`);
 }

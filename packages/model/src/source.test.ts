@@ -49,6 +49,30 @@ describe('bytesSource / blobSource / pathSource', () => {
     await checkSource(blobSource(file));
   });
 
+  it('blobSource serves small reads from shared aligned blocks (each Blob read is a round trip in a browser)', async () => {
+    // 10 MiB of counted bytes: a Blob that counts the slices read from it.
+    const big = Uint8Array.from({ length: 10 << 20 }, (_, i) => (i * 31 + i / 4093) & 0xff);
+    const sliced: [number, number][] = [];
+    class CountingBlob extends Blob {
+      override slice(start?: number, end?: number): Blob {
+        sliced.push([start ?? 0, end ?? this.size]);
+        return super.slice(start, end);
+      }
+    }
+    const src = blobSource(new CountingBlob([big]), 'big.bin');
+    // 300 small tensors one after another, and one crossing a block boundary: two 4 MiB blocks read.
+    for (let i = 0; i < 300; i++) expect(Buffer.from(await src.read(i * 1000, 1000)).equals(big.subarray(i * 1000, i * 1000 + 1000))).toBe(true);
+    const across = (4 << 20) - 10;
+    expect(Buffer.from(await src.read(across, 20)).equals(big.subarray(across, across + 20))).toBe(true);
+    expect(sliced).toEqual([[0, 4 << 20], [4 << 20, 8 << 20]]);
+    // A read of a block's size or more is one slice of its own.
+    expect(Buffer.from(await src.read(1, 4 << 20)).equals(big.subarray(1, 1 + (4 << 20)))).toBe(true);
+    expect(sliced.at(-1)).toEqual([1, 1 + (4 << 20)]);
+    // The last (short) block ends at the end of the blob.
+    expect(Buffer.from(await src.read((10 << 20) - 5, 5)).equals(big.subarray((10 << 20) - 5))).toBe(true);
+    expect(sliced.at(-1)).toEqual([8 << 20, 10 << 20]);
+  });
+
   it('pathSource reads a file on disk', async () => {
     const src = await pathSource(GGUF_PATH);
     const whole = await readFile(GGUF_PATH);

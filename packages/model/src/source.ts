@@ -59,25 +59,62 @@ export function bytesSource(name: string, data: Uint8Array | ArrayBuffer): ByteS
 // ---- Blob / File ----
 
 /**
- * A ByteSource over a Blob or File (e.g. from `<input type=file>`); reads slice the blob, so only the requested
- * range is loaded.
+ * Reads of a Blob below this size are served from aligned blocks of it, the last two kept: each Blob read is a round
+ * trip to the browser's blob store (milliseconds in Chromium, measured ~3 ms), so the hundreds of small tensors of a
+ * model read from the model store or a picked File share a few reads instead of paying one each.
+ */
+const BLOB_BLOCK_BYTES = 4 << 20;
+
+/**
+ * A ByteSource over a Blob or File (e.g. from `<input type=file>`, or the model store's chunks); reads slice the blob,
+ * so only the requested range is loaded. Reads smaller than 4 MiB come from aligned 4 MiB blocks, the last two kept.
  * @example
  * const src = blobSource(input.files[0]);
  */
 export function blobSource(blob: Blob, name?: string): ByteSource {
   const label = name ?? ((blob as Partial<File>).name || 'blob');
+  const size = blob.size;
+  const slice = async (offset: number, length: number, signal: AbortSignal | undefined): Promise<Uint8Array> => {
+    const buf = await blob.slice(offset, offset + length).arrayBuffer();
+    throwIfAborted(signal);
+    if (buf.byteLength !== length) {
+      throw new ModelFormatError(label, `bytes ${offset}..${offset + length}`, `the blob returned ${buf.byteLength} bytes; it changed while being read`);
+    }
+    return new Uint8Array(buf);
+  };
+  // Aligned blocks, the two most recently used kept; a block being read is shared by every read that needs it.
+  const blocks = new Map<number, Promise<Uint8Array>>();
+  const block = (index: number): Promise<Uint8Array> => {
+    let p = blocks.get(index);
+    if (p) blocks.delete(index);
+    else {
+      const start = index * BLOB_BLOCK_BYTES;
+      p = slice(start, Math.min(BLOB_BLOCK_BYTES, size - start), undefined);
+      p.catch(() => blocks.delete(index));
+    }
+    blocks.set(index, p);
+    while (blocks.size > 2) blocks.delete(blocks.keys().next().value!);
+    return p;
+  };
   return {
     name: label,
-    size: blob.size,
+    size,
     async read(offset, length, signal) {
       throwIfAborted(signal);
-      checkRange(label, blob.size, offset, length);
-      const buf = await blob.slice(offset, offset + length).arrayBuffer();
-      throwIfAborted(signal);
-      if (buf.byteLength !== length) {
-        throw new ModelFormatError(label, `bytes ${offset}..${offset + length}`, `the blob returned ${buf.byteLength} bytes; it changed while being read`);
-      }
-      return new Uint8Array(buf);
+      checkRange(label, size, offset, length);
+      if (length === 0) return new Uint8Array(0);
+      if (length >= BLOB_BLOCK_BYTES) return slice(offset, length, signal);
+      const first = Math.floor(offset / BLOB_BLOCK_BYTES);
+      const last = Math.floor((offset + length - 1) / BLOB_BLOCK_BYTES);
+      const parts = await raced(Promise.all(Array.from({ length: last - first + 1 }, (_, i) => block(first + i))), signal);
+      const out = new Uint8Array(length);
+      parts.forEach((bytes, i) => {
+        const start = (first + i) * BLOB_BLOCK_BYTES;
+        const from = Math.max(offset, start);
+        const to = Math.min(offset + length, start + bytes.byteLength);
+        out.set(bytes.subarray(from - start, to - start), from - offset);
+      });
+      return out;
     },
   };
 }
@@ -85,7 +122,7 @@ export function blobSource(blob: Blob, name?: string): ByteSource {
 // ---- URL (HTTP Range) ----
 
 export interface UrlSourceOptions {
-  /** The fetch to use (default: globalThis.fetch); lets callers add headers or credentials. */
+  /** The fetch to use (default: globalThis.fetch); lets callers add headers or credentials. A ModelSourceError it throws passes as it is. */
   fetch?: typeof fetch;
   /** Aborts the size probe and every later read. */
   signal?: AbortSignal;
@@ -135,6 +172,8 @@ async function doFetch(fetchFn: typeof fetch, url: string, range: string, signal
     return await fetchFn(url, { headers: { Range: range }, signal });
   } catch (e) {
     if (signal?.aborted) throw signal.reason ?? e;
+    // A fetch that says what went wrong itself (the engine's modelFetch: one error per situation) is taken at its word.
+    if (e instanceof ModelSourceError) throw e;
     throw new ModelSourceError(url, `the request for ${range} failed (${(e as Error)?.message ?? e}): check the URL and the network, and that the server allows cross-origin requests (CORS) with a Range header`, { cause: e });
   }
 }

@@ -2,7 +2,15 @@
 // missing. Both are seen as a tree of small immutable files written whole (a manifest, and model files cut in
 // chunks): a file is either entirely there or absent, so a tab closed mid-write never leaves a torn file, and a
 // download resumes from its last whole chunk. Reads return Blobs, which the loader slices: nothing is read into
-// memory whole.
+// memory whole. Every file has a stamp (its size, and a mark that changes whenever it is written: the OPFS File's
+// lastModified, or a mark the Cache API backend writes beside the bytes), read without reading the bytes: the model
+// store keeps the stamps of the chunks it verified, and hashes a file again only when a stamp changed.
+
+/** What a stored file's record says of it, without reading its bytes: any rewrite changes `mark`. */
+export interface StoreStamp {
+  size: number;
+  mark: string;
+}
 
 /** The store's files, by slash-separated path. */
 export interface StoreBackend {
@@ -11,6 +19,11 @@ export interface StoreBackend {
   read(path: string): Promise<Blob | undefined>;
   /** Writes the file whole (replacing it once complete). */
   write(path: string, data: Uint8Array | string): Promise<void>;
+  /**
+   * The file's stamp, or undefined when it is missing. Optional: with a backend that has none, the model store hashes
+   * every stored file again at each load.
+   */
+  stamp?(path: string): Promise<StoreStamp | undefined>;
   /** Removes a file, or a folder and everything under it. */
   remove(path: string): Promise<void>;
   /** The names directly under a folder ([] when it does not exist). */
@@ -43,17 +56,18 @@ export async function opfsBackend(): Promise<StoreBackend | undefined> {
     const parts = path.split('/').filter(Boolean);
     return { dir: parts.slice(0, -1), name: parts[parts.length - 1] };
   };
+  const read = async (path: string): Promise<File | undefined> => {
+    const { dir, name } = split(path);
+    const d = await folder(dir, false);
+    try {
+      return d ? await (await d.getFileHandle(name)).getFile() : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   return {
     kind: 'opfs',
-    async read(path) {
-      const { dir, name } = split(path);
-      const d = await folder(dir, false);
-      try {
-        return d ? await (await d.getFileHandle(name)).getFile() : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    read,
     async write(path, data) {
       const { dir, name } = split(path);
       const d = (await folder(dir, true))!;
@@ -65,6 +79,11 @@ export async function opfsBackend(): Promise<StoreBackend | undefined> {
         await w.abort().catch(() => {});
         throw err;
       }
+    },
+    async stamp(path) {
+      // The file system's own record of the file's last write (getFile reads no bytes).
+      const file = await read(path);
+      return file && { size: file.size, mark: String(file.lastModified) };
     },
     async remove(path) {
       const { dir, name } = split(path);
@@ -94,6 +113,8 @@ export async function cacheBackend(name = 'intab-models'): Promise<StoreBackend 
   // Synthetic same-scheme URLs (never fetched) that keep the paths apart from the app's own cached requests.
   const url = (path: string) => `https://intab.invalid/${path.split('/').filter(Boolean).map(encodeURIComponent).join('/')}`;
   const pathOf = (u: string) => decodeURIComponent(new URL(u).pathname.slice(1));
+  // The Cache API keeps no modification time of its own: each write stores a fresh mark in a header of the response.
+  const MARK = 'x-intab-mark';
   return {
     kind: 'cache',
     async read(path) {
@@ -101,7 +122,15 @@ export async function cacheBackend(name = 'intab-models'): Promise<StoreBackend 
       return r ? r.blob() : undefined;
     },
     async write(path, data) {
-      await cache.put(url(path), new Response(data as BodyInit, { headers: { 'content-type': 'application/octet-stream' } }));
+      const size = typeof data === 'string' ? new TextEncoder().encode(data).byteLength : data.byteLength;
+      await cache.put(url(path), new Response(data as BodyInit, { headers: { 'content-type': 'application/octet-stream', [MARK]: `${size}:${crypto.randomUUID()}` } }));
+    },
+    async stamp(path) {
+      // The headers only: the body stays unread. An entry without a mark (written before marks) matches no record.
+      const r = await cache.match(url(path));
+      if (!r) return undefined;
+      const mark = r.headers.get(MARK) ?? '';
+      return { size: mark ? Number(mark.split(':')[0]) : NaN, mark };
     },
     async remove(path) {
       const prefix = `${path.split('/').filter(Boolean).join('/')}`;

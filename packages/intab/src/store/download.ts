@@ -1,12 +1,17 @@
 // One file into the model store: streamed from the network into whole chunks (at most one chunk in memory), its
 // SHA-256 computed as the bytes arrive (hash-wasm; the hash's state is saved with every chunk, so a download that
-// resumes with an HTTP Range request goes on hashing where it stopped), and refused unless it is the file: an HTML
-// page, a length other than the expected one, or the wrong magic bytes never reach the store. A dropped
-// connection resumes from the last whole chunk, a few times, before it is an error.
+// resumes with an HTTP Range request goes on hashing where it stopped), each chunk's stamp recorded as it is written
+// (what the store later compares instead of hashing again), and refused unless it is the file: an HTML page, a length
+// other than the expected one, or the wrong magic bytes never reach the store. Requests go through modelFetch, so a
+// failure is the same typed error as a load without the store. No answer, a server error or a dropped connection is
+// tried again from the last whole chunk, a few times, before it is an error.
 
 import { createSHA256, type IHasher } from 'hash-wasm';
+import { IntabError } from '@intab/errors';
+import { htmlError, modelFetch } from '@intab/engine/model-fetch';
+import { ModelFormatError } from '@intab/model/errors';
 import { DownloadError, QuotaError } from '../errors.ts';
-import type { StoreBackend } from './backend.ts';
+import type { StoreBackend, StoreStamp } from './backend.ts';
 
 /** What a file's first bytes must look like. */
 export type FileFormat = 'gguf' | 'safetensors' | 'json' | 'any';
@@ -23,6 +28,8 @@ export interface FileState {
   /** Hex SHA-256 of the whole file, once complete. */
   sha256?: string;
   complete: boolean;
+  /** The stamp of each stored chunk as it was written, in order (absent in manifests older than stamps). */
+  stamps?: StoreStamp[];
 }
 
 export interface DownloadTarget {
@@ -40,15 +47,18 @@ export interface DownloadOptions {
   onBytes?: (loaded: number) => void;
   /** Called after each chunk is stored, with the state to persist. */
   commit: (state: FileState) => Promise<void>;
-  /** Attempts after a dropped connection that made no progress [3]. */
+  /** Attempts after no answer, a server error or a dropped connection that made no progress [3]. */
   retries?: number;
   fetch?: typeof fetch;
   signal?: AbortSignal;
 }
 
+/** Errors that say the answer is not the file (a wrong length or range): what was stored of it goes. */
+const refused = new WeakSet<object>();
+
 /** Downloads (or resumes) a file into the store; resolves with its complete state (sha256 set). */
 export async function downloadFile(backend: StoreBackend, target: DownloadTarget, start: FileState, o: DownloadOptions): Promise<FileState> {
-  const fetchFn = o.fetch ?? globalThis.fetch.bind(globalThis);
+  const fetchFn = modelFetch(o.fetch);
   if (start.complete) return start;
   // The download's state, advanced by attempt() with every stored chunk (also when it then fails).
   const cur = { state: start.bytes > 0 && !start.hashState ? { bytes: 0, chunks: 0, complete: false } : { ...start } };
@@ -63,18 +73,20 @@ export async function downloadFile(backend: StoreBackend, target: DownloadTarget
       throw new Error('the connection closed before the end of the file');
     } catch (err) {
       if (o.signal?.aborted) throw o.signal.reason;
-      if (err instanceof DownloadError) {
-        // Not the file: nothing of it stays.
+      if (err instanceof QuotaError) throw err;
+      if (refused.has(err as object) || (err instanceof IntabError && !(err instanceof DownloadError))) {
+        // Not the file (not found, an HTML page, the wrong format or length): nothing of it stays.
         await backend.remove(target.dir);
         cur.state = { bytes: 0, chunks: 0, complete: false };
         await o.commit(cur.state);
         throw err;
       }
-      if (err instanceof QuotaError) throw err;
-      // A dropped connection: go on from the last stored chunk, with the hash as it was then.
+      // No answer, a server error, a dropped connection: go on from the last stored chunk, with the hash as it was then.
       failures = cur.state.bytes > before ? 1 : failures + 1;
       if (failures > (o.retries ?? 3)) {
-        throw new DownloadError(target.url, `the download failed ${failures} times at byte ${cur.state.bytes} (${(err as Error)?.message ?? err}): check the network and load the model again; what is stored so far is kept and the download resumes from there`, { cause: err });
+        // The request's own error (what a load without the store says), or the connection that kept dropping.
+        if (err instanceof DownloadError) throw err;
+        throw new DownloadError(target.url, `the connection dropped ${failures} times, the last at byte ${cur.state.bytes} (${(err as Error)?.message ?? err}): check the network and load the model again; what is stored so far is kept and the download resumes from there`, { cause: err });
       }
       o.onBytes?.(cur.state.bytes);
       await new Promise((r) => setTimeout(r, Math.min(4000, 100 * 2 ** failures)));
@@ -86,15 +98,18 @@ export async function downloadFile(backend: StoreBackend, target: DownloadTarget
 async function attempt(fetchFn: typeof fetch, backend: StoreBackend, t: DownloadTarget, cur: { state: FileState }, hasher: IHasher, o: DownloadOptions): Promise<void> {
   let state = cur.state;
   let offset = state.bytes;
+  // A backend without stamps records none: its files are hashed again at every load.
+  const written = (stamp: StoreStamp | undefined) => (stamp && (state.stamps?.length ?? 0) === state.chunks ? [...(state.stamps ?? []), stamp] : undefined);
+  // modelFetch has refused what is no answer, an HTTP error or an HTML page (its typed errors).
   const res = await fetchFn(t.url, { headers: offset > 0 ? { Range: `bytes=${offset}-` } : {}, signal: o.signal, cache: 'no-store' });
-  const refuse = (problem: string): never => {
+  const refuse = (problem: string | Error): never => {
     void res.body?.cancel().catch(() => {});
-    throw new DownloadError(t.url, problem, { status: res.status });
+    const err = typeof problem === 'string' ? new DownloadError(t.url, problem, { status: res.status }) : problem;
+    refused.add(err);
+    throw err;
   };
-  if (res.status !== 200 && res.status !== 206) {
-    refuse(`the server answered HTTP ${res.status}${res.status === 404 ? ': check the URL (or the model id, revision and file)' : res.status === 401 || res.status === 403 ? ': the file needs credentials this page does not have' : ': try again later'}`);
-  }
-  if (/text\/html/i.test(res.headers.get('content-type') ?? '')) refuse('the server answered an HTML page, not the file (an error or login page?): check the URL; nothing was stored');
+  if (res.status === 416) refuse(`the server has no byte ${offset} of the file (HTTP 416): it changed on the server since the stored part was downloaded; load the model again to download it anew`);
+  if (res.status !== 200 && res.status !== 206) refuse(`the server answered HTTP ${res.status} to a download, not the file: try again later`);
   let total: number | undefined;
   if (res.status === 206) {
     const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
@@ -127,13 +142,16 @@ async function attempt(fetchFn: typeof fetch, backend: StoreBackend, t: Download
   let filled = 0;
   let checked = offset > 0;
   const store = async (bytes: Uint8Array) => {
+    const path = `${t.dir}/${state.chunks}`;
+    let stamp: StoreStamp | undefined;
     try {
-      await backend.write(`${t.dir}/${state.chunks}`, bytes);
+      await backend.write(path, bytes);
+      stamp = await backend.stamp?.(path);
     } catch (err) {
       if ((err as DOMException)?.name === 'QuotaExceededError') throw new QuotaError((size ?? state.bytes + bytes.byteLength) - state.bytes, 0, t.url);
       throw err;
     }
-    state = cur.state = { ...state, size, bytes: state.bytes + bytes.byteLength, chunks: state.chunks + 1, hashState: base64(hasher.save()) };
+    state = cur.state = { ...state, size, bytes: state.bytes + bytes.byteLength, chunks: state.chunks + 1, hashState: base64(hasher.save()), stamps: written(stamp) };
     await o.commit(state);
   };
   for (;;) {
@@ -166,13 +184,16 @@ async function attempt(fetchFn: typeof fetch, backend: StoreBackend, t: Download
   await o.commit(cur.state);
 }
 
-/** Refuses bytes that cannot be the file: HTML, and the format's magic. */
-function checkMagic(t: DownloadTarget, head: Uint8Array, refuse: (problem: string) => never): void {
+/** Refuses bytes that cannot be the file: HTML, and the format's magic (the errors a load without the store gives). */
+function checkMagic(t: DownloadTarget, head: Uint8Array, refuse: (problem: Error) => never): void {
   const text = new TextDecoder().decode(head.subarray(0, 16)).trimStart().toLowerCase();
-  if (t.format !== 'json' && (text.startsWith('<!doctype') || text.startsWith('<html'))) refuse('the server answered an HTML page, not the file: check the URL; nothing was stored');
-  if (t.format === 'gguf' && text.slice(0, 4) !== 'gguf') refuse('it does not start with GGUF: not a GGUF file (a wrong URL?); nothing was stored');
-  if (t.format === 'safetensors' && (head.byteLength < 9 || head[8] !== 0x7b)) refuse('it does not start with a safetensors header: not a safetensors file; nothing was stored');
-  if (t.format === 'json' && !(text.startsWith('{') || text.startsWith('['))) refuse(`it is not JSON (it starts with ${JSON.stringify(text.slice(0, 12))}): check the URL; nothing was stored`);
+  if (t.format !== 'json' && (text.startsWith('<!doctype') || text.startsWith('<html'))) refuse(htmlError(t.url, 200));
+  if (t.format === 'gguf' && text.slice(0, 4) !== 'gguf') {
+    const hex = [...head.subarray(0, 4)].map((b) => b.toString(16).padStart(2, '0')).join(' ');
+    refuse(new ModelFormatError(t.url, 'header.magic', `expected "GGUF", found bytes ${hex}; this is not a GGUF file`));
+  }
+  if (t.format === 'safetensors' && (head.byteLength < 9 || head[8] !== 0x7b)) refuse(new ModelFormatError(t.url, 'header', 'it does not start with a safetensors header (a length, then JSON); this is not a safetensors file'));
+  if (t.format === 'json' && !(text.startsWith('{') || text.startsWith('['))) refuse(new ModelFormatError(t.url, 'JSON', `it is not JSON (it starts with ${JSON.stringify(text.slice(0, 12))})`));
 }
 
 /** A SHA-256 at `state`: fresh, or where the stored chunks left it. */

@@ -1,14 +1,18 @@
 // The model store in real Chromium against a local model hub (scripts/hub-server-setup.mjs: a real HTTP server with
 // Range, CORS and LFS hashes; misbehaviour on request): a GGUF downloaded in chunks and checked against the hub's
-// SHA-256 (and WebCrypto's), the next load reading the store only; a corrupted stored byte found and the file
-// downloaded again; a dropped connection and an aborted load resumed with Range; an HTML page, a wrong length and
-// a wrong file refused with nothing stored; a hash mismatch downloaded once more, then IntegrityError; a model larger
-// than the quota refused before its bytes are asked for; a storage that refuses writes (CDP quota) a QuotaError; a
-// Hugging Face folder; two loads at once downloading once; list, delete, clear, usage; the Cache API backend.
+// SHA-256 (and WebCrypto's), the next load reading the store only and hashing nothing (the chunks' stamps are
+// unchanged); a rewritten stored chunk found by its stamp and the file downloaded again; rot that left the stamps
+// alone found by verify(id) only, and the file downloaded again at the next load; a manifest from before stamps
+// hashed once; a dropped connection and an aborted load resumed with Range; an HTML page, a wrong length and a wrong
+// file refused with nothing stored; a hash mismatch downloaded once more, then IntegrityError; a model larger than
+// the quota refused before its bytes are asked for; a storage that refuses writes (CDP quota) a QuotaError; a Hugging
+// Face folder; two loads at once downloading once; list, delete, clear, usage; the Cache API backend.
 import { beforeEach, describe, expect, inject, test } from 'vitest';
 import { cdp } from 'vitest/browser';
 import { fetchShared } from '@intab/gpu/testing';
+import { ModelFormatError } from '@intab/model/errors';
 import { DownloadError, IntegrityError, QuotaError } from '../errors.ts';
+import { ModelSourceError } from '@intab/engine/errors';
 import { cacheBackend, opfsBackend, type StoreBackend } from './backend.ts';
 import { ModelStore, type StoreProgress } from './model-store.ts';
 
@@ -33,6 +37,26 @@ const bytesOf = async (b: Blob) => new Uint8Array(await b.arrayBuffer());
 let original: Uint8Array;
 let backend: StoreBackend;
 const store = (o: { backend?: StoreBackend } = {}) => new ModelStore({ chunkBytes: CHUNK, backend: o.backend ?? backend });
+
+/** The path of a stored chunk of the one stored model's one file. */
+async function chunkPath(chunk: number): Promise<string> {
+  const [key] = await backend.list('');
+  const dir = (await backend.list(key)).find((n) => n.startsWith('f-'))!;
+  return `${key}/${dir}/${chunk}`;
+}
+
+/** Edits the one stored model's manifest as JSON; `stampOf` (a chunk's path) fills a `null` in with its stamp now. */
+async function editManifest(edit: (m: { files: { state: { stamps?: unknown[] } }[] }) => unknown, stampOf?: string): Promise<void> {
+  const [key] = await backend.list('');
+  const path = `${key}/manifest.json`;
+  const m = JSON.parse(await (await backend.read(path))!.text());
+  edit(m);
+  if (stampOf) {
+    const stamps = m.files[0].state.stamps as unknown[];
+    stamps[stamps.indexOf(null)] = await backend.stamp!(stampOf);
+  }
+  await backend.write(path, JSON.stringify(m));
+}
 
 beforeEach(async () => {
   original ??= await fetchShared('models/stories260K/stories260K.gguf');
@@ -60,12 +84,15 @@ describe('model store', () => {
     expect(downloads.at(-1)!.files).toEqual([{ name: 'stories260K.gguf', loaded: original.length, total: original.length }]);
     expect(await gets()).toEqual({ whole: 1, ranges: 0 });
 
-    // Another page load (a new store over the same storage): verified from disk, not one request for the file.
+    expect(first.rehashed).toBe(0);
+
+    // Another page load (a new store over the same storage): from disk, not one request for the file, and no byte
+    // hashed again (every chunk's stamp is the one recorded when it was written).
     const verifying: StoreProgress[] = [];
     const again = await store().ensure(gguf(), { onProgress: (p) => verifying.push(p) });
-    expect(again.downloaded).toBe(0);
-    expect(verifying.every((p) => p.phase === 'verify')).toBe(true);
-    expect(verifying.at(-1)).toMatchObject({ loaded: original.length, total: original.length });
+    expect(again).toMatchObject({ downloaded: 0, rehashed: 0, verified: true });
+    expect(typeof again.persisted).toBe('boolean');
+    expect(verifying).toEqual([]);
     expect(await bytesOf((again.source as { files: { blob: Blob }[] }).files[0].blob)).toEqual(original);
     expect(await gets()).toEqual({ whole: 1, ranges: 0 });
     const [m] = await store().list();
@@ -73,19 +100,55 @@ describe('model store', () => {
     expect(m.lastUsed).toBeGreaterThanOrEqual(m.createdAt);
   });
 
-  test('a corrupted stored byte is found at the next load, and the file is downloaded again', async () => {
+  test('a stored chunk written again (its stamp changed) is found at the next load, and the file is downloaded again', async () => {
     await store().ensure(gguf());
-    // Flip a byte inside one stored chunk, as a disk or an extension might.
-    const dirs = await backend.list('');
-    const fileDir = (await backend.list(dirs[0])).find((n) => n.startsWith('f-'))!;
-    const path = `${dirs[0]}/${fileDir}/3`;
+    // Flip a byte inside one stored chunk, as an extension or another script writing the origin's files might.
+    const path = await chunkPath(3);
     const chunk = await bytesOf((await backend.read(path))!);
     chunk[100] ^= 0x01;
     await backend.write(path, chunk);
-    const r = await store().ensure(gguf());
+    const progress: StoreProgress[] = [];
+    const r = await store().ensure(gguf(), { onProgress: (p) => progress.push(p) });
+    expect(r.rehashed).toBe(original.length);
+    expect(progress.some((p) => p.phase === 'verify')).toBe(true);
     expect(r.downloaded).toBe(original.length);
     expect(await bytesOf((r.source as { files: { blob: Blob }[] }).files[0].blob)).toEqual(original);
     expect((await gets()).whole).toBe(2);
+    // Downloaded again, its chunks have new stamps: the load after that hashes nothing.
+    expect((await store().ensure(gguf())).rehashed).toBe(0);
+  });
+
+  test('verify(id) hashes every stored file whatever its stamps say; a file that rotted is dropped and downloaded at the next load', async () => {
+    const id = 'test/stories@main/stories260K.gguf';
+    await store().ensure(gguf());
+    const intact = await store().verify(id);
+    expect(intact).toEqual({ id, ok: true, bytes: original.length, files: [{ name: 'stories260K.gguf', bytes: original.length, expected: await hex(original), actual: await hex(original), status: 'ok' }] });
+    // Rot that leaves the file system's record alone (a bit flipped on disk): the stamps in the manifest say nothing changed.
+    const path = await chunkPath(2);
+    const chunk = await bytesOf((await backend.read(path))!);
+    chunk[7] ^= 0x80;
+    await backend.write(path, chunk);
+    await editManifest((m) => (m.files[0].state.stamps![2] = null), path);
+    const trusted = await store().ensure(gguf());
+    expect(trusted.rehashed).toBe(0);
+    const report = (await store().verify(id))!;
+    expect(report.ok).toBe(false);
+    expect(report.files[0]).toMatchObject({ name: 'stories260K.gguf', bytes: original.length, expected: await hex(original), status: 'mismatch' });
+    expect(report.files[0].actual).not.toBe(await hex(original));
+    const [dropped] = await store().list();
+    expect(dropped).toMatchObject({ id, complete: false, bytes: 0 });
+    const r = await store().ensure(gguf());
+    expect(r.downloaded).toBe(original.length);
+    expect(await bytesOf((r.source as { files: { blob: Blob }[] }).files[0].blob)).toEqual(original);
+    expect(await store().verify('test/stories@main/not-stored.gguf')).toBeUndefined();
+  });
+
+  test('a model stored before chunk stamps were recorded is hashed once, then trusted by its stamps', async () => {
+    await store().ensure(gguf());
+    await editManifest((m) => delete m.files[0].state.stamps);
+    expect((await store().ensure(gguf())).rehashed).toBe(original.length);
+    expect((await store().ensure(gguf())).rehashed).toBe(0);
+    expect(await gets()).toEqual({ whole: 1, ranges: 0 });
   });
 
   test('a connection dropped mid-file resumes with a Range request, and the hash still matches the hub\'s', async () => {
@@ -116,18 +179,19 @@ describe('model store', () => {
   });
 
   test('an HTML page, a length other than the listed one and a file that is not GGUF are refused; nothing is stored', async () => {
-    const cases: [string, RegExp][] = [
-      ['?html=1', /HTML page/],
-      ['?pad=7', /sends 1043431 bytes where the source lists 1043424/],
-    ];
-    for (const [query, message] of cases) {
-      const err = await store().ensure(gguf(query)).catch((e) => e);
-      expect(err, query).toBeInstanceOf(DownloadError);
-      expect(err.message, query).toMatch(message);
-    }
-    // Not the hub (no listing to check against): the bytes themselves must be GGUF.
-    const wrong = await store().ensure({ kind: 'url', url: `${fileUrl('test/stories', 'golden.json')}`.replace('/resolve/', '/resolve/').replace('golden.json', 'not-a-model.gguf?as=README.md') }).catch((e) => e);
-    expect(wrong).toBeInstanceOf(DownloadError);
+    // An HTML page is a wrong URL (model_source_unavailable); a length other than the hub lists, a failed download.
+    const html = await store().ensure(gguf('?html=1')).catch((e) => e);
+    expect(html).toBeInstanceOf(ModelSourceError);
+    expect(html).toMatchObject({ name: 'ModelSourceError', code: 'model_source_unavailable', status: 200 });
+    expect(html.message).toMatch(/the server answered an HTML page, not the file/);
+    const padded = await store().ensure(gguf('?pad=7')).catch((e) => e);
+    expect(padded).toBeInstanceOf(DownloadError);
+    expect(padded.message).toMatch(/sends 1043431 bytes where the source lists 1043424/);
+    // Not the hub (no listing to check against): the bytes themselves must be GGUF, as the loader without the store says.
+    const wrong = await store().ensure({ kind: 'url', url: fileUrl('test/stories', 'not-a-model.gguf?as=README.md') }).catch((e) => e);
+    expect(wrong).toBeInstanceOf(ModelFormatError);
+    expect(wrong).toMatchObject({ field: 'header.magic', code: 'malformed_model' });
+    expect(wrong.message).toMatch(/expected "GGUF", found bytes .*; this is not a GGUF file/);
     for (const m of await store().list()) expect(m.bytes, m.id).toBe(0);
   });
 
@@ -216,7 +280,12 @@ describe('model store', () => {
     expect(r.model.files[0].sha256).toBe(await hex(original));
     expect(await bytesOf((r.source as { files: { blob: Blob }[] }).files[0].blob)).toEqual(original);
     const again = await s().ensure(gguf('?cut=500000&tag=cache'));
-    expect(again.downloaded).toBe(0);
+    expect(again).toMatchObject({ downloaded: 0, rehashed: 0 });
+    // A chunk written again gets a new mark: the next load hashes the file (it is intact, so nothing is downloaded).
+    const key = (await cache.list(''))[0];
+    const dir = (await cache.list(key)).find((n) => n.startsWith('f-'))!;
+    await cache.write(`${key}/${dir}/1`, await bytesOf((await cache.read(`${key}/${dir}/1`))!));
+    expect(await s().ensure(gguf('?cut=500000&tag=cache'))).toMatchObject({ downloaded: 0, rehashed: original.length });
     expect((await gets()).ranges).toBe(1);
     expect(await s().usage()).toMatchObject({ backend: 'cache', models: 1 });
     await s().clear();

@@ -1,18 +1,21 @@
 // The model store: a model's files (a GGUF and its splits, or a Hugging Face folder's config, tokenizer and
 // safetensors shards) kept in the origin's storage by source, so the next page load reads them from disk instead of
-// the network. Every file's SHA-256 is computed as it streams in, checked against the hub's LFS hash where the source
-// is the hub, else recorded and checked again on every later load; a mismatch downloads the file again once, then
-// is an IntegrityError. Downloads resume from what is stored, run a few files at a time, report bytes, speed and ETA,
-// and are refused before a byte is written when the model cannot fit (QuotaError). Two tabs that load the same
-// model wait for each other (Web Locks) instead of downloading it twice. What a load gets is Blobs over the stored
-// chunks: the loader slices them, so a model never sits whole in memory.
+// the network. Every file's SHA-256 is computed as it streams in and checked against the hub's LFS hash where the
+// source is the hub, else recorded; a mismatch downloads the file again once, then is an IntegrityError. Each chunk's
+// stamp (size and write mark, backend.ts) is recorded as it is written: a later load compares the stamps, which reads
+// no bytes, and hashes a file again only when one changed (verify(id) hashes everything on demand). Downloads resume
+// from what is stored, run a few files at a time, report bytes, speed and ETA, and are refused before a byte is
+// written when the model cannot fit (QuotaError). Two tabs that load the same model wait for each other (Web Locks)
+// instead of downloading it twice. What a load gets is Blobs over the stored chunks: the loader slices them, so a
+// model never sits whole in memory.
 
 import { createSHA256, xxhash64 } from 'hash-wasm';
 import type { LoadProgress, ModelSource } from '@intab/engine/contract';
-import { ModelSourceError } from '@intab/engine/errors';
 import { IntegrityError, QuotaError } from '../errors.ts';
-import { defaultBackend, type StoreBackend } from './backend.ts';
+import { defaultBackend, type StoreBackend, type StoreStamp } from './backend.ts';
 import { downloadFile, type FileFormat, type FileState } from './download.ts';
+import { Progress } from './store-progress.ts';
+import { describeSource, type WantedModel } from './store-sources.ts';
 
 /** One stored file of a model. */
 export interface StoredFile {
@@ -42,7 +45,7 @@ export interface StoredModel {
   lastUsed: number;
 }
 
-/** Progress of ensure(): the download (bytes, speed, ETA), or the check of a stored model's hashes. */
+/** Progress of ensure(): the download (bytes, speed, ETA), or the hashing of stored files (verify). */
 export interface StoreProgress extends LoadProgress {
   phase: 'download' | 'verify';
   /** The model's id in the store. */
@@ -65,10 +68,38 @@ export interface EnsureResult {
   model: StoredModel;
   /** Bytes downloaded now (0 when everything came from the store). */
   downloaded: number;
-  /** Whether every file's hash was checked against the stored bytes (and the hub's, where known). */
+  /**
+   * Whether every file is known to hash to what it must (the hub's SHA-256, or the one recorded at its download):
+   * hashed as it was downloaded, or hashed again now, or stored with stamps unchanged since it was hashed.
+   */
   verified: boolean;
-  /** The answer to navigator.storage.persist(), asked before the first download (undefined: not asked). */
-  persisted?: boolean;
+  /** Bytes of stored files hashed again now: 0 when no stored chunk changed since it was written (see verify()). */
+  rehashed: number;
+  /** navigator.storage.persist()'s answer when it was asked now (before a first download), else persisted()'s. */
+  persisted: boolean;
+}
+
+/** What verify() checked of one file, and what it found. */
+export interface VerifiedFile {
+  name: string;
+  /** Bytes hashed (0 for a file not stored whole). */
+  bytes: number;
+  /** What the file must hash to: the hub's SHA-256, else the one recorded at its download. */
+  expected?: string;
+  /** What the stored bytes hash to now. */
+  actual?: string;
+  /** 'ok'; 'mismatch' (dropped from the store: the next load downloads it again); 'incomplete' (not stored whole yet). */
+  status: 'ok' | 'mismatch' | 'incomplete';
+}
+
+/** What verify() did. */
+export interface VerifyReport {
+  id: string;
+  /** Every file stored whole and hashing to what it must. */
+  ok: boolean;
+  /** Bytes hashed. */
+  bytes: number;
+  files: VerifiedFile[];
 }
 
 export interface ModelStoreOptions {
@@ -81,11 +112,14 @@ export interface ModelStoreOptions {
   fetch?: typeof fetch;
 }
 
+/** One file in a manifest: what list() shows, its download state (chunk stamps included) and where its chunks lie. */
+type ManifestFile = StoredFile & { state: FileState; format: FileFormat; dir: string };
+
 /** The manifest of a stored model (JSON beside its chunks, which lie in `<model>/<file's dir>/<index>`). */
 interface Manifest {
   version: 1;
   id: string;
-  files: (StoredFile & { state: FileState; format: FileFormat; dir: string })[];
+  files: ManifestFile[];
   createdAt: number;
   lastUsed: number;
 }
@@ -157,21 +191,23 @@ export class ModelStore {
 
   /**
    * Makes sure a model's files are stored and intact, downloading what is missing, and returns them as a
-   * ModelSource of Blobs over the stored chunks. Sources other than URLs (local Files) are returned as they are.
+   * ModelSource of Blobs over the stored chunks. A stored file is hashed again only when one of its chunks changed
+   * since it was written (its stamp); verify(id) hashes everything. Sources other than URLs (local Files) are
+   * returned as they are.
    * @example
-   * const { source, downloaded } = await modelStore.ensure({ kind: 'url', url: 'https://host/model.gguf' }, { onProgress });
+   * const { source, downloaded, rehashed } = await modelStore.ensure({ kind: 'url', url: 'https://host/model.gguf' }, { onProgress });
    */
   async ensure(source: ModelSource, o: EnsureOptions = {}): Promise<EnsureResult> {
     const b = await this.backend();
     const wanted = describeSource(source);
-    if (!b || !wanted) return { source, model: { id: '', files: [], bytes: 0, complete: true, createdAt: 0, lastUsed: 0 }, downloaded: 0, verified: false };
+    if (!b || !wanted) return { source, model: { id: '', files: [], bytes: 0, complete: true, createdAt: 0, lastUsed: 0 }, downloaded: 0, verified: false, rehashed: 0, persisted: await persistedNow() };
     const key = await keyOf(wanted.id);
     return withLock(key, () => this.ensureLocked(b, key, wanted, o));
   }
 
   /**
-   * A stored, complete model by its id (its hashes checked, as ensure() does), without touching the network: how a
-   * Hugging Face id loads offline (its listing needs the hub). Undefined when it is not stored whole.
+   * A stored, complete model by its id (checked as ensure() checks it), without touching the network: how a Hugging
+   * Face id loads offline (its listing needs the hub). Undefined when it is not stored whole.
    * @example
    * const r = await modelStore.open('HuggingFaceTB/SmolLM2-135M-Instruct@main');
    */
@@ -182,6 +218,46 @@ export class ModelStore {
     const m = await this.readManifest(b, key);
     if (!m?.files.length || !m.files.every((f) => f.complete)) return undefined;
     return withLock(key, () => this.ensureLocked(b, key, { id, list: async () => m.files }, o));
+  }
+
+  /**
+   * Hashes every stored file of a model again, whatever its stamps say (a disk can rot without a write), and reports
+   * what it checked and what it found. A file that no longer hashes to what it must is dropped from the store, so the
+   * next load downloads it again. Undefined when no model of that id (or source URL) is stored.
+   * @example
+   * const report = await modelStore.verify('HuggingFaceTB/SmolLM2-135M-Instruct@main');
+   * if (report && !report.ok) console.warn(report.files.filter((f) => f.status !== 'ok'));
+   */
+  async verify(id: string, o: EnsureOptions = {}): Promise<VerifyReport | undefined> {
+    const b = await this.backend();
+    if (!b) return undefined;
+    const key = await keyOf(id);
+    return withLock(key, async () => {
+      const m = await this.readManifest(b, key);
+      if (!m) return undefined;
+      const progress = new Progress(m, 'verify', o.onProgress);
+      const files: VerifiedFile[] = [];
+      let dropped = false;
+      for (const [i, f] of m.files.entries()) {
+        const expected = f.expectedSha256 ?? f.sha256;
+        if (!f.complete) {
+          files.push({ name: f.name, bytes: 0, ...(expected ? { expected } : {}), status: 'incomplete' });
+          continue;
+        }
+        const { blob, stamps } = await this.readChunks(b, key, f);
+        const actual = blob.size === f.state.bytes ? await sha256(blob, (n) => progress.file(i, n, blob.size), o.signal) : undefined;
+        const ok = actual !== undefined && actual === expected;
+        files.push({ name: f.name, bytes: blob.size, ...(expected ? { expected } : {}), ...(actual ? { actual } : {}), status: ok ? 'ok' : 'mismatch' });
+        if (ok) f.state = { ...f.state, ...(stamps ? { stamps } : {}) };
+        else {
+          await b.remove(`${key}/${f.dir}`);
+          resetFile(f);
+          dropped = true;
+        }
+      }
+      if (dropped || files.some((f) => f.status === 'ok')) await this.writeManifest(b, key, m);
+      return { id: m.id, ok: files.every((f) => f.status === 'ok'), bytes: files.reduce((n, f) => n + f.bytes, 0), files };
+    });
   }
 
   // ---- internals ----
@@ -195,6 +271,8 @@ export class ModelStore {
     const now = Date.now();
     let m = await this.readManifest(b, key);
     let files = m?.files ?? [];
+    let downloaded = 0;
+    let persisted: boolean | undefined;
     if (!m || !m.files.every((f) => f.complete)) {
       // What the source lists (the hub: sizes and LFS hashes; a folder URL: which files exist).
       const listed = await wanted.list(this.fetchFn, o.signal);
@@ -206,21 +284,19 @@ export class ModelStore {
       );
     }
     m = { version: 1, id: wanted.id, files, createdAt: m?.createdAt ?? now, lastUsed: now };
-    await this.writeManifest(b, key, m);
-    let downloaded = 0;
-    let persisted: boolean | undefined;
-    // Files stored by an earlier load are checked against their bytes now; those downloaded now were hashed as they came.
+    // Files stored by an earlier load are checked now (their stamps); those downloaded now were hashed as they came.
     const stored = new Set(files.filter((f) => f.complete));
     if (stored.size < files.length) {
+      await this.writeManifest(b, key, m);
       await this.checkQuota(files, wanted.id, o.signal);
       persisted = await (globalThis as { navigator?: Navigator }).navigator?.storage?.persist?.().catch(() => false);
       downloaded = await this.download(b, key, m, o);
     }
-    downloaded += await this.verify(b, key, m, stored, o);
+    const checked = await this.check(b, key, m, stored, o);
+    downloaded += checked.downloaded;
     m.lastUsed = Date.now();
     await this.writeManifest(b, key, m);
-    const blobs = await Promise.all(m.files.map(async (f) => ({ name: f.name, blob: await this.blobOf(b, key, f) })));
-    return { source: { kind: 'files', files: blobs }, model: publicModel(m), downloaded, verified: true, ...(persisted !== undefined ? { persisted } : {}) };
+    return { source: { kind: 'files', files: checked.blobs }, model: publicModel(m), downloaded, verified: true, rehashed: checked.rehashed, persisted: persisted ?? (await persistedNow()) };
   }
 
   /** Downloads the files that are not complete, `concurrency` at a time; returns the bytes fetched. */
@@ -258,21 +334,35 @@ export class ModelStore {
   }
 
   /**
-   * Checks the SHA-256 of the `stored` files against their bytes on disk (and the hub's); a bad file is downloaded
-   * again once. Returns the bytes downloaded again.
+   * Every file as one Blob over its stored chunks. A file stored by an earlier load (`stored`) whose chunk stamps all
+   * equal those recorded when they were written (or last checked) is taken as it is; another one is hashed (against
+   * the hub's SHA-256, or the recorded one) and its stamps recorded again, or, when it does not match, downloaded
+   * again once (checkHash). Returns the blobs, the bytes hashed and the bytes downloaded again.
    */
-  private async verify(b: StoreBackend, key: string, m: Manifest, stored: Set<Manifest['files'][number]>, o: EnsureOptions): Promise<number> {
+  private async check(b: StoreBackend, key: string, m: Manifest, stored: Set<ManifestFile>, o: EnsureOptions): Promise<{ blobs: { name: string; blob: Blob }[]; rehashed: number; downloaded: number }> {
     const progress = new Progress(m, 'verify', o.onProgress);
-    let again = 0;
-    for (let i = 0; i < m.files.length; i++) {
-      const f = m.files[i];
-      if (!stored.has(f)) continue;
-      const blob = await this.blobOf(b, key, f);
-      const actual = await sha256(blob, (loaded) => progress.file(i, loaded, blob.size), o.signal);
-      if (actual === f.sha256 && blob.size === f.state.bytes) continue;
-      again += await this.checkHash(b, key, m, i, true, o, blob.size === f.state.bytes ? actual : 'missing');
+    let rehashed = 0;
+    let downloaded = 0;
+    const blobs: { name: string; blob: Blob }[] = [];
+    for (const [i, f] of m.files.entries()) {
+      const chunks = await this.readChunks(b, key, f);
+      const { stamps } = chunks;
+      let { blob } = chunks;
+      const unchanged = stamps !== undefined && sameStamps(stamps, f.state.stamps) && blob.size === f.state.bytes;
+      if (!stored.has(f) || unchanged) progress.skip(i);
+      else {
+        const whole = blob.size === f.state.bytes;
+        const actual = whole ? await sha256(blob, (n) => progress.file(i, n, blob.size), o.signal) : 'missing';
+        if (whole) rehashed += blob.size;
+        if (actual === (f.expectedSha256 ?? f.sha256)) f.state = { ...f.state, ...(stamps ? { stamps } : {}) };
+        else {
+          downloaded += await this.checkHash(b, key, m, i, true, o, actual);
+          ({ blob } = await this.readChunks(b, key, f));
+        }
+      }
+      blobs.push({ name: f.name, blob });
     }
-    return again;
+    return { blobs, rehashed, downloaded };
   }
 
   /**
@@ -286,7 +376,7 @@ export class ModelStore {
     if (expected === undefined || got === expected) return 0;
     // Once more from the network.
     const recorded = f.expectedSha256 === undefined;
-    Object.assign(f, { state: { bytes: 0, chunks: 0, complete: false }, bytes: 0, complete: false, sha256: undefined });
+    resetFile(f);
     await b.remove(`${key}/${f.dir}`);
     await this.writeManifest(b, key, m);
     const progress = new Progress(m, 'download', o.onProgress);
@@ -302,7 +392,7 @@ export class ModelStore {
     });
     if (state.sha256 !== expected) {
       await b.remove(`${key}/${f.dir}`);
-      Object.assign(f, { state: { bytes: 0, chunks: 0, complete: false }, bytes: 0, complete: false, sha256: undefined });
+      resetFile(f);
       await this.writeManifest(b, key, m);
       throw new IntegrityError(f.url, expected, state.sha256!, recorded);
     }
@@ -310,7 +400,7 @@ export class ModelStore {
   }
 
   /** Refuses a download that cannot fit before any byte is written (sizes from the source, else HEAD requests). */
-  private async checkQuota(files: Manifest['files'], id: string, signal?: AbortSignal): Promise<void> {
+  private async checkQuota(files: ManifestFile[], id: string, signal?: AbortSignal): Promise<void> {
     const storage = (globalThis as { navigator?: Navigator }).navigator?.storage;
     const estimate = await storage?.estimate?.().catch(() => undefined);
     if (!estimate?.quota) return;
@@ -321,6 +411,8 @@ export class ModelStore {
       if (size === undefined) {
         // Only for this estimate: a HEAD's length is not what the download must match (encodings differ).
         const res = await this.fetchFn(f.url, { method: 'HEAD', signal }).catch(() => undefined);
+        // Its (empty) body read to the end: left unread, Chromium ends the request as aborted.
+        await res?.arrayBuffer().catch(() => {});
         const length = Number(res?.headers.get('content-length') ?? NaN);
         if (res?.ok && !res.headers.get('content-encoding') && Number.isFinite(length)) size = length;
       }
@@ -330,15 +422,18 @@ export class ModelStore {
     if (needed > available) throw new QuotaError(needed, available, id);
   }
 
-  /** A stored file as one Blob over its chunks (slices read from disk, never the whole file). */
-  private async blobOf(b: StoreBackend, key: string, f: Manifest['files'][number]): Promise<Blob> {
-    const parts: Blob[] = [];
-    for (let c = 0; c < f.state.chunks; c++) {
-      const part = await b.read(`${key}/${f.dir}/${c}`);
-      if (!part) return new Blob(parts);
-      parts.push(part);
-    }
-    return new Blob(parts);
+  /**
+   * A stored file as one Blob over its chunks (slices read from disk, never the whole file), with the chunks' stamps
+   * (undefined when the backend keeps none, or a chunk is missing).
+   */
+  private async readChunks(b: StoreBackend, key: string, f: ManifestFile): Promise<{ blob: Blob; stamps?: StoreStamp[] }> {
+    const paths = Array.from({ length: f.state.chunks }, (_, c) => `${key}/${f.dir}/${c}`);
+    // The stamp after the read: a chunk rewritten in between shows a new stamp, and is hashed.
+    const parts = await Promise.all(paths.map(async (p) => ({ blob: await b.read(p), stamp: b.stamp ? await b.stamp(p) : undefined })));
+    const whole = parts.findIndex((p) => !p.blob);
+    const blob = new Blob(parts.slice(0, whole < 0 ? parts.length : whole).map((p) => p.blob!));
+    const stamps = whole < 0 && parts.every((p) => p.stamp) ? parts.map((p) => p.stamp!) : undefined;
+    return { blob, ...(stamps ? { stamps } : {}) };
   }
 
   private async readManifest(b: StoreBackend, key: string): Promise<Manifest | undefined> {
@@ -360,98 +455,22 @@ export class ModelStore {
 /** This origin's model store. */
 export const modelStore = new ModelStore();
 
-// ---- sources ----
-
-interface ListedFile {
-  name: string;
-  url: string;
-  format: FileFormat;
-  size?: number;
-  sha256?: string;
-}
-
-interface WantedModel {
-  id: string;
-  /** The files to store, with what the source says of them. */
-  list(fetchFn: typeof fetch, signal?: AbortSignal): Promise<ListedFile[]>;
-}
-
-const HF_RESOLVE = /^(https?:\/\/[^/]+)\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/;
-const FOLDER_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model.safetensors'];
-
-const formatOf = (name: string): FileFormat => (/\.gguf$/i.test(name) ? 'gguf' : /\.safetensors$/i.test(name) ? 'safetensors' : /\.json$/i.test(name) ? 'json' : 'any');
-const baseName = (url: string) => decodeURIComponent(new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'model');
-
-/** What to store for a source (undefined: nothing to store, e.g. local Files). */
-function describeSource(source: ModelSource): WantedModel | undefined {
-  if (source.kind === 'files') return undefined;
-  if (source.kind === 'hf-urls') {
-    const entries = Object.entries(source.files).sort(([a], [b]) => a.localeCompare(b));
-    const hubs = entries.map(([, u]) => HF_RESOLVE.exec(u));
-    const same = hubs.every((h) => h && h[1] === hubs[0]![1] && h[2] === hubs[0]![2] && h[3] === hubs[0]![3]);
-    const id = same && hubs[0] ? `${hubs[0][2]}@${decodeURIComponent(hubs[0][3])}` : entries.map(([, u]) => u).join(' ');
-    return { id, list: (f, s) => withHubFacts(entries.map(([name, url]) => ({ name, url, format: formatOf(name) })), f, s) };
-  }
-  if (source.kind !== 'url') throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");
-  const url = source.url;
-  const hub = HF_RESOLVE.exec(url);
-  const id = hub ? `${hub[2]}@${decodeURIComponent(hub[3])}/${decodeURIComponent(hub[4])}` : url;
-  if (url.endsWith('/')) {
-    // A folder: the files of a Hugging Face folder that exist there (and the shards its index names).
-    return {
-      id,
-      async list(fetchFn, signal) {
-        const found: ListedFile[] = [];
-        for (const name of FOLDER_FILES) {
-          const u = new URL(name, url).href;
-          const res = await fetchFn(u, { method: 'HEAD', signal }).catch(() => undefined);
-          if (res?.ok) found.push({ name, url: u, format: formatOf(name) });
-        }
-        const index = found.find((f) => f.name === 'model.safetensors.index.json');
-        if (index) {
-          const json = (await (await fetchFn(index.url, { signal })).json()) as { weight_map?: Record<string, string> };
-          for (const shard of new Set(Object.values(json.weight_map ?? {}))) found.push({ name: shard, url: new URL(shard, url).href, format: 'safetensors' });
-        }
-        if (!found.some((f) => f.name === 'config.json')) throw new ModelSourceError(url, 'the folder has no config.json: give a GGUF file URL or a Hugging Face folder');
-        return withHubFacts(found, fetchFn, signal);
-      },
-    };
-  }
-  // One GGUF, or the first of its splits (model-00001-of-00003.gguf): all of them (the same query on each).
-  const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(baseName(url));
-  const names = m ? Array.from({ length: Number(m[3]) }, (_, i) => `${m[1]}-${String(i + 1).padStart(5, '0')}-of-${m[3]}.gguf`) : [baseName(url)];
-  const urlOf = (name: string) => {
-    if (!m) return url;
-    const u = new URL(encodeURIComponent(name), url);
-    u.search = new URL(url).search;
-    return u.href;
-  };
-  return { id, list: (f, s) => withHubFacts(names.map((name) => ({ name, url: urlOf(name), format: formatOf(name) })), f, s) };
-}
-
-/** The hub's size and LFS SHA-256 of each file, when the files are a hub repository's (one listing request). */
-async function withHubFacts(files: ListedFile[], fetchFn: typeof fetch, signal?: AbortSignal): Promise<ListedFile[]> {
-  const hub = HF_RESOLVE.exec(files[0]?.url ?? '');
-  if (!hub || !files.every((f) => f.url.startsWith(`${hub[1]}/${hub[2]}/resolve/${hub[3]}/`))) return files;
-  const [, origin, repo, revision] = hub;
-  let entries: { path: string; size?: number; lfs?: { oid?: string; sha256?: string; size?: number } }[] = [];
-  try {
-    const res = await fetchFn(`${origin}/api/models/${repo}/tree/${revision}`, { signal });
-    if (res.ok) entries = await res.json();
-  } catch (err) {
-    if (signal?.aborted) throw signal.reason;
-  }
-  const base = new URL(`${origin}/${repo}/resolve/${revision}/`).pathname;
-  return files.map((f) => {
-    const path = decodeURIComponent(new URL(f.url).pathname.slice(base.length));
-    const e = Array.isArray(entries) ? entries.find((x) => x.path === path) : undefined;
-    if (!e) return f;
-    const sha = e.lfs?.oid ?? e.lfs?.sha256;
-    return { ...f, size: e.lfs?.size ?? e.size ?? f.size, ...(sha && /^[0-9a-f]{64}$/.test(sha) ? { sha256: sha } : {}) };
-  });
-}
-
 // ---- helpers ----
+
+/** Whether the chunks' stamps now are the ones recorded (same count, sizes and marks). */
+function sameStamps(now: StoreStamp[], recorded: StoreStamp[] | undefined): boolean {
+  return recorded !== undefined && now.length === recorded.length && now.every((s, i) => s.size === recorded[i].size && s.mark === recorded[i].mark);
+}
+
+/** Forgets a file's stored bytes (its chunks are removed apart): the next load downloads it again. */
+function resetFile(f: ManifestFile): void {
+  Object.assign(f, { state: { bytes: 0, chunks: 0, complete: false }, bytes: 0, complete: false, sha256: undefined });
+}
+
+/** navigator.storage.persisted(): whether this origin's storage is kept under storage pressure (false where unknown). */
+async function persistedNow(): Promise<boolean> {
+  return (await (globalThis as { navigator?: Navigator }).navigator?.storage?.persisted?.().catch(() => false)) ?? false;
+}
 
 /** A safe folder name for a model id. */
 async function keyOf(id: string): Promise<string> {
@@ -486,50 +505,4 @@ function publicModel(m: Manifest): StoredModel {
     createdAt: m.createdAt,
     lastUsed: m.lastUsed,
   };
-}
-
-/** Progress over a model's files: totals, and for downloads a speed over the last seconds and an ETA. */
-class Progress {
-  private readonly loaded: number[];
-  private readonly totals: number[];
-  private readonly samples: { t: number; bytes: number }[] = [];
-  private last = 0;
-
-  constructor(
-    private readonly m: Manifest,
-    private readonly phase: 'download' | 'verify',
-    private readonly report?: (p: StoreProgress) => void,
-  ) {
-    this.loaded = m.files.map((f) => (phase === 'download' ? f.state.bytes : 0));
-    this.totals = m.files.map((f) => f.size ?? f.state.size ?? f.state.bytes);
-  }
-
-  file(i: number, loaded: number, total: number | undefined): void {
-    this.loaded[i] = loaded;
-    if (total !== undefined) this.totals[i] = total;
-    if (!this.report) return;
-    const now = performance.now();
-    const sum = this.loaded.reduce((a, b) => a + b, 0);
-    const total_ = this.totals.reduce((a, b, j) => a + Math.max(b, this.loaded[j]), 0);
-    if (now - this.last < 100 && sum < total_) return; // at most ten reports a second
-    this.last = now;
-    const p: StoreProgress = {
-      phase: this.phase,
-      model: this.m.id,
-      loaded: sum,
-      total: total_,
-      files: this.m.files.map((f, j) => ({ name: f.name, loaded: this.loaded[j], total: Math.max(this.totals[j], this.loaded[j]) })),
-    };
-    if (this.phase === 'download') {
-      this.samples.push({ t: now, bytes: sum });
-      while (this.samples.length > 2 && now - this.samples[0].t > 3000) this.samples.shift();
-      const first = this.samples[0];
-      const dt = (now - first.t) / 1000;
-      if (dt > 0.2) {
-        p.bytesPerSecond = (sum - first.bytes) / dt;
-        if (p.bytesPerSecond > 0) p.etaSeconds = (total_ - sum) / p.bytesPerSecond;
-      }
-    }
-    this.report(p);
-  }
 }

@@ -12,7 +12,12 @@
 //   as=FILE    serve another file of the repository under this name (a wrong file)
 //   slow=N     send N bytes every 20 ms (a slow network)
 // A repository may also be virtual: listed with the sizes given (a model too large for the test origin's quota) and
-// serving nothing. `/__requests` counts the requests per path (Range requests apart); `/__reset` clears the counts.
+// serving nothing. Beside the hub's paths, the same files are served as a plain static host does, with nothing to
+// list them (`/plain/<org>/<name>/<file>`), and whole paths misbehave the way hosts do:
+//   /fail/<status>/...   answers every request with that HTTP status (a server error, a gated file)
+//   /html/...            answers every request with an HTML page, as a dev server's fallback (Vite's index.html)
+// `/__requests` counts the requests per path (Range requests apart); `/__failures` lists the answers with a status of
+// 400 or more (what the browser's console shows as red lines), as 'STATUS METHOD path'; `/__reset` clears both.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -40,6 +45,8 @@ export async function startHubServer(repos, virtual = {}) {
   };
   /** @type {Record<string, number>} */
   const counts = {};
+  /** @type {string[]} */
+  const failures = [];
   const cut = new Set();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -48,9 +55,21 @@ export async function startHubServer(repos, virtual = {}) {
     res.setHeader('Access-Control-Expose-Headers', 'Content-Range, Content-Length, Accept-Ranges, Content-Type');
     if (req.method === 'OPTIONS') return res.writeHead(204).end();
     if (url.pathname === '/__requests') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(counts));
+    if (url.pathname === '/__failures') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(failures));
     if (url.pathname === '/__reset') {
       for (const k of Object.keys(counts)) delete counts[k];
+      failures.length = 0;
       return res.writeHead(204).end();
+    }
+    res.on('finish', () => {
+      if (res.statusCode >= 400) failures.push(`${res.statusCode} ${req.method} ${url.pathname}`);
+    });
+    const misbehave = /^\/(fail\/(\d{3})|html)\//.exec(url.pathname);
+    if (misbehave) {
+      const key = `${req.method} ${url.pathname}${req.headers.range ? ' range' : ''}`;
+      counts[key] = (counts[key] ?? 0) + 1;
+      if (misbehave[2]) return res.writeHead(Number(misbehave[2]), { 'content-type': 'text/plain' }).end(`HTTP ${misbehave[2]}`);
+      return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><body><div id="app"></div></body></html>');
     }
     // The repository's files, subfolders included (onnx/model.onnx), as paths relative to its folder.
     const listFiles = (/** @type {string} */ repo) => {
@@ -66,20 +85,23 @@ export async function startHubServer(repos, virtual = {}) {
       if (!repos[repo]) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
       return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: repo, siblings: listFiles(repo).map((rfilename) => ({ rfilename })) }));
     }
-    const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)$/.exec(url.pathname);
+    // The tree API: every file under the path (the `recursive=true` listing; this server always lists every level).
+    const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)(?:\/(.+?))?\/?$/.exec(url.pathname);
     if (tree) {
       const listed = virtual[decodeURIComponent(tree[1])];
       if (listed) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(listed.map((f) => ({ type: 'file', path: f.path, size: f.size, lfs: { oid: '0'.repeat(64), size: f.size } }))));
       const dir = repos[decodeURIComponent(tree[1])];
       if (!dir) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
-      const entries = listFiles(decodeURIComponent(tree[1])).map((name) => {
+      const under = tree[3] ? `${decodeURIComponent(tree[3])}/` : '';
+      const entries = listFiles(decodeURIComponent(tree[1])).filter((name) => name.startsWith(under)).map((name) => {
         const data = /** @type {Buffer} */ (fileOf(decodeURIComponent(tree[1]), name));
         const lfs = /\.(gguf|safetensors|onnx|onnx_data)$/.test(name);
         return { type: 'file', path: name, size: data.length, ...(lfs ? { lfs: { oid: createHash('sha256').update(data).digest('hex'), size: data.length } } : { oid: createHash('sha1').update(data).digest('hex') }) };
       });
       return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entries));
     }
-    const resolve = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
+    // A hub file (`/org/name/resolve/rev/file`), or the same file on a plain static host (`/plain/org/name/file`).
+    const resolve = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname) ?? /^\/plain\/([^/]+\/[^/]+)\/()(.+)$/.exec(url.pathname);
     if (!resolve) return res.writeHead(404).end('not found');
     const key = `${req.method} ${url.pathname}${req.headers.range ? ' range' : ''}`;
     counts[key] = (counts[key] ?? 0) + 1;
