@@ -9,55 +9,15 @@
 // differ only where an installing app never looks (devDependencies, which pnpm rewrites from workspace:*, and the
 // prepack script pnpm drops). The app installs npm's, whose manifest is the repository's own, verbatim.
 import { expect, test } from '@playwright/test';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { readmeSnippets } from './readme-snippets.mjs';
 import { assertDeployable } from './build-size.ts';
+import { PACKAGE, ROOT, buildApp, packIntab, serveApp, sh, type Served } from './fresh-app.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGE = join(ROOT, 'packages', 'intab');
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
 const MODEL = join(SHARED, 'models', 'stories260K');
-const run = promisify(execFile);
-
-async function sh(cmd: string, args: string[], cwd: string): Promise<string> {
-  try {
-    const { stdout } = await run(cmd, args, { cwd, timeout: 120_000, maxBuffer: 64 << 20 });
-    return stdout;
-  } catch (e) {
-    const err = e as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`\`${cmd} ${args.join(' ')}\` failed in ${cwd}:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
-}
-
-async function waitForHttp(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`vite preview exited (${child.exitCode}):\n${log()}`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`vite preview never answered at ${url}:\n${log()}`);
-}
 
 /** The tarball's file list and package.json, after the checks every packer's tarball must pass. */
 async function inspect(tgz: string, packer: string, cwd: string): Promise<{ listing: string[]; manifest: Record<string, any> }> {
@@ -96,7 +56,7 @@ test('intab packed by npm and by pnpm: a fresh Vite app type-checks, builds, str
   const prompt = golden.prompt.slice(1).map((id) => `<t${id}>`).join('');
 
   const tmp = mkdtempSync(join(tmpdir(), 'intab-packaging-'));
-  let preview: ChildProcess | undefined;
+  let preview: Served | undefined;
   try {
     // 1. Pack with each packer, as `npm publish` and `pnpm publish` would. No dist/ beforehand: npm's tarball having
     //    one shows that npm ran the prepack build itself. pnpm's runs it again (the build is deterministic).
@@ -105,12 +65,13 @@ test('intab packed by npm and by pnpm: a fresh Vite app type-checks, builds, str
     for (const packer of ['npm', 'pnpm'] as const) {
       const dir = join(tmp, packer);
       mkdirSync(dir);
-      await (packer === 'npm'
-        ? sh('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], PACKAGE)
-        : sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', dir], ROOT));
-      const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
-      expect(tarball, `${packer} pack wrote no tarball`).toBeTruthy();
-      packed[packer] = join(dir, tarball!);
+      if (packer === 'npm') packed.npm = await packIntab(dir);
+      else {
+        await sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', dir], ROOT);
+        const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
+        expect(tarball, 'pnpm pack wrote no tarball').toBeTruthy();
+        packed.pnpm = join(dir, tarball!);
+      }
       if (packer === 'npm') expect(existsSync(join(PACKAGE, 'dist', 'index.js')), 'npm pack ran the prepack build').toBe(true);
     }
     const npm = await inspect(packed.npm, 'npm', tmp);
@@ -188,7 +149,7 @@ try {
     await sh(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
 
     // 4. Production build: the app's Vite finds the worker through new URL(..., import.meta.url) and emits it.
-    await sh(process.execPath, [join(app, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], app);
+    await buildApp(app);
     const assets = readdirSync(join(app, 'dist', 'assets'));
     expect(assets.some((f) => /^worker-.*\.js$/.test(f))).toBe(true);
     // No file past static hosts' 25 MiB (onnxruntime's asyncify wasm was 26.8 MB), and the size of what a build adds.
@@ -196,13 +157,8 @@ try {
     console.log(JSON.stringify({ bench: 'build-size', largest: size.largest, total: size.totalBytes, files: size.files }));
 
     // 5. Served as in production, in Chromium with WebGPU.
-    const port = await freePort();
-    let log = '';
-    preview = spawn(process.execPath, [join(app, 'node_modules/vite/bin/vite.js'), 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
-    preview.stdout!.on('data', (d) => (log += d));
-    preview.stderr!.on('data', (d) => (log += d));
-    const origin = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${origin}/`, preview, () => log);
+    preview = await serveApp(app, 'preview');
+    const origin = preview.origin;
 
     const workers: string[] = [];
     page.on('worker', (w) => workers.push(w.url()));
@@ -219,7 +175,7 @@ try {
     // The worker is the file the app's bundler emitted, served from the app's own assets.
     expect(workers.some((u) => u.startsWith(`${origin}/assets/worker-`) && u.endsWith('.js'))).toBe(true);
   } finally {
-    preview?.kill();
+    preview?.close();
     rmSync(tmp, { recursive: true, force: true });
   }
 });
