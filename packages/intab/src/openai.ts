@@ -338,8 +338,8 @@ export function openAiFinishReason(last: Chunk): ChatFinishReason | undefined {
 /**
  * OpenAI `chat.completion.chunk` objects from the engine's chunks: role on the first, one chunk per
  * engine chunk with text (or logprobs), then an empty delta with finish_reason ('stop' | 'length'), then
- * the usage chunk (`choices: []`) when includeUsage. An aborted stream throws the signal's reason (an AbortError),
- * after the chunks before it, as the official client's stream does.
+ * the usage chunk (`choices: []`) when includeUsage. An aborted stream throws the signal's reason (an AbortError) at
+ * its next step, after the chunks taken before the abort and none after it, as the official client's stream does.
  * @example
  * for await (const c of toChatCompletionChunks(engine.generate(request), meta, { includeUsage: true }))
  *   process(c.choices[0]?.delta.content);
@@ -354,6 +354,9 @@ export async function* toChatCompletionChunks(
   let first = true;
   let completionTokens = 0;
   for await (const c of chunks) {
+    // Aborted: nothing more is shown, not even what the engine produced before the abort reached it; the stream throws
+    // at its next step, as the official client's stream throws APIUserAbortError once its signal is aborted.
+    if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     completionTokens += c.ids.length;
     const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
     if (first || c.text !== '' || hasLogprobs) {
