@@ -40,80 +40,15 @@ var<workgroup> cand_z: array<f32, KMAX>;   // candidates' z, then their e = exp(
 var<workgroup> cand_id: array<u32, KMAX>;
 var<workgroup> cand_c: array<f32, KMAX>;   // exclusive cumulative e
 var<workgroup> hist: array<atomic<u32>, RADIX>;
-var<workgroup> red: array<u32, WG_SIZE>;   // reductions and scans (f32 as bits)
 var<workgroup> wg_seq: SeqParams;
 var<workgroup> wg_a: atomic<u32>;
 var<workgroup> wg_b: atomic<u32>;
-var<workgroup> wg_u: atomic<u32>;         // broadcasts, read through an atomic (see wg_broadcast)
 var<workgroup> wg_bin: vec3<u32>;          // radix level result: bin, count above it, count in it
 var<private> neg_inf: f32;                 // set in main (−inf is not a valid const-expression)
 
-// ---- workgroup reductions and scans (call from uniform control flow; results are uniform) ----
-
-/**
- * Invocation 0's v, for the whole workgroup. The value goes through an atomic: a plain workgroup load may be sunk
- * past the barriers to its first use (Mesa's llvmpipe does, under Dawn's OpenGL backend), and by then the next
- * reduction has overwritten the slot; an atomic is never moved past a barrier.
- */
-fn wg_broadcast(v: u32, lid: u32) -> u32 {
-  if (lid == 0u) { atomicStore(&wg_u, v); }
-  let r = workgroupUniformLoad(&wg_u);
-  workgroupBarrier();
-  return r;
-}
-
-fn wg_max(v: f32, lid: u32) -> f32 {
-  red[lid] = bitcast<u32>(v);
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = bitcast<u32>(max(bitcast<f32>(red[lid]), bitcast<f32>(red[lid + s]))); }
-    workgroupBarrier();
-  }
-  return bitcast<f32>(wg_broadcast(red[0], lid));
-}
-
-fn wg_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = bitcast<u32>(v);
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = bitcast<u32>(bitcast<f32>(red[lid]) + bitcast<f32>(red[lid + s])); }
-    workgroupBarrier();
-  }
-  return bitcast<f32>(wg_broadcast(red[0], lid));
-}
-
-struct ScanF { excl: f32, total: f32 }
-struct ScanU { excl: u32, total: u32 }
-
-fn wg_scan_f(v: f32, lid: u32) -> ScanF {
-  red[lid] = bitcast<u32>(v);
-  workgroupBarrier();
-  for (var off = 1u; off < WG_SIZE; off <<= 1u) {
-    var add = 0.0;
-    if (lid >= off) { add = bitcast<f32>(red[lid - off]); }
-    workgroupBarrier();
-    if (lid >= off) { red[lid] = bitcast<u32>(bitcast<f32>(red[lid]) + add); }
-    workgroupBarrier();
-  }
-  var excl = 0.0;
-  if (lid > 0u) { excl = bitcast<f32>(red[lid - 1u]); }
-  return ScanF(excl, bitcast<f32>(wg_broadcast(red[WG_SIZE - 1u], lid)));
-}
-
-fn wg_scan_u(v: u32, lid: u32) -> ScanU {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var off = 1u; off < WG_SIZE; off <<= 1u) {
-    var add = 0u;
-    if (lid >= off) { add = red[lid - off]; }
-    workgroupBarrier();
-    if (lid >= off) { red[lid] = red[lid] + add; }
-    workgroupBarrier();
-  }
-  var excl = 0u;
-  if (lid > 0u) { excl = red[lid - 1u]; }
-  return ScanU(excl, wg_broadcast(red[WG_SIZE - 1u], lid));
-}
+// ---- workgroup state (call from uniform control flow) ----
+// wg_max, wg_sum, wg_publish/wg_result: lib/reduce.wgsl; wg_scan_f, wg_scan_u: lib/scan.wgsl (joined by the
+// wrapper). Values everyone reads go through atomics, for the reason lib/reduce.wgsl gives.
 
 /** Sets wg_a = a and wg_b = b for the whole workgroup. */
 fn wg_reset(a: u32, b: u32, lid: u32) {
@@ -124,10 +59,14 @@ fn wg_reset(a: u32, b: u32, lid: u32) {
   workgroupBarrier();
 }
 
-/** wg_a (which = 0) or wg_b after everyone's updates, as a uniform value. */
-fn wg_read(which: u32, lid: u32) -> u32 {
-  workgroupBarrier();
-  return wg_broadcast(select(atomicLoad(&wg_b), atomicLoad(&wg_a), which == 0u), lid);
+/** wg_a after everyone's updates, as a uniform value (the load's own barriers fence the updates and the next wg_reset). */
+fn wg_read_a() -> u32 {
+  return workgroupUniformLoad(&wg_a);
+}
+
+/** wg_b after everyone's updates, as wg_read_a. */
+fn wg_read_b() -> u32 {
+  return workgroupUniformLoad(&wg_b);
 }
 
 // ---- top-M selection ----
@@ -273,7 +212,7 @@ fn pick_truncated(s: SeqParams, K: u32, P: u32, m: f32, lid: u32) -> u32 {
       atomicMin(&wg_a, j);
     }
   }
-  let kept = max(wg_read(0u, lid), 1u);
+  let kept = max(wg_read_a(), 1u);
 
   let goal = s.u * (cand_c[kept - 1u] + cand_z[kept - 1u]);
   wg_reset(kept, 0u, lid);
@@ -281,8 +220,8 @@ fn pick_truncated(s: SeqParams, K: u32, P: u32, m: f32, lid: u32) -> u32 {
     if (cand_c[j] + cand_z[j] > goal) { atomicMin(&wg_a, j); }
     if (cand_z[j] > 0.0) { atomicMax(&wg_b, j); }
   }
-  let first = wg_read(0u, lid);
-  let last = wg_read(1u, lid);
+  let first = wg_read_a();
+  let last = wg_read_b();
   return select(last, first, first < kept);
 }
 
@@ -297,7 +236,7 @@ fn pick_full(s: SeqParams, row: u32, V: u32, m: f32, lid: u32) -> u32 {
   let goal = s.u * sc.total;
   wg_reset(0u, 0u, lid);
   if (local > 0.0 && sc.excl <= goal) { atomicMax(&wg_a, lid); }
-  let owner = wg_read(0u, lid);
+  let owner = wg_read_a();
   if (lid == owner) {
     let rest = goal - sc.excl;
     var acc = 0.0;
@@ -312,11 +251,9 @@ fn pick_full(s: SeqParams, row: u32, V: u32, m: f32, lid: u32) -> u32 {
         break;
       }
     }
-    atomicStore(&wg_u, select(pick, last, pick == NONE));
+    wg_publish(select(pick, last, pick == NONE));
   }
-  let r = workgroupUniformLoad(&wg_u);
-  workgroupBarrier();
-  return r;
+  return wg_result();
 }
 
 @compute @workgroup_size(WG_SIZE)
@@ -366,7 +303,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = lid; i < V; i += WG_SIZE) {
       if (z[row + i] == m) { atomicMin(&wg_a, i); }
     }
-    let best = wg_read(0u, lid);
+    let best = wg_read_a();
     if (lid == 0u) {
       out[ob] = best;
       out[ob + 1u] = bitcast<u32>(m - logZ);

@@ -1,20 +1,25 @@
 // The kernel benchmark: baselines (copyBufferToBuffer bandwidth, the best streaming-read kernel of a
-// sweep), then one JSON record per case with median_ms, gbps (bytes the kernel must read / time),
+// sweep), then one JSON record per case (GEMV, GEMM, decode attention, and the kernels that reduce across a
+// workgroup: RMSNorm and the sampler's pick) with median_ms, gbps (bytes the kernel must read / time),
 // gflops and both ratios. Runs on whatever GPU the page gets; `intab bench kernels` runs it headless.
 
 import {
   BLOCK,
   kMultiple,
   mulberry32,
+  packSamplingBatch,
   createAttentionDecode,
   createGemm,
   createGemv,
+  createRmsNorm,
+  createSampler,
   createStreamRead,
   createWeight,
   rowBytes,
   streamReadOutBytes,
   writeRows,
   type Gpu,
+  type SamplingParams,
   type WeightDtype,
   type WeightTensor,
 } from '@intab/gpu';
@@ -116,7 +121,70 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
     }
   }
 
+  // ---- workgroup reductions (shaders/lib/reduce.wgsl): RMSNorm rows (prefill) and the sampler's pick ----
+  for (const model of models) {
+    for (const t of quick ? [16] : [1, 16, 128]) {
+      const label = `rmsnorm ${model.name} T=${t}`;
+      if (!o.filter || label.includes(o.filter)) await guarded(report, label, async () => report(await benchRmsNorm(gpu, model, t, copyGbps, topConfigs, quick)));
+    }
+    for (const [mode, params] of SAMPLING_MODES) {
+      const label = `sample ${mode} ${model.name}`;
+      if (!o.filter || label.includes(o.filter)) await guarded(report, label, async () => report(await benchSample(gpu, model, mode, params, copyGbps, topConfigs, quick)));
+    }
+  }
+
   report({ type: 'done' });
+}
+
+async function benchRmsNorm(gpu: Gpu, model: (typeof MODELS)[number], rows: number, copyGbps: number, topConfigs: ReadConfig[], quick: boolean): Promise<BenchRecord> {
+  const cols = model.hidden;
+  const x = buffer(gpu, randomF32(rows * cols, 6));
+  const w = buffer(gpu, randomF32(cols, 7));
+  const out = gpu.device.createBuffer({ label: 'out', size: rows * cols * 4, usage: STORAGE });
+  const norm = createRmsNorm(gpu);
+  try {
+    const t = await timeRecording(gpu, (pass) => norm.encode(pass, { x, weight: w, out, rows, cols, eps: 1e-5 }), { samples: quick ? 3 : 5 });
+    const bytes = (2 * rows + 1) * cols * 4; // x twice (sum of squares, then scale), w once
+    const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+    return caseRecord('rmsnorm', 'f32', `T=${rows} C=${cols}`, model.name, 'norm', t, bytes, 4 * rows * cols, copyGbps, readGbps);
+  } finally {
+    for (const b of [x, w, out]) b.destroy();
+  }
+}
+
+/** The sampler's pick over one sequence's logits, read directly (no penalties, bias or mask: no adjust pass). */
+const SAMPLING_MODES: readonly [string, SamplingParams][] = [
+  ['greedy', { temperature: 0, u: 0 }],
+  ['temperature', { temperature: 0.8, u: 0.42 }],
+  ['top-k/top-p', { temperature: 0.8, topK: 40, topP: 0.9, u: 0.42 }],
+];
+
+async function benchSample(
+  gpu: Gpu,
+  model: (typeof MODELS)[number],
+  mode: string,
+  params: SamplingParams,
+  copyGbps: number,
+  topConfigs: ReadConfig[],
+  quick: boolean,
+): Promise<BenchRecord> {
+  const vocab = model.vocab;
+  const logits = buffer(gpu, randomF32(vocab, 8, 3));
+  const sampler = createSampler(gpu, { vocab, maxBatch: 1 });
+  const packed = packSamplingBatch(vocab, [params], { maxTopLogprobs: sampler.maxTopLogprobs });
+  const records = gpu.device.createBuffer({ label: 'bench.params', size: packed.params.byteLength, usage: STORAGE });
+  gpu.device.queue.writeBuffer(records, 0, packed.params);
+  const out = gpu.device.createBuffer({ label: 'out', size: sampler.outStride * 4, usage: STORAGE });
+  try {
+    const args = { logits, params: records, out, batch: 1, adjust: packed.adjust, candidates: packed.candidates };
+    const t = await timeRecording(gpu, (pass) => sampler.encode(pass, args), { samples: quick ? 3 : 5 });
+    const bytes = vocab * 4; // the logits, at least once
+    const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+    return caseRecord('sample', 'f32', `V=${vocab} ${mode}`, model.name, 'sample', t, bytes, 2 * vocab, copyGbps, readGbps);
+  } finally {
+    sampler.destroy();
+    for (const b of [logits, records, out]) b.destroy();
+  }
 }
 
 async function benchDecodeAttention(

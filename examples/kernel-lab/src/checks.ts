@@ -17,6 +17,7 @@ import {
   packSamplingBatch,
   unpackSamples,
   type Gpu,
+  type SampleResult,
   type SamplingParams,
 } from '@intab/gpu';
 import {
@@ -63,6 +64,33 @@ async function runAndRead(gpu: Gpu, out: GPUBuffer, count: number, record: (pass
   gpu.submit([enc.finish()]);
   gpu.uniforms.reset();
   return new Float32Array(await gpu.readback.read(out, 0, count * 4));
+}
+
+const SAMPLING_CHECK: SamplingParams[] = [
+  { temperature: 0, u: 0 },
+  { temperature: 0.8, topK: 40, topP: 0.9, u: 0.37, repetitionPenalty: 1.3, history: [1, 2, 3, 2] },
+  { temperature: 1.1, minP: 0.05, u: 0.91, presencePenalty: 0.5, frequencyPenalty: 0.2, history: [7, 7, 9] },
+  { temperature: 0, u: 0.5, topLogprobs: 5 },
+  { temperature: 1, u: 0.63, topLogprobs: 3 },
+];
+
+/** The sampler on the GPU and its CPU twin over the same seeded logits (V = 5000). */
+async function sampleBoth(gpu: Gpu): Promise<{ got: SampleResult[]; want: SampleResult[] }> {
+  const vocab = 5000;
+  const seqs = SAMPLING_CHECK;
+  const logits = randomF32(seqs.length * vocab, 61, 3);
+  const sampler = createSampler(gpu, { vocab, maxBatch: seqs.length });
+  const packed = packSamplingBatch(vocab, seqs, { maxTopLogprobs: sampler.maxTopLogprobs });
+  const out = gpu.device.createBuffer({ label: 'out', size: seqs.length * sampler.outStride * 4, usage: STORAGE });
+  const words = await runAndRead(gpu, out, seqs.length * sampler.outStride, (pass) =>
+    sampler.encode(pass, {
+      logits: upload(gpu, logits), params: upload(gpu, packed.params), history: upload(gpu, packed.history),
+      bias: upload(gpu, packed.bias), mask: upload(gpu, packed.mask), out, batch: seqs.length,
+    }),
+  );
+  sampler.destroy();
+  const got = unpackSamples(new Uint32Array(words.buffer), sampler.outStride, seqs.map((q) => q.topLogprobs ?? 0));
+  return { got, want: sampleReference(logits, vocab, seqs) };
 }
 
 const CHECKS: Check[] = [
@@ -167,26 +195,20 @@ const CHECKS: Check[] = [
     name: 'sampling (greedy, top-k/top-p, penalties)',
     tolerance: 0,
     async run(gpu) {
-      const vocab = 5000;
-      const seqs: SamplingParams[] = [
-        { temperature: 0, u: 0 },
-        { temperature: 0.8, topK: 40, topP: 0.9, u: 0.37, repetitionPenalty: 1.3, history: [1, 2, 3, 2] },
-        { temperature: 1.1, minP: 0.05, u: 0.91, presencePenalty: 0.5, frequencyPenalty: 0.2, history: [7, 7, 9] },
-      ];
-      const logits = randomF32(seqs.length * vocab, 61, 3);
-      const sampler = createSampler(gpu, { vocab, maxBatch: seqs.length });
-      const packed = packSamplingBatch(vocab, seqs, { maxTopLogprobs: sampler.maxTopLogprobs });
-      const out = gpu.device.createBuffer({ label: 'out', size: seqs.length * sampler.outStride * 4, usage: STORAGE });
-      const words = await runAndRead(gpu, out, seqs.length * sampler.outStride, (pass) =>
-        sampler.encode(pass, {
-          logits: upload(gpu, logits), params: upload(gpu, packed.params), history: upload(gpu, packed.history),
-          bias: upload(gpu, packed.bias), mask: upload(gpu, packed.mask), out, batch: seqs.length,
-        }),
-      );
-      sampler.destroy();
-      const got = unpackSamples(new Uint32Array(words.buffer), sampler.outStride, seqs.map(() => 0));
-      const want = sampleReference(logits, vocab, seqs);
-      return { got: Float32Array.from(got, (r) => r.id), want: Float32Array.from(want, (r) => r.id) };
+      const { got, want } = await sampleBoth(gpu);
+      const ids = (rs: SampleResult[]) => Float32Array.from(rs.flatMap((r) => [r.id, ...r.top.map((t) => t.id)]));
+      return { got: ids(got), want: ids(want) };
+    },
+  },
+  {
+    // logZ comes from wg_max, then wg_sum over exp(z - max) (lib/reduce.wgsl): a max broadcast that one group of
+    // invocations reads late (Mesa's GL compiler, see there) puts every logprob off by whole nats.
+    name: 'sampling logprobs (log-softmax, top logprobs)',
+    tolerance: 1e-4,
+    async run(gpu) {
+      const { got, want } = await sampleBoth(gpu);
+      const logprobs = (rs: SampleResult[]) => Float32Array.from(rs.flatMap((r) => [r.logprob, ...r.top.map((t) => t.logprob)]));
+      return { got: logprobs(got), want: logprobs(want) };
     },
   },
   {

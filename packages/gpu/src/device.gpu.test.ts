@@ -99,19 +99,30 @@ describe('device', () => {
     gpu.destroy();
   });
 
-  test('the profiler times passes (timestamps when available, else wall clock)', async () => {
+  test('the profiler: one timestamped entry per pass up to maxPasses, in order; forced wall clock: one for the submit', async () => {
     const gpu = await requestGpu();
-    for (const forceWallClock of [false, true]) {
-      const p = new Profiler(gpu, { forceWallClock });
-      const enc = gpu.device.createCommandEncoder();
-      enc.beginComputePass(p.pass('a')).end();
-      enc.beginComputePass(p.pass('b')).end();
-      const times = await p.submit(enc);
-      if (p.mode === 'timestamp') expect(times.map((t) => t.label)).toEqual(['a', 'b']);
-      else expect(times.length).toBe(1);
-      for (const t of times) expect(t.ms).toBeGreaterThanOrEqual(0);
-      p.destroy();
-    }
+    expect(gpu.features.timestampQuery, "the GPU tier's Chromium (SwiftShader) offers timestamp-query").toBe(true);
+    const p = new Profiler(gpu, { maxPasses: 2 });
+    expect(p.mode).toBe('timestamp');
+    const enc = gpu.device.createCommandEncoder();
+    const descriptors = ['a', 'b', 'c'].map((label) => p.pass(label));
+    expect(descriptors.map((d) => [d.timestampWrites?.beginningOfPassWriteIndex, d.timestampWrites?.endOfPassWriteIndex])).toEqual([[0, 1], [2, 3], [undefined, undefined]]);
+    for (const d of descriptors) enc.beginComputePass(d).end();
+    const times = await p.submit(enc);
+    expect(times.map((t) => t.label)).toEqual(['a', 'b']); // 'c' came past maxPasses: untimed
+    for (const t of times) expect(Number.isFinite(t.ms) && t.ms >= 0, `${t.label}: ${t.ms}`).toBe(true);
+    p.destroy();
+
+    const wall = new Profiler(gpu, { forceWallClock: true });
+    expect(wall.mode).toBe('wall-clock');
+    const d = wall.pass('a');
+    expect(d).toEqual({ label: 'a' }); // no timestamp writes
+    const enc2 = gpu.device.createCommandEncoder();
+    enc2.beginComputePass(d).end();
+    const whole = await wall.submit(enc2, 'step');
+    expect(whole.map((t) => t.label)).toEqual(['step']);
+    expect(Number.isFinite(whole[0].ms) && whole[0].ms >= 0).toBe(true);
+    wall.destroy();
     gpu.destroy();
   });
 });

@@ -1,7 +1,7 @@
 // The budgets against the inputs they exist for: each hostile schema, GBNF grammar or pattern below is refused with a
 // GrammarBudgetError naming its budget, the limit and what it asked for (instead of a stack overflow, minutes of
 // work or gigabytes of automaton), and inputs at the limits still compile. The limits' headroom over real schemas is
-// what schema-bench.test.ts and schema-suite.test.ts keep: their pass counts.
+// what schema-coverage.test.ts and schema-suite.test.ts keep: their pass counts.
 
 import { describe, expect, test } from 'vitest';
 import { BUDGETS, PEAKS } from './budget.ts';

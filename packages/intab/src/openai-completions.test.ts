@@ -7,7 +7,7 @@ import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
-import { COMPLETION_DEFAULT_MAX_TOKENS, textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion } from './openai-completions.ts';
+import { textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion } from './openai-completions.ts';
 import { referenceEngine } from './test-fixture.ts';
 
 const sampling = { temperature: 1, seed: 7, logitBias: { 95: -100 } };
@@ -36,8 +36,7 @@ const meta = () => ({ id: textCompletionId(), created: 1_700_000_000, model: 'ti
 
 describe('toCompletionRequest', () => {
   test('a text or id prompt (or a one-element array of either), the chat mapping for sampling, max_tokens 16 by default', () => {
-    expect(toCompletionRequest({ prompt: 'hi' })).toEqual({ prompt: 'hi', maxTokens: COMPLETION_DEFAULT_MAX_TOKENS });
-    expect(COMPLETION_DEFAULT_MAX_TOKENS).toBe(16);
+    expect(toCompletionRequest({ prompt: 'hi' })).toEqual({ prompt: 'hi', maxTokens: 16 }); // OpenAI's default for /v1/completions
     expect(toCompletionRequest({ prompt: [1, 5, 9], max_tokens: 4 })).toEqual({ promptIds: [1, 5, 9], maxTokens: 4 });
     expect(toCompletionRequest({ prompt: ['hi'], max_tokens: 4 })).toEqual({ prompt: 'hi', maxTokens: 4 });
     expect(toCompletionRequest({ prompt: [[3, 4]], max_tokens: 4 })).toEqual({ promptIds: [3, 4], maxTokens: 4 });
@@ -124,6 +123,14 @@ describe('text completions', () => {
     const streamed: Completion[] = await collect(toCompletionChunks(engine.generate(request), meta()));
     for (const c of streamed) expect('usage' in c).toBe(false);
     expect(streamed.map((c) => c.choices[0].text).join('')).toBe(ref.text);
+  });
+
+  test('without max_tokens a completion runs 16 tokens, OpenAI\'s default for legacy completions', async () => {
+    const request = toCompletionRequest({ prompt, temperature: 1, seed: 7, logit_bias: { '95': -100 } });
+    const ref = await reference({ maxTokens: 16 });
+    const whole = await toCompletion(engine.generate(request), meta());
+    expect(whole.choices).toEqual([{ index: 0, text: ref.text, logprobs: null, finish_reason: 'length' }]);
+    expect(whole.usage).toMatchObject({ completion_tokens: 16, prompt_tokens: ref.last.metrics!.promptTokens });
   });
 
   test('an aborted stream just ends (no finish object) and its pages are freed; a whole one rejects with the reason', async () => {

@@ -165,6 +165,32 @@ describe('reader: damaged files throw OnnxFormatError', () => {
     expect(caught(damaged(dims + 2, 5))).toMatchObject({ field: 'graph.initializer[0]' });
   });
 
+  test('damage inside a node attribute names the attribute: an unterminated packed int, a wrong wire type, a bad tensor', () => {
+    const caught = (b: Uint8Array) => {
+      try {
+        readOnnxModel(b, 'bad.onnx');
+      } catch (e) {
+        expect(e).toBeInstanceOf(OnnxFormatError);
+        return e as OnnxFormatError;
+      }
+      throw new Error('expected an OnnxFormatError');
+    };
+    // Transpose's perm = [1, 0]: 'perm', then ints (field 8, packed: tag 0x42, 2 bytes: 01 00).
+    const perm = indexOf(bytes, Uint8Array.from([0x42, 0x02, 0x01, 0x00]), indexOf(bytes, new TextEncoder().encode('perm'), 0));
+    const unterminated = bytes.slice();
+    unterminated[perm + 3] = 0xff; // the last varint of the packed field never ends inside it
+    expect(caught(unterminated)).toMatchObject({ field: 'graph.node[7].attribute[0]', offset: perm + 3 });
+    const wire = bytes.slice();
+    wire[perm] = 0x45; // ints as a 32-bit fixed field: ONNX never writes that
+    expect(caught(wire).message).toMatch(/graph\.node\[7\]\.attribute\[0\]: field 'ints' has wire type 5, expected 2/);
+    // Constant's value tensor kshape_value (INT64, dims [2]): 16 bytes of raw data; dims [3] would need 24.
+    const shape = indexOf(bytes, Uint8Array.from([0x0a, 0x01, 0x02]), indexOf(bytes, new TextEncoder().encode('value'), 0));
+    const tensor = bytes.slice();
+    tensor[shape + 2] = 3;
+    expect(caught(tensor)).toMatchObject({ field: 'graph.node[5].attribute[0].t' });
+    expect(caught(tensor).message).toMatch(/raw_data holds 16 bytes but dims \[3\] of type 7 need 24/);
+  });
+
   test('any single corrupted byte gives a model or an OnnxFormatError, never another error', () => {
     let thrown = 0;
     for (let i = 0; i < bytes.length; i++) {

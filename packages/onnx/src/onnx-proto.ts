@@ -2,7 +2,8 @@
 // onnx.proto3): enough of ModelProto / GraphProto / NodeProto / TensorProto / ValueInfoProto /
 // AttributeProto / OperatorSetIdProto to write the graphs llama-graph.ts builds, with weights inline
 // (raw_data) or in an external data file (the onnx-community `model.onnx_data` layout, needed past 2 GiB).
-// Large byte arrays are never copied until the one final concatenation.
+// Large byte arrays are never copied until the one final concatenation. Kept over protobufjs and its generated ONNX
+// schema: as fast on a SmolLM2-135M graph, and 13 KB minified with onnx-read.ts against ~128 KB (issue 23, item 10).
 
 import { OnnxWriteError } from './errors.ts';
 

@@ -30,6 +30,30 @@ describe('rmsnorm', () => {
     expectClose(await readF32(gpu, out, rows * cols), rmsnorm(x, w, rows, cols, 1e-6), { atol: 1e-5, rtol: 1e-4 });
   });
 
+  test('every workgroup size from 2 (lib/reduce.wgsl\'s last level alone) to 256', async () => {
+    const gpu = await testGpu();
+    const [rows, cols] = [3, 577];
+    const x = randomF32(rows * cols, 11, 3);
+    const w = randomF32(cols, 12);
+    const want = rmsnorm(x, w, rows, cols, 1e-5);
+    for (const workgroupSize of [2, 32, 128, 256]) {
+      const out = scratch(gpu, x.byteLength);
+      await run(gpu, (pass) =>
+        createRmsNorm(gpu, { workgroupSize }).encode(pass, { x: upload(gpu, x), weight: upload(gpu, w), out, rows, cols, eps: 1e-5 }),
+      );
+      expectClose(await readF32(gpu, out, rows * cols), want, { atol: 1e-5, rtol: 1e-4, label: `workgroup ${workgroupSize}` });
+    }
+  });
+
+  test('a workgroup size that is not a power of two ≥ 2 is a ShapeError', async () => {
+    const gpu = await testGpu();
+    for (const workgroupSize of [1, 48, 0, 2 * gpu.limits.maxComputeInvocationsPerWorkgroup]) {
+      expect(() => createRmsNorm(gpu, { workgroupSize }), String(workgroupSize)).toThrow(
+        expect.objectContaining({ name: 'ShapeError', argument: 'workgroupSize', actual: String(workgroupSize) }),
+      );
+    }
+  });
+
   test('rejects short buffers with a ShapeError', async () => {
     const gpu = await testGpu();
     const small = scratch(gpu, 16);

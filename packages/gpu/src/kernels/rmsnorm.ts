@@ -6,6 +6,7 @@ import reduce from '../../../../shaders/lib/reduce.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBytes, requireDim, withParams } from '../kernel.ts';
+import { ShapeError } from '../errors.ts';
 
 export interface RmsNormArgs {
   /** (T, C) f32. */
@@ -29,12 +30,16 @@ export interface RmsNorm {
  * norm.encode(pass, { x: h, weight: attnNorm, out: xn, rows: T, cols: C, eps: 1e-5 });
  */
 export function createRmsNorm(gpu: Gpu, options: { workgroupSize?: number } = {}): RmsNorm {
+  const wg = options.workgroupSize ?? 64;
+  if (!Number.isInteger(wg) || wg < 2 || (wg & (wg - 1)) !== 0 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
+    throw new ShapeError('createRmsNorm', 'workgroupSize', `a power of two in 2..${gpu.limits.maxComputeInvocationsPerWorkgroup} (lib/reduce.wgsl halves it to one pair)`, String(wg));
+  }
   const cached = gpu.pipelines.get({
     name: 'rmsnorm',
     variant: 'f32',
-    code: src + reduce,
+    code: `${src}\n${reduce}`,
     bindings: withParams('read', 'read', 'storage'),
-    constants: { WG_SIZE: options.workgroupSize ?? 64 },
+    constants: { WG_SIZE: wg },
   });
   const name = 'rmsnorm';
   return {

@@ -154,6 +154,21 @@ describe('sample', () => {
     sampler.destroy();
   });
 
+  test('workgroups of 32 and 256 beside the default: lib/\'s reductions, scans and broadcasts give the twin\'s picks', async () => {
+    const gpu = await testGpu();
+    const [B, V] = [8, 1000];
+    const rng = mulberry32(31);
+    for (const workgroupSize of [32, 256]) {
+      const sampler = createSampler(gpu, { vocab: V, maxBatch: B, workgroupSize });
+      const logits = logitRows(B, V, 300 + workgroupSize);
+      const seqs = Array.from({ length: B }, (_, b) => sweepSeq(b + workgroupSize, V, rng));
+      expectSame(await sampleOnGpu(gpu, sampler, logits, seqs), sampleReference(logits, V, seqs), `workgroup ${workgroupSize}`);
+      const greedy = seqs.map((q) => ({ temperature: 0, u: q.u }));
+      expectSame(await sampleOnGpu(gpu, sampler, logits, greedy, 'packed'), sampleReference(logits, V, greedy), `workgroup ${workgroupSize}, lean greedy`);
+      sampler.destroy();
+    }
+  });
+
   test('many u for one row: pure temperature and truncated picks follow the twin exactly', async () => {
     const gpu = await testGpu();
     const [B, V] = [16, 1000];

@@ -9,6 +9,8 @@
 import adjustSrc from '../../../../shaders/sampling/adjust.wgsl?raw';
 import sampleSrc from '../../../../shaders/sampling/sample.wgsl?raw';
 import seqParamsSrc from '../../../../shaders/lib/sampling-params.wgsl?raw';
+import reduceSrc from '../../../../shaders/lib/reduce.wgsl?raw';
+import scanSrc from '../../../../shaders/lib/scan.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
@@ -291,7 +293,7 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
   if (!pow2(wg) || wg < 32 || wg > 256 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw new ShapeError(name, 'workgroupSize', 'a power of two in 32..256 within the device limit', String(wg));
   }
-  // cand_z, cand_id, cand_c + histogram + reduction array + small state (see sample.wgsl).
+  // cand_z, cand_id, cand_c + histogram + reduction array (lib/reduce.wgsl) + small state (see sample.wgsl).
   const wgBytes = 12 * kmax + 4 * 256 + 4 * wg + 96;
   if (wgBytes > gpu.limits.maxComputeWorkgroupStorageSize) {
     throw new LimitError(`${label} (candidates ${kmax})`, 'maxComputeWorkgroupStorageSize', wgBytes,
@@ -313,7 +315,7 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
     gpu.pipelines.get({
       name: 'sample',
       variant: 'f32',
-      code: `${sampleSrc}\n${seqParamsSrc}`,
+      code: `${sampleSrc}\n${seqParamsSrc}\n${reduceSrc}\n${scanSrc}`,
       bindings: withParams('read', 'read', 'storage'),
       constants: { ...constants, KMAX: lean ? 1 : kmax, NMAX: nmax, LEAN: lean ? 1 : 0 },
     });
