@@ -40,7 +40,7 @@ async function inspect(tgz: string, packer: string, cwd: string): Promise<{ list
   expect(manifest.module, packer).toBe('./dist/index.js');
   expect(manifest.publishConfig, packer).toBeUndefined();
   expect(manifest.files, packer).toEqual(['dist']);
-  expect(Object.keys(manifest.dependencies).sort(), packer).toEqual(['@cfworker/json-schema', '@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'hash-wasm', 'idb', 'onnxruntime-web']);
+  expect(Object.keys(manifest.dependencies).sort(), packer).toEqual(['@cfworker/json-schema', '@huggingface/jinja', '@huggingface/tokenizers', 'comlink', 'eventsource-parser', 'hash-wasm', 'idb', 'onnxruntime-web']);
   const index = await sh('tar', ['xzfO', tgz, 'package/dist/index.js'], cwd);
   // The canonical form every bundler recognizes, relative to the module.
   expect(index, packer).toMatch(/new Worker\(new URL\("\.\/worker-[\w-]+\.js", import\.meta\.url\s*\)/);

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 // Bare imports that stay imports in dist: the published package depends on them.
-const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web', 'idb', '@cfworker/json-schema'];
+const THIRD_PARTY = ['comlink', '@huggingface/jinja', '@huggingface/tokenizers', 'hash-wasm', 'onnxruntime-web', 'idb', '@cfworker/json-schema', 'eventsource-parser'];
 // The Vite plugin (intab/vite) runs in Node, in the app's vite.config: Vite is the app's (a peer dependency), and Node's
 // built-ins are Node's. Neither is ever bundled.
 const NODE_SIDE = ['vite'];

@@ -1,12 +1,12 @@
 // OpenAI's legacy text completions (`POST /v1/completions`) over the engine, beside the chat API of openai.ts: a
 // prompt (text or token ids) instead of messages, `text_completion` objects with `choices[].text`, and the legacy
 // logprobs shape (tokens / token_logprobs / top_logprobs / text_offset). The sampling fields are the chat API's, so
-// they are mapped (and checked) by toGenerateRequest; only what differs lives here. `intab serve` answers
-// /v1/completions with these.
+// they are mapped (and checked) by toGenerateRequest; only what differs lives here. The HTTP core (openai-http.ts)
+// answers /v1/completions with these, on the Service Worker endpoint and in `intab serve`.
 
 import { REQUEST_LIMITS as L, type Chunk, type GenerateRequest, type TokenLogprob } from '@intab/engine/contract';
 import { IntabEngineError } from '@intab/engine/errors';
-import { CHAT_FIELDS, openAiFinishReason, openAiId, toGenerateRequest, usageOf, type ChatCompletionCreateParams, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
+import { CHAT_FIELDS, openAiFinishReason, openAiId, tokenIdsOf, toGenerateRequest, usageOf, type ChatCompletionCreateParams, type ChatCompletionCreateParamsBase, type CompletionMeta, type CompletionUsage } from './openai.ts';
 import { bad, bodyOf, numberField, present } from './openai-checks.ts';
 
 // ---- request ----
@@ -90,6 +90,8 @@ export interface CompletionChoice {
   text: string;
   logprobs: CompletionLogprobs | null;
   finish_reason: CompletionFinishReason | null;
+  /** vLLM's return_token_ids (the HTTP surfaces): the ids of this piece (streamed) or of the whole answer. */
+  token_ids?: number[];
 }
 
 /** One `text_completion` object: the whole answer, or (streaming) one piece of it. */
@@ -124,31 +126,35 @@ function legacyLogprobs(lp: readonly TokenLogprob[], offset: number): { logprobs
 /**
  * Streamed `text_completion` objects from the engine's chunks: one per engine chunk with text (or logprobs), then an
  * empty-text one with finish_reason, then the usage chunk (`choices: []`) when includeUsage. An aborted stream simply
- * ends.
+ * ends. With `tokenIds` (vLLM's return_token_ids) each choice carries `token_ids` as toChatCompletionChunks writes them.
  * @example
  * for await (const c of toCompletionChunks(engine.generate(toCompletionRequest(body)), meta)) write(c.choices[0]?.text);
  */
 export async function* toCompletionChunks(
   chunks: AsyncIterable<Chunk>,
   meta: CompletionMeta,
-  options: { includeUsage?: boolean; logprobs?: boolean } = {},
+  options: { includeUsage?: boolean; logprobs?: boolean; tokenIds?: boolean } = {},
 ): AsyncGenerator<Completion, void, undefined> {
   const usage = options.includeUsage ? { usage: null } : {};
   const base = (choices: CompletionChoice[]): Completion => ({ id: meta.id, object: 'text_completion', created: meta.created, model: meta.model, choices, ...usage });
+  const ids = tokenIdsOf(options.tokenIds);
   let completionTokens = 0;
   let offset = 0;
   for await (const c of chunks) {
     completionTokens += c.ids.length;
+    ids.add(c.ids);
     const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
     if (c.text !== '' || hasLogprobs) {
       let logprobs: CompletionLogprobs | null = null;
       if (options.logprobs === true) ({ logprobs, offset } = legacyLogprobs(c.logprobs ?? [], offset));
-      yield base([{ index: 0, text: c.text, logprobs, finish_reason: null }]);
+      yield base([ids.take({ index: 0, text: c.text, logprobs, finish_reason: null })]);
+    } else if (ids.waiting && c.finishReason === null) {
+      yield base([ids.take({ index: 0, text: '', logprobs: null, finish_reason: null })]);
     }
     if (c.finishReason === null) continue;
     const reason = openAiFinishReason(c);
     if (reason === undefined) return;
-    yield base([{ index: 0, text: '', logprobs: null, finish_reason: reason }]);
+    yield base([ids.take({ index: 0, text: '', logprobs: null, finish_reason: reason })]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
     return;
   }
@@ -163,14 +169,16 @@ export async function* toCompletionChunks(
 export async function toCompletion(
   chunks: AsyncIterable<Chunk>,
   meta: CompletionMeta,
-  options: { logprobs?: boolean; signal?: AbortSignal } = {},
+  options: { logprobs?: boolean; tokenIds?: boolean; signal?: AbortSignal } = {},
 ): Promise<Completion> {
   let text = '';
   const lp: TokenLogprob[] = [];
+  const ids = tokenIdsOf(options.tokenIds);
   let completionTokens = 0;
   for await (const c of chunks) {
     text += c.text;
     completionTokens += c.ids.length;
+    ids.add(c.ids);
     if (options.logprobs && c.logprobs) lp.push(...c.logprobs);
     if (c.finishReason === null) continue;
     const reason = openAiFinishReason(c);
@@ -180,7 +188,7 @@ export async function toCompletion(
       object: 'text_completion',
       created: meta.created,
       model: meta.model,
-      choices: [{ index: 0, text, logprobs: options.logprobs ? legacyLogprobs(lp, 0).logprobs : null, finish_reason: reason }],
+      choices: [ids.take({ index: 0, text, logprobs: options.logprobs ? legacyLogprobs(lp, 0).logprobs : null, finish_reason: reason })],
       usage: usageOf(c, completionTokens),
     };
   }

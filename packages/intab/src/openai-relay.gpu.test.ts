@@ -4,7 +4,8 @@
 // reader of the relayed response that reads one piece and stops leaves the engine's sequence paused, its steps not
 // advancing; reading on finishes the very answer the engine gives directly; cancelling while stalled ends the
 // engine's request and frees its pages. Then what a page of the scope gets with fetch(): the same answer streamed,
-// an abort that frees the sequence, and a 503 with no engine page.
+// an abort that frees the sequence, and a 503 with no engine page; and the shared table of cases (test-openai-cases.ts)
+// through the real Service Worker gives what the core gives when called directly in this page.
 // Chromium's own reader of a fetch() answered by a Service Worker drains the body into the page whatever the page
 // reads (measured: tens of MB in two seconds behind a stalled reader), so a page's stalled reader cannot hold the
 // engine back in this browser; the stalled reader here is the worker's own (see test-relay-sw.ts).
@@ -12,8 +13,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
+import { handleOpenAI } from './openai-http.ts';
 import { serveOpenAI } from './openai-server.ts';
 import { referenceEngine } from './test-fixture.ts';
+import { OPENAI_CASES, type CaseContext, type Send } from './test-openai-cases.ts';
 
 const messages = [{ role: 'user', content: 'Say something!' }];
 /** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */
@@ -146,4 +149,39 @@ describe('fetch() from a page the Service Worker controls', () => {
     expect(none.status).toBe(503);
     expect((await none.json()).error).toMatchObject({ type: 'service_unavailable', code: 'no_engine', message: expect.stringMatching(/open the test page/) });
   });
+});
+
+describe('one table of cases: through the real Service Worker, what the core answers when called directly', () => {
+  /** What the cases need to know of the fixture engine `p` serves. */
+  const contextOf = (p: { engine: IntabEngine; inner: Engine; runner: ReferenceRunner }): CaseContext => ({
+    model: 'tiny-llama',
+    contextLength: p.engine.info.contextLength,
+    prompt: 'Say something!',
+    noStop: NO_EOS,
+    tokenId: 5,
+    async idle() {
+      await expect.poll(() => p.inner.stats().streams, { timeout: 60_000 }).toBe(0);
+      expect(p.inner.stats()).toMatchObject({ running: 0, availablePages: p.runner.kv.pages });
+    },
+  });
+  // fetch() from the page the Service Worker controls, under its prefix (<folder>v1 answers as /v1).
+  const viaWorker: Send = (r) => (frame.contentWindow as Window & typeof globalThis).fetch(`v1${r.path.slice('/v1'.length)}`, { method: r.method, body: r.body, signal: r.signal });
+
+  for (const c of OPENAI_CASES) {
+    test(c.name, async () => {
+      const r = referenceEngine();
+      const own = { engine: wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' }), inner: r.engine as Engine, runner: r.runner as ReferenceRunner };
+      const direct: Send = async (req) => {
+        const res = await handleOpenAI(own.engine, req);
+        return new Response(res.body, { status: res.status, headers: res.headers });
+      };
+      const expected = await c.run(direct, contextOf(own));
+      const p = enginePage();
+      try {
+        expect(await c.run(viaWorker, contextOf(p))).toEqual(expected);
+      } finally {
+        p.stop();
+      }
+    });
+  }
 });

@@ -14,10 +14,12 @@ import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/testing';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { IntabError } from '@intab/errors';
+import { handleOpenAI } from './openai-http.ts';
 import { answerRelayed, serveOpenAI, type RelayReply } from './openai-server.ts';
 import { ServiceWorkerScopeError, foreignRequest, relayOpenAI, relayRequest, type RelayClients, type RelayFetchEvent } from './service-worker.ts';
 import { decodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
+import { OPENAI_CASES, type CaseContext, type Send } from './test-openai-cases.ts';
 
 const messages = [{ role: 'user', content: 'Say something!' }];
 
@@ -26,6 +28,7 @@ function setup(o: { pages?: 'engine' | 'none' | 'silent' } = {}) {
   const r = referenceEngine();
   const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
   const container = new EventTarget() as unknown as ServiceWorkerContainer;
+  const servedAt = Date.now();
   const stop = serveOpenAI(engine, { container });
   const page = {
     id: 'page-1',
@@ -40,7 +43,7 @@ function setup(o: { pages?: 'engine' | 'none' | 'silent' } = {}) {
   };
   const post = (path: string, body: unknown, init: RequestInit = {}) =>
     relayRequest(new Request(`https://app.test${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), ...init }), clients, { pingTimeoutMs: 200, openHint: 'the chat page' });
-  return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, clients, post, stop };
+  return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, clients, post, stop, servedAt };
 }
 
 async function generateText(engine: IntabEngine, maxTokens: number, logitBias?: Record<number, number>): Promise<string> {
@@ -82,7 +85,8 @@ describe('the relayed OpenAI endpoint', () => {
     expect(body.choices[0].message.content).toBe(await generateText(s.engine, 9));
     expect(body.usage.completion_tokens).toBe(9);
     const models = await relayRequest(new Request('https://app.test/v1/models'), s.clients);
-    expect(await models.json()).toEqual({ object: 'list', data: [{ id: 'tiny-llama', object: 'model', created: 0, owned_by: 'intab' }] });
+    // created: when the page began to serve the model.
+    expect(await models.json()).toEqual({ object: 'list', data: [{ id: 'tiny-llama', object: 'model', created: Math.floor(s.servedAt / 1000), owned_by: 'intab', max_model_len: 256 }] });
   });
 
   test('bad requests are OpenAI-shaped 4xx errors naming the problem', async () => {
@@ -101,8 +105,10 @@ describe('the relayed OpenAI endpoint', () => {
       [await s.post('/v1/chat/completions', { messages, logit_bias: { '4000': -100 } }), 400, /\[0, 128\)/, 'logit_bias[4000]'],
       [await s.post('/v1/chat/completions', '[{"messages": []}]'), 400, /JSON object/, null],
       [await s.post('/v1/chat/completions', 'null'), 400, /JSON object/, null],
-      [await s.post('/v1/completions', { prompt: 'x' }), 404, /POST \/v1\/chat\/completions/, null],
+      [await s.post('/v1/embeddings', { input: 'x' }), 404, /POST \/v1\/chat\/completions, POST \/v1\/completions and GET \/v1\/models/, null],
       [await relayRequest(new Request('https://app.test/v1/chat/completions'), s.clients), 405, /use POST/, null],
+      // The legacy completions too (the Service Worker relays every path under its prefix to the core).
+      [await s.post('/v1/completions', { prompt: 'x', echo: true }), 400, /'echo' should be false/, 'echo'],
     ];
     for (const [res, status, message, param] of cases) {
       expect(res.status).toBe(status);
@@ -192,6 +198,41 @@ describe('the relayed OpenAI endpoint', () => {
     expect(texts.every((t) => t.length > 0)).toBe(true);
     expect(s.runner.log.some((step) => step.length === 4)).toBe(true);
   });
+});
+
+describe('one table of cases, on the core itself and through the relay: the same statuses, errors and answers', () => {
+  /** A fresh engine, the context the cases need, and `send` to the core directly or through the relay. */
+  function surface(via: 'core' | 'relay'): { send: Send; ctx: CaseContext } {
+    const s = setup();
+    const ctx: CaseContext = {
+      model: 'tiny-llama',
+      contextLength: s.engine.info.contextLength,
+      prompt: 'Say something!',
+      noStop: NO_EOS,
+      tokenId: 5,
+      async idle() {
+        await expect.poll(() => s.inner.stats().streams, { timeout: 20_000 }).toBe(0);
+        expect(s.inner.stats()).toMatchObject({ running: 0, availablePages: s.runner.kv.pages });
+      },
+    };
+    const send: Send =
+      via === 'relay'
+        ? (r) => relayRequest(new Request(`https://app.test${r.path}`, { method: r.method, body: r.body, signal: r.signal }), s.clients, { pingTimeoutMs: 200 })
+        : async (r) => {
+            const res = await handleOpenAI(s.engine, r);
+            return new Response(res.body, { status: res.status, headers: res.headers });
+          };
+    return { send, ctx };
+  }
+
+  for (const c of OPENAI_CASES) {
+    test(c.name, async () => {
+      const core = surface('core');
+      const direct = await c.run(core.send, core.ctx);
+      const relay = surface('relay');
+      expect(await c.run(relay.send, relay.ctx)).toEqual(direct);
+    });
+  }
 });
 
 describe('the page half: one body piece per pull', () => {

@@ -139,6 +139,8 @@ export interface ChatCompletionChunk {
     delta: { role?: 'assistant'; content?: string | null; refusal?: string | null };
     logprobs: ChoiceLogprobs | null;
     finish_reason: ChatFinishReason | null;
+    /** vLLM's return_token_ids (the HTTP surfaces): the ids delivered since the previous chunk. */
+    token_ids?: number[];
   }[];
   /** With stream_options.include_usage: null on every chunk but the last, which has `choices: []`. */
   usage?: CompletionUsage | null;
@@ -154,6 +156,8 @@ export interface ChatCompletion {
     message: { role: 'assistant'; content: string | null; refusal: string | null };
     logprobs: ChoiceLogprobs | null;
     finish_reason: ChatFinishReason;
+    /** vLLM's return_token_ids (the HTTP surfaces): every id of the answer. */
+    token_ids?: number[];
   }[];
   usage: CompletionUsage;
 }
@@ -336,10 +340,32 @@ export function openAiFinishReason(last: Chunk): ChatFinishReason | undefined {
 }
 
 /**
+ * vLLM's return_token_ids, as the converters write it: `take(choice)` gives a choice the ids delivered since the
+ * previous one took them (when on), and `waiting` says whether a chunk's ids still wait for a choice.
+ */
+export function tokenIdsOf(on: boolean | undefined): { add(ids: readonly number[]): void; take<C extends object>(choice: C): C; readonly waiting: boolean } {
+  const ids: number[] = [];
+  return {
+    add(more) {
+      if (on) ids.push(...more);
+    },
+    take(choice) {
+      return on ? { ...choice, token_ids: ids.splice(0) } : choice;
+    },
+    get waiting() {
+      return ids.length > 0;
+    },
+  };
+}
+
+/**
  * OpenAI `chat.completion.chunk` objects from the engine's chunks: role on the first, one chunk per
  * engine chunk with text (or logprobs), then an empty delta with finish_reason ('stop' | 'length'), then
  * the usage chunk (`choices: []`) when includeUsage. An aborted stream throws the signal's reason (an AbortError) at
  * its next step, after the chunks taken before the abort and none after it, as the official client's stream does.
+ * With `tokenIds` (vLLM's return_token_ids) each choice carries `token_ids`, the ids delivered since the previous one,
+ * and an engine chunk of ids without text (part of a UTF-8 character, ids that spell nothing) is sent at once as a
+ * chunk of its own with an empty delta, so ids stream as they are generated.
  * @example
  * for await (const c of toChatCompletionChunks(engine.generate(request), meta, { includeUsage: true }))
  *   process(c.choices[0]?.delta.content);
@@ -347,10 +373,11 @@ export function openAiFinishReason(last: Chunk): ChatFinishReason | undefined {
 export async function* toChatCompletionChunks(
   chunks: AsyncIterable<Chunk>,
   meta: CompletionMeta,
-  options: { includeUsage?: boolean; logprobs?: boolean; signal?: AbortSignal } = {},
+  options: { includeUsage?: boolean; logprobs?: boolean; tokenIds?: boolean; signal?: AbortSignal } = {},
 ): AsyncGenerator<ChatCompletionChunk, void, undefined> {
   const usage = options.includeUsage ? { usage: null } : {};
   const base = (choices: ChatCompletionChunk['choices']): ChatCompletionChunk => ({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices, ...usage });
+  const ids = tokenIdsOf(options.tokenIds);
   let first = true;
   let completionTokens = 0;
   for await (const c of chunks) {
@@ -358,18 +385,21 @@ export async function* toChatCompletionChunks(
     // at its next step, as the official client's stream throws APIUserAbortError once its signal is aborted.
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     completionTokens += c.ids.length;
+    ids.add(c.ids);
     const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
     if (first || c.text !== '' || hasLogprobs) {
       const delta: ChatCompletionChunk['choices'][number]['delta'] = first ? { role: 'assistant', content: c.text, refusal: null } : { content: c.text };
       first = false;
       const logprobs = options.logprobs === true ? { content: toOpenAiLogprobs(c.logprobs ?? []), refusal: null } : null;
-      yield base([{ index: 0, delta, logprobs, finish_reason: null }]);
+      yield base([ids.take({ index: 0, delta, logprobs, finish_reason: null })]);
+    } else if (ids.waiting && c.finishReason === null) {
+      yield base([ids.take({ index: 0, delta: {}, logprobs: null, finish_reason: null })]);
     }
     if (c.finishReason === null) continue;
     const reason = openAiFinishReason(c);
     // Aborted: the stream throws the signal's reason, as the official client's stream throws APIUserAbortError.
     if (reason === undefined) throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
-    yield base([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
+    yield base([ids.take({ index: 0, delta: {}, logprobs: null, finish_reason: reason })]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
     return;
   }
@@ -389,7 +419,8 @@ export function usageOf(last: Chunk, counted: number): CompletionUsage {
 
 /**
  * One OpenAI `chat.completion` from a whole stream of engine chunks. An aborted stream rejects with the
- * signal's reason (as fetch does), since there is no complete answer to return.
+ * signal's reason (as fetch does), since there is no complete answer to return. With `tokenIds` (vLLM's
+ * return_token_ids) the choice carries `token_ids`, every id of the answer.
  * @example
  * const completion = await toChatCompletion(engine.generate(request), meta, {});
  * completion.choices[0].message.content;
@@ -397,14 +428,16 @@ export function usageOf(last: Chunk, counted: number): CompletionUsage {
 export async function toChatCompletion(
   chunks: AsyncIterable<Chunk>,
   meta: CompletionMeta,
-  options: { logprobs?: boolean; signal?: AbortSignal } = {},
+  options: { logprobs?: boolean; tokenIds?: boolean; signal?: AbortSignal } = {},
 ): Promise<ChatCompletion> {
   let content = '';
   const logprobs: ChatCompletionTokenLogprob[] = [];
+  const ids = tokenIdsOf(options.tokenIds);
   let completionTokens = 0;
   for await (const c of chunks) {
     content += c.text;
     completionTokens += c.ids.length;
+    ids.add(c.ids);
     if (options.logprobs && c.logprobs) logprobs.push(...toOpenAiLogprobs(c.logprobs));
     if (c.finishReason === null) continue;
     const reason = openAiFinishReason(c);
@@ -417,12 +450,12 @@ export async function toChatCompletion(
       created: meta.created,
       model: meta.model,
       choices: [
-        {
+        ids.take({
           index: 0,
-          message: { role: 'assistant', content, refusal: null },
+          message: { role: 'assistant' as const, content, refusal: null },
           logprobs: options.logprobs ? { content: logprobs, refusal: null } : null,
           finish_reason: reason,
-        },
+        }),
       ],
       usage: usageOf(c, completionTokens),
     };

@@ -1,9 +1,11 @@
 // intab/service-worker: an OpenAI-compatible endpoint on the page's own origin, served by its Service Worker.
-// `POST /v1/chat/completions` (streaming SSE or JSON) and `GET /v1/models` are relayed over a MessageChannel to an
-// open page whose engine answers them (serveOpenAI in 'intab'), and the answer streams back as the response body,
-// pulled: the page reads the engine's next chunk only when the response's reader asks for one (see relayRequest), so
-// the output waits in the engine, whose full queue pauses the sequence, never here. (Chromium's own reader of a
-// fetch() answered here takes the whole body into the page, however slowly the page reads it.)
+// Every request under the prefix (`POST /v1/chat/completions` and `POST /v1/completions`, streamed as SSE or not;
+// `GET /v1/models`) is relayed over a MessageChannel to an open page whose engine answers it with intab's OpenAI HTTP
+// core (serveOpenAI in 'intab': routes, errors and SSE are the core's, none of them this module's), and the answer
+// streams back as the response body, pulled: the page reads the engine's next chunk only when the response's reader
+// asks for one (see relayRequest), so the output waits in the engine, whose full queue pauses the sequence, never
+// here. (Chromium's own reader of a fetch() answered here takes the whole body into the page, however slowly the page
+// reads it.)
 // The Service Worker never holds the model: it is stopped when idle, and WebGPU there is unreliable. With no such
 // page open, the answer is a 503 in OpenAI's error format saying what to open; aborting the fetch (the client's
 // AbortSignal, a closed tab) aborts the engine's request. Only the origin's own pages are answered: another site's

@@ -1,9 +1,10 @@
 // The SSE encoder and decoder: the encoder's exact bytes, a round trip split at every byte boundary (and
-// byte by byte), the decoder on the standard's corner cases (CRLF / CR / LF, comments, multi-line data,
-// other fields, a split multi-byte character, a trailing unterminated event), and the pull-based streams
-// (nothing is taken from the source before it is read; cancel reaches the iterator's return()).
+// byte by byte), the decoder (eventsource-parser underneath) on the standard's corner cases (CRLF / CR / LF, comments,
+// multi-line data, other fields, a split multi-byte character, a trailing unterminated event, bad data after good
+// events), and the pull-based streams (nothing is taken from the source before it is read; cancel reaches the
+// iterator's return(), even before the first read).
 import { describe, expect, test } from 'vitest';
-import { decodeSSE, encodeSSE, toReadableStream } from './sse.ts';
+import { SseParser, decodeSSE, encodeSSE, toReadableStream } from './sse.ts';
 import { SseFormatError } from './errors.ts';
 
 async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
@@ -134,6 +135,17 @@ describe('decodeSSE follows the event-stream rules', () => {
     expect(err.data).toBe('hello');
   });
 
+  test('data that is not JSON after good events of the same piece: those first, then the error', () => {
+    const parser = new SseParser();
+    expect(parser.push('data: 1\n\n: keep-alive\n\ndata: {oops\n\ndata: 3\n\n')).toEqual([1]);
+    expect(() => parser.push('data: 4\n\n')).toThrow(SseFormatError);
+    // Bytes split inside a character, an event that ends only at the end, [DONE] then nothing more.
+    const p2 = new SseParser();
+    const bytes = new TextEncoder().encode('data: "🦙"\r\n\r\ndata: [DONE]\n\ndata: 5\n\n');
+    expect([...p2.push(bytes.slice(0, 9)), ...p2.push(bytes.slice(9))]).toEqual(['🦙']);
+    expect([p2.done, p2.end()]).toEqual([true, []]);
+  });
+
   test('breaking out early cancels the byte stream', async () => {
     let cancelled = false;
     const enc = new TextEncoder();
@@ -148,6 +160,28 @@ describe('decodeSSE follows the event-stream rules', () => {
     });
     for await (const v of decodeSSE(stream)) if (v === 2) break;
     expect(cancelled).toBe(true);
+  });
+});
+
+describe('cancelled before the first read', () => {
+  /** An iterable whose return() is seen, however far it was read. */
+  function watched() {
+    const seen = { pulled: 0, returned: false };
+    const source: AsyncIterable<number> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async () => ({ done: false, value: seen.pulled++ }),
+        return: async () => ((seen.returned = true), { done: true, value: undefined }),
+      }),
+    };
+    return { source, seen };
+  }
+
+  test('encodeSSE and toReadableStream tell the source (its return() cancels a generation)', async () => {
+    for (const make of [(s: AsyncIterable<number>) => encodeSSE(s), (s: AsyncIterable<number>) => toReadableStream(s)]) {
+      const { source, seen } = watched();
+      await make(source).cancel();
+      expect(seen).toEqual({ pulled: 0, returned: true });
+    }
   });
 });
 

@@ -1,8 +1,9 @@
 // Streams for the web platform: an async iterable as a pull-based ReadableStream, Server-Sent Events
-// encoding (`data: {...}\n\n` … `data: [DONE]\n\n`, what OpenAI-compatible servers send) and a decoder
-// that follows the WHATWG event-stream rules (any chunk boundary, CR/LF/CRLF, comments, multi-line data),
-// so a chat stream can be relayed from a Service Worker or server and read back on the other side.
+// encoding (`data: {...}\n\n` … `data: [DONE]\n\n`, what OpenAI-compatible servers send: the one SSE writer) and a
+// decoder that follows the WHATWG event-stream rules (eventsource-parser: any chunk boundary, CR/LF/CRLF, comments,
+// multi-line data), so a chat stream can be relayed from a Service Worker or server and read back on the other side.
 
+import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { InvalidArgumentError, SseFormatError } from './errors.ts';
 
 /** Anything whose items can be pulled one at a time. */
@@ -55,7 +56,7 @@ export function toReadableStream<T>(iterable: AsyncIterable<T>): ReadableStream<
         else controller.enqueue(r.value);
       },
       async cancel() {
-        await it?.return?.();
+        await (it ??= iterable[Symbol.asyncIterator]()).return?.();
       },
     },
     { highWaterMark: 0 },
@@ -100,7 +101,8 @@ export function encodeSSE(source: StreamSource<unknown>): ReadableStream<Uint8Ar
         controller.enqueue(encoder.encode(sseEvent(r.value, 'encodeSSE')));
       },
       async cancel() {
-        await it?.return?.();
+        // Cancelled before its first read too: the source is told (a stream's return() cancels its generation).
+        if (!finished) await (it ??= iteratorOf(source)).return?.();
       },
     },
     { highWaterMark: 0 },
@@ -141,8 +143,10 @@ export async function* decodeSSE<T = any>(input: SseInput): AsyncGenerator<T, vo
 }
 
 /**
- * The event-stream parser behind decodeSSE and sseDecoder: text or bytes in, in pieces split anywhere, the JSON value
- * of each complete event's data out, until `data: [DONE]` (`done` then turns true and later input is ignored).
+ * The event-stream parser behind decodeSSE, sseDecoder and the remote backend: text or bytes in, in pieces split
+ * anywhere, the JSON value of each complete event's data out, until `data: [DONE]` (`done` then turns true and later
+ * input is ignored). The event-stream rules themselves (CR, LF and CRLF line ends, also split between pieces; comments;
+ * multi-line data; other fields; a leading byte-order mark) are eventsource-parser's.
  * @example
  * const parser = new SseParser();
  * parser.push('data: {"a":1}\n\nda'); // [{ a: 1 }]
@@ -150,14 +154,17 @@ export async function* decodeSSE<T = any>(input: SseInput): AsyncGenerator<T, vo
  */
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
-  private buffer = '';
-  private data: string[] = [];
-  private sawData = false;
-  private lastWasCR = false;
+  private readonly parser: EventSourceParser;
+  /** The values of the events of the piece being fed. */
+  private values: unknown[] = [];
   /** An event that was not JSON, after good events of the same piece: thrown by the next call, so those are not lost. */
   private failed?: SseFormatError;
   /** Whether `data: [DONE]` was seen. */
   done = false;
+
+  constructor() {
+    this.parser = createParser({ onEvent: (e) => this.event(e.data) });
+  }
 
   /**
    * The values of the events this piece completes. Data that is not JSON throws SseFormatError, after the values of
@@ -172,66 +179,27 @@ export class SseParser {
     return this.take(this.decoder.decode());
   }
 
-  private take(input: string): unknown[] {
+  private take(text: string): unknown[] {
     if (this.failed) throw this.failed;
-    const out: unknown[] = [];
-    if (this.done) return out;
-    let text = input;
-    // A CR that ended the previous piece already ended its line: drop the LF that may follow it.
-    if (this.lastWasCR && text.startsWith('\n')) text = text.slice(1);
-    if (text.length) this.lastWasCR = text.endsWith('\r');
-    this.buffer += text;
-    let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const c = this.buffer.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
-      let ev: unknown;
-      try {
-        ev = this.line(this.buffer.slice(start, i));
-      } catch (err) {
-        this.failed = err as SseFormatError;
-        if (out.length === 0) throw err;
-        return out;
-      }
-      if (c === 13 && this.buffer.charCodeAt(i + 1) === 10) i++;
-      start = i + 1;
-      if (ev === DONE) {
-        this.done = true;
-        break;
-      }
-      if (ev !== NONE) out.push(ev);
-    }
-    this.buffer = this.done ? '' : this.buffer.slice(start);
+    if (this.done) return [];
+    this.parser.feed(text);
+    const out = this.values;
+    this.values = [];
+    if (this.failed && out.length === 0) throw this.failed;
     return out;
   }
 
-  /** One complete line: the event's value when it ends one, DONE for [DONE], else NONE. */
-  private line(text: string): unknown {
-    if (text === '') {
-      if (!this.sawData) return NONE;
-      const payload = this.data.join('\n');
-      this.data = [];
-      this.sawData = false;
-      if (payload === '[DONE]') return DONE;
-      try {
-        return JSON.parse(payload);
-      } catch (e) {
-        throw new SseFormatError(payload, (e as Error).message);
-      }
+  /** One dispatched event's data (events after [DONE] or after bad data in the same piece are not read). */
+  private event(data: string): void {
+    if (this.done || this.failed) return;
+    if (data === '[DONE]') {
+      this.done = true;
+      return;
     }
-    if (text.startsWith(':')) return NONE; // comment
-    const colon = text.indexOf(':');
-    const field = colon < 0 ? text : text.slice(0, colon);
-    let value = colon < 0 ? '' : text.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') {
-      this.data.push(value);
-      this.sawData = true;
+    try {
+      this.values.push(JSON.parse(data));
+    } catch (e) {
+      this.failed = new SseFormatError(data, (e as Error).message);
     }
-    // event, id, retry and unknown fields carry nothing this parser returns.
-    return NONE;
   }
 }
-
-const NONE = Symbol('no event');
-const DONE = Symbol('[DONE]');

@@ -1,0 +1,165 @@
+// The one OpenAI HTTP core: a request (method, path, body text, signal) in, a response (status, headers, a body of
+// bytes) out, over any engine that streams chunks. It owns what is OpenAI's about HTTP: routing (404 unknown_url, 405
+// method_not_allowed with Allow), GET /v1/models[/{id}], POST /v1/chat/completions and /v1/completions (JSON, or SSE
+// ending with [DONE], an error event mid-stream), and the error of every situation (openai-errors.ts). What a server
+// adds stays with its transport: TLS, auth, CORS, body limits, rate limits and admission (through `admit`),
+// keep-alives, per-socket backpressure, shutdown (abort the signal with an OpenAIErrorReply to tell the client).
+// The body is pulled: its next piece is made, and the engine's next chunk read, only when the transport reads it; a
+// transport that stops reading stops the engine's sequence (its queue fills, and the engine pauses it).
+
+import { answerCompletion, type CompletionOptions, type Endpoint, type ObjectStream, type OpenAIEngine } from './openai-answer.ts';
+import { errorResponse, invalidJson, isErrorReply, methodNotAllowed, modelNotFound, unknownUrl, type OpenAIErrorReply } from './openai-errors.ts';
+import { encodeSSE } from './sse.ts';
+
+/** One HTTP request, as a transport hands it over. */
+export interface OpenAIHttpRequest {
+  method: string;
+  /** The path under the origin, e.g. '/v1/chat/completions' (a query and a trailing '/' are ignored). */
+  path: string;
+  /** The body as text (read for POST only). */
+  body?: string;
+  /**
+   * Aborted when the client goes away: the engine's request ends and its pages are freed. Abort it with an
+   * OpenAIErrorReply (a server shutting down) to answer with that instead (mid-stream: an error event).
+   */
+  signal?: AbortSignal;
+}
+
+/** The answer: write the status and headers, then the body's pieces as they are read. */
+export interface OpenAIHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  /**
+   * Pulled: read it to its end, or cancel it (that ends the engine's request). It errors (with the signal's reason)
+   * when the request was aborted mid-stream by a client that went away: it is then not a complete answer.
+   */
+  body: ReadableStream<Uint8Array>;
+}
+
+export interface OpenAIHttpOptions {
+  /** Lets a completion request in, or answers for it (a rate limit's 429, a full queue's 503): see answerCompletion. */
+  admit?: CompletionOptions['admit'];
+  /** When the model began to be served, in Unix seconds (/v1/models' `created`) [when the core first saw this engine]. */
+  created?: number;
+  /** Routes the transport answers itself beside the core's (e.g. 'GET /health'), named in the 404's message. */
+  otherRoutes?: readonly string[];
+}
+
+/** The core's routes: path → the one method it answers. */
+const ROUTES: Readonly<Record<string, string>> = { '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/models': 'GET' };
+const SERVED = ['POST /v1/chat/completions', 'POST /v1/completions', 'GET /v1/models'];
+const JSON_TYPE = { 'content-type': 'application/json' };
+const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
+
+/** When the core first saw each engine: /v1/models' `created` when the transport gives none. */
+const firstSeen = new WeakMap<object, number>();
+
+/**
+ * Answers one OpenAI HTTP request with `engine`. It never rejects, but with the signal's reason when the client went
+ * away before there was an answer (nobody is left to read one).
+ * @example
+ * // A Node server (an HTTP/2 or a WebSocket transport does the same with its own writes):
+ * const res = await handleOpenAI(engine, { method: req.method, path: req.url, body: text, signal: gone.signal });
+ * nodeRes.writeHead(res.status, res.headers);
+ * for (const reader = res.body.getReader(); ; ) {
+ *   const { done, value } = await reader.read();
+ *   if (done) break;
+ *   if (!nodeRes.write(value)) await once(nodeRes, 'drain'); // a slow client: nothing more is pulled meanwhile
+ * }
+ * nodeRes.end();
+ */
+export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequest, options: OpenAIHttpOptions = {}): Promise<OpenAIHttpResponse> {
+  const method = request.method.toUpperCase();
+  const path = pathOf(request.path);
+  const modelPath = path.startsWith('/v1/models/');
+  const allowed = ROUTES[path] ?? (modelPath ? 'GET' : undefined);
+  if (allowed === undefined) return reply(unknownUrl(method, path, [...SERVED, ...(options.otherRoutes ?? [])]));
+  // (OPTIONS too: a CORS preflight is the transport's, which knows its origins; the Service Worker answers its own.)
+  if (method !== allowed) return reply(methodNotAllowed(method, path, allowed));
+  if (allowed === 'GET') return models(engine, path, options.created);
+  let body: unknown;
+  try {
+    body = JSON.parse(request.body ?? '');
+  } catch (err) {
+    return reply(invalidJson((err as Error).message));
+  }
+  const endpoint: Endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
+  const answer = await answerCompletion(engine, endpoint, body, { admit: options.admit, signal: request.signal });
+  switch (answer.kind) {
+    case 'error':
+      return reply({ status: answer.status, body: answer.body, headers: answer.headers });
+    case 'object':
+      return { status: answer.status, headers: { ...answer.headers, ...JSON_TYPE }, body: bytes(JSON.stringify(answer.object)) };
+    case 'stream':
+      return { status: answer.status, headers: { ...answer.headers, ...SSE_HEADERS }, body: encodeSSE(withErrorEvent(answer.objects, endpoint, request.signal)) };
+  }
+}
+
+/** The path without its query and trailing slashes ('/v1/models/?x' → '/v1/models'). */
+function pathOf(raw: string): string {
+  const path = raw.split(/[?#]/)[0].replace(/\/+$/, '');
+  return path.startsWith('/') ? path : `/${path}`;
+}
+
+/** GET /v1/models and /v1/models/{id}: the one model served. */
+function models(engine: OpenAIEngine, path: string, created: number | undefined): OpenAIHttpResponse {
+  if (!firstSeen.has(engine)) firstSeen.set(engine, Math.floor(Date.now() / 1000));
+  const model = { id: engine.model, object: 'model', created: created ?? firstSeen.get(engine)!, owned_by: 'intab', max_model_len: engine.info.contextLength };
+  if (path === '/v1/models') return json(200, { object: 'list', data: [model] });
+  let id: string;
+  try {
+    id = decodeURIComponent(path.slice('/v1/models/'.length));
+  } catch {
+    id = path.slice('/v1/models/'.length); // not percent-encoding: the id as sent
+  }
+  return id === engine.model ? json(200, model) : reply(modelNotFound(id, engine.model));
+}
+
+/**
+ * A stream's objects, and after an error that ends it an error event (as OpenAI-compatible servers send); the SSE
+ * writer then ends the body with [DONE]. A request aborted by a client that went away gets nothing more: the body
+ * errors. Not a generator: a body cancelled before it was read must still reach the objects' return().
+ */
+function withErrorEvent(objects: ObjectStream<unknown>, endpoint: Endpoint, signal: AbortSignal | undefined): ObjectStream<unknown> {
+  let ended = false;
+  return {
+    async next() {
+      if (ended) return { done: true, value: undefined };
+      try {
+        return await objects.next();
+      } catch (err) {
+        const reason = signal?.aborted ? signal.reason : undefined;
+        if (signal?.aborted && !isErrorReply(reason)) throw err;
+        ended = true;
+        return { done: false, value: isErrorReply(reason) ? reason.body : errorResponse(err, endpoint).body };
+      }
+    },
+    return: () => objects.return(),
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
+const encoder = new TextEncoder();
+
+/** A body of one piece, pulled like the others. */
+function bytes(text: string): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        controller.enqueue(encoder.encode(text));
+        controller.close();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+function json(status: number, value: unknown, headers: Record<string, string> = {}): OpenAIHttpResponse {
+  return { status, headers: { ...headers, ...JSON_TYPE }, body: bytes(JSON.stringify(value)) };
+}
+
+function reply(r: OpenAIErrorReply): OpenAIHttpResponse {
+  return json(r.status, r.body, r.headers);
+}
