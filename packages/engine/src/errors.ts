@@ -1,9 +1,9 @@
-// Typed errors of the engine, and the two helpers that carry any intab error across the worker boundary.
-// Structured cloning keeps only an Error's message (and, in some browsers, its name), so the Comlink transfer
-// handler sends serializeError(err) and the main thread rebuilds it with deserializeError: same class (so
-// `instanceof` works), same name, message, fields (an IntabError's `code` among them) and cause. Each message says what the caller should do.
-// Every package's error classes are registered here, once, on whichever side imports this file (the worker and
-// the main thread both do): each package lists its own in its errors file.
+// Typed errors of the engine (each declared with errorClass: name, stable `code` and fields in one place; each message
+// says what the caller should do), and how any intab error crosses the worker boundary. Structured cloning keeps only
+// an Error's message (and, in some browsers, its name), so the Comlink transfer handler sends serializeError(err) and
+// the other side rebuilds it with deserializeError: same class (so `instanceof` works), same name, message, fields (an
+// IntabError's `code` among them) and cause. WORKER_ERRORS, every class the worker can throw, is made of each package's
+// own list (declared once, beside its classes) and registered here, on whichever side imports this file (both do).
 
 import { GPU_ERRORS } from '@intab/gpu';
 // The errors files alone (the packages' entries read WebGPU globals, which the main thread may lack).
@@ -11,7 +11,7 @@ import { GRAMMAR_ERRORS } from '@intab/grammar/errors';
 import { PartialJsonError } from '@intab/grammar/partial';
 import { MODEL_ERRORS } from '@intab/model/errors';
 import { ONNX_ERRORS } from '@intab/onnx/errors';
-import { IntabError } from '@intab/errors';
+import { IntabError, errorClass } from '@intab/errors';
 import { ModelSourceError } from '@intab/model/errors';
 
 // Where it was first declared (it is thrown below the engine too: a model URL that answers 404).
@@ -23,42 +23,34 @@ export { ModelSourceError };
  * the connection kept dropping mid-file. Load the model again later. The same class and message with the model store
  * or without it (model-fetch.ts makes them); a ModelSourceError, with `status` when a server answered.
  */
-export class DownloadError extends ModelSourceError {
-  static override readonly code: string = 'download_failed';
+export class DownloadError extends errorClass(ModelSourceError, 'DownloadError', 'download_failed')<{
   /** The file (or listing) that could not be fetched. */
   readonly url: string;
+}> {
   constructor(url: string, problem: string, options?: { status?: number; cause?: unknown }) {
-    super(url, problem, options);
-    this.name = 'DownloadError';
-    this.url = url;
+    super({ url }, url, problem, options);
   }
 }
 
 /** Base class of every error thrown by @intab/engine. */
-export class IntabEngineError extends IntabError {
-  static override readonly code: string = 'engine_error';
+export class IntabEngineError extends errorClass(IntabError, 'IntabEngineError', 'engine_error') {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'IntabEngineError';
+    super({}, message, options);
   }
 }
 
 /** A request option is out of range, of the wrong type, or contradicts another one. */
-export class InvalidRequestError extends IntabEngineError {
-  static override readonly code: string = 'invalid_request';
+export class InvalidRequestError extends errorClass(IntabEngineError, 'InvalidRequestError', 'invalid_request')<{
   /** The request field at fault, e.g. 'maxTokens' or 'logitBias[70000]'. */
   readonly field: string;
   /** What was given, as text. */
   readonly value: string;
   /** What is accepted. */
   readonly expected: string;
+}> {
   constructor(field: string, value: unknown, expected: string) {
     const shown = describeValue(value);
-    super(`Invalid request: '${field}' should be ${expected} but is ${shown}. Fix the request and try again.`);
-    this.name = 'InvalidRequestError';
-    this.field = field;
-    this.value = shown;
-    this.expected = expected;
+    super({ field, value: shown, expected }, `Invalid request: '${field}' should be ${expected} but is ${shown}. Fix the request and try again.`);
   }
 }
 
@@ -69,8 +61,7 @@ export class InvalidRequestError extends IntabEngineError {
  * the stream ends with finishReason 'length' at the limit). Thrown by start() before any work; the OpenAI surface
  * answers it with a 400 whose code is 'context_length_exceeded'.
  */
-export class ContextLengthExceededError extends IntabEngineError {
-  static override readonly code: string = 'context_length_exceeded';
+export class ContextLengthExceededError extends errorClass(IntabEngineError, 'ContextLengthExceededError', 'context_length_exceeded')<{
   /** The prompt's tokens (with `truncate: 'oldest'`: after the oldest turns were dropped). */
   readonly promptTokens: number;
   /** The new tokens the request asked for (maxTokens, or its default). */
@@ -85,6 +76,7 @@ export class ContextLengthExceededError extends IntabEngineError {
   readonly reason: 'prompt' | 'max-tokens';
   /** With `truncate: 'oldest'`: the messages dropped before giving up (every turn but the system messages and the last). */
   readonly truncatedMessages: number;
+}> {
   constructor(init: {
     promptTokens: number;
     maxTokens: number;
@@ -117,50 +109,37 @@ export class ContextLengthExceededError extends IntabEngineError {
         `The prompt is ${p} tokens, but ${what} holds at most ${limit}, the reply included, so no room is left for a reply: ` +
         `${or(['shorten the prompt', ...(init.chat ? ["send truncate: 'oldest' to drop the oldest turns"] : []), ...kv])}.`;
     }
-    super(message);
-    this.name = 'ContextLengthExceededError';
-    this.promptTokens = p;
-    this.maxTokens = m;
-    this.limit = limit;
-    this.limitedBy = limitedBy;
-    this.pinnedPages = pinned;
-    this.reason = reason;
-    this.truncatedMessages = dropped;
+    super({ promptTokens: p, maxTokens: m, limit, limitedBy, pinnedPages: pinned, reason, truncatedMessages: dropped }, message);
   }
 }
 
 /** The engine was destroyed (or never loaded a model) and cannot run requests. */
-export class EngineClosedError extends IntabEngineError {
-  static override readonly code: string = 'engine_closed';
+export class EngineClosedError extends errorClass(IntabEngineError, 'EngineClosedError', 'engine_closed')<{
   readonly reason: 'destroyed' | 'not-loaded';
+}> {
   constructor(reason: 'destroyed' | 'not-loaded') {
     super(
+      { reason },
       reason === 'destroyed'
         ? 'This engine was destroyed: create a new engine to run more requests.'
         : 'No model is loaded in this engine: call load(source, options) first and wait for it.',
     );
-    this.name = 'EngineClosedError';
-    this.reason = reason;
   }
 }
 
 /** The engine cannot do this in its state (load() on an engine that holds a model, preload with the prefix cache off...). */
-export class EngineStateError extends IntabEngineError {
-  static override readonly code: string = 'invalid_engine_state';
+export class EngineStateError extends errorClass(IntabEngineError, 'EngineStateError', 'invalid_engine_state') {
   constructor(message: string) {
-    super(message);
-    this.name = 'EngineStateError';
+    super({}, message);
   }
 }
 
 /** next()/cancel() named a stream the engine does not know (never started, or already over). */
-export class UnknownStreamError extends IntabEngineError {
-  static override readonly code: string = 'unknown_stream';
+export class UnknownStreamError extends errorClass(IntabEngineError, 'UnknownStreamError', 'unknown_stream')<{
   readonly stream: number;
+}> {
   constructor(stream: number) {
-    super(`Stream ${stream} does not exist or is already over (its last chunk was delivered): start a new request.`);
-    this.name = 'UnknownStreamError';
-    this.stream = stream;
+    super({ stream }, `Stream ${stream} does not exist or is already over (its last chunk was delivered): start a new request.`);
   }
 }
 
@@ -168,51 +147,43 @@ export class UnknownStreamError extends IntabEngineError {
  * Text, chat messages or a response format were given to a model without a tokenizer. (Messages to a model that has
  * a tokenizer but no chat template are a ChatTemplateError with reason 'missing'.)
  */
-export class TokenizerRequiredError extends IntabEngineError {
-  static override readonly code: string = 'tokenizer_required';
+export class TokenizerRequiredError extends errorClass(IntabEngineError, 'TokenizerRequiredError', 'tokenizer_required')<{
   /** Always 'tokenizer' (kept for code that reads it). */
   readonly needs: 'tokenizer';
+}> {
   constructor(needs: 'tokenizer' = 'tokenizer') {
-    super('This model has no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): send promptIds instead of prompt or messages.');
-    this.name = 'TokenizerRequiredError';
-    this.needs = needs;
+    super({ needs }, 'This model has no tokenizer (no tokenizer.json, no tokenizer.ggml.* metadata): send promptIds instead of prompt or messages.');
   }
 }
 
 /** The draft model does not share the target's tokenizer: speculative decoding would verify garbage. */
-export class DraftMismatchError extends IntabEngineError {
-  static override readonly code: string = 'draft_mismatch';
+export class DraftMismatchError extends errorClass(IntabEngineError, 'DraftMismatchError', 'draft_mismatch')<{
   readonly what: string;
   readonly target: string;
   readonly draft: string;
+}> {
   constructor(what: string, target: string, draft: string) {
     super(
+      { what, target, draft },
       `The draft model's ${what} (${draft}) differs from the target's (${target}): a draft must use the target's tokenizer. ` +
         'Pick a smaller model of the same family (e.g. the 135M sibling of a 1.7B model), or speculate without one (ngram or self).',
     );
-    this.name = 'DraftMismatchError';
-    this.what = what;
-    this.target = target;
-    this.draft = draft;
   }
 }
 
 /** Saving the prefix cache to the Origin Private File System failed (the storage quota, most often); the old save is kept. */
-export class CacheStorageError extends IntabEngineError {
-  static override readonly code: string = 'cache_storage_failed';
+export class CacheStorageError extends errorClass(IntabEngineError, 'CacheStorageError', 'cache_storage_failed')<{
   /** The file, in the origin's private file system. */
   readonly file: string;
   /** The storage error's name (QuotaExceededError, NotAllowedError...). */
   readonly reason: string;
+}> {
   constructor(file: string, reason: string, detail: string, options?: { cause?: unknown }) {
     const fix =
       reason === 'QuotaExceededError'
         ? "this origin's storage quota is full: save the pinned prefixes only (saveCache() without all), free space this origin uses, or ask for more with navigator.storage.persist()"
         : 'the storage refused it: the prefix cache stays in memory; retry later';
-    super(`Saving the prefix cache to ${file} failed (${reason}: ${detail}); the previous save, if any, is unchanged. ${fix[0].toUpperCase()}${fix.slice(1)}.`, options);
-    this.name = 'CacheStorageError';
-    this.file = file;
-    this.reason = reason;
+    super({ file, reason }, `Saving the prefix cache to ${file} failed (${reason}: ${detail}); the previous save, if any, is unchanged. ${fix[0].toUpperCase()}${fix.slice(1)}.`, options);
   }
 }
 
@@ -221,26 +192,23 @@ export class CacheStorageError extends IntabEngineError {
  * (a GPU that keeps failing would reload the model in a loop), or no new device could be had after a loss. Requests fail
  * with it until engine.restart(). `cause` is the last DeviceLostError, or what refused the new device.
  */
-export class DeviceRecoveryError extends IntabEngineError {
-  static override readonly code: string = 'device_recovery_failed';
-  /** Device losses since load. */
-  readonly losses: number;
+export class DeviceRecoveryError extends errorClass(IntabEngineError, 'DeviceRecoveryError', 'device_recovery_failed')<{
   /** 'repeated': lost again within windowMs; 'reacquire': the new device or the reload failed. */
   readonly reason: 'repeated' | 'reacquire';
+  /** Device losses since load. */
+  readonly losses: number;
   readonly windowMs: number;
+}> {
   constructor(reason: 'repeated' | 'reacquire', losses: number, windowMs: number, options?: { cause?: unknown }) {
     const what =
       reason === 'repeated'
         ? `The GPU device was lost again less than ${Math.round(windowMs / 1000)} s after the previous loss (${losses} losses since load), so the engine stopped reloading the model`
         : `The GPU device was lost and the engine could not get a new one or reload the model on it (${causeText(options?.cause)})`;
     super(
+      { reason, losses, windowMs },
       `${what}. Close other tabs that use the GPU, update the graphics driver or browser, then call engine.restart() (or reload the page); backend 'onnx-wasm' runs without the GPU.`,
       options,
     );
-    this.name = 'DeviceRecoveryError';
-    this.reason = reason;
-    this.losses = losses;
-    this.windowMs = windowMs;
   }
 }
 
@@ -258,6 +226,21 @@ function describeValue(v: unknown): string {
     return typeof v;
   }
 }
+
+/** Every error class of this package, by name: what crosses the worker as itself (WORKER_ERRORS below). */
+export const ENGINE_ERRORS = {
+  IntabEngineError,
+  InvalidRequestError,
+  ContextLengthExceededError,
+  EngineClosedError,
+  EngineStateError,
+  UnknownStreamError,
+  TokenizerRequiredError,
+  DraftMismatchError,
+  CacheStorageError,
+  DeviceRecoveryError,
+  DownloadError,
+} as const;
 
 // ---- crossing the worker ----
 
@@ -283,23 +266,14 @@ export function registerErrorClass(name: string, cls: AnyErrorClass): void {
   registry.set(name, cls);
 }
 
-/** Every error class of this package, by name. */
-export const ENGINE_ERRORS = {
-  IntabEngineError,
-  InvalidRequestError,
-  ContextLengthExceededError,
-  EngineClosedError,
-  EngineStateError,
-  UnknownStreamError,
-  TokenizerRequiredError,
-  DraftMismatchError,
-  CacheStorageError,
-  DeviceRecoveryError,
-  DownloadError,
-} as const;
+/**
+ * Every error class the worker can throw, by name: IntabError and the lists of the packages below `intab`. They cross
+ * the worker as themselves; intab's list of every class (packages/intab/src/error-list.ts) adds the page's own.
+ */
+export const WORKER_ERRORS = { IntabError, ...GPU_ERRORS, ...MODEL_ERRORS, ...GRAMMAR_ERRORS, PartialJsonError, ...ONNX_ERRORS, ...ENGINE_ERRORS } as const;
 
-// The one registration: every package's classes and the platform's own.
-for (const [name, cls] of Object.entries({ ...ENGINE_ERRORS, ...GPU_ERRORS, ...MODEL_ERRORS, ...ONNX_ERRORS, ...GRAMMAR_ERRORS, PartialJsonError, IntabError, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
+// The one registration: those classes and the platform's own.
+for (const [name, cls] of Object.entries({ ...WORKER_ERRORS, TypeError, RangeError, SyntaxError, Error } satisfies Record<string, AnyErrorClass>)) {
   registerErrorClass(name, cls);
 }
 

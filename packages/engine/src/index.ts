@@ -13,21 +13,5 @@ export { PrefixCache, type CacheNode, type PrefixMatch, type Pin, type CacheRunn
 export { Scheduler, waterFill, plainAdmission, type Admission, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';
 export { StopMatcher, type StopPush } from './stop.ts';
-export {
-  IntabEngineError,
-  InvalidRequestError,
-  ContextLengthExceededError,
-  EngineClosedError,
-  EngineStateError,
-  UnknownStreamError,
-  TokenizerRequiredError,
-  ModelSourceError,
-  DraftMismatchError,
-  CacheStorageError,
-  DeviceRecoveryError,
-  serializeError,
-  deserializeError,
-  isSerializedError,
-  registerErrorClass,
-  type SerializedError,
-} from './errors.ts';
+// The engine's error classes (ENGINE_ERRORS lists them) and how every error crosses the worker.
+export * from './errors.ts';

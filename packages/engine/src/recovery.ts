@@ -1,10 +1,15 @@
-// What the engine tells the main thread about its device, and when it stops trying. A lost GPU device (a GPU-process
-// crash, a driver reset, a device destroyed under it) ends every request with a DeviceLostError; the engine then
-// reloads the model on a new device by itself ('recovering', then 'ready'). A second loss soon after the last one is
-// not retried: a GPU that keeps failing would loop reloading gigabytes, so the engine turns 'failed' with a
-// DeviceRecoveryError that says what to do. The main thread follows the state by long-polling status(since).
+// The engine's recovery from a lost GPU device, and what it tells the main thread about it. A lost device (a
+// GPU-process crash, a driver reset, a device destroyed under it) ends every request with a DeviceLostError; the engine
+// then reloads the model on a new device by itself ('recovering', then 'ready'), from the files load() opened, and pins
+// its preloads again. A second loss soon after the last one is not retried: a GPU that keeps failing would loop
+// reloading gigabytes, so the engine turns 'failed' with a DeviceRecoveryError that says what to do. The main thread
+// follows the state by long-polling status(since).
 
+import { DeviceLostError, requestGpu, type Gpu } from '@intab/gpu';
+import type { StepRunner, Tokenizer } from '@intab/model';
 import type { EngineStatus } from './contract.ts';
+import { DeviceRecoveryError, EngineClosedError } from './errors.ts';
+import { loadOnBackend, type OpenedModels, type RunnersOptions } from './load.ts';
 
 /** A second loss within this long of the previous one is not recovered from [60 s]. */
 export const LOSS_WINDOW_MS = 60_000;
@@ -128,5 +133,135 @@ export class LossSignal<E = unknown> {
       }, ms);
       this.listeners.add(onLoss);
     });
+  }
+}
+
+// ---- the engine's recovery ----
+
+/** What the engine says on a DeviceLostError it recovers from. */
+const RECOVERING = 'The engine is reloading the model on a new device by itself (engine.state is \'recovering\', then \'ready\'): send the request again; requests sent meanwhile wait for it.';
+
+/** What load() put on the GPU, kept to load it again on a new device after a loss. */
+export interface Reload {
+  opened: OpenedModels;
+  options: RunnersOptions & { prefixCache?: boolean };
+  reason: string;
+}
+
+/** What the recovery does to the engine. */
+export interface RecoveryHost {
+  now(): number;
+  closed(): boolean;
+  /** The device the model runs on now. */
+  gpu(): Gpu | undefined;
+  /** Ends every request with `err` and frees the lost device's model (its runners, the device, the pins). */
+  dropModel(err: DeviceLostError): void;
+  /** Puts a model loaded on a new device in place (its prefix cache and scheduler anew). */
+  attach(gpu: Gpu, loaded: { runner: StepRunner; draft?: StepRunner }, tokenizer: Tokenizer | undefined): void;
+  /** Pins the preloads again on the new device; `gone` says whether a failure is the engine's end (that device lost too, or destroy()). */
+  pinAgain(gone: () => boolean): Promise<void>;
+}
+
+/**
+ * Follows the engine's device: its loss (not the engine's own destroy()) ends every request, and the model is loaded
+ * again on a new device unless the previous loss was too recent. Requests wait for a recovery in progress.
+ * @example
+ * const devices = new DeviceRecovery(host, 60_000);
+ * devices.watch(gpu, { opened, options, reason }); // after load()
+ * await devices.recovered(); // before each request: throws the DeviceRecoveryError once it gave up
+ */
+export class DeviceRecovery {
+  /** The state status() reports (device losses and recoveries). */
+  readonly board = new StatusBoard();
+  private readonly policy: LossPolicy;
+  /** Set when the model is on intab's WebGPU kernels: what a recovery reloads. */
+  private reloadable?: Reload;
+  /** A recovery in progress (new device, weights reloaded). */
+  inProgress?: Promise<void>;
+  /** The current device's loss: a step in flight races it. */
+  lost?: LossSignal<DeviceLostError>;
+
+  constructor(
+    private readonly host: RecoveryHost,
+    windowMs?: number,
+  ) {
+    this.policy = new LossPolicy(windowMs);
+  }
+
+  /** Follows `gpu`'s device: its loss (not our own destroy()) ends every request and starts a recovery. */
+  watch(gpu: Gpu, reload?: Reload): void {
+    if (reload) this.reloadable = reload;
+    const loss = (this.lost = new LossSignal<DeviceLostError>());
+    void gpu.device.lost.then((info) => {
+      if (this.host.closed() || gpu !== this.host.gpu() || gpu.destroyed) return;
+      const err = new DeviceLostError(info.reason ?? 'unknown', info.message, RECOVERING);
+      loss.fire(err);
+      this.onDeviceLost(err);
+    });
+  }
+
+  /** Waits for a recovery in progress; after a failed one, throws its DeviceRecoveryError. */
+  async recovered(): Promise<void> {
+    if (this.inProgress) await this.inProgress;
+    const s = this.board.current;
+    if (s.state === 'failed' && s.error) throw s.error;
+  }
+
+  /**
+   * Every request ends now with `err` (what they produced was delivered or is in their last chunk), the dead device's
+   * objects are dropped, and the model is loaded again on a new device, unless the previous loss was too recent.
+   */
+  private onDeviceLost(err: DeviceLostError): void {
+    const losses = this.board.current.losses + 1;
+    const recover = this.policy.record(this.host.now());
+    this.host.dropModel(err);
+    this.lost = undefined;
+    const windowMs = this.policy.windowMs;
+    if (!recover) {
+      this.board.set({ state: 'failed', losses, error: new DeviceRecoveryError('repeated', losses, windowMs, { cause: err }) });
+      return;
+    }
+    this.board.set({ state: 'recovering', losses, error: err });
+    const t0 = this.host.now();
+    // A loss of the new device during this recovery is handled by its own onDeviceLost, which then owns the state.
+    const current = () => this.board.current.losses === losses;
+    const recovery: Promise<void> = this.reload()
+      .then(
+        () => {
+          if (current()) this.board.set({ state: 'ready', recoveries: this.board.current.recoveries + 1, recoveryMs: this.host.now() - t0 });
+        },
+        (cause) => {
+          if (current()) this.board.set({ state: 'failed', error: cause instanceof EngineClosedError ? cause : new DeviceRecoveryError('reacquire', losses, windowMs, { cause }) });
+        },
+      )
+      .finally(() => {
+        if (this.inProgress === recovery) this.inProgress = undefined;
+      });
+    this.inProgress = recovery;
+  }
+
+  /** A new device, the model loaded on it (the same files: the model store's, when the main thread used it), preloads pinned again. */
+  private async reload(): Promise<void> {
+    const r = this.reloadable!;
+    const gpu = await reacquire(() => requestGpu());
+    let loaded: { runner: StepRunner; draft?: StepRunner };
+    try {
+      loaded = await loadOnBackend({ name: 'webgpu', gpu, reason: r.reason }, r.opened, r.options);
+    } catch (err) {
+      gpu.destroy();
+      throw err;
+    }
+    if (this.host.closed()) {
+      loaded.draft?.destroy();
+      loaded.runner.destroy();
+      gpu.destroy();
+      throw new EngineClosedError('destroyed');
+    }
+    this.host.attach(gpu, loaded, r.opened.tokenizer);
+    this.watch(gpu);
+    const loss = this.lost!;
+    // Pinning again only saves prefill time: a preload that fails now is dropped, with a warning in info, rather than
+    // failing the engine (unless the new device went too: that loss's own recovery takes over).
+    await this.host.pinAgain(() => loss.lost || this.host.closed());
   }
 }

@@ -1,7 +1,8 @@
-// Typed errors of @intab/grammar. Every message says what to do about it; schema errors carry the keyword paths.
-// Each has a stable `code` (IntabError's).
+// Typed errors of @intab/grammar, each declared with errorClass (its name, stable `code` and fields in one place).
+// Every message says what to do about it; schema errors carry the keyword paths. GRAMMAR_ERRORS lists them for the
+// worker's error registry (PartialJsonError, the partial-JSON parser's, is declared beside its parser).
 
-import { IntabError } from '@intab/errors';
+import { IntabError, errorClass } from '@intab/errors';
 
 /** One keyword or construct the compiler cannot enforce, with its JSON-pointer path. */
 export interface UnsupportedKeyword {
@@ -11,54 +12,46 @@ export interface UnsupportedKeyword {
 }
 
 /** Base class of every error this package throws. */
-export class IntabGrammarError extends IntabError {
-  static override readonly code: string = 'grammar_error';
+export class IntabGrammarError extends errorClass(IntabError, 'IntabGrammarError', 'grammar_error') {
   constructor(message: string) {
-    super(message);
-    this.name = 'IntabGrammarError';
+    super({}, message);
   }
 }
 
 /** The schema uses keywords this compiler cannot enforce (strict mode). `keywords` lists all of them. */
-export class UnsupportedSchemaError extends IntabGrammarError {
-  static override readonly code: string = 'unsupported_schema';
+export class UnsupportedSchemaError extends errorClass(IntabGrammarError, 'UnsupportedSchemaError', 'unsupported_schema')<{
   readonly keywords: readonly UnsupportedKeyword[];
+}> {
   constructor(keywords: readonly UnsupportedKeyword[]) {
     const shown = keywords.slice(0, 8).map((k) => `${k.path || '/'}: ${k.keyword} (${k.reason})`);
     const more = keywords.length > 8 ? `; and ${keywords.length - 8} more` : '';
     super(
+      { keywords },
       `schema uses ${keywords.length} keyword${keywords.length === 1 ? '' : 's'} the grammar cannot enforce: ${shown.join('; ')}${more}. ` +
         'Remove or simplify them, or pass strict: false to drop them (they are then listed in grammar.warnings and the output is not guaranteed to satisfy them).',
     );
-    this.name = 'UnsupportedSchemaError';
-    this.keywords = keywords;
   }
 }
 
 /** The input is not a usable schema: not an object/boolean, a $ref that does not resolve, or provably unsatisfiable. */
-export class InvalidSchemaError extends IntabGrammarError {
-  static override readonly code: string = 'invalid_schema';
+export class InvalidSchemaError extends errorClass(IntabGrammarError, 'InvalidSchemaError', 'invalid_schema')<{
   readonly path: string;
+}> {
   constructor(path: string, problem: string, fix: string) {
-    super(`invalid schema at ${path || '/'}: ${problem}. ${fix}`);
-    this.name = 'InvalidSchemaError';
-    this.path = path;
+    super({ path }, `invalid schema at ${path || '/'}: ${problem}. ${fix}`);
   }
 }
 
 /** A GBNF grammar or regex does not parse (or uses a construct outside the supported subset). */
-export class GrammarSyntaxError extends IntabGrammarError {
-  static override readonly code: string = 'grammar_syntax_error';
+export class GrammarSyntaxError extends errorClass(IntabGrammarError, 'GrammarSyntaxError', 'grammar_syntax_error')<{
   /** Offset in the source (UTF-16 index) where the problem was found. */
   readonly position: number;
   readonly source: string;
+}> {
   constructor(source: string, position: number, problem: string, fix = 'Fix the grammar text at that position.') {
     const line = source.slice(0, position).split('\n').length;
     const context = source.slice(Math.max(0, position - 20), position) + '⟨here⟩' + source.slice(position, position + 20);
-    super(`${problem} at position ${position} (line ${line}): ${JSON.stringify(context)}. ${fix}`);
-    this.name = 'GrammarSyntaxError';
-    this.position = position;
-    this.source = source;
+    super({ position, source }, `${problem} at position ${position} (line ${line}): ${JSON.stringify(context)}. ${fix}`);
   }
 }
 
@@ -83,20 +76,15 @@ const BUDGET_ADVICE: Record<GrammarBudgetName, string> = {
  * would take more than one of the budgets allows. `budget` names it, `limit` is its size, `requested` what this input
  * asked for (for work budgets: the amount spent when the work stopped, just past the limit).
  */
-export class GrammarBudgetError extends IntabGrammarError {
-  static override readonly code: string = 'grammar_budget_exceeded';
+export class GrammarBudgetError extends errorClass(IntabGrammarError, 'GrammarBudgetError', 'grammar_budget_exceeded')<{
   readonly budget: GrammarBudgetName;
   readonly limit: number;
   readonly requested: number;
   /** Where it happened: a schema path, a pattern position, a rule name ('' when unknown). */
   readonly where: string;
+}> {
   constructor(budget: GrammarBudgetName, limit: number, requested: number, what: string, where = '') {
-    super(`${what}${where ? ` (at ${where})` : ''}: ${requested === Infinity ? 'unbounded' : requested.toLocaleString('en-US')} is over the ${budget} budget of ${limit.toLocaleString('en-US')}. ${BUDGET_ADVICE[budget]}`);
-    this.name = 'GrammarBudgetError';
-    this.budget = budget;
-    this.limit = limit;
-    this.requested = requested;
-    this.where = where;
+    super({ budget, limit, requested, where }, `${what}${where ? ` (at ${where})` : ''}: ${requested === Infinity ? 'unbounded' : requested.toLocaleString('en-US')} is over the ${budget} budget of ${limit.toLocaleString('en-US')}. ${BUDGET_ADVICE[budget]}`);
   }
 }
 

@@ -2,7 +2,8 @@
 // cycles). Each rule: the schemas' in-place combinators ($ref, allOf, anyOf, oneOf) are flattened into branches
 // (a disjunction of conjunctions of plain schema objects); each branch is merged per JSON type and emitted as
 // alternatives. enum/const values become literal tries, filtered by the branch's other keywords (checked by running
-// the branch's own grammar on each literal). Objects and arrays are in schema-structs.ts.
+// the branch's own grammar on each literal). Objects and arrays are in schema-structs.ts. Past 500 lines as one job:
+// one compiler whose rules, memo and budget charge are shared by every keyword it merges.
 
 import { charge, checkBudget, compiling } from './budget.ts';
 import { GrammarBudgetError, IntabGrammarError, InvalidSchemaError, UnsupportedSchemaError, type UnsupportedKeyword } from './errors.ts';

@@ -2,19 +2,13 @@
 // engine.generate() streams chunks with `for await` (AbortSignal and `break` cancel); the OpenAI-compatible
 // engine.chat.completions.create() and the SSE helpers let code written for OpenAI's API run unchanged.
 
-export {
-  createEngine,
-  type CreateEngineOptions,
-  type IntabEngine,
-  type RequestOptions,
-  type ChatCompletions,
-  type Preloaded,
-} from './engine.ts';
+export { createEngine } from './engine.ts';
+export type { CreateEngineOptions, IntabEngine, RequestOptions, ChatCompletions, Preloaded } from './engine-types.ts';
 export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
 // TransformStreams that compose with pipeThrough: text only, SSE out and in, partial-JSON events, stop strings, pacing.
 export { textOnly, sseEncoder, sseDecoder, jsonEventStream, stopFilter, smoother, type SmootherOptions } from './transforms.ts';
-export { aggregate, AggregateStream, Responses, responses, type AggregateOptions, type AggregateChunk, type ResponseHeader, type StoredResponse, type ResponseStatus, type ListOptions, type ResponsesOptions, ResponseStoreError, type ResponseStoreProblem } from './responses.ts';
+export { aggregate, AggregateStream, Responses, responses, type AggregateOptions, type AggregateChunk, type ResponseHeader, type StoredResponse, type ResponseStatus, type ListOptions, type ResponsesOptions, type ResponseStoreProblem } from './responses.ts';
 export {
   toGenerateRequest,
   toChatCompletionChunks,
@@ -35,12 +29,8 @@ export {
   type ChatFinishReason,
   type CompletionMeta,
 } from './openai.ts';
-// Every error intab throws is an IntabError with a stable snake_case `code` to switch on (the classes below refine it).
-export { IntabError } from '@intab/errors';
-export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, DownloadError } from './errors.ts';
 // The remote backend: createEngine({ remote }) streams from an OpenAI-compatible server through the same IntabEngine.
 export type { RemoteOptions } from './remote/http.ts';
-export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';
 // The model store: models kept in this origin's storage, verified by SHA-256 (createEngine uses it by default).
 export { modelStore, ModelStore, type StoredModel, type StoredFile, type StoreProgress, type EnsureOptions, type EnsureResult, type ModelStoreOptions, type VerifyReport, type VerifiedFile } from './store/model-store.ts';
 export { opfsBackend, cacheBackend, type StoreBackend, type StoreStamp } from './store/backend.ts';
@@ -51,7 +41,7 @@ export { handleOpenAI, type OpenAIHttpRequest, type OpenAIHttpResponse, type Ope
 export { answerCompletion, prepareCompletion, type OpenAIEngine, type Endpoint as OpenAIEndpoint, type PreparedCompletion, type Tally, type Admission, type CompletionEnd, type CompletionOptions, type CompletionAnswer, type ObjectStream } from './openai-answer.ts';
 export { errorResponse, openAIError, isErrorReply, type OpenAIErrorBody, type OpenAIErrorFields, type OpenAIErrorReply } from './openai-errors.ts';
 // Partial-JSON events from any text stream (a remote server's deltas), as constrained requests stream them.
-export { jsonEvents, PartialJsonParser, PartialJsonError, JsonAssembler, assembleJson } from '@intab/grammar/partial';
+export { jsonEvents, PartialJsonParser, JsonAssembler, assembleJson } from '@intab/grammar/partial';
 
 // The contract with the worker: request, chunk and model types.
 export type {
@@ -85,7 +75,16 @@ export type {
   JsonEventKind,
 } from '@intab/engine/contract';
 
-// Errors raised in the worker arrive as these classes, with their fields (instanceof works).
+// ---- errors ----
+// Everything intab throws is an IntabError with a stable snake_case `code` to switch on (the README's table lists every
+// code); the classes below refine it. Errors raised in the worker arrive as their own classes, with their fields
+// (instanceof works). errors.test.ts holds these exports to the one list of classes (error-list.ts).
+export { IntabError } from '@intab/errors';
+export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, UnsupportedError, LimitError, GpuValidationError, GpuOutOfMemoryError } from '@intab/gpu';
+export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError } from '@intab/model/errors';
+export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError, type UnsupportedKeyword } from '@intab/grammar/errors';
+export { PartialJsonError } from '@intab/grammar/partial';
+export { IntabOnnxError, OnnxFormatError, OnnxWriteError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError } from '@intab/onnx/errors';
 export {
   IntabEngineError,
   InvalidRequestError,
@@ -94,12 +93,10 @@ export {
   EngineStateError,
   UnknownStreamError,
   TokenizerRequiredError,
-  ModelSourceError,
   DraftMismatchError,
   CacheStorageError,
   DeviceRecoveryError,
+  DownloadError,
 } from '@intab/engine/errors';
-export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError } from '@intab/model/errors';
-export { IntabOnnxError, OnnxFormatError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError, OnnxWriteError } from '@intab/onnx/errors';
-export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError, type UnsupportedKeyword } from '@intab/grammar/errors';
-export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, LimitError, UnsupportedError, GpuValidationError, GpuOutOfMemoryError } from '@intab/gpu';
+export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } from './errors.ts';
+export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';

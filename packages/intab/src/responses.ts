@@ -4,7 +4,8 @@
 // delete(id), clear(). Layout: one small header per response, written when its stream starts and when it ends, and an
 // append-only store of text pieces keyed [id, index]: a chunk costs one small write, never a rewrite of the text.
 // A header still 'in_progress' is live while its writer holds a Web Lock; once the writing page is gone it reads back
-// as 'incomplete'.
+// as 'incomplete'. Past 500 lines as one job: the writer (aggregate) and the reader (Responses) are the two sides of
+// this one layout and its lock, and change together.
 
 import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
 import type { Chunk, RequestMetrics } from '@intab/engine/contract';

@@ -17,7 +17,7 @@
 // import { relayOpenAI } from 'intab/service-worker';
 // relayOpenAI(self);
 
-import { IntabError } from '@intab/errors';
+import { IntabError, errorClass } from '@intab/errors';
 
 export interface RelayOptions {
   /** The path prefix served [/v1]; the page answers the paths under it as OpenAI's under /v1 ('/api/v1/models' as '/v1/models'). */
@@ -54,21 +54,19 @@ export interface RelayScope {
  * relayOpenAI was given a scope that is not a Service Worker's (a page's `window`, a Web Worker's `self`): it answers
  * fetches only in the script that `navigator.serviceWorker.register()` runs. Thrown at once, where it was called.
  */
-export class ServiceWorkerScopeError extends IntabError {
-  static override readonly code: string = 'not_a_service_worker';
+export class ServiceWorkerScopeError extends errorClass(IntabError, 'ServiceWorkerScopeError', 'not_a_service_worker')<{
   /** The function that refused it. */
   readonly caller: string;
   /** What it was given, e.g. 'Window', 'DedicatedWorkerGlobalScope', 'undefined'. */
   readonly given: string;
+}> {
   constructor(caller: string, given: string) {
     super(
+      { caller, given },
       `${caller} runs in your Service Worker's script, whose global scope (self) has clients and fetch events; it was given ${given === 'undefined' || given === 'null' ? given : `${/^[AEIOU]/.test(given) ? 'an' : 'a'} ${given}`}. ` +
         "Call it in the script you register with navigator.serviceWorker.register('/sw.js') (with Vite, build that script with serviceWorker() from 'intab/vite'), " +
         "and call serveOpenAI(engine) from 'intab' in the page instead.",
     );
-    this.name = 'ServiceWorkerScopeError';
-    this.caller = caller;
-    this.given = given;
   }
 }
 

@@ -11,20 +11,17 @@
 import { build, type Plugin, type PluginOption, type ResolvedConfig, type ViteDevServer } from 'vite';
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { IntabError } from '@intab/errors';
+import { IntabError, errorClass } from '@intab/errors';
 
 /** serviceWorker() was given an option it cannot take (in the app's vite.config): the message says what to write. */
-export class InvalidPluginOptionError extends IntabError {
-  static override readonly code: string = 'invalid_plugin_option';
+export class InvalidPluginOptionError extends errorClass(IntabError, 'InvalidPluginOptionError', 'invalid_plugin_option')<{
   /** The plugin that refused it: 'serviceWorker'. */
   readonly caller: string;
   /** The option: 'entry', 'fileName' or 'plugins'. */
   readonly option: string;
+}> {
   constructor(caller: string, option: string, message: string) {
-    super(message);
-    this.name = 'InvalidPluginOptionError';
-    this.caller = caller;
-    this.option = option;
+    super({ caller, option }, message);
   }
 }
 

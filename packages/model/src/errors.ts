@@ -1,74 +1,58 @@
-// Typed errors of the model layer. Each names the file and the field at fault and says what to do;
-// they are plain data (name + fields) so they cross the worker boundary intact. Each has a stable `code` (IntabError's).
+// Typed errors of the model layer, each declared with errorClass (its name, stable `code` and fields in one place).
+// Each names the file and the field at fault and says what to do; they are plain data (name + fields) so they cross
+// the worker boundary intact (MODEL_ERRORS lists them for the worker's error registry).
 
-import { IntabError } from '@intab/errors';
+import { IntabError, errorClass } from '@intab/errors';
 
 /** Base class of every error thrown by @intab/model. */
-export class IntabModelError extends IntabError {
-  static override readonly code: string = 'model_error';
+export class IntabModelError extends errorClass(IntabError, 'IntabModelError', 'model_error') {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'IntabModelError';
+    super({}, message, options);
   }
 }
 
 /** A model file is malformed: truncated, wrong magic, absurd lengths, offsets out of range, bad JSON. */
-export class ModelFormatError extends IntabModelError {
-  static override readonly code: string = 'malformed_model';
+export class ModelFormatError extends errorClass(IntabModelError, 'ModelFormatError', 'malformed_model')<{
   /** The file (name or URL) at fault. */
   readonly file: string;
   /** The field or structure at fault, e.g. 'header.tensor_count' or 'tensors[3].offset'. */
   readonly field: string;
+}> {
   constructor(file: string, field: string, problem: string, options?: { cause?: unknown }) {
-    super(`${file}: ${field}: ${problem}. The file is damaged or not a supported model file: download it again or convert it with a current llama.cpp / transformers.`, options);
-    this.name = 'ModelFormatError';
-    this.file = file;
-    this.field = field;
+    super({ file, field }, `${file}: ${field}: ${problem}. The file is damaged or not a supported model file: download it again or convert it with a current llama.cpp / transformers.`, options);
   }
 }
 
 /** Well-formed, but uses something intab does not run: an architecture, a dtype, a rope type. */
-export class UnsupportedModelError extends IntabModelError {
-  static override readonly code: string = 'unsupported_model';
+export class UnsupportedModelError extends errorClass(IntabModelError, 'UnsupportedModelError', 'unsupported_model')<{
   readonly file: string;
   readonly field: string;
   readonly value: string;
+}> {
   constructor(file: string, field: string, value: string, advice: string) {
-    super(`${file}: ${field} = ${value} is not supported: ${advice}`);
-    this.name = 'UnsupportedModelError';
-    this.file = file;
-    this.field = field;
-    this.value = value;
+    super({ file, field, value }, `${file}: ${field} = ${value} is not supported: ${advice}`);
   }
 }
 
 /** The files disagree with each other: a tensor missing, or a shape that contradicts the config. */
-export class ModelMismatchError extends IntabModelError {
-  static override readonly code: string = 'model_mismatch';
+export class ModelMismatchError extends errorClass(IntabModelError, 'ModelMismatchError', 'model_mismatch')<{
   readonly file: string;
   readonly field: string;
   readonly expected: string;
   readonly actual: string;
+}> {
   constructor(file: string, field: string, expected: string, actual: string) {
-    super(`${file}: ${field} should be ${expected} but is ${actual}. The weights do not match the config: check that all files come from the same model.`);
-    this.name = 'ModelMismatchError';
-    this.file = file;
-    this.field = field;
-    this.expected = expected;
-    this.actual = actual;
+    super({ file, field, expected, actual }, `${file}: ${field} should be ${expected} but is ${actual}. The weights do not match the config: check that all files come from the same model.`);
   }
 }
 
 /** No page is free for a sequence that needs one: wait for others to finish, or shorten the context. */
-export class KvCacheFullError extends IntabModelError {
-  static override readonly code: string = 'kv_cache_full';
+export class KvCacheFullError extends errorClass(IntabModelError, 'KvCacheFullError', 'kv_cache_full')<{
   readonly needed: number;
   readonly free: number;
+}> {
   constructor(needed: number, free: number, total: number) {
-    super(`The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
-    this.name = 'KvCacheFullError';
-    this.needed = needed;
-    this.free = free;
+    super({ needed, free }, `The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
   }
 }
 
@@ -77,19 +61,19 @@ export class KvCacheFullError extends IntabModelError {
  * send plain text), the template refused the conversation (its `raise_exception(...)`) or failed while rendering
  * (`'failed'`), or it ran past the render's time or size bounds (`'bounds'`).
  */
-export class ChatTemplateError extends IntabModelError {
-  static override readonly code: string = 'chat_template_error';
+export class ChatTemplateError extends errorClass(IntabModelError, 'ChatTemplateError', 'chat_template_error')<{
   readonly file: string;
   readonly field: string;
   /** Which problem: no template, a render that failed (or that the template refused), or one past the bounds. */
   readonly reason: 'missing' | 'failed' | 'bounds';
+}> {
   /** `fix` replaces the default advice (about the messages) where the template itself is at fault. */
   constructor(file: string, field: string, problem: string, options?: { cause?: unknown; fix?: string; reason?: ChatTemplateError['reason'] }) {
-    super(`${file}: ${field}: ${problem}. ${options?.fix ?? "Check the messages (roles, order, content types) against what this model's chat template accepts."}`, options);
-    this.name = 'ChatTemplateError';
-    this.file = file;
-    this.field = field;
-    this.reason = options?.reason ?? 'failed';
+    super(
+      { file, field, reason: options?.reason ?? 'failed' },
+      `${file}: ${field}: ${problem}. ${options?.fix ?? "Check the messages (roles, order, content types) against what this model's chat template accepts."}`,
+      options,
+    );
   }
 
   /** The model (its tokenizer `file`) ships no chat template, and messages were given. */
@@ -106,17 +90,18 @@ export class ChatTemplateError extends IntabModelError {
  * server that cannot be reached or mishandles Range requests, a Hugging Face id the hub does not list (or no network),
  * files with no weights among them. Check `source` (and `status`, when a server answered).
  */
-export class ModelSourceError extends IntabModelError {
-  static override readonly code: string = 'model_source_unavailable';
+export class ModelSourceError extends errorClass(IntabModelError, 'ModelSourceError', 'model_source_unavailable')<{
   /** The source at fault: a URL, a path, a Hugging Face id, or what was given. */
   readonly source: string;
   /** The HTTP status, when a server answered. */
   readonly status?: number;
+}> {
   constructor(source: string, problem: string, options?: { status?: number; cause?: unknown }) {
-    super(`Cannot open the model from ${source}: ${problem}${/[.!?]$/.test(problem) ? '' : '.'}`, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'ModelSourceError';
-    this.source = source;
-    if (options?.status !== undefined) this.status = options.status;
+    super(
+      { source, status: options?.status },
+      `Cannot open the model from ${source}: ${problem}${/[.!?]$/.test(problem) ? '' : '.'}`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
   }
 }
 

@@ -2,27 +2,25 @@
 //
 // One pass, one character at a time, no backtracking and no re-scanning: string and number runs are sliced out of
 // each chunk in one piece, a string's characters are held only until the next event for it, and each event costs
-// O(depth) for its path (plus the snapshot cost documented on JsonEvent.snapshot).
+// O(depth) for its path (plus the snapshot cost documented on JsonEvent.snapshot). Past 500 lines as one job: the
+// parser is one state machine over one character loop, and its states share the pending string and number runs.
 
 import type { JsonEvent, JsonEventKind, JsonPath, JsonType, PartialJsonOptions, SnapshotMode } from './events.ts';
+import { errorClass } from '@intab/errors';
 import { IntabGrammarError } from '../errors.ts';
 
 /** Invalid JSON (or text that contradicts an announcement). `position` is the UTF-16 offset, counted over all the
  *  text pushed so far, of the first character that cannot continue a valid document (the input length when the
  *  document ended too early). */
-export class PartialJsonError extends IntabGrammarError {
-  static override readonly code: string = 'invalid_json';
-  override readonly name = 'PartialJsonError';
+export class PartialJsonError extends errorClass(IntabGrammarError, 'PartialJsonError', 'invalid_json')<{
   /** What was wrong, without the position. */
   readonly reason: string;
   readonly position: number;
   /** Where in the document the parser was. */
   readonly path: JsonPath;
+}> {
   constructor(reason: string, position: number, path: JsonPath) {
-    super(`${reason} at position ${position}${path.length ? ` (in ${formatJsonPath(path)})` : ''}`);
-    this.reason = reason;
-    this.position = position;
-    this.path = path;
+    super({ reason, position, path }, `${reason} at position ${position}${path.length ? ` (in ${formatJsonPath(path)})` : ''}`);
   }
 }
 

@@ -7,7 +7,8 @@
 // from what is stored, run a few files at a time, report bytes, speed and ETA, and are refused before a byte is
 // written when the model cannot fit (QuotaError). Two tabs that load the same model wait for each other (Web Locks)
 // instead of downloading it twice. What a load gets is Blobs over the stored chunks: the loader slices them, so a
-// model never sits whole in memory.
+// model never sits whole in memory. Past 500 lines as one job: the store's operations (open, ensure, verify, list,
+// delete) share its records, locks and stamps; listing sources and downloading are store-sources.ts and download.ts.
 
 import { createSHA256, xxhash64 } from 'hash-wasm';
 import type { LoadProgress, ModelSource } from '@intab/engine/contract';

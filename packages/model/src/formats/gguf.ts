@@ -3,7 +3,8 @@
 // any ByteSource), throws plain Errors, trusts counts and lengths (a bad string length becomes a RangeError that
 // it answers by fetching more) and checks no offsets. intab needs reads through any ByteSource, a header pulled
 // in growing chunks (a multi-GB file is never read whole), and every count, length, dim and offset validated
-// against the file size BEFORE allocating, with typed errors naming the field.
+// against the file size BEFORE allocating, with typed errors naming the field. Past 500 lines as one job: one
+// format's reader, its limits and its split files.
 
 import { BLOCK, GGML_TYPE_ID, type WeightDtype } from '@intab/gpu';
 import { ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';

@@ -1,0 +1,107 @@
+// Where an engine's EngineApi runs, and the guard every call into it goes through. The backend is a module Worker
+// (Comlink, with the transfer handlers that carry AbortSignals and typed errors across), an Engine on this thread, or
+// an OpenAI-compatible server (RemoteEngineApi). The CallGuard settles every pending call when the backend ends (a
+// dead or terminated worker, destroy(), restart()), so no call is left hanging.
+
+import * as Comlink from 'comlink';
+import type { EngineApi } from '@intab/engine/contract';
+import { registerTransferHandlers } from '@intab/engine/transfer';
+import { WorkerError } from './errors.ts';
+import { RemoteEngineApi } from './remote/api.ts';
+import type { RemoteOptions } from './remote/http.ts';
+
+// ---- pending calls that must not outlive the engine ----
+
+/** Every call into the engine goes through here, so a dead worker or a destroy() settles it. */
+export class CallGuard {
+  private error?: unknown;
+  private readonly pending = new Set<(e: unknown) => void>();
+
+  get closed(): boolean {
+    return this.error !== undefined;
+  }
+
+  call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.error !== undefined) return Promise.reject(this.error);
+    return new Promise<T>((resolve, reject) => {
+      this.pending.add(reject);
+      const settle = () => this.pending.delete(reject);
+      let p: Promise<T>;
+      try {
+        p = fn();
+      } catch (err) {
+        settle();
+        return reject(err);
+      }
+      p.then(resolve, reject).finally(settle);
+    });
+  }
+
+  close(error: unknown): void {
+    if (this.error !== undefined) return;
+    this.error = error;
+    for (const reject of this.pending) reject(error);
+    this.pending.clear();
+  }
+}
+
+// ---- the backends: a Worker, this thread, or a server ----
+
+/** Where an engine's calls go, and how to end it. */
+export interface Backend {
+  api: EngineApi;
+  guard: CallGuard;
+  inWorker: boolean;
+  /** The Worker, when there is one. */
+  worker?: Worker;
+  /** Ends the backend at once (a worker is terminated; an in-thread engine is destroyed when it can be). */
+  kill(): void;
+}
+
+/**
+ * A worker the browser kills (out of memory) or that is terminated sends nothing. It holds a Web Lock while it lives;
+ * waiting here for the same lock, granted once it is gone, closes the guard (every pending call rejects) at that moment.
+ */
+function watchLife(worker: Worker, guard: CallGuard): void {
+  const locks = globalThis.navigator?.locks;
+  if (!locks) return; // no Web Locks (Safari before 15.4): a killed worker is noticed only by its error event
+  const name = `intab-worker-${crypto.randomUUID()}`;
+  const life = new MessageChannel();
+  life.port1.onmessage = () => {
+    life.port1.close();
+    void locks.request(name, () => guard.close(new WorkerError('the worker ended: it was terminated, or the browser killed it (out of memory?). Call engine.restart() to load the model again')));
+  };
+  worker.postMessage({ type: 'intab:life-line', lock: name }, [life.port2]);
+}
+
+/** A new module Worker running the engine (nothing loaded yet); its death or load failure closes the guard. */
+export function workerBackend(): Backend {
+  // Errors are rebuilt on this side as their classes: @intab/engine/errors registers every package's.
+  registerTransferHandlers();
+  // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the worker (and its imports).
+  const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'intab' });
+  const guard = new CallGuard();
+  watchLife(worker, guard);
+  worker.addEventListener('error', (ev: ErrorEvent) => {
+    ev.preventDefault?.();
+    guard.close(new WorkerError(ev.message || 'the worker script failed to load or threw at the top level'));
+    worker.terminate();
+  });
+  worker.addEventListener('messageerror', () => guard.close(new WorkerError('a message from the worker could not be deserialized')));
+  const api = Comlink.wrap<EngineApi>(worker) as unknown as EngineApi;
+  return { api, guard, inWorker: true, worker, kill: () => worker.terminate() };
+}
+
+/** An engine on this thread (nothing loaded yet): tests, and pages that cannot start a Worker. */
+export async function inThreadBackend(): Promise<Backend> {
+  // Imported on demand, so an app that uses the worker does not carry the engine in its main bundle.
+  const { Engine } = await import('@intab/engine');
+  const api: EngineApi = new Engine();
+  return { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy().catch(() => {}) };
+}
+
+/** A remote server's API as a backend (nothing is loaded yet: its load() asks the server for the model). */
+export function remoteBackend(remote: RemoteOptions): Backend & { api: RemoteEngineApi } {
+  const api = new RemoteEngineApi(remote);
+  return { api, guard: new CallGuard(), inWorker: false, kill: () => void api.destroy() };
+}
