@@ -1,13 +1,13 @@
 // Decode in a hidden tab: the engine's loop runs in its Worker and nothing waits on requestAnimationFrame or on timers a
 // hidden page throttles, so a tab behind another keeps decoding, the same greedy tokens. The page is hidden the real
-// way, a second tab in front, in a Chromium that backgrounds tabs (hidden-tab.mjs: Playwright's launch and its focus
+// way, a second tab in front, in a Chromium that backgrounds tabs (hidden-tab.ts: Playwright's launch and its focus
 // emulation keep every page 'visible'): the test checks the page was 'hidden' through the decode and got no animation
 // frame, and prints the speed ratio as a JSON line (a report, not an assertion: `intab bench hidden` measures it).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test, type Page } from '@playwright/test';
-import { launchHideable } from '../packages/cli/src/hidden-tab.mjs';
+import { launchHideable } from '../packages/cli/src/hidden-tab.ts';
 import type { HiddenDecode, HiddenRun } from '../packages/cli/page/hidden.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { readmeSnippets } from './readme-snippets.mjs';
 import { assertDeployable } from './build-size.ts';
 import { PACKAGE, ROOT, buildApp, packIntab, serveApp, sh, type Served } from './fresh-app.ts';
+import { pnpmCommand } from '../packages/cli/src/pnpm.ts';
 
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
 const MODEL = join(SHARED, 'models', 'stories260K');
@@ -67,7 +68,8 @@ test('intab packed by npm and by pnpm: a fresh Vite app type-checks, builds, str
       mkdirSync(dir);
       if (packer === 'npm') packed.npm = await packIntab(dir);
       else {
-        await sh('pnpm', ['--filter', 'intab', 'pack', '--pack-destination', dir], ROOT);
+        const pack = pnpmCommand(ROOT, ['--filter', 'intab', 'pack', '--pack-destination', dir]);
+        await sh(pack.command, pack.args, ROOT);
         const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));
         expect(tarball, 'pnpm pack wrote no tarball').toBeTruthy();
         packed.pnpm = join(dir, tarball!);

@@ -6,21 +6,21 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test, type Page } from '@playwright/test';
-import { startServer, type RunningServer } from '../packages/cli/src/serve.mjs';
+import { startServeProcess, type ServeProcess } from '../packages/cli/src/serve-process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL_DIR = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
 const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
 const KEY = 'sk-page';
 
-let server: RunningServer;
+let server: ServeProcess;
 
 test.beforeAll(async () => {
-  server = await startServer({ model: join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), port: 0, backend: 'webgpu', maxBatch: 4, cors: '*', apiKeys: [KEY, { key: 'sk-once', rateLimit: { rpm: 1 } }], log: () => {} });
+  server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--backend', 'webgpu', '--max-batch', '4', '--cors', '*', '--api-key', KEY, '--api-key', 'sk-once:rpm=1', '--grace-ms', '0']);
 });
 
 test.afterAll(async () => {
-  await server?.close({ graceMs: 0 });
+  await server?.close();
 });
 
 async function open(page: Page): Promise<void> {
@@ -73,7 +73,7 @@ test('a page streams from intab serve: golden ids, abort, and a 429 with Retry-A
   expect(out.backend).toBe('remote');
   out.runs.forEach((r, i) => expect(r).toEqual({ ids: golden[i]!.greedy, finish: 'length' }));
   expect(out.aborted).toBe('abort');
-  await expect.poll(async () => (await server.engineStats()).streams).toBe(0);
+  await expect.poll(async () => (await server.stats(KEY)).engine?.streams).toBe(0);
   expect(out.limited).toMatchObject({ isRemoteHttpError: true, status: 429 });
   expect(out.limited!.retryAfterMs).toBeGreaterThan(500); // Retry-After was readable across CORS
 });

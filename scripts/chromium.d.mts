@@ -1,2 +1,2 @@
-export declare function chromiumPath(): string;
-export declare function chromiumArgs(): string[];
+// The types of chromium.mjs, which re-exports the CLI's module.
+export { chromiumArgs, chromiumPath } from '../packages/cli/src/chromium.ts';

@@ -9,11 +9,18 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, ensureInstall } from './ensure-install.mjs';
-import { chromiumPath } from './chromium.mjs';
 
 ensureInstall();
+// Chromium, which the gpu and e2e tiers drive, from the CLI's own module (packages/cli/src/chromium.ts, built by its
+// bin): a CLI that does not build is the tiers' to report, a missing browser ends the run here.
+let cli;
 try {
-  chromiumPath();
+  cli = await (await import('../packages/cli/bin/intab.mjs')).loadCli();
+} catch (e) {
+  console.error(`[intab] the CLI did not build (the typecheck and node tiers will say why): ${e.message}`);
+}
+try {
+  cli?.chromiumPath();
 } catch (e) {
   console.error(`[intab] ${e.message}`);
   process.exit(1);

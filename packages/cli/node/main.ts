@@ -1,13 +1,13 @@
 // The CLI's Node runtime (`intab generate|bench decode|bench speculative|bench kernels --runtime node`): the same job
-// (job.mjs), the same page code (../page/run-job.ts: Engine, Runner, kernels, WGSL) and the same record printing
-// (records.mjs) as the browser runtime, but on Dawn's GPUDevice (dawn.ts) in this process, the model read from disk.
-// Built into one file (intab-node.mjs, by ../src/node-runtime.mjs) that runs with a plain `node` and dawn.node beside it.
+// (job.ts), the same page code (../page/run-job.ts: Engine, Runner, kernels, WGSL) and the same record printing
+// (records.ts) as the browser runtime, but on Dawn's GPUDevice (dawn.ts) in this process, the model read from disk.
+// Built into one file (intab-node.mjs, by ../bin/intab.mjs) that runs with a plain `node` and dawn.node beside it.
 
 import { pathSource, urlSource, type ByteSource } from '@intab/model';
-import { parseArgs } from '../src/args.mjs';
-import { jobFromFlags } from '../src/job.mjs';
-import { DRAFT_PREFIX, resolveModel } from '../src/model-files.mjs';
-import { kernelRecordPrinter, modelRecordPrinter, progressLine } from '../src/records.mjs';
+import { parseArgs } from '../src/args.ts';
+import { jobFromFlags } from '../src/job.ts';
+import { DRAFT_PREFIX, resolveModel } from '../src/model-files.ts';
+import { kernelRecordPrinter, modelRecordPrinter, progressLine, type PageRecord } from '../src/records.ts';
 import { runModelJob } from '../page/run-job.ts';
 import { openModel, setReportSink, type Job } from '../page/shared.ts';
 import { DAWN_BACKENDS, requestDawnGpu, type DawnGpu } from './dawn.ts';
@@ -95,7 +95,7 @@ export async function runNode(argv: string[]): Promise<number> {
       const rec = r as { type: string; loaded: number; total: number; model?: string };
       // stdout holds only the records; loading progress goes to stderr
       if (rec.type === 'progress') process.stderr.write(progressLine(rec));
-      else print(r);
+      else print(r as PageRecord);
     });
     await runModelJob(job!, async () => gpu, (ref) => openModel(ref, sourceOf));
     return 0;

@@ -5,7 +5,7 @@
 import type { Engine, GenerateRequest } from '@intab/engine';
 import { tokenBytes, type Tokenizer } from '@intab/model';
 // The grammar package by path (the CLI does not depend on it; the engine does): the replay drives a matcher itself.
-import { TokenMatcher, TokenVocabulary, compileJsonSchema } from '../../grammar/src/index.ts';
+import { TokenMatcher, TokenVocabulary, compileJsonSchema } from '@intab/grammar';
 import { consume, median, report, round, type Facts, type Job, type StreamResult } from './shared.ts';
 
 /** Decode figures of one run: tok/s (every generated token after the first) and ms per step (chunk arrivals after the first). */

@@ -9,7 +9,7 @@
 import { createSHA256 } from 'hash-wasm';
 import { openModel } from '@intab/engine';
 import type { ModelSource } from '@intab/engine/contract';
-import { ModelStore, createEngine, opfsBackend } from '../../intab/src/index.ts';
+import { ModelStore, createEngine, opfsBackend } from 'intab';
 import { median, round } from './shared.ts';
 
 export interface StoreJob {

@@ -2,10 +2,10 @@
 // the module worker), and one greedy decode at a time, timed as the page's code sees it (first token to last chunk)
 // while the page records what it was: each chunk's document.visibilityState, and how often a setTimeout(0) chain and
 // requestAnimationFrame ran meanwhile, which shows the browser did throttle the hidden page (timers ~1/s, no frames)
-// while the decode went on. Node hides and shows the tab between decodes (packages/cli/src/hidden-tab.mjs).
+// while the decode went on. Node hides and shows the tab between decodes (packages/cli/src/hidden-tab.ts).
 
 import type { Backend, ModelSource } from '@intab/engine/contract';
-import { createEngine, type IntabEngine } from '../../intab/src/index.ts';
+import { createEngine, type IntabEngine } from 'intab';
 
 export interface HiddenLoad {
   model: ModelSource | string;

@@ -1,6 +1,6 @@
 // The engine behind `intab serve`, in headless Chromium: this page loads the model once (as intab generate's page does:
 // files served by the CLI with Range, the Engine in this thread on the chosen backend) and answers the server over a
-// loopback WebSocket (the bridge, packages/cli/src/serve-bridge.mjs). The bridge is the EngineApi, remoted, and
+// loopback WebSocket (the bridge, packages/cli/src/serve-bridge.ts). The bridge is the EngineApi, remoted, and
 // pull-based: the server sends `start` (a GenerateRequest) and then one `next` per chunk it can write to its client, so
 // a stream whose client reads slowly is not pulled, its engine queue fills and the engine pauses the sequence and
 // coalesces its tokens. `cancel` frees the sequence's pages before it is answered. Every request shares the one
@@ -16,7 +16,7 @@ import { chooseBackend, openModels, serializeError, type Engine, type GenerateRe
 import type { Tokenizer } from '@intab/model';
 import { loadEngine, openModel, report, type Job, type ModelRef } from './shared.ts';
 
-/** What `intab serve` asks of the page (serve-bridge.mjs builds it; browser.mjs sets it as window.__intabJob). */
+/** What `intab serve` asks of the page (serve-bridge.ts builds it; browser.ts sets it as window.__intabJob). */
 export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
   /** The bridge's WebSocket URL (loopback, with its secret path). */
   bridge: string;

@@ -30,7 +30,7 @@ export interface ModelRef {
   urls: string[];
 }
 
-/** The job fields of intab bench chat (packages/cli/src/bench-chat.mjs builds them). */
+/** The job fields of intab bench chat (packages/cli/src/bench-chat.ts builds them). */
 export interface ChatJob {
   /** A system message, then the user messages (the CLI drops assistant messages). */
   conversation?: ChatMessage[];
@@ -45,7 +45,7 @@ export interface ChatJob {
   repeats?: number;
 }
 
-/** What the CLI asks of the page (packages/cli/src builds it; browser.mjs sets it as window.__intabJob). */
+/** What the CLI asks of the page (packages/cli/src builds it; browser.ts sets it as window.__intabJob). */
 export interface Job extends ModelRef, ChatJob {
   /** intab generate: constrained output (--json-schema, --json-object, --grammar, --regex). */
   format?: { responseFormat?: GenerateRequest['responseFormat']; grammar?: string; regex?: string };
@@ -108,7 +108,7 @@ export function setReportSink(fn: ((record: unknown) => void) | undefined): void
   sink = fn;
 }
 
-/** Sends one record to the CLI (browser.mjs prints it, or takes progress and errors itself). */
+/** Sends one record to the CLI (browser.ts prints it, or takes progress and errors itself). */
 export const report = (r: unknown) => (sink ?? globalThis.window?.__intabReport)?.(r);
 
 // ---- loading ----

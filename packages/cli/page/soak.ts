@@ -3,17 +3,17 @@
 // draft unless the CLI names one. Clients, each with its own seeded RNG, send requests back to back: plain streams,
 // aborts (the AbortSignal, and `break`), speculative and constrained requests, slow readers that backpressure pauses,
 // prompts that share prefixes, and requests the engine must refuse. Every outcome is checked as it lands; anything a
-// request of its kind should not end with is an unexpected error. Every interval the CLI (src/bench-soak.mjs) brings
+// request of its kind should not end with is an unexpected error. Every interval the CLI (src/bench-soak.ts) brings
 // the traffic to rest through window.__soak (no new requests; those in flight finish), measures the heaps over CDP,
 // samples the counters and the engine's stats, and lets the traffic go on: at rest, whatever is still held is held
 // for good, so the intervals compare like with like. stop() at the end is the same rest, for good.
 
 import { mulberry32 } from '@intab/gpu';
 import type { Chunk, EngineStats, GenerateRequest, ModelInfo, ModelSource, SpeculativeMethod } from '@intab/engine';
-import { createEngine, type IntabEngine } from '../../intab/src/index.ts';
+import { createEngine, type IntabEngine } from 'intab';
 import type { ModelRef } from './shared.ts';
 
-/** What the CLI asks of the page (bench-soak.mjs builds it; browser.mjs sets it as window.__intabJob). */
+/** What the CLI asks of the page (bench-soak.ts builds it; browser.ts sets it as window.__intabJob). */
 export interface SoakJob extends ModelRef {
   /** The draft model for speculative requests; absent, the model drafts for itself. */
   draft?: ModelRef;

@@ -1,4 +1,4 @@
-// The Node part of `intab bench grammar` (run through Vite's ssrLoadModule by bench-grammar.mjs; no browser):
+// The Node part of `intab bench grammar` (bench-grammar.ts runs it; no browser):
 //   coverage  every selected JSONSchemaBench schema compiled in strict mode: compiled / total per subset, beside
 //             the published figures of ../shared/schemas/README.md;
 //   compile   per tokenizer, compile time of every schema that compiles (a fresh grammar each pass) and the
@@ -19,13 +19,10 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileJsonSchema, completeDocument, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '../../grammar/src/index.ts';
-import { rng, sampleMask } from '../../grammar/src/tokens/test-grammars.ts';
-import { schemaValidator } from '../../grammar/src/tokens/test-validator.ts';
-import { realTokenizerFiles, type RealTokenizerName } from '../../model/src/tokenizer/test-corpus.ts';
-import { tokenBytes } from '../../model/src/tokenizer/token-bytes.ts';
-import { loadTokenizer } from '../../model/src/tokenizer/tokenizer.ts';
-import { coverageRows, parsePublishedCoverage, round, summarize, type CoverageRow } from './grammar-stats.mjs';
+import { compileJsonSchema, completeDocument, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '@intab/grammar';
+import { loadTokenizer, tokenBytes } from '@intab/model';
+import { coverageRows, parsePublishedCoverage, round, summarize, type CoverageRow } from './grammar-stats.ts';
+import { realTokenizerFiles, rng, sampleMask, schemaValidator, type RealTokenizerName } from './unexported-tooling.ts';
 
 export interface BenchSchema {
   id: string;

@@ -1,17 +1,16 @@
 // intab bench grammar's pure parts: percentiles, the coverage table beside the published figures (the real README
-// of ../shared/schemas when it is there), the plain-text table, and the bench's bounded end search on a small schema.
+// of ../shared/schemas, which must be there), the plain-text table, and the bench's bounded end search on a small schema.
 // Smoke tests: no timing is asserted.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { compileJsonSchema } from '../../grammar/src/index.ts';
-import { rng } from '../../grammar/src/tokens/test-grammars.ts';
+import { compileJsonSchema } from '@intab/grammar';
+import { rng } from './unexported-tooling.ts';
 import { checkDocument, searchEnd } from './grammar-bench.ts';
-import { coverageRows, formatTable, parsePublishedCoverage, percentile, round, summarize } from './grammar-stats.mjs';
+import { coverageRows, formatTable, parsePublishedCoverage, percentile, round, summarize } from './grammar-stats.ts';
+import { SHARED } from './repo.ts';
 
-const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
 
 const TABLE = `Published coverage:
 
@@ -52,8 +51,10 @@ describe('bench grammar statistics', () => {
     expect(Object.keys(p.rows)).toEqual(['GlaiveAI', 'GitHub Easy', 'Snowplow']);
   });
 
-  it.skipIf(!existsSync(join(SHARED, 'schemas/README.md')))('reads the real README: the eight published subsets', () => {
-    const p = parsePublishedCoverage(readFileSync(join(SHARED, 'schemas/README.md'), 'utf8'));
+  it('reads the real README: the eight published subsets', () => {
+    const readme = join(SHARED, 'schemas/README.md');
+    expect(existsSync(readme), `${readme} is missing: put the shared test data (../shared, with schemas/README.md) beside the repository, or set INTAB_SHARED to it`).toBe(true);
+    const p = parsePublishedCoverage(readFileSync(readme, 'utf8'));
     expect(Object.keys(p.rows).sort()).toEqual(['GitHub Easy', 'GitHub Hard', 'GitHub Medium', 'GlaiveAI', 'JsonSchemaStore', 'Kubernetes', 'Snowplow', 'Washington Post']);
     expect(p.rows.Kubernetes.llguidance).toBe(0.91);
   });

@@ -2,15 +2,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { grammarBenchOptions } from './bench-grammar.mjs';
-import { chatJobFromFlags, readConversation } from './bench-chat.mjs';
-import { compareOptions } from './bench-compare.mjs';
-import { jobFromFlags } from './generate.mjs';
-import { USAGE as USAGE_FOR_TESTS, main, parseArgs } from './main.mjs';
-import { flagsByCommand } from './flags.mjs';
-import { makeModelOptions } from './make-model.mjs';
-import { benchServeOptions } from './bench-serve.mjs';
-import { CHATML, serveOptions } from './serve.mjs';
+import { grammarBenchOptions } from './bench-grammar.ts';
+import { chatJobFromFlags, readConversation } from './bench-chat.ts';
+import { compareOptions } from './bench-compare.ts';
+import { jobFromFlags } from './generate.ts';
+import { USAGE as USAGE_FOR_TESTS, main, parseArgs } from './main.ts';
+import { flagsByCommand } from './flags.ts';
+import { makeModelOptions } from './make-model.ts';
+import { benchServeOptions } from './bench-serve.ts';
+import { CHATML, serveOptions } from './serve.ts';
 
 describe('intab CLI arguments', () => {
   test('flags with values, boolean flags and positionals', () => {

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
-import { main } from './main.mjs';
+import { main } from './main.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
@@ -29,7 +29,7 @@ const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).case
 const carried = mkdtempSync(join(tmpdir(), 'intab-carry-'));
 afterAll(() => rmSync(carried, { recursive: true, force: true }));
 
-// One file, tests in order: the first builds packages/cli/dist/node, the rest reuse it.
+// One file, tests in order: the first may build the CLI (packages/cli/dist/cli, the Node runtime beside it), the rest reuse it.
 describe('intab --runtime node (Dawn, no browser)', () => {
   test('bench decode prints the browser run\'s figures, with "runtime":"node" and the adapter', async () => {
     const [line] = await intabNode('bench', 'decode', '--model', GGUF, '--prompt-tokens', '8', '--max-tokens', '8');

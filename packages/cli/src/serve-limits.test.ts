@@ -2,7 +2,7 @@
 // and tokens per minute (all-or-nothing charges, Retry-After, settling against what a request used, OpenAI's
 // x-ratelimit headers), the flags that set them, and the bound on requests in flight.
 import { describe, expect, test } from 'vitest';
-import { AdmissionGate, QueueFullError, RateLimiter, TokenBucket, parseApiKey, parseRateLimit, retryAfterSeconds } from './serve-limits.mjs';
+import { AdmissionGate, QueueFullError, RateLimiter, TokenBucket, parseApiKey, parseRateLimit, retryAfterSeconds } from './serve-limits.ts';
 
 function clock(start = 1_000) {
   let t = start;

@@ -1,10 +1,11 @@
-// The OpenAI side of `intab serve`, in Node (loaded through Vite's ssrLoadModule by serve.mjs, as grammar-bench.ts
-// is): request bodies become engine requests and the engine's chunks become OpenAI objects with the very functions
-// the tab's own chat API and the Service Worker endpoint use (intab's openai.ts, openai-completions.ts and
-// openai-server.ts's error mapping). What is added here is the server's: vLLM's `return_token_ids` (the ids each
-// choice delivered, as `token_ids`, in stream chunks too), a token estimate for rate limits before the request runs,
-// and the tally of what it used (to settle them after).
+// The OpenAI side of `intab serve`, in Node: request bodies become engine requests and the engine's chunks become
+// OpenAI objects with the very functions the tab's own chat API and the Service Worker endpoint use (intab's
+// openai.ts, openai-completions.ts and openai-server.ts's error mapping, reached by path until `intab serve` moves onto
+// intab's one OpenAI core). What is added here is the server's: vLLM's `return_token_ids` (the ids each choice
+// delivered, as `token_ids`, in stream chunks too), a token estimate for rate limits before the request runs, and the
+// tally of what it used (to settle them after).
 
+import { DEFAULT_MAX_TOKENS } from '@intab/engine';
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError, deserializeError, isSerializedError } from '@intab/engine/errors';
 import { CHAT_FIELDS, completionId, ignoredFields, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletionCreateParams, type CompletionMeta } from '../../intab/src/openai.ts';
@@ -12,12 +13,6 @@ import { COMPLETION_FIELDS, textCompletionId, toCompletion, toCompletionChunks, 
 import { errorResponse, openAIError } from '../../intab/src/openai-server.ts';
 
 export { openAIError };
-
-/**
- * The engine's default max tokens (DEFAULT_MAX_TOKENS of @intab/engine's sequence.ts, not imported: that module brings
- * the GPU and model packages into Node), for the estimate of a request that gives none.
- */
-const ENGINE_DEFAULT_MAX_TOKENS = 256;
 
 /** Which API a request came in on: POST /v1/chat/completions or POST /v1/completions. */
 export type Endpoint = 'chat' | 'completions';
@@ -72,7 +67,7 @@ export function prepare(endpoint: Endpoint, body: unknown, o: { stream?: boolean
   const streamOptions = b.stream_options as { include_usage?: unknown } | null | undefined;
   const prompt = promptEstimate(request);
   // A default max tokens shrinks to what the context leaves (as the engine does); one that was asked for stays.
-  const maxTokens = request.maxTokens ?? Math.max(1, Math.min(ENGINE_DEFAULT_MAX_TOKENS, (o.contextLength ?? Infinity) - prompt));
+  const maxTokens = request.maxTokens ?? Math.max(1, Math.min(DEFAULT_MAX_TOKENS, (o.contextLength ?? Infinity) - prompt));
   return {
     endpoint,
     request,

