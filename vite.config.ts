@@ -31,6 +31,9 @@ export default defineConfig({
           exclude: ['**/*.gpu.test.ts', '**/node_modules/**'],
           // CPU reference models and real 151k vocabularies: seconds per test on 2 cores, more under load.
           testTimeout: 30_000,
+          // The aliases above, for tests that configure a Vite of their own (packages/intab/src/vite.test.ts): a
+          // package's test imports nothing from scripts/, so the repository hands them over (RegExps as their source).
+          provide: { intabSourceAliases: intabSourceAliases().map((a) => ({ find: a.find.source, replacement: a.replacement })) },
         },
       },
       {

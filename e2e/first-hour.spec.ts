@@ -9,7 +9,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { tinyChatTokenizerFiles } from '../packages/intab/src/test-tokenizer.ts';
+import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
 import { ROOT, buildApp, packIntab, serveApp, sh } from './fresh-app.ts';
 
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));

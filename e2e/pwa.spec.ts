@@ -13,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHubServer } from '../packages/intab/src/store/test-server.mjs';
-import { tinyChatTokenizerFiles } from '../packages/intab/src/test-tokenizer.ts';
+import { startHubServer } from '@intab/testing/hub-server';
+import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
 import { streamThenStop } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

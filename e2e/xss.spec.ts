@@ -7,7 +7,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHubServer } from '../packages/intab/src/store/test-server.mjs';
+import { startHubServer } from '@intab/testing/hub-server';
 import { offline } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -2,7 +2,7 @@
 // tarball holds); inside the repository, the tests, examples and CLI pages import 'intab' and 'intab/<entry>' from
 // packages/intab/src instead, by one convention: export '.' is src/index.ts, export './<name>' is src/<name>.ts and
 // dist/<name>.js. Vite configs take these aliases (vite.config.ts, examples/pwa/vite.config.ts); TypeScript reads the
-// same convention from tsconfig.json's `paths`, and scripts/reference-imports.test.ts holds both to the exports.
+// same convention from tsconfig.json's `paths`, and scripts/intab-source.test.ts holds both to the exports.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,18 +1,26 @@
 #!/usr/bin/env node
 // Writes seeded random-weight Llama-family models, one Hugging Face folder (config.json +
 // model.safetensors in F32) per variant, for loaders, tools and benchmarks outside the test runner. The
-// generator itself lives in packages/model/src/reference/fixture-generator.mjs (shared with fixtures.ts,
-// which builds the same bytes in memory for the Node and browser tests); this file is only the CLI.
+// generator itself is @intab/testing's fixture-generator.ts (shared with its fixtures.ts, which builds the same
+// bytes in memory for the Node and browser tests), TypeScript that Node 20 cannot import: Vite's module runner
+// (the workspace's Vite) loads it. This file is only the CLI.
 // Usage: node scripts/make-fixtures.mjs <out-dir> [--seed N] [--only name,name]   (same seed, same bytes)
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { VARIANTS, encodeSafetensors, fixtureConfig, makeTensors, variantSeed } from '../packages/model/src/reference/fixture-generator.mjs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runnerImport } from 'vite';
 
-export { VARIANTS, makeTensors, encodeSafetensors };
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-function main(argv) {
+/** @intab/testing's generator, through Vite's module runner (by its package name, as the workspace resolves it). */
+async function generator() {
+  const { module } = await runnerImport('@intab/testing/fixture-generator', { root: ROOT, configFile: false, logLevel: 'error' });
+  return module;
+}
+
+async function main(argv) {
+  const { VARIANTS, encodeSafetensors, fixtureConfig, makeTensors, variantSeed } = await generator();
   const args = argv.slice(2);
   const outDir = args.find((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
   const opt = (name) => {
@@ -45,4 +53,4 @@ function main(argv) {
   });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) main(process.argv);
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) await main(process.argv);

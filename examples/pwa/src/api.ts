@@ -2,7 +2,7 @@
 // assistant's tab (the page holds no model). One or several clients at once, streaming or not, and an abort button;
 // what each got is shown, and a summary (texts, finish reasons, times) as JSON in #result.
 
-import '../../chat/src/style.css';
+import '@intab/example-chat/style.css';
 import './pwa.css';
 import OpenAI from 'openai';
 import { registerServiceWorker } from './register-sw.ts';

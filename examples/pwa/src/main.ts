@@ -3,10 +3,10 @@
 // OpenAI-compatible /v1 endpoint, which the Service Worker relays here. `?model=<url>` loads that model at once,
 // from the store when it is there; the stored models are listed with their sizes, to load or delete.
 
-import '../../chat/src/style.css';
+import '@intab/example-chat/style.css';
 import './pwa.css';
 import { createEngine, modelStore, serveOpenAI, type Backend, type IntabEngine, type Preloaded } from 'intab';
-import { chatView, describeProgress, originNote, preloadSystemPrompt } from '../../chat/src/chat-view.ts';
+import { chatView, describeProgress, originNote, preloadSystemPrompt } from '@intab/example-chat/chat-view';
 import { registerServiceWorker } from './register-sw.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;

@@ -11,7 +11,7 @@
 
 import type { Gpu } from '@intab/gpu';
 import { mulberry32 } from '@intab/gpu';
-import { chooseBackend, openModels } from '@intab/engine';
+import { chooseBackend, openModels, type Backend, type BackendChoice } from '@intab/engine';
 import { Runner, type ModelFiles } from '@intab/model';
 import { benchChat } from './bench-chat.ts';
 import { benchBatches } from './bench-decode.ts';
@@ -23,12 +23,18 @@ import { bytesPerToken, loadEngine, report, type Facts, type Job, type ModelRef 
 /**
  * Runs `job` (any mode but 'store') on the backend it names (--backend), opening its model files with `open` and
  * taking a GPU from `requestGpu` when the backend wants one; records go through shared.ts's report. A GPU taken stays
- * the caller's to destroy.
+ * the caller's to destroy. `choose` resolves the backend [chooseBackend over requestGpu]: the Node runtime's knows
+ * Dawn and onnxruntime-node.
  */
-export async function runModelJob(job: Job, requestGpu: () => Promise<Gpu>, open: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
+export async function runModelJob(
+  job: Job,
+  requestGpu: () => Promise<Gpu>,
+  open: (ref: ModelRef) => Promise<ModelFiles>,
+  choose: (asked: Backend, model: ModelFiles) => Promise<BackendChoice> = (asked, model) => chooseBackend(asked, model, requestGpu),
+): Promise<void> {
   const t0 = performance.now();
   const opened = await openModels(open, job, job.draft);
-  const backend = await chooseBackend(job.backend ?? 'webgpu', opened.model, requestGpu);
+  const backend = await choose(job.backend ?? 'webgpu', opened.model);
   const { model, tokenizer } = opened;
   const widest = Math.max(1, job.concurrency ?? 1, ...(job.batch ?? []));
   // The benchmarks of decoding run the same prompts again and again: the prefix cache would skip their prefill.

@@ -14,8 +14,8 @@ import { checkDocument, compiles, DEFAULT_DECODE_SCHEMA, loadSample, runNodeBenc
 import { formatTable } from './grammar-stats.ts';
 import { writeSyntheticModel } from './make-model.ts';
 import { resolveModel } from './model-files.ts';
-import type { RealTokenizerName } from './unexported-tooling.ts';
 import { SHARED } from './repo.ts';
+import type { RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 
 /** Tokenizers the mask and compile figures are measured with. */
 export const BENCH_TOKENIZERS: readonly RealTokenizerName[] = ['qwen3', 'llama3'];

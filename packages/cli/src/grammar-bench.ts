@@ -16,13 +16,19 @@
 //               warm  the same grammar and cache, another seed: a server that has seen the schema.
 //             Every finished document must parse (strict UTF-8, JSON.parse) and validate with ajv + ajv-formats
 //             (the oracle of @intab/grammar's tests): failures are `invalid_outputs`.
+//   mask_profile, step  per tokenizer, @intab/grammar/bench's profileMasks (where each mask came from, a repeat pass,
+//             the trie and walk cache; a fresh vocabulary); once, measureStepCost (ns per grammar step).
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileJsonSchema, completeDocument, MaskCache, TokenMatcher, TokenVocabulary, type Grammar, type GrammarState } from '@intab/grammar';
+import { measureStepCost, profileMasks } from '@intab/grammar/bench';
 import { loadTokenizer, tokenBytes } from '@intab/model';
 import { coverageRows, parsePublishedCoverage, round, summarize, type CoverageRow } from './grammar-stats.ts';
-import { realTokenizerFiles, rng, sampleMask, schemaValidator, type RealTokenizerName } from './unexported-tooling.ts';
+import { sampleMask } from '@intab/testing/grammars';
+import { mulberry32 as rng } from '@intab/testing/random';
+import { schemaValidator } from '@intab/testing/schema-validator';
+import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 
 export interface BenchSchema {
   id: string;
@@ -380,6 +386,13 @@ export function runNodeBench(o: NodeBenchOptions): { decodeSchema: BenchSchema |
       });
     }
     progress(`${name}: ${compiled.length} schemas in ${Math.round((performance.now() - tw) / 1000)} s, walk cache ${vocab.walkCache.size} entries`);
+    // Where each mask came from (a cache hit, or which compute path), a repeat pass, the trie and the walk cache:
+    // with a fresh vocabulary (a cold walk cache) and freshly compiled grammars, as a server's first requests meet them.
+    const fresh = TokenVocabulary.from(bytes.slice(), { eos: tok.stopIds });
+    const grammars = compiled.map((r) => compileJsonSchema(r.s.schema, { strict: true }));
+    o.onRecord({ bench: 'grammar', kind: 'mask_profile', tokenizer: name, ...profileMasks(fresh, grammars, { random: rng, seed: o.seed }) });
   }
+  // The cost of one grammar step (cached, and on first visits): the tokenizer plays no part.
+  o.onRecord({ bench: 'grammar', kind: 'step', tokenizer: null, ...measureStepCost() });
   return { decodeSchema, coverage, failures, unfinished };
 }

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileJsonSchema } from '@intab/grammar';
-import { rng } from './unexported-tooling.ts';
+import { mulberry32 } from '@intab/testing/random';
 import { checkDocument, searchEnd } from './grammar-bench.ts';
 import { coverageRows, formatTable, parsePublishedCoverage, percentile, round, summarize } from './grammar-stats.ts';
 import { SHARED } from './repo.ts';
@@ -93,8 +93,8 @@ describe('bench grammar walk helpers', () => {
   });
 
   it('the seeded generator repeats', () => {
-    const a = rng(5);
-    const b = rng(5);
+    const a = mulberry32(5);
+    const b = mulberry32(5);
     const xs = Array.from({ length: 5 }, () => a());
     expect(xs).toEqual(Array.from({ length: 5 }, () => b()));
     expect(xs.every((x) => x >= 0 && x < 1)).toBe(true);

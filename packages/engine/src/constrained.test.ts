@@ -11,7 +11,7 @@ import type { LlamaConfig, Tokenizer } from '@intab/model';
 import type { GenerateRequest, JsonEvent } from './contract.ts';
 import { Engine } from './engine.ts';
 import { InvalidRequestError, TokenizerRequiredError } from './errors.ts';
-import { ReferenceRunner } from './reference-runner.ts';
+import { ReferenceRunner } from './reference/runner.ts';
 import { qwen3VocabModel } from './test-models.ts';
 import { collect } from './test-streams.ts';
 

@@ -3,7 +3,7 @@
 // its first ids the golden ones; a prompt over the context is refused with its counts before any work; strictContext
 // refuses the clamp. The rule lives in the engine, so intab's WebGPU kernels and onnxruntime's wasm agree.
 import { afterAll, describe, expect, test } from 'vitest';
-import { fetchShared, sharedUrl } from '@intab/gpu/testing';
+import { fetchShared, sharedUrl } from '@intab/testing/gpu';
 import { Engine } from './engine.ts';
 import { ContextLengthExceededError } from './errors.ts';
 import { collect } from './test-streams.ts';

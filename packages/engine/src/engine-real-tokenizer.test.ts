@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import type { LlamaConfig, Tokenizer } from '@intab/model';
 import type { GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';
-import { ReferenceRunner } from './reference-runner.ts';
+import { ReferenceRunner } from './reference/runner.ts';
 import { qwen3VocabModel } from './test-models.ts';
 import { collect } from './test-streams.ts';
 

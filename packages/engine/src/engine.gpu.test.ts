@@ -4,7 +4,7 @@
 // Blob (the 'files' source) and from a URL, with its tokenizer.
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
-import { fetchShared, sharedUrl } from '@intab/gpu/testing';
+import { fetchShared, sharedUrl } from '@intab/testing/gpu';
 import { Runner, bytesSource, openGguf } from '@intab/model';
 import type { GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';

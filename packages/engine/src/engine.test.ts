@@ -16,7 +16,7 @@ import { readGgufLite } from '@intab/model/reference';
 import type { GenerateRequest } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { ContextLengthExceededError, EngineClosedError, InvalidRequestError, TokenizerRequiredError, UnknownStreamError } from './errors.ts';
-import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
+import { ReferenceRunner, type ReferenceRunnerOptions } from './reference/runner.ts';
 import { collect, type Collected } from './test-streams.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));

@@ -9,7 +9,7 @@
 // is 1.25 GiB of host memory.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { bytesSource, openGguf, openTokenizer, type ModelFiles, type Runner } from '@intab/model';
 import { loadModel } from './load.ts';
 

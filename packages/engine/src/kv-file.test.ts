@@ -3,10 +3,10 @@
 // key or layout that differs is a mismatch (ignored), never an error. And end to end on the CPU reference runner:
 // pages written to a file and read into another runner's pool give the ids a fresh prefill gives.
 import { describe, expect, test } from 'vitest';
-import { fixtureWeights } from '@intab/model/reference';
+import { fixtureWeights } from '@intab/testing/fixtures';
 import { readKvFile, writeKvFile, type ByteSink, type ByteSourceRange, type KvFileHeader } from './kv-file.ts';
 import { PrefixCache } from './prefix-cache.ts';
-import { ReferenceRunner } from './reference-runner.ts';
+import { ReferenceRunner } from './reference/runner.ts';
 
 /** A file in memory: the sink's chunks, readable by range once closed. */
 function memoryFile(): { sink: ByteSink; bytes: () => Uint8Array; closed: () => boolean } {

@@ -1,8 +1,9 @@
 // Fetching a model's files over HTTP, one way for every path that does it: the worker's loader without the model
 // store (open-model.ts), the model store's listings and downloads, and a Hugging Face id's listing on the page. A
-// request that fails is one typed error per situation, whichever path asked (the README's "Errors"); a folder URL is
-// listed by asking only for the files its layout implies, so that a normal load gets no 404 (each one is a red line
-// in the browser's console, a worker's included). Light on purpose: the page imports it ('@intab/engine/model-fetch').
+// request that fails is one typed error per situation, whichever path asked (the README's "Errors"); the Hugging Face
+// hub has one client here (its file URLs, its tree API, its errors); a folder URL is listed by asking only for the
+// files its layout implies, so that a normal load gets no 404 (each one is a red line in the browser's console, a
+// worker's included). Light on purpose: the page imports it ('@intab/engine/model-fetch').
 
 import { DownloadError, ModelSourceError } from './errors.ts';
 
@@ -113,16 +114,52 @@ export function modelFetch(fetchFn: typeof fetch = (input, init) => globalThis.f
   };
 }
 
-// ---- the Hugging Face hub ----
+// ---- the Hugging Face hub: one client ----
 
-/** A relative path as URL path segments ('sub dir/x.json' -> 'sub%20dir/x.json'). */
-const encodePath = (p: string) => p.split('/').map(encodeURIComponent).join('/');
+/** The hub a Hugging Face id names by default. */
+export const HUB_URL = 'https://huggingface.co';
+
+/**
+ * A relative path as URL path segments, each encoded.
+ * @example
+ * encodePath('sub dir/x.json'); // 'sub%20dir/x.json'
+ */
+export const encodePath = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
+
+/** A hub repository at a revision, its parts as they appear in URLs (encoded). */
+export interface HubRepo {
+  /** The hub: 'https://huggingface.co', or a mirror serving the same paths. */
+  origin: string;
+  /** 'org/name'. */
+  repo: string;
+  /** A branch, tag or commit. */
+  revision: string;
+}
+
+/**
+ * The repository a Hugging Face id names, at `revision` [main] on `hubUrl` [https://huggingface.co].
+ * @example
+ * hubRepo('HuggingFaceTB/SmolLM2-135M-Instruct'); // { origin: 'https://huggingface.co', repo: 'HuggingFaceTB/SmolLM2-135M-Instruct', revision: 'main' }
+ */
+export function hubRepo(id: string, o: { hubUrl?: string; revision?: string } = {}): HubRepo {
+  return { origin: (o.hubUrl ?? HUB_URL).replace(/\/+$/, ''), repo: encodePath(id), revision: encodeURIComponent(o.revision ?? 'main') };
+}
+
+/**
+ * The URL of a file of a hub repository, the one way they are written: `{hub}/{org}/{name}/resolve/{revision}/{path}`
+ * (a path of '' gives the repository's folder URL, ending in '/').
+ * @example
+ * hubFileUrl(hubRepo('org/name', { revision: 'v1.0' }), 'sub dir/x.gguf'); // 'https://huggingface.co/org/name/resolve/v1.0/sub%20dir/x.gguf'
+ */
+export function hubFileUrl(r: HubRepo, path: string): string {
+  return `${r.origin}/${r.repo}/resolve/${r.revision}/${encodePath(path)}`;
+}
 
 /** `https://host/org/name/resolve/rev/path`: a hub (or mirror) file or folder URL. */
 const HF_RESOLVE = /^(https?:\/\/[^/]+)\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.*)$/;
 
 /** The repository behind a hub `resolve/` URL (its parts as they appear in the URL, still encoded; `path` keeps a query), or undefined. */
-export function hubRef(url: string): { origin: string; repo: string; revision: string; path: string } | undefined {
+export function hubRef(url: string): (HubRepo & { path: string }) | undefined {
   const m = HF_RESOLVE.exec(url);
   return m ? { origin: m[1], repo: m[2], revision: m[3], path: m[4] } : undefined;
 }
@@ -134,34 +171,73 @@ export interface HubEntry {
   sha256?: string;
 }
 
+/** Errors that say the hub answered, but with no listing (an HTTP error, or a body that is none): see hubAnswered. */
+const answered = new WeakSet<object>();
+
 /**
- * The files of a hub repository under `path` (every level), from the hub's tree API: one request. Undefined when the
- * hub does not answer with a listing (a host that only looks like the hub, a gated repository); a request that gets
- * no answer at all is unreachableError.
+ * A hub API request answered with an HTTP error: 401/403/404 are the repository's (a wrong id or revision, a gated or
+ * private repository), a ModelSourceError naming it; any other status is httpError's (5xx and 429: try again later).
  */
-export async function hubTree(ref: { origin: string; repo: string; revision: string }, path: string, o: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<HubEntry[] | undefined> {
+function hubError(r: HubRepo, api: string, status: number): ModelSourceError {
+  const err =
+    status === 401 || status === 403 || status === 404
+      ? new ModelSourceError(decodeURIComponent(r.repo), `the hub answered HTTP ${status} for ${api}: check the id and revision (gated and private repositories cannot be loaded without credentials)`, { status })
+      : httpError(api, status);
+  answered.add(err);
+  return err;
+}
+
+/** The hub answered with something that is no file listing: a page, or JSON of another shape. */
+function notListingError(r: HubRepo, api: string, what: string): ModelSourceError {
+  const err = new ModelSourceError(decodeURIComponent(r.repo), `the hub's answer to ${api} is not a file listing (${what}): check hubUrl (a Hugging Face hub, or a mirror that serves its API)`);
+  answered.add(err);
+  return err;
+}
+
+/** Whether `err` came from a hub that answered without a listing (listHubFiles), as opposed to no answer or an abort. */
+export function hubAnswered(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && answered.has(err);
+}
+
+/** Pages of a listing followed at most (the hub pages a recursive listing by 1,000 entries). */
+const MAX_LISTING_PAGES = 100;
+
+/**
+ * Every file of a hub repository under `path` (every level), from the hub's tree API, its pages followed (`Link:
+ * rel="next"`): the one way the repository is listed, for a Hugging Face id, a folder URL and the model store's hashes.
+ * An HTTP error is hubError's typed error, an answer that is no listing a ModelSourceError (both: hubAnswered), no
+ * answer at all unreachableError; an abort rejects with the signal's reason.
+ * @example
+ * const files = await listHubFiles(hubRepo('HuggingFaceTB/SmolLM2-135M-Instruct'), ''); // [{ path: 'config.json', size: 861 }, ...]
+ */
+export async function listHubFiles(r: HubRepo, path: string, o: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<HubEntry[]> {
   const fetchFn = o.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const dir = path.replace(/\/+$/, '');
-  const api = `${ref.origin}/api/models/${ref.repo}/tree/${ref.revision}${dir ? `/${encodePath(dir)}` : ''}?recursive=true`;
-  let res: Response;
-  try {
-    res = await fetchFn(api, { signal: o.signal });
-  } catch (err) {
-    if (o.signal?.aborted) throw o.signal.reason;
-    throw unreachableError(api, err);
-  }
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => {});
-    return undefined;
-  }
-  const entries = (await res.json().catch(() => undefined)) as { type?: string; path?: string; size?: number; lfs?: { oid?: string; sha256?: string; size?: number } }[] | undefined;
-  if (!Array.isArray(entries)) return undefined;
-  return entries
-    .filter((e) => typeof e?.path === 'string' && e.type !== 'directory')
-    .map((e) => {
+  let api: string | undefined = `${r.origin}/api/models/${r.repo}/tree/${r.revision}${dir ? `/${encodePath(dir)}` : ''}?recursive=true`;
+  const out: HubEntry[] = [];
+  for (let page = 0; api && page < MAX_LISTING_PAGES; page++) {
+    let res: Response;
+    try {
+      res = await fetchFn(api, { signal: o.signal });
+    } catch (err) {
+      if (o.signal?.aborted) throw o.signal.reason;
+      throw unreachableError(api, err);
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw hubError(r, api, res.status);
+    }
+    const entries = (await res.json().catch(() => undefined)) as { type?: string; path?: string; size?: number; lfs?: { oid?: string; sha256?: string; size?: number } }[] | undefined;
+    if (!Array.isArray(entries)) throw notListingError(r, api, `${res.headers.get('content-type') ?? 'no content type'}, not a JSON array`);
+    for (const e of entries) {
+      if (typeof e?.path !== 'string' || e.type === 'directory') continue;
       const sha = e.lfs?.oid ?? e.lfs?.sha256;
-      return { path: e.path!, size: e.lfs?.size ?? e.size, ...(sha && /^[0-9a-f]{64}$/.test(sha) ? { sha256: sha } : {}) };
-    });
+      out.push({ path: e.path, size: e.lfs?.size ?? e.size, ...(sha && /^[0-9a-f]{64}$/.test(sha) ? { sha256: sha } : {}) });
+    }
+    const next = /<([^>]+)>\s*;\s*rel="?next"?/.exec(res.headers.get('link') ?? '')?.[1];
+    api = next ? new URL(next, api).href : undefined;
+  }
+  return out;
 }
 
 // ---- which files of a folder a load reads ----
@@ -246,7 +322,11 @@ export async function listModelFolder<T>(folder: string, probe: (url: string) =>
   const urlOf = (name: string) => new URL(encodePath(name), base).href;
   const hub = hubRef(base);
   if (hub) {
-    const entries = await hubTree(hub, decodeURIComponent(hub.path), o);
+    // A host that only looks like the hub, or a gated repository, answers without a listing: then ask file by file.
+    const entries = await listHubFiles(hub, decodeURIComponent(hub.path), o).catch((err) => {
+      if (hubAnswered(err)) return undefined;
+      throw err;
+    });
     if (entries) {
       const prefix = decodeURIComponent(hub.path);
       const byName = new Map(entries.filter((e) => e.path.startsWith(prefix)).map((e) => [e.path.slice(prefix.length), e]));

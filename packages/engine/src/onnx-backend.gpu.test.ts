@@ -5,7 +5,7 @@
 // intab's WebGPU kernels; abort frees the sequence; 'auto' picks ORT wasm on this machine's software adapter and says
 // why; what the backend cannot do (the prefix cache, self-speculation) is refused with a typed error.
 import { afterAll, describe, expect, inject, test } from 'vitest';
-import { sharedUrl, fetchShared } from '@intab/gpu/testing';
+import { sharedUrl, fetchShared } from '@intab/testing/gpu';
 import type { GenerateRequest, LoadOptions, ModelSource } from './contract.ts';
 import { Engine } from './engine.ts';
 import { collect } from './test-streams.ts';

@@ -10,7 +10,7 @@ import type { LlamaConfig } from '@intab/model';
 import type { GenerateRequest, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { ContextLengthExceededError, EngineStateError } from './errors.ts';
-import { ReferenceRunner, type ReferenceRunnerOptions } from './reference-runner.ts';
+import { ReferenceRunner, type ReferenceRunnerOptions } from './reference/runner.ts';
 import { qwen3VocabModel, stories260K } from './test-models.ts';
 import { collect, type Collected } from './test-streams.ts';
 

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { cdp } from 'vitest/browser';
 import { mulberry32, requestGpu, type Gpu } from '@intab/gpu';
-import { fetchShared, sharedUrl } from '@intab/gpu/testing';
+import { fetchShared, sharedUrl } from '@intab/testing/gpu';
 import { Runner, bytesSource, openGguf, openTokenizer, type ModelFiles } from '@intab/model';
 import type { GenerateRequest, ModelInfo, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';

@@ -4,10 +4,10 @@
 // (start, write, rewind, fork, finish, abort, evict, preload, release) after each of which every reference count,
 // the free list and every page's contents agree with what the sequences and the tree say.
 import { describe, expect, test } from 'vitest';
-import { fixtureWeights } from '@intab/model/reference';
+import { fixtureWeights } from '@intab/testing/fixtures';
 import { mulberry32 } from '@intab/gpu';
 import { PrefixCache, type Pin } from './prefix-cache.ts';
-import { ReferenceRunner } from './reference-runner.ts';
+import { ReferenceRunner } from './reference/runner.ts';
 
 const { config, tensors } = fixtureWeights('llama'); // vocab 128, 2 layers, context 256
 

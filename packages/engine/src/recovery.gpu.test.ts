@@ -6,7 +6,7 @@
 // real GPU-process crash is e2e/device-loss.spec.ts.
 import { describe, expect, test } from 'vitest';
 import { DeviceLostError, type Gpu } from '@intab/gpu';
-import { fetchShared, sharedUrl } from '@intab/gpu/testing';
+import { fetchShared, sharedUrl } from '@intab/testing/gpu';
 import type { EngineStatus } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { DeviceRecoveryError } from './errors.ts';

@@ -4,7 +4,7 @@
 // golden.json, alone and four requests in one batch, and every page of target and draft is free afterwards.
 import { afterAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { Runner, bytesSource, openGguf } from '@intab/model';
 import type { SpeculativeMethod } from './contract.ts';
 import { Engine } from './engine.ts';

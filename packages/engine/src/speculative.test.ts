@@ -9,13 +9,14 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu';
 import { loadTokenizer, type LlamaConfig } from '@intab/model';
-import { createReferenceModel, fixtureWeights } from '@intab/model/reference';
-import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
+import { createReferenceModel } from '@intab/model/reference';
+import { fixtureWeights } from '@intab/testing/fixtures';
+import { realTokenizerFiles } from '@intab/testing/tokenizer-corpus';
 import type { GenerateRequest, SpeculativeOptions } from './contract.ts';
 import { Engine } from './engine.ts';
 import { checkDraft } from './open-model.ts';
 import { DraftMismatchError, InvalidRequestError } from './errors.ts';
-import { ReferenceRunner } from './reference-runner.ts';
+import { ReferenceRunner } from './reference/runner.ts';
 import { chooseK, expectedTokens, ngramProposals, SequenceSpeculation, Speculator, StepCosts } from './speculator.ts';
 import type { Sequence } from './sequence.ts';
 import { collect } from './test-streams.ts';

@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canonicalHfName, configFromGguf, configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { fixtureConfig, makeTensors, readGgufLite } from '@intab/model/reference';
-import { realTokenizerFiles } from '../../model/src/tokenizer/test-corpus.ts';
+import { readGgufLite } from '@intab/model/reference';
+import { fixtureConfig, makeTensors } from '@intab/testing/fixtures';
+import { realTokenizerFiles } from '@intab/testing/tokenizer-corpus';
 
 /**
  * Qwen3's real tokenizer (151k byte-level BPE tokens) over a generated one-layer qwen2-shaped model with that

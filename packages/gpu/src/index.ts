@@ -1,6 +1,6 @@
 // @intab/gpu: the WebGPU runtime and intab's kernels. Each kernel is a create*(gpu, options) factory
 // returning { encode(pass, args) } that records and never submits; the CPU twins live in
-// '@intab/gpu/reference' and test helpers in '@intab/gpu/testing'.
+// '@intab/gpu/reference' and test helpers in '@intab/testing/gpu'.
 
 export { requestGpu, type Gpu, type GpuFeatures, type GpuLimits, type RequestGpuOptions } from './device.ts';
 export {

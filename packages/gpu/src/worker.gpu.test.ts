@@ -1,8 +1,8 @@
 import { expect, test } from 'vitest';
-import { expectClose } from './testing.ts';
+import { expectClose } from '@intab/testing/gpu';
 
 test('kernels run inside a dedicated Worker and match the CPU twins', async () => {
-  const worker = new Worker(new URL('./worker-check.worker.ts', import.meta.url), { type: 'module' });
+  const worker = new Worker(new URL('./test-worker.ts', import.meta.url), { type: 'module' });
   const result = await new Promise<any>((resolve, reject) => {
     worker.onmessage = (e) => resolve(e.data);
     worker.onerror = (e) => reject(new Error(e.message));

@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'vitest';
 import { measureStepCost, profileMasks } from './bench.ts';
 import { compileJsonSchema } from './index.ts';
-import { rng } from './tokens/test-grammars.ts';
+import { mulberry32 } from '@intab/testing/random';
 import { TokenVocabulary } from './tokens/vocabulary.ts';
 
 const enc = new TextEncoder();
@@ -28,7 +28,7 @@ describe('profileMasks', () => {
   test('three passes over every grammar: repeat replays cold from the caches, every mask under one path', () => {
     const { vocab } = vocabulary();
     const grammars = SCHEMAS.map((s) => compileJsonSchema(s));
-    const p = profileMasks(vocab, grammars, { random: rng, seed: 3, documents: 2, minTokens: 4, maxTokens: 200 });
+    const p = profileMasks(vocab, grammars, { random: mulberry32, seed: 3, documents: 2, minTokens: 4, maxTokens: 200 });
     expect(p).toMatchObject({ vocab: vocab.size, trie_nodes: vocab.trie.nodeCount, grammars: 3, walk_cache_entries: vocab.walkCache.size });
     for (const pass of [p.cold, p.warm, p.repeat]) {
       expect(pass.documents).toBe(6);
@@ -44,7 +44,7 @@ describe('profileMasks', () => {
 
   test('the same seed gives the same documents; another seed other ones', () => {
     const grammars = SCHEMAS.map((s) => compileJsonSchema(s));
-    const run = (seed: number) => profileMasks(vocabulary().vocab, grammars, { random: rng, seed, minTokens: 4, maxTokens: 200 });
+    const run = (seed: number) => profileMasks(vocabulary().vocab, grammars, { random: mulberry32, seed, minTokens: 4, maxTokens: 200 });
     const [a, b, c] = [run(9), run(9), run(10)];
     expect([b.cold.tokens, b.cold.masks]).toEqual([a.cold.tokens, a.cold.masks]);
     expect([c.cold.tokens, c.cold.masks]).not.toEqual([a.cold.tokens, a.cold.masks]);
@@ -53,7 +53,7 @@ describe('profileMasks', () => {
   test('a grammar that allows no token of the vocabulary is an error, not an endless loop', () => {
     const tokens: (Uint8Array | null)[] = [enc.encode('x'), null];
     const vocab = TokenVocabulary.from(tokens, { eos: [1] });
-    expect(() => profileMasks(vocab, [compileJsonSchema({ type: 'integer' })], { random: rng, seed: 1 })).toThrow(/allows no token after 0 tokens/);
+    expect(() => profileMasks(vocab, [compileJsonSchema({ type: 'integer' })], { random: mulberry32, seed: 1 })).toThrow(/allows no token after 0 tokens/);
   });
 });
 

@@ -14,8 +14,9 @@ import {
   UnsupportedSchemaError,
   type Grammar,
 } from './index.ts';
-import { oracle } from './oracle.ts';
-import { feed, randomDocument, rng } from './testing.ts';
+import { oracle } from './test-oracle.ts';
+import { mulberry32 } from '@intab/testing/random';
+import { feed, randomDocument } from './testing.ts';
 
 const accepts = (g: Grammar, ...texts: string[]): void => {
   for (const t of texts) expect(matches(g, t), `should accept ${JSON.stringify(t)}`).toBe(true);
@@ -28,7 +29,7 @@ const rejects = (g: Grammar, ...texts: string[]): void => {
 const generatesValid = (schema: object, n = 40, seed = 1): void => {
   const g = compileJsonSchema(schema);
   const validate = oracle(schema, { defaultDraft: 2020 });
-  const r = rng(seed);
+  const r = mulberry32(seed);
   for (let i = 0; i < n; i++) {
     const bytes = randomDocument(g, r, 60);
     expect(bytes).not.toBeNull();
@@ -318,7 +319,7 @@ describe('whitespace', () => {
     const pretty = compileJsonSchema(schema, { whitespace: 'pretty' });
     accepts(pretty, JSON.stringify({ a: [1, 2] }, null, 2), JSON.stringify({ a: [1, 2] }), '{"a": []}');
     rejects(pretty, '{ "a":[1]}', '{"a":[1] }');
-    const r = rng(5);
+    const r = mulberry32(5);
     for (let i = 0; i < 20; i++) {
       const text = new TextDecoder().decode(randomDocument(pretty, r, 80)!);
       expect(Array.isArray(JSON.parse(text).a ?? [])).toBe(true);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 import { compileJsonSchema, InvalidSchemaError, matches, UnsupportedSchemaError, type Grammar } from './index.ts';
-import { oracle } from './oracle.ts';
+import { oracle } from './test-oracle.ts';
 import { serializeAccepted } from './testing.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));

@@ -1,5 +1,6 @@
 // Test helpers for grammars (not exported from the package): feed text, serialize a value in whatever key order
-// the grammar accepts, and generate random documents by walking a grammar with a seeded RNG.
+// the grammar accepts, and generate random documents by walking a grammar with a seeded RNG (the caller's, from
+// @intab/testing/random).
 
 import type { Grammar, GrammarState } from './grammar.ts';
 import type { GNode, Rule } from './graph.ts';
@@ -70,18 +71,6 @@ export function serializeAccepted(g: Grammar, value: unknown, budget = 20_000): 
   }
   for (const [t, s] of ser(g.initial, value)) if (g.accepting(s)) return t;
   return null;
-}
-
-/** A small seeded RNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export function allowedBytes(g: Grammar, s: GrammarState): number[] {

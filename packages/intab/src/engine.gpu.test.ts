@@ -5,8 +5,8 @@
 // tokenizer), the in-thread engine (worker: false), and destroy(). createEngine's default backend ('auto') runs
 // onnxruntime's wasm on a software adapter (SwiftShader here); the prefix cache's tests ask for intab's kernels.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { fixtureGguf } from '@intab/model/reference';
-import { sharedUrl } from '@intab/gpu/testing';
+import { fixtureGguf } from '@intab/testing/fixtures';
+import { sharedUrl } from '@intab/testing/gpu';
 import {
   DownloadError,
   DraftMismatchError,
@@ -24,7 +24,7 @@ import {
   type IntabEngine,
   type LoadProgress,
 } from './index.ts';
-import { tinyChatTokenizerFiles } from './test-tokenizer.ts';
+import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
 
 const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;
 

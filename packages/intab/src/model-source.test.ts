@@ -1,14 +1,21 @@
-// Model inputs to ModelSource: URLs, hub ids (GGUF file, safetensors and ONNX folders, listed through a stubbed hub API so only
-// existing files are fetched), Files and folders, and the typed errors with their advice.
+// Model inputs to ModelSource: URLs, hub ids (GGUF file, safetensors and ONNX folders, listed through a stubbed hub tree
+// API, the one the engine's hub client asks, so only existing files are fetched), Files and folders, and the typed errors
+// with their advice.
 import { describe, expect, test } from 'vitest';
-import { ModelSourceError } from '@intab/engine/errors';
+import { DownloadError, ModelSourceError } from '@intab/engine/errors';
 import { isHfId, resolveModelSource } from './model-source.ts';
 
-function hub(siblings: string[], status = 200): { fetch: typeof fetch; asked: string[] } {
+/** A hub whose tree API lists `files` (in pages of `pageSize`, linked as huggingface.co links them), or answers `status`. */
+function hub(files: string[], status = 200, pageSize = Infinity): { fetch: typeof fetch; asked: string[] } {
   const asked: string[] = [];
   const fn = (async (url: string | URL | Request) => {
-    asked.push(String(url));
-    return new Response(JSON.stringify({ siblings: siblings.map((rfilename) => ({ rfilename })) }), { status });
+    const u = new URL(String(url));
+    asked.push(u.href);
+    if (status !== 200) return new Response('{"error":"Repository not found"}', { status, headers: { 'content-type': 'application/json' } });
+    const from = Number(u.searchParams.get('cursor') ?? 0);
+    const page = files.slice(from, from + pageSize).map((path) => ({ type: 'file', path, size: path.length }));
+    const next = from + pageSize < files.length ? `${u.origin}${u.pathname}?recursive=true&cursor=${from + pageSize}` : undefined;
+    return new Response(JSON.stringify([{ type: 'directory', path: 'onnx' }, ...page]), { headers: { 'content-type': 'application/json', ...(next ? { link: `<${next}>; rel="next"` } : {}) } });
   }) as typeof fetch;
   return { fetch: fn, asked };
 }
@@ -37,7 +44,7 @@ describe('resolveModelSource', () => {
     const h = hub(['config.json', 'tokenizer.json', 'model.safetensors', 'README.md', 'onnx/model.onnx']);
     const src = await resolveModelSource('HuggingFaceTB/SmolLM2-135M-Instruct', { fetch: h.fetch });
     const base = 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/resolve/main/';
-    expect(h.asked).toEqual(['https://huggingface.co/api/models/HuggingFaceTB/SmolLM2-135M-Instruct/revision/main']);
+    expect(h.asked).toEqual(['https://huggingface.co/api/models/HuggingFaceTB/SmolLM2-135M-Instruct/tree/main?recursive=true']);
     expect(src).toEqual({
       kind: 'hf-urls',
       files: { 'config.json': base + 'config.json', 'tokenizer.json': base + 'tokenizer.json', 'model.safetensors': base + 'model.safetensors' },
@@ -78,11 +85,58 @@ describe('resolveModelSource', () => {
     expect(err.message).toContain('pass one of them as `file` (a-q4_0.gguf, a-q8_0.gguf)');
   });
 
-  test('a missing repository is a ModelSourceError naming the status', async () => {
-    const err = await resolveModelSource('org/nope', { fetch: hub([], 404).fetch }).catch((e) => e);
-    expect(err).toBeInstanceOf(ModelSourceError);
-    expect(err.message).toContain('HTTP 404');
-    expect(err.message).toContain('check the id and revision');
+  test('a listing in pages is read whole; a revision and a mirror are asked for as given', async () => {
+    const h = hub(['README.md', 'config.json', 'tokenizer.json', 'x.txt', 'model.safetensors'], 200, 2);
+    const src = await resolveModelSource('org/paged', { revision: 'refs/pr/1', hubUrl: 'https://mirror.example/', fetch: h.fetch });
+    const base = 'https://mirror.example/org/paged/resolve/refs%2Fpr%2F1/';
+    expect(src).toEqual({ kind: 'hf-urls', files: { 'config.json': base + 'config.json', 'tokenizer.json': base + 'tokenizer.json', 'model.safetensors': base + 'model.safetensors' } });
+    expect(h.asked).toEqual([
+      'https://mirror.example/api/models/org/paged/tree/refs%2Fpr%2F1?recursive=true',
+      'https://mirror.example/api/models/org/paged/tree/refs%2Fpr%2F1?recursive=true&cursor=2',
+      'https://mirror.example/api/models/org/paged/tree/refs%2Fpr%2F1?recursive=true&cursor=4',
+    ]);
+  });
+
+  test('a missing, gated or private repository is a ModelSourceError naming the id and the status', async () => {
+    for (const status of [404, 401, 403]) {
+      const err = await resolveModelSource('org/nope', { fetch: hub([], status).fetch }).catch((e) => e);
+      expect(err).toBeInstanceOf(ModelSourceError);
+      expect(err).not.toBeInstanceOf(DownloadError);
+      expect(err).toMatchObject({ source: 'org/nope', status });
+      expect(err.message).toContain(`HTTP ${status} for https://huggingface.co/api/models/org/nope/tree/main?recursive=true`);
+      expect(err.message).toContain('check the id and revision');
+    }
+  });
+
+  test('a hub that fails, does not answer, or answers no listing: the situation\'s typed error', async () => {
+    const busy = await resolveModelSource('org/busy', { fetch: hub([], 503).fetch }).catch((e) => e);
+    expect(busy).toBeInstanceOf(DownloadError);
+    expect(busy).toMatchObject({ status: 503 });
+    expect(busy.message).toContain('try again later');
+
+    const down = (async () => {
+      throw new TypeError('fetch failed');
+    }) as typeof fetch;
+    const offline = await resolveModelSource('org/offline', { fetch: down }).catch((e) => e);
+    expect(offline).toBeInstanceOf(DownloadError);
+    expect(offline.status).toBeUndefined();
+    expect(offline.message).toContain('the network request got no answer (TypeError: fetch failed)');
+
+    const page = (async () => new Response('<!doctype html><p>Sign in</p>', { headers: { 'content-type': 'text/html' } })) as typeof fetch;
+    const html = await resolveModelSource('org/page', { fetch: page }).catch((e) => e);
+    expect(html).toBeInstanceOf(ModelSourceError);
+    expect(html).toMatchObject({ source: 'org/page' });
+    expect(html.message).toContain('is not a file listing (text/html, not a JSON array): check hubUrl');
+  });
+
+  test('an aborted listing rejects with the signal\'s reason', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    const slow = ((_: unknown, init?: RequestInit) =>
+      new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError'))))) as typeof fetch;
+    const pending = resolveModelSource('org/slow', { fetch: slow, signal: controller.signal });
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
   });
 
   test('a File is a one-file source; a folder keeps each file\'s own name', async () => {

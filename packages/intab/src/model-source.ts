@@ -1,12 +1,12 @@
 // Turns what a web developer has in hand (a URL, a Hugging Face id, a File from an <input>, a dropped
 // folder) into the contract's ModelSource, on the main thread: relative URLs are resolved against the page
 // (the worker's base URL differs), and a hub id is resolved to the hub's file URLs, listing the repository
-// once so that only files that exist are asked for (the files a folder load reads: pickFolderFiles, which the
-// worker's loader and the model store use too).
+// once so that only files that exist are asked for (the files a folder load reads: pickFolderFiles). The hub is
+// asked through the engine's one hub client (model-fetch.ts), as the worker's loader and the model store ask it.
 
 import type { ModelSource } from '@intab/engine/contract';
 import { ModelSourceError } from '@intab/engine/errors';
-import { FOLDER_CONFIG_FILES, modelFetch, pickFolderFiles } from '@intab/engine/model-fetch';
+import { FOLDER_CONFIG_FILES, encodePath, hubFileUrl, hubRepo, listHubFiles, pickFolderFiles } from '@intab/engine/model-fetch';
 
 /** A model as createEngine accepts it. */
 export type ModelInput =
@@ -72,10 +72,6 @@ function baseUrl(): string | undefined {
   return loc?.href;
 }
 
-function encodePath(p: string): string {
-  return p.split('/').map(encodeURIComponent).join('/');
-}
-
 /**
  * Resolves a model input to the ModelSource the worker loads.
  * @example
@@ -113,33 +109,15 @@ export async function resolveModelSource(model: ModelInput, options: ResolveMode
   return { kind: 'files', files: list.map((f) => ({ name: f.name, blob: f })) };
 }
 
-interface HubSibling {
-  rfilename: string;
-}
-
 async function resolveHf(id: string, o: ResolveModelOptions): Promise<ModelSource> {
-  const hub = (o.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, '');
-  const revision = o.revision ?? 'main';
-  const fileUrl = (name: string) => `${hub}/${id}/resolve/${encodeURIComponent(revision)}/${encodePath(name)}`;
-  if (o.file && !/\.onnx$/i.test(o.file)) return { kind: 'url', url: fileUrl(o.file) };
+  const repo = hubRepo(id, { hubUrl: o.hubUrl, revision: o.revision });
+  if (o.file && !/\.onnx$/i.test(o.file)) return { kind: 'url', url: hubFileUrl(repo, o.file) };
 
-  // A folder: list the repository once, so that only files that exist are fetched by the worker. No answer or a
-  // server error is modelFetch's error, as for any model file.
-  const api = `${hub}/api/models/${id}/revision/${encodeURIComponent(revision)}`;
-  let res: Response;
-  try {
-    res = await modelFetch(o.fetch)(api, { signal: o.signal });
-  } catch (e) {
-    const status = (e as ModelSourceError).status;
-    if (e instanceof ModelSourceError && (status === 401 || status === 403 || status === 404)) {
-      throw new ModelSourceError(id, `the hub answered HTTP ${status} for ${api}: check the id and revision (gated and private repositories cannot be loaded without credentials)`, { status, cause: e });
-    }
-    throw e;
-  }
-  const info = (await res.json()) as { siblings?: HubSibling[] };
-  const names = new Set((info.siblings ?? []).map((s) => s.rfilename));
+  // A folder: list the repository once, so that only files that exist are fetched by the worker. A wrong id or
+  // revision is a ModelSourceError naming it; no answer or a server error is the same typed error as for any file.
+  const names = new Set((await listHubFiles(repo, '', { fetch: o.fetch, signal: o.signal })).map((e) => e.path));
   const picked = pickFolderFiles(names, o.file);
-  if (picked) return { kind: 'hf-urls', files: Object.fromEntries(picked.files.map((n) => [n, fileUrl(n)])) };
+  if (picked) return { kind: 'hf-urls', files: Object.fromEntries(picked.files.map((n) => [n, hubFileUrl(repo, n)])) };
   if (o.file) throw new ModelSourceError(id, `'${o.file}' is not in the repository${names.has('config.json') ? '' : ' (nor is its config.json)'}: pick one of ${[...names].filter((n) => /\.onnx$/i.test(n)).slice(0, 8).join(', ') || 'its files'}`);
   const ggufs = [...names].filter((n) => n.toLowerCase().endsWith('.gguf'));
   if (ggufs.length) {

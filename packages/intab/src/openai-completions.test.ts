@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, test } from 'vitest';
 
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion } from './openai-completions.ts';
 import { referenceEngine } from './test-fixture.ts';

@@ -1,5 +1,5 @@
 // The OpenAI HTTP core (handleOpenAI, answerCompletion) on a real in-thread engine (CPU reference runner, tiny ChatML
-// tokenizer): what a transport relies on beyond the shared table of cases (test-openai-cases.ts, run against the core
+// tokenizer): what a transport relies on beyond the shared table of cases (@intab/testing's openai-cases.ts, run against the core
 // and the Service Worker relay in openai-relay.test.ts). The body is pulled: an unread answer leaves the engine's
 // sequence paused, and cancelling it unread ends the engine's request; an engine with `open` gets its head before its
 // first chunk; the admit hook refuses (its reply, the engine untouched) or lets in with headers, and hears each
@@ -8,7 +8,7 @@
 import { describe, expect, test } from 'vitest';
 import { DEFAULT_MAX_TOKENS, type Engine } from '@intab/engine';
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi } from './engine.ts';
 import { ENGINE_DEFAULT_MAX_TOKENS, answerCompletion, prepareCompletion, type CompletionEnd, type OpenAIEngine } from './openai-answer.ts';
 import { openAIError, type OpenAIErrorReply } from './openai-errors.ts';

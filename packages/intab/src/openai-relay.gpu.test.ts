@@ -4,19 +4,19 @@
 // reader of the relayed response that reads one piece and stops leaves the engine's sequence paused, its steps not
 // advancing; reading on finishes the very answer the engine gives directly; cancelling while stalled ends the
 // engine's request and frees its pages. Then what a page of the scope gets with fetch(): the same answer streamed,
-// an abort that frees the sequence, and a 503 with no engine page; and the shared table of cases (test-openai-cases.ts)
+// an abort that frees the sequence, and a 503 with no engine page; and the shared table of cases (@intab/testing's openai-cases.ts)
 // through the real Service Worker gives what the core gives when called directly in this page.
 // Chromium's own reader of a fetch() answered by a Service Worker drains the body into the page whatever the page
 // reads (measured: tens of MB in two seconds behind a stalled reader), so a page's stalled reader cannot hold the
 // engine back in this browser; the stalled reader here is the worker's own (see test-relay-sw.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { handleOpenAI } from './openai-http.ts';
 import { serveOpenAI } from './openai-server.ts';
 import { referenceEngine } from './test-fixture.ts';
-import { OPENAI_CASES, type CaseContext, type Send } from './test-openai-cases.ts';
+import { OPENAI_CASES, type CaseContext, type Send } from '@intab/testing/openai-cases';
 
 const messages = [{ role: 'user', content: 'Say something!' }];
 /** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */

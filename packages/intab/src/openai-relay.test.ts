@@ -11,7 +11,7 @@
 // given anything but a Service Worker's scope throws a typed error.
 import { describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { IntabError } from '@intab/errors';
 import { handleOpenAI } from './openai-http.ts';
@@ -19,7 +19,7 @@ import { answerRelayed, serveOpenAI, type RelayReply } from './openai-server.ts'
 import { ServiceWorkerScopeError, foreignRequest, relayOpenAI, relayRequest, type RelayClients, type RelayFetchEvent } from './service-worker.ts';
 import { decodeSSE } from './sse.ts';
 import { referenceEngine } from './test-fixture.ts';
-import { OPENAI_CASES, type CaseContext, type Send } from './test-openai-cases.ts';
+import { OPENAI_CASES, type CaseContext, type Send } from '@intab/testing/openai-cases';
 
 const messages = [{ role: 'user', content: 'Say something!' }];
 

@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, test, vi } from 'vitest';
 import type { Chunk, GenerateRequest } from '@intab/engine/contract';
 import { InvalidRequestError } from '@intab/engine/errors';
 import type { Engine } from '@intab/engine';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { ignoredFields, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk } from './openai.ts';
 import { serveOpenAI } from './openai-server.ts';

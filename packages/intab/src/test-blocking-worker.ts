@@ -5,10 +5,10 @@
 
 import * as Comlink from 'comlink';
 import { Engine, type ModelInfo } from '@intab/engine';
-import { ReferenceRunner, type StepLogEntry } from '@intab/engine/testing';
+import { ReferenceRunner, type StepLogEntry } from '@intab/engine/reference';
 import { registerTransferHandlers } from '@intab/engine/transfer';
 import type { StepEntry, StepOptions, StepResult } from '@intab/model';
-import { fixtureWeights } from '@intab/model/reference';
+import { fixtureWeights } from '@intab/testing/fixtures';
 
 /** How long a step holds the thread: far longer than a message's trip between the page and a worker. */
 const STEP_MS = 100;

@@ -3,10 +3,10 @@
 // ASCII, ChatML special tokens and a ChatML chat template), so chat requests run end to end without a GPU.
 
 import { Engine, type ModelInfo } from '@intab/engine';
-import { ReferenceRunner } from '@intab/engine/testing';
+import { ReferenceRunner } from '@intab/engine/reference';
 import { loadTokenizer, type Tokenizer } from '@intab/model';
-import { fixtureWeights } from '@intab/model/reference';
-import { tinyChatTokenizerFiles } from './test-tokenizer.ts';
+import { fixtureWeights } from '@intab/testing/fixtures';
+import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
 
 /** ids 0..93 are '!'..'~', 94 is ' ' (Ġ), 95 is '\n' (Ċ), 96/97 are <|im_start|>/<|im_end|>; 98..127 decode to nothing. */
 export function tinyChatTokenizer(): Tokenizer {

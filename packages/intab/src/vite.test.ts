@@ -5,7 +5,7 @@
 // syntax error is a 500 that names the file, and the next good edit is served. Each script is checked for what it
 // must be: a classic script (compiled as one, where an import would not parse) that, run in a Service Worker's
 // stand-in scope, answers /v1 requests with intab's relay (a 503 naming the page to open, with no engine page).
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { build, createServer, preview, type InlineConfig } from 'vite';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +15,13 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { IntabError } from '@intab/errors';
 import { InvalidPluginOptionError, serviceWorker } from './vite.ts';
-import { intabSourceAliases } from '../../../scripts/intab-source.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** How this repository resolves intab's specifiers to its sources (scripts/intab-source.ts, given by vite.config.ts). */
+    intabSourceAliases: { find: string; replacement: string }[];
+  }
+}
 
 const PACKAGE = fileURLToPath(new URL('..', import.meta.url));
 const SW = (hint: string) => `import { relayOpenAI } from 'intab/service-worker';\nrelayOpenAI(self, { openHint: ${JSON.stringify(hint)} });\n`;
@@ -42,7 +48,7 @@ const config = (extra: InlineConfig = {}): InlineConfig => ({
   root: app,
   configFile: false,
   logLevel: 'silent',
-  resolve: { alias: intabSourceAliases() },
+  resolve: { alias: inject('intabSourceAliases').map((a) => ({ find: new RegExp(a.find), replacement: a.replacement })) },
   plugins: [serviceWorker({ entry: 'src/sw.ts' })],
   ...extra,
 });

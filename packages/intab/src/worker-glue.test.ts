@@ -9,7 +9,7 @@ import type { EngineApi } from '@intab/engine/contract';
 import { ContextLengthExceededError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
 import { registerTransferHandlers, releaseSignal } from '@intab/engine/transfer';
 import type { Engine } from '@intab/engine';
-import type { ReferenceRunner } from '@intab/engine/testing';
+import type { ReferenceRunner } from '@intab/engine/reference';
 import { wrapEngineApi, type IntabEngine } from './engine.ts';
 import { referenceEngine } from './test-fixture.ts';
 

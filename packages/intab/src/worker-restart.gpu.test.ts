@@ -2,7 +2,7 @@
 // event), every pending call rejects with WorkerError within moments instead of hanging, and engine.restart() loads
 // the model again in a new worker, whose next request gives the golden ids.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { sharedUrl } from '@intab/gpu/testing';
+import { sharedUrl } from '@intab/testing/gpu';
 import { EngineClosedError, WorkerError, createEngine, type Chunk, type IntabEngine } from './index.ts';
 
 const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;

@@ -10,7 +10,7 @@
 // request could take tens of GiB, so those tests run on SwiftShader only.
 import { beforeAll, describe, expect, test } from 'vitest';
 import { GpuOutOfMemoryError, GpuValidationError, requestGpu, type Gpu, type WeightTensor } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { LoadScopes, loadNeeds } from './gpu-memory.ts';
 import { planKvCache } from './kv-cache.ts';
 import { openGguf, type ModelFiles } from './load.ts';

@@ -3,7 +3,7 @@
 // copy-on-write copy and leaves the shared page untouched. stories260K, headless Chromium (WebGPU).
 import { describe, expect, test } from 'vitest';
 import { requestGpu } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { Runner } from './runner.ts';
 import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';

@@ -3,7 +3,7 @@
 // reproduce golden.json's greedy continuations exactly, one sequence at a time and all batched together.
 import { describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { Runner } from './runner.ts';
 import { openGguf, openHfFolder, type ModelFiles } from './load.ts';
 import { bytesSource } from './source.ts';

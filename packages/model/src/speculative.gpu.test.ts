@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { requestGpu, type Gpu, type SamplingParams } from '@intab/gpu';
 import { acceptReference, sampleRow } from '@intab/gpu/reference';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { Runner } from './runner.ts';
 import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';

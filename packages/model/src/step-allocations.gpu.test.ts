@@ -3,7 +3,7 @@
 // buffers. Counted on the device over 50 decode steps of stories260K (headless Chromium, WebGPU).
 import { expect, test } from 'vitest';
 import { requestGpu } from '@intab/gpu';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { Runner } from './runner.ts';
 import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';

@@ -6,7 +6,7 @@
 // quantized GPU forward checked against the CPU reference on the same quantized weights.
 import { describe, expect, test } from 'vitest';
 import { dequantize, quantize, type Gpu } from '@intab/gpu';
-import { fetchShared, testGpu } from '@intab/gpu/testing';
+import { fetchShared, testGpu } from '@intab/testing/gpu';
 import { Runner } from './runner.ts';
 import type { StepEntry } from './step-runner.ts';
 import { openGguf, openHfFolder, type ModelFiles } from './load.ts';
@@ -14,7 +14,7 @@ import { bytesSource } from './source.ts';
 import type { LlamaConfig } from './config.ts';
 import { argmax, createReferenceModel, type ReferenceModel } from './reference/llama.ts';
 import { readGgufLite, type LiteGguf } from './reference/safetensors-lite.ts';
-import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights, type FixtureVariant } from './reference/fixtures.ts';
+import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights, type FixtureVariant } from '@intab/testing/fixtures';
 
 /**
  * Tolerance of every comparison: max_i |gpu_i - ref_i| ≤ TOL · max_i |ref_i| over one logits row. The GPU

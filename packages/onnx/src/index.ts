@@ -32,7 +32,7 @@ export { buildLlamaGraph, tensorWeights, LLAMA_GRAPH_IO, type LlamaGraph, type L
 // ---- running: the StepRunner over onnxruntime-web ----
 export { OnnxRunner, type OnnxRunnerOptions, type OnnxModelConfig } from './onnx-runner.ts';
 export { graphLayout, type GraphLayout, type GraphIO } from './graph-layout.ts';
-export { createSession, loadOrt, type OnnxBackend, type OnnxSession, type Ort, type SessionOptions } from './session.ts';
+export { createSession, loadOrt, providerOf, type OnnxBackend, type OnnxSession, type Ort, type OrtRuntime, type SessionOptions } from './session.ts';
 export { loadOnnxRunner, type OnnxLoadOptions, type LoadedOnnx } from './load.ts';
 export { sampleLogits } from './cpu-sampler.ts';
 export { onnxFolderFiles, hfConfig } from './onnx-folder.ts';

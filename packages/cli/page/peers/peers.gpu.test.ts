@@ -3,7 +3,7 @@
 // vocabulary each reproduce golden.json's greedy ids of stories260K from exactly the prompt ids, with every
 // wasm binary served from node_modules, and report positive timings. Speeds are printed, never asserted.
 import { afterAll, describe, expect, inject, test } from 'vitest';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import type { Peer } from './types.ts';
 
 declare module 'vitest' {

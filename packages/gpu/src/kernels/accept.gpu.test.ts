@@ -7,7 +7,7 @@ import { createSampler, NO_TOKEN, packSamplingBatch, type SamplingParams } from 
 import { acceptReference } from '../reference/accept.ts';
 import { sampleReference } from '../reference/sampling.ts';
 import type { Gpu } from '../device.ts';
-import { expectEqual, mulberry32, randomF32, readU32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectEqual, mulberry32, randomF32, readU32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 interface Case {
   samples: Uint32Array; // (R, stride)

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { createAttentionDecode } from './attention-decode.ts';
 import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attention.ts';
-import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 import type { Gpu } from '../device.ts';
 import type { AttentionVariant } from './paged-kv.ts';
 import { gpuStats } from '../kernel.ts';

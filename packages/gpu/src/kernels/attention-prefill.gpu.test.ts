@@ -3,7 +3,7 @@ import { createAttentionPrefill } from './attention-prefill.ts';
 import { createRopeKvAppend } from './rope-kv-append.ts';
 import { cacheRow, pagedAttention, randomPagedCache } from '../reference/attention.ts';
 import { ropeKvAppend } from '../reference/rope.ts';
-import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 interface Step {
   /** Tokens already cached per sequence before the step (the step's own tokens included in `cached`). */

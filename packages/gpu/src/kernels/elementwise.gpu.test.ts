@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { createSwiglu } from './swiglu.ts';
 import { createGeluTanh } from './gelu-tanh.ts';
 import { gated, geluTanh, silu } from '../reference/elementwise.ts';
-import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 describe('elementwise', () => {
   test('swiglu on separate gate/up buffers with outliers', async () => {

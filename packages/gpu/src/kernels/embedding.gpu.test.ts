@@ -9,7 +9,7 @@ import { BLOCK, WEIGHT_DTYPES, rowBytes, type WeightDtype } from '../formats/blo
 import { quantize } from '../formats/codecs.ts';
 import { f32ToF16 } from '../formats/half.ts';
 import { randomWeights } from '../reference/random.ts';
-import { expectEqual, mulberry32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectEqual, mulberry32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 /** Bit-exact: compares the f32 bit patterns (so -0 vs 0 and any rounding difference fail). */
 function expectBits(actual: Float32Array, expected: Float32Array, label: string): void {

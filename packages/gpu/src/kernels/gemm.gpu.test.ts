@@ -10,7 +10,7 @@ import { matmul } from '../reference/matmul.ts';
 import { BLOCK, WEIGHT_DTYPES, type WeightDtype } from '../formats/blocks.ts';
 import { quantize } from '../formats/codecs.ts';
 import { randomWeights } from '../reference/random.ts';
-import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 // Tolerance: f32 accumulation in a different order than the float64 reference.
 const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });

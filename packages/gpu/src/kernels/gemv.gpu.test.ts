@@ -7,7 +7,7 @@ import { gated, geluTanh, silu } from '../reference/elementwise.ts';
 import { WEIGHT_DTYPES, BLOCK } from '../formats/blocks.ts';
 import { quantize } from '../formats/codecs.ts';
 import { randomWeights } from '../reference/random.ts';
-import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, mulberry32, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 // Tolerance: f32 accumulation in a different order than the float64 reference.
 const tol = (k: number) => ({ atol: 2e-5 * Math.sqrt(k), rtol: 2e-4 });

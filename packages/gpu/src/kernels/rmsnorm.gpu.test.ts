@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import { createRmsNorm } from './rmsnorm.ts';
 import { rmsnorm } from '../reference/norm.ts';
-import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 describe('rmsnorm', () => {
   for (const [rows, cols] of [[1, 64], [5, 576], [3, 1000], [2, 7]] as const) {

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { createRopeKvAppend, ropeInvFreq, type RopeKvAppendOptions } from './rope-kv-append.ts';
 import { ropeKvAppend } from '../reference/rope.ts';
 import type { PagedCache } from '../reference/attention.ts';
-import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, mulberry32, randn, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 // Positions up to and past 32k: the phase must not lose accuracy as pos * inv_freq grows.
 const POSITIONS = [0, 1, 7, 1023, 4097, 32767, 31999, 65535, 100003];

@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { createSampler, NO_TOKEN, packSamplingBatch, unpackSamples, type Sampler, type SampleResult, type SamplingParams } from './sample.ts';
 import { sampleReference } from '../reference/sampling.ts';
 import type { Gpu } from '../device.ts';
-import { expectClose, expectEqual, mulberry32, randomF32, readU32, run, scratch, testGpu, upload } from '../testing.ts';
+import { expectClose, expectEqual, mulberry32, randomF32, readU32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 /** `passes`: the adjust and candidate flags as the Runner passes them (packed's), or forced. */
 async function sampleOnGpu(

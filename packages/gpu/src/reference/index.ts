@@ -1,5 +1,5 @@
 // @intab/gpu/reference, for tests and the kernel lab only: the CPU twin of every kernel (plain loops, float64
-// accumulation) and seeded inputs. Production code never imports it (scripts/reference-imports.test.ts checks).
+// accumulation) and seeded inputs. Production code never imports it (scripts/layering.test.ts checks).
 export * from './random.ts';
 export * from './matmul.ts';
 export * from './norm.ts';

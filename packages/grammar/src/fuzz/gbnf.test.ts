@@ -8,7 +8,7 @@ import { expect, test } from 'vitest';
 import { IntabGrammarError } from '../errors.ts';
 import { compileGbnf } from '../gbnf.ts';
 import { exercise } from './test-exercise.ts';
-import { fuzz, fuzzTestTimeout, type Random } from './test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 import { mutateText } from './test-text-mutations.ts';
 
 const HANG_MS = 5_000;

@@ -10,7 +10,7 @@ import { expect, test } from 'vitest';
 import { IntabGrammarError } from '../errors.ts';
 import { compileJsonSchema } from '../schema-compile.ts';
 import { exercise } from './test-exercise.ts';
-import { fuzz, fuzzTestTimeout, type Random } from './test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
 /** Seconds one case may take before it counts as a hang (cases take well under a millisecond to a second). */

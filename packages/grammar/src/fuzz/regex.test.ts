@@ -13,7 +13,7 @@ import { IntabGrammarError } from '../errors.ts';
 import { compileRegex } from '../regex-grammar.ts';
 import { compileJsonSchema } from '../schema-compile.ts';
 import { exercise } from './test-exercise.ts';
-import { fuzz, fuzzTestTimeout, type Random } from './test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 import { mutateText } from './test-text-mutations.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../../shared/', import.meta.url));

@@ -6,7 +6,7 @@ import type { Grammar, GrammarState } from '../grammar.ts';
 import { computeMask } from '../tokens/compute-mask.ts';
 import { forcedBytes } from '../tokens/matcher.ts';
 import { TokenVocabulary } from '../tokens/vocabulary.ts';
-import type { Random } from './test-harness.ts';
+import type { Random } from '@intab/testing/fuzz';
 
 const enc = new TextEncoder();
 

@@ -2,7 +2,7 @@
 // hostile text has — characters inserted from the language's own alphabet, dropped, replaced, spans duplicated
 // (deep nesting, long repetitions) or moved.
 
-import type { Random } from './test-harness.ts';
+import type { Random } from '@intab/testing/fuzz';
 
 /** `text` with 1 to `edits` random edits, inserting from `alphabet` (strings: one edit may insert several characters). */
 export function mutateText(r: Random, text: string, alphabet: readonly string[], edits = 4): string {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JsonAssembler, PartialJsonError, PartialJsonParser, assembleJson, jsonEvents, parsePartialJson, type JsonEvent, type SnapshotMode } from './index.ts';
-import { deepDoc, generateDoc, preorder, referencePartial, rng, split, typeAt, valueAt, type GeneratedDoc } from './testing.ts';
+import { mulberry32 } from '@intab/testing/random';
+import { deepDoc, generateDoc, preorder, referencePartial, split, typeAt, valueAt, type GeneratedDoc } from './testing.ts';
 
 const key = (p: readonly (string | number)[]) => JSON.stringify(p);
 
@@ -94,7 +95,7 @@ function check(doc: GeneratedDoc, events: JsonEvent[], snapshots: boolean | ((i:
 
 describe('PartialJsonParser: fuzz on random split points', () => {
   it('600 random documents x 4 splits (whole, per character, random 1-8, random 1-64)', () => {
-    const r = rng(12345);
+    const r = mulberry32(12345);
     let events = 0;
     let chars = 0;
     for (let seed = 1; seed <= 600; seed++) {
@@ -113,7 +114,7 @@ describe('PartialJsonParser: fuzz on random split points', () => {
 
   it('deep nesting (depth 300), split everywhere', () => {
     const doc = deepDoc(300);
-    const r = rng(7);
+    const r = mulberry32(7);
     for (const max of [0, 1, 5]) check(doc, run(split(doc.text, r, max)), (i) => i % 50 === 0);
   });
 
@@ -123,7 +124,7 @@ describe('PartialJsonParser: fuzz on random split points', () => {
       '""', '"\\ud83d\\ude00"', '"\\uD83D"', '"😀"', '"\\"\\\\\\/\\b\\f\\n\\r\\t"', 'true', 'false', 'null',
       '{}', '[]', '[[]]', '[{}]', '{"":{"":[]}}', '{ }', '[ ]', '{"__proto__":{"x":1}}', '[1,-0,0.5e1,"a",true,null,{}]',
     ];
-    const r = rng(99);
+    const r = mulberry32(99);
     for (const text of docs) {
       const expected = JSON.parse(text);
       for (const max of [0, 1, 2, 3]) {
@@ -203,7 +204,7 @@ describe('PartialJsonParser: events', () => {
 
   it("snapshots: 'push' shares the end-of-push snapshot, 'none' takes none; the events are otherwise identical", () => {
     const doc = generateDoc(4242, { size: 80, maxDepth: 5 });
-    const chunks = split(doc.text, rng(1), 6);
+    const chunks = split(doc.text, mulberry32(1), 6);
     const full = run(chunks, 'event');
     const strip = (evs: JsonEvent[]) => evs.map(({ snapshot: _s, ...rest }) => rest);
     const none = run(chunks, 'none');
@@ -347,7 +348,7 @@ describe('PartialJsonParser: invalid documents', () => {
   }
 
   it('hand-picked cases: position and message', () => {
-    const r = rng(3);
+    const r = mulberry32(3);
     const cases: [string, number, RegExp][] = [
       ['', 0, /end of input: expected a JSON value/],
       ['   ', 3, /end of input: expected a JSON value/],
@@ -384,7 +385,7 @@ describe('PartialJsonParser: invalid documents', () => {
   });
 
   it('random corruptions of valid documents: throws exactly when JSON.parse does, at the first bad character', () => {
-    const r = rng(2024);
+    const r = mulberry32(2024);
     const insert = ['{', '}', '[', ']', ',', ':', '"', '\\', 'x', '0', '-', '.', 'e', '+', ' ', '\u0001', 't', 'u'];
     let invalid = 0;
     let v8Positions = 0;

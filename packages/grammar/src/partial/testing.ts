@@ -1,10 +1,8 @@
 // Test helpers for the partial-JSON parser: a seeded random JSON document generator (with its document-order path
 // list) and an independent, deliberately naive reference partial parse. Not exported from the package.
 
-import { rng } from '../testing.ts';
+import { mulberry32 } from '@intab/testing/random';
 import type { JsonPath } from './events.ts';
-
-export { rng };
 
 export type Tree = { t: 'obj'; members: [string, Tree][] } | { t: 'arr'; items: Tree[] } | { t: 'scalar'; type: 'string' | 'number' | 'boolean' | 'null' };
 
@@ -20,7 +18,7 @@ const PIECES = [
 const SHORT: Record<string, string> = { '"': '\\"', '\\': '\\\\', '/': '\\/', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 export function generateDoc(seed: number, opts: { maxDepth?: number; size?: number } = {}): GeneratedDoc {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const maxDepth = opts.maxDepth ?? int(1, 8);

@@ -7,7 +7,8 @@ import { advance, type Grammar, type GrammarState } from '../grammar.ts';
 import { computeMask } from './compute-mask.ts';
 import { MaskCache, sharedMaskCache } from './mask-cache.ts';
 import { forcedBytes, TokenMatcher } from './matcher.ts';
-import { boundedString, choiceGrammar, jsonGrammar, literalGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
+import { boundedString, choiceGrammar, jsonGrammar, literalGrammar, maskIds, randomWalk, referenceMask } from '@intab/testing/grammars';
+import { mulberry32 } from '@intab/testing/random';
 import { buildByteTrie, TokenVocabulary, type PackedEntries } from './vocabulary.ts';
 
 const enc = new TextEncoder();
@@ -216,7 +217,7 @@ describe('TokenMatcher', () => {
   it('rollback restores the state and the mask, any number of times', () => {
     const g = jsonGrammar(3);
     const m = new TokenMatcher(g, VOCAB);
-    const r = rng(3);
+    const r = mulberry32(3);
     for (let round = 0; round < 20; round++) {
       const keys = [g.key(m.state)];
       const masks = [maskIds(m.mask())];
@@ -326,7 +327,7 @@ describe('TokenMatcher', () => {
     const g = jsonGrammar(3);
     for (let seed = 1; seed <= 30; seed++) {
       const m = new TokenMatcher(g, VOCAB);
-      const walk = randomWalk(m, TOKENS, [EOS], rng(seed), { budget: 30, maxTokens: 400 });
+      const walk = randomWalk(m, TOKENS, [EOS], mulberry32(seed), { budget: 30, maxTokens: 400 });
       expect(walk.finished, `seed ${seed}`).toBe(true);
       const text = new TextDecoder('utf-8', { fatal: true }).decode(walk.bytes);
       expect(() => JSON.parse(text), text).not.toThrow();

@@ -3,27 +3,25 @@
 // brute-force reference; forced tokens decode, through the real tokenizer, to the forced text.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadTokenizer, type Tokenizer } from '../../../model/src/tokenizer/tokenizer.ts';
-import { realTokenizerFiles, type RealTokenizerName } from '../../../model/src/tokenizer/test-corpus.ts';
-import { tokenBytes } from '../../../model/src/tokenizer/token-bytes.ts';
+import { realVocabulary, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import { advance } from '../grammar.ts';
 import { compileJsonSchema } from '../index.ts';
 import { computeMask } from './compute-mask.ts';
 import { MaskCache } from './mask-cache.ts';
 import { TokenMatcher } from './matcher.ts';
-import { choiceGrammar, jsonGrammar, maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
-import { schemaValidator } from './test-validator.ts';
+import { choiceGrammar, jsonGrammar, maskIds, randomWalk, referenceMask } from '@intab/testing/grammars';
+import { mulberry32 } from '@intab/testing/random';
+import { schemaValidator } from '@intab/testing/schema-validator';
 import { TokenVocabulary } from './vocabulary.ts';
 
 const fatal = new TextDecoder('utf-8', { fatal: true });
 
 describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary: %s', (name) => {
-  let tok: Tokenizer;
+  let tok: ReturnType<typeof realVocabulary>['tokenizer'];
   let bytes: (Uint8Array | null)[];
   let vocab: TokenVocabulary;
   beforeAll(() => {
-    tok = loadTokenizer(realTokenizerFiles(name));
-    bytes = tokenBytes(tok);
+    ({ tokenizer: tok, bytes } = realVocabulary(name));
     vocab = TokenVocabulary.from(bytes, { eos: tok.stopIds });
   }, 60_000);
 
@@ -34,7 +32,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
     let walks = 0;
     for (let seed = 1; seed <= 12; seed++) {
       const m = new TokenMatcher(g, vocab, { maskCache: cache });
-      const r = rng(seed * 7919);
+      const r = mulberry32(seed * 7919);
       let step = 0;
       const walk = randomWalk(m, bytes, vocab.eos, r, {
         budget: 40,
@@ -138,7 +136,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3', 'llama2'])('real vocabulary
     let compared = 0;
     for (let seed = 1; seed <= 40 && compared < want; seed++) {
       const m = new TokenMatcher(g, vocab, { maskCache: new MaskCache() });
-      const walk = randomWalk(m, bytes, vocab.eos, rng(seed * 104729), {
+      const walk = randomWalk(m, bytes, vocab.eos, mulberry32(seed * 104729), {
         budget: 60,
         maxTokens: 200,
         forcedRate: 1,

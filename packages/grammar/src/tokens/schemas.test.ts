@@ -9,15 +9,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadTokenizer } from '../../../model/src/tokenizer/tokenizer.ts';
-import { realTokenizerFiles, type RealTokenizerName } from '../../../model/src/tokenizer/test-corpus.ts';
-import { tokenBytes } from '../../../model/src/tokenizer/token-bytes.ts';
+import { realVocabulary, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import type { Grammar } from '../grammar.ts';
 import { compileJsonSchema } from '../index.ts';
 import { MaskCache } from './mask-cache.ts';
 import { TokenMatcher } from './matcher.ts';
-import { schemaValidator } from './test-validator.ts';
-import { maskIds, randomWalk, referenceMask, rng } from './test-grammars.ts';
+import { maskIds, randomWalk, referenceMask } from '@intab/testing/grammars';
+import { mulberry32 } from '@intab/testing/random';
+import { schemaValidator } from '@intab/testing/schema-validator';
 import { TokenVocabulary } from './vocabulary.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
@@ -66,9 +65,9 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3'])('JSONSchemaBench generatio
   let vocab: TokenVocabulary;
   let schemas: Compiled[];
   beforeAll(() => {
-    const tok = loadTokenizer(realTokenizerFiles(name));
-    bytes = tokenBytes(tok);
-    vocab = TokenVocabulary.from(bytes, { eos: tok.stopIds });
+    const real = realVocabulary(name);
+    bytes = real.bytes;
+    vocab = TokenVocabulary.from(bytes, { eos: real.tokenizer.stopIds });
     schemas = sample();
   }, 300_000); // ~60 s alone on 2 cores; more beside the other schema tests
 
@@ -84,7 +83,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama3'])('JSONSchemaBench generatio
       let walk: ReturnType<typeof randomWalk>;
       try {
         let n = 0;
-        walk = randomWalk(m, bytes, vocab.eos, rng(1000 + i), {
+        walk = randomWalk(m, bytes, vocab.eos, mulberry32(1000 + i), {
           budget: 24,
           finishRate: 0.3,
           maxTokens: 3000,

@@ -15,7 +15,7 @@ import { resolveOptions } from '@intab/engine';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
 import { IntabGrammarError } from '@intab/grammar/errors';
 import { IntabModelError } from '@intab/model/errors';
-import { fuzz, fuzzTestTimeout } from '../../../grammar/src/fuzz/test-harness.ts';
+import { fuzz, fuzzTestTimeout } from '@intab/testing/fuzz';
 import { wrapEngineApi } from '../engine.ts';
 import { CHAT_FIELDS, toGenerateRequest } from '../openai.ts';
 import { COMPLETION_FIELDS, toCompletionRequest } from '../openai-completions.ts';

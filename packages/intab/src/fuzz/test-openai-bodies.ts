@@ -5,7 +5,7 @@
 // constructor), fields of the other endpoint — as JSON text (what an HTTP surface parses) or as a JavaScript value
 // (what a caller of chat.completions.create hands over: undefined, bigint, symbols, sparse arrays, Maps).
 
-import type { Random } from '../../../grammar/src/fuzz/test-harness.ts';
+import type { Random } from '@intab/testing/fuzz';
 
 export type Endpoint = 'chat' | 'completions';
 

@@ -9,7 +9,7 @@
 // Face folder; two loads at once downloading once; list, delete, clear, usage; the Cache API backend.
 import { beforeEach, describe, expect, inject, test } from 'vitest';
 import { cdp } from 'vitest/browser';
-import { fetchShared } from '@intab/gpu/testing';
+import { fetchShared } from '@intab/testing/gpu';
 import { ModelFormatError } from '@intab/model/errors';
 import { DownloadError, IntegrityError, QuotaError } from '../errors.ts';
 import { ModelSourceError } from '@intab/engine/errors';

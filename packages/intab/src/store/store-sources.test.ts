@@ -7,21 +7,20 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DownloadError, ModelSourceError } from '@intab/engine/errors';
 import { listModelFolder, modelFetch } from '@intab/engine/model-fetch';
 import { urlSource } from '@intab/model';
-import setup from '../../../../scripts/hub-server-setup.mjs';
+import { startTestHub, type TestHub } from '@intab/testing/test-hub';
 import { describeSource } from './store-sources.ts';
 
 let hub = '';
 let unreachable = '';
-let teardown: () => Promise<void>;
+let testHub: TestHub | undefined;
 
 beforeAll(async () => {
-  const provided: Record<string, string> = {};
-  teardown = await setup({ provide: (key, value) => (provided[key] = value as string) });
-  hub = provided.hubUrl;
-  unreachable = provided.unreachableUrl;
+  testHub = await startTestHub();
+  hub = testHub.url;
+  unreachable = testHub.unreachableUrl;
 }, 60_000);
 
-afterAll(async () => teardown?.());
+afterAll(async () => testHub?.close());
 
 const failures = async (): Promise<string[]> => (await fetch(`${hub}/__failures`)).json();
 const reset = () => fetch(`${hub}/__reset`);

@@ -6,7 +6,7 @@
 
 import type { ModelSource } from '@intab/engine/contract';
 import { ModelSourceError } from '@intab/engine/errors';
-import { hubRef, hubTree, listModelFolder, modelFetch } from '@intab/engine/model-fetch';
+import { hubFileUrl, hubRef, listHubFiles, listModelFolder, modelFetch } from '@intab/engine/model-fetch';
 import type { FileFormat } from './download.ts';
 
 /** One file to store, with what the source says of it. */
@@ -81,9 +81,9 @@ async function listFolder(url: string, fetchFn: typeof fetch, signal?: AbortSign
 async function withHubFacts(files: ListedFile[], fetchFn: typeof fetch, signal?: AbortSignal): Promise<ListedFile[]> {
   const hub = hubRef(files[0]?.url ?? '');
   if (!hub) return files;
-  const root = `${hub.origin}/${hub.repo}/resolve/${hub.revision}/`;
+  const root = hubFileUrl(hub, '');
   if (!files.every((f) => f.url.startsWith(root))) return files;
-  const entries = await hubTree(hub, '', { fetch: fetchFn, signal }).catch((err) => {
+  const entries = await listHubFiles(hub, '', { fetch: fetchFn, signal }).catch((err) => {
     if (signal?.aborted) throw signal.reason;
     return undefined;
   });

@@ -3,7 +3,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BLOCK, GGML_TYPE_ID, WEIGHT_DTYPES } from '@intab/gpu';
+import { BLOCK, GGML_TYPE_ID, WEIGHT_DTYPES, mulberry32 } from '@intab/gpu';
 import { IntabModelError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import { bytesSource, pathSource } from '../source.ts';
 import type { ByteSource } from '../types.ts';
@@ -21,13 +21,8 @@ function counting(src: ByteSource): ByteSource & { reads: [number, number][] } {
 }
 
 function bytesOf(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = x >>> 24;
-  }
-  return out;
+  const rng = mulberry32(seed);
+  return Uint8Array.from({ length: n }, () => Math.floor(rng() * 256));
 }
 
 function f32Bytes(values: number[]): Uint8Array {

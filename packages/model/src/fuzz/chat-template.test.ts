@@ -9,8 +9,8 @@
 import { expect, test } from 'vitest';
 import { IntabModelError } from '../errors.ts';
 import { applyChatTemplate, type ChatMessage } from '../tokenizer/chat-template.ts';
-import { realTokenizerConfig } from '../tokenizer/test-corpus.ts';
-import { fuzz, fuzzTestTimeout, type Random } from '../../../grammar/src/fuzz/test-harness.ts';
+import { realTokenizerConfig } from '@intab/testing/tokenizer-corpus';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 
 const HANG_MS = 5_000;
 

@@ -17,7 +17,7 @@ import { tokenizerFromGguf } from '../tokenizer/gguf-tokenizer.ts';
 import type { GgufValue } from '../types.ts';
 import { headerSource } from './test-header-source.ts';
 import { checkTensorTable } from './test-model-checks.ts';
-import { fuzz, fuzzTestTimeout, type Random } from '../../../grammar/src/fuzz/test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 
 const SHARED = process.env.INTAB_SHARED ? `${process.env.INTAB_SHARED.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
 const HANG_MS = 5_000;

@@ -9,10 +9,10 @@
 
 import { expect, test } from 'vitest';
 import { IntabModelError } from '../errors.ts';
-import { CORPUS, realTokenizerFiles, type RealTokenizerName } from '../tokenizer/test-corpus.ts';
+import { CORPUS, realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import { tokenBytes } from '../tokenizer/token-bytes.ts';
 import { loadTokenizer } from '../tokenizer/tokenizer.ts';
-import { fuzz, fuzzTestTimeout, type Random } from '../../../grammar/src/fuzz/test-harness.ts';
+import { fuzz, fuzzTestTimeout, type Random } from '@intab/testing/fuzz';
 
 const HANG_MS = 5_000;
 const KEEP_PIECES = 600;

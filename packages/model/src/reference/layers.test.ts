@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'vitest';
 import { IntabModelError } from '../errors.ts';
 import { createReferenceModel } from './llama.ts';
-import { fixtureWeights } from './fixtures.ts';
+import { fixtureWeights } from '@intab/testing/fixtures';
 
 const { config, tensors } = fixtureWeights('llama', 7);
 const model = (layers = config.layers) => createReferenceModel({ ...config, layers }, (n) => tensors.get(n));

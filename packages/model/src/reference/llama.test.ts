@@ -16,7 +16,7 @@ import { ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../
 import { canonicalHfName } from '../tensor-names.ts';
 import { argmax, createReferenceModel, greedy, referenceInvFreq, splitFused, type ReferenceModel } from './llama.ts';
 import { readGgufLite, readSafetensors, writeSafetensors } from './safetensors-lite.ts';
-import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights } from './fixtures.ts';
+import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights } from '@intab/testing/fixtures';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');

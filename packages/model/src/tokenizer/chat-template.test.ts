@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ChatTemplateError, ModelFormatError } from '../errors.ts';
 import { applyChatTemplate, CHAT_TEMPLATE_LIMITS, encodeChat, renderChat, selectChatTemplate, type ChatMessage } from './chat-template.ts';
 import { tokenizerFromGguf } from './gguf-tokenizer.ts';
-import { realTokenizerConfig, realTokenizerFiles } from './test-corpus.ts';
+import { realTokenizerConfig, realTokenizerFiles } from '@intab/testing/tokenizer-corpus';
 import { loadTokenizer } from './tokenizer.ts';
 
 function thrown(fn: () => unknown): Error {

@@ -5,7 +5,8 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createDetokenizer } from './detokenizer.ts';
-import { CORPUS, randomTexts, realTokenizerFiles, rng, type RealTokenizerName } from './test-corpus.ts';
+import { mulberry32 } from '@intab/testing/random';
+import { CORPUS, randomTexts, realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import { loadTokenizer, type Tokenizer } from './tokenizer.ts';
 
 /** Every delta the detokenizer gives for `ids`, flush last. */
@@ -75,7 +76,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama2'])('%s: deltas + flush() === 
   it('400 random slices of encoded text (cut anywhere, even inside a character)', () => {
     const tok = tokenizers.get(name)!;
     const all = CORPUS.flatMap((t) => tok.encode(t));
-    const r = rng(name === 'qwen3' ? 21 : 22);
+    const r = mulberry32(name === 'qwen3' ? 21 : 22);
     for (let i = 0; i < 400; i++) {
       const a = Math.floor(r() * all.length);
       const ids = all.slice(a, a + 1 + Math.floor(r() * 40));
@@ -89,7 +90,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama2'])('%s: deltas + flush() === 
     // Byte pieces: llama2's <0x00>..<0xFF> are ids 3..258; Qwen's single-byte pieces are ids 0..255.
     const byteId = (x: number) => (name === 'llama2' ? 3 + x : x);
     const specials = tok.addedTokens.map((t) => t.id);
-    const r = rng(name === 'qwen3' ? 31 : 32);
+    const r = mulberry32(name === 'qwen3' ? 31 : 32);
     for (let i = 0; i < 400; i++) {
       const ids = Array.from({ length: 1 + Math.floor(r() * 30) }, () => {
         const p = r();
@@ -104,7 +105,7 @@ describe.each<RealTokenizerName>(['qwen3', 'llama2'])('%s: deltas + flush() === 
 
   it('a long stream of invalid bytes keeps the window short and still matches', () => {
     const tok = tokenizers.get(name)!;
-    const r = rng(41);
+    const r = mulberry32(41);
     const base = name === 'llama2' ? 3 : 0;
     // Continuation bytes and lead bytes only: hardly ever a valid character.
     const ids = Array.from({ length: 2000 }, () => base + 0x80 + Math.floor(r() * 0x7f));

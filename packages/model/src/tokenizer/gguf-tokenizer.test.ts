@@ -11,7 +11,7 @@ import { writeGguf, type GgufWriteValue } from '../formats/gguf-writer.ts';
 import { bytesSource, pathSource } from '../source.ts';
 import type { GgufValue } from '../types.ts';
 import { GGUF_TOKEN_TYPE, tokenizerFromGguf, tokenizerToGgufMetadata } from './gguf-tokenizer.ts';
-import { CORPUS, randomTexts, realTokenizerFiles, type RealTokenizerName } from './test-corpus.ts';
+import { CORPUS, randomTexts, realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import { loadTokenizer, type Tokenizer } from './tokenizer.ts';
 
 const SHARED = process.env.INTAB_SHARED ? `${process.env.INTAB_SHARED.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../../../shared/', import.meta.url));

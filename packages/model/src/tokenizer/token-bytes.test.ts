@@ -4,7 +4,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tokenizerFromGguf, tokenizerToGgufMetadata } from './gguf-tokenizer.ts';
-import { CORPUS, randomTexts, realTokenizerFiles, type RealTokenizerName } from './test-corpus.ts';
+import { CORPUS, randomTexts, realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 import { tokenBytes } from './token-bytes.ts';
 import { loadTokenizer, type Tokenizer } from './tokenizer.ts';
 

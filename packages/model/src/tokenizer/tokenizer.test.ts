@@ -4,7 +4,8 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { IntabModelError, ModelFormatError, UnsupportedModelError } from '../errors.ts';
-import { realTokenizerFiles, rng } from './test-corpus.ts';
+import { mulberry32 } from '@intab/testing/random';
+import { realTokenizerFiles } from '@intab/testing/tokenizer-corpus';
 import { loadTokenizer, type Tokenizer } from './tokenizer.ts';
 
 function thrown(fn: () => unknown): Error {
@@ -164,7 +165,7 @@ describe('damaged tokenizer.json', () => {
 
   it('600 byte flips and truncations of the text each end in a load or a typed error', () => {
     const text = new TextEncoder().encode(JSON.stringify(TINY));
-    const r = rng(11);
+    const r = mulberry32(11);
     const seen = { loaded: 0, typed: 0 };
     for (let i = 0; i < 600; i++) {
       const bytes = i % 5 === 0 ? text.slice(0, Math.floor(r() * text.length)) : text.slice();
@@ -175,7 +176,7 @@ describe('damaged tokenizer.json', () => {
   });
 
   it('400 structural swaps (any value replaced by null, a number, a string, a list or an object) are handled', () => {
-    const r = rng(5);
+    const r = mulberry32(5);
     const junk = [null, 0, -3, 1e300, 'x', '', [], [1, 'a'], {}, { type: 'BPE' }, true];
     const paths: (string | number)[][] = [];
     const walk = (v: unknown, path: (string | number)[]) => {

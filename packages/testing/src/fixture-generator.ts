@@ -1,8 +1,29 @@
-// The seeded random-weight Llama-family generator, in plain JavaScript with no Node imports, so that one
-// copy serves both scripts/make-fixtures.mjs (Node 20 cannot import .ts) and fixtures.ts (browser GPU tests
-// and Node tests build the same models in memory). Every config path (qkv bias, q/k norm, fused Phi-3
-// projections, untied output, llama3 rope scaling, head_dim != hidden/heads, partial rotary, sliding
-// window, GeGLU) has a tiny model here. Types: fixture-generator.d.mts. Same seed, same bytes.
+// The seeded random-weight Llama-family generator, with no Node imports and nothing from @intab/model, so that one
+// copy serves both scripts/make-fixtures.mjs (which loads it through Vite's module runner) and fixtures.ts (browser
+// GPU tests and Node tests build the same models in memory). Every config path (qkv bias, q/k norm, fused Phi-3
+// projections, untied output, llama3 rope scaling, head_dim != hidden/heads, partial rotary, sliding window, GeGLU)
+// has a tiny model here. Weights are drawn from the one seeded RNG and its normal samples: same seed, same bytes.
+
+import { mulberry32, randn } from './random.ts';
+
+/** A config.json object as the generator writes it (Hugging Face keys). */
+export type FixtureConfigJson = Record<string, unknown> & {
+  model_type: string;
+  hidden_size: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  vocab_size: number;
+  head_dim?: number;
+  tie_word_embeddings: boolean;
+};
+
+/** One generated tensor: row-major shape, outermost first, and its f32 values. */
+export interface FixtureTensor {
+  shape: number[];
+  data: Float32Array;
+}
 
 /** Each variant: HF config.json fields beyond the shared base. Shapes stay tiny so the CPU reference is fast. */
 export const VARIANTS = {
@@ -27,7 +48,10 @@ export const VARIANTS = {
   mistral: { model_type: 'mistral', architectures: ['MistralForCausalLM'], num_key_value_heads: 1, head_dim: 20, sliding_window: 4 },
   // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (half of each head), untied.
   phi3: { model_type: 'phi3', architectures: ['Phi3ForCausalLM'], partial_rotary_factor: 0.5, sliding_window: null },
-};
+} as const satisfies Record<string, Record<string, unknown>>;
+
+/** A generated variant's name. */
+export type FixtureVariant = keyof typeof VARIANTS;
 
 /** config.json fields every variant shares (a variant overrides some). */
 export const BASE_CONFIG = {
@@ -48,38 +72,21 @@ export const BASE_CONFIG = {
 };
 
 /** The safetensors `__metadata__` every fixture carries. */
-export const FIXTURE_METADATA = { format: 'pt', generator: 'intab scripts/make-fixtures.mjs' };
+export const FIXTURE_METADATA = { format: 'pt', generator: 'intab scripts/make-fixtures.mjs' } as const;
 
-/** The full config.json object of a variant. */
-export function fixtureConfig(name) {
+/** The full config.json object of a variant; RangeError for an unknown name. */
+export function fixtureConfig(name: string): FixtureConfigJson {
   if (!Object.hasOwn(VARIANTS, name)) throw new RangeError(`unknown fixture variant '${name}'; known: ${Object.keys(VARIANTS).join(', ')}`);
-  return { ...BASE_CONFIG, ...VARIANTS[name] };
+  return { ...BASE_CONFIG, ...VARIANTS[name as FixtureVariant] } as FixtureConfigJson;
 }
 
 /** The weight seed of a variant for a run seed: each variant gets its own stream (seed + 1000 * index). */
-export function variantSeed(name, seed) {
+export function variantSeed(name: string, seed: number): number {
   return seed + 1000 * Object.keys(VARIANTS).indexOf(name);
 }
 
-// mulberry32 (as @intab/gpu's random.ts) + Box–Muller (as @intab/gpu/reference's randn), so fixtures are reproducible from a seed.
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-function randn(rng) {
-  const u = Math.max(rng(), 1e-12);
-  const v = rng();
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-}
-
 /** HF tensors of one variant, in generation order: name → { shape, data }. */
-export function makeTensors(config, seed) {
+export function makeTensors(config: FixtureConfigJson, seed: number): Map<string, FixtureTensor> {
   const rng = mulberry32(seed);
   const C = config.hidden_size;
   const F = config.intermediate_size;
@@ -87,15 +94,15 @@ export function makeTensors(config, seed) {
   const Hkv = config.num_key_value_heads;
   const D = config.head_dim ?? C / H;
   const V = config.vocab_size;
-  const tensors = new Map();
-  const normal = (shape, std, mean = 0) => {
+  const tensors = new Map<string, FixtureTensor>();
+  const normal = (shape: number[], std: number, mean = 0): FixtureTensor => {
     const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
     for (let i = 0; i < data.length; i++) data[i] = mean + std * randn(rng);
     return { shape, data };
   };
-  const matrix = (n, k) => normal([n, k], 1 / Math.sqrt(k));
-  const norm = (n) => normal([n], 0.1, 1);
-  const concatRows = (...parts) => {
+  const matrix = (n: number, k: number) => normal([n, k], 1 / Math.sqrt(k));
+  const norm = (n: number) => normal([n], 0.1, 1);
+  const concatRows = (...parts: FixtureTensor[]): FixtureTensor => {
     const data = new Float32Array(parts.reduce((a, p) => a + p.data.length, 0));
     let o = 0;
     for (const p of parts) {
@@ -150,12 +157,12 @@ export function makeTensors(config, seed) {
  * name, padded with spaces to 8 bytes), F32 little-endian data. fixtures.ts writes the same bytes with
  * formats/safetensors.ts (a Node test checks that the two agree byte for byte).
  */
-export function encodeSafetensors(tensors) {
+export function encodeSafetensors(tensors: Map<string, FixtureTensor>): Uint8Array {
   const names = [...tensors.keys()].sort();
-  const header = { __metadata__: FIXTURE_METADATA };
+  const header: Record<string, unknown> = { __metadata__: FIXTURE_METADATA };
   let offset = 0;
   for (const name of names) {
-    const t = tensors.get(name);
+    const t = tensors.get(name)!;
     header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.length * 4] };
     offset += t.data.length * 4;
   }
@@ -168,7 +175,7 @@ export function encodeSafetensors(tensors) {
   out.set(head, 8);
   let p = 8 + head.length;
   for (const name of names) {
-    const { data } = tensors.get(name);
+    const { data } = tensors.get(name)!;
     for (let i = 0; i < data.length; i++) view.setFloat32(p + 4 * i, data[i], true);
     p += data.length * 4;
   }

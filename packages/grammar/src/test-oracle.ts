@@ -1,11 +1,13 @@
 // The test oracle: ajv 8 (+ ajv-formats, full mode) for the draft a schema declares. Draft-04 schemas are converted
 // to draft-07 for ajv (which dropped draft-04): `id` -> `$id`, boolean exclusiveMinimum/Maximum -> numbers.
-// Test-only (ajv is a devDependency).
+// Test-only: the JSON-Schema-Test-Suite runs (remote schemas included) of this package's tests; @intab/testing's
+// schemaValidator is the one-schema oracle the other tests and the CLI's grammar benchmark share.
 
 import Ajv07 from 'ajv';
 import Ajv2019 from 'ajv/dist/2019.js';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { numericExclusiveBounds } from '@intab/testing/schema-validator';
 import { draftOf } from './schema-refs.ts';
 
 type Validate = (data: unknown) => boolean;
@@ -42,18 +44,6 @@ export function fromDraft4(s: unknown): unknown {
   if (typeof o.$schema === 'string' && o.$schema.includes('draft-04')) o.$schema = 'http://json-schema.org/draft-07/schema#';
   numericExclusiveBounds(o);
   return o;
-}
-
-/** Draft-04's boolean exclusiveMinimum/exclusiveMaximum, in place, as the numeric form later drafts (and ajv) read. */
-export function numericExclusiveBounds(o: Record<string, unknown>): void {
-  for (const [ex, lim] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
-    if (typeof o[ex] === 'boolean') {
-      if (o[ex] === true && typeof o[lim] === 'number') {
-        o[ex] = o[lim];
-        delete o[lim];
-      } else delete o[ex];
-    }
-  }
 }
 
 // Ajv instances are expensive to create (formats compile their regexes): one per draft and remotes object.

@@ -1,12 +1,11 @@
-// The test oracle for generated documents (tests only, not exported): ajv with ajv-formats, by the schema's draft
-// (2020-12 and 2019-09 by their classes; draft-04/06/07 through draft-07 mode, draft-04's boolean
+// The oracle for generated documents, of the grammar tests and the CLI's grammar benchmark: ajv with ajv-formats, by
+// the schema's draft (2020-12 and 2019-09 by their classes; draft-04/06/07 through draft-07 mode, draft-04's boolean
 // exclusiveMinimum/exclusiveMaximum rewritten to the later numeric form first).
 
 import Ajv from 'ajv';
 import Ajv2019 from 'ajv/dist/2019.js';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { numericExclusiveBounds } from '../oracle.ts';
 
 type AjvLike = { compile(schema: unknown): ((data: unknown) => boolean) & { errors?: unknown } };
 
@@ -17,6 +16,18 @@ function makeAjv(kind: 'draft7' | '2019' | '2020'): AjvLike {
   const ajv = new Class({ strict: false, validateSchema: false, allowUnionTypes: true, unicodeRegExp: true, logger: false });
   interop(addFormats)(ajv as never);
   return ajv;
+}
+
+/** Draft-04's boolean exclusiveMinimum/exclusiveMaximum, in place, as the numeric form later drafts (and ajv) read. */
+export function numericExclusiveBounds(o: Record<string, unknown>): void {
+  for (const [ex, lim] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+    if (typeof o[ex] === 'boolean') {
+      if (o[ex] === true && typeof o[lim] === 'number') {
+        o[ex] = o[lim];
+        delete o[lim];
+      } else delete o[ex];
+    }
+  }
 }
 
 /** Draft-04 boolean exclusive bounds → the numeric form ajv's draft-07 mode reads. */

@@ -6,10 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openGguf, openTokenizer } from '../load.ts';
-import { bytesSource, pathSource } from '../source.ts';
-import { realTokenizerFiles, type RealTokenizerName } from '../tokenizer/test-corpus.ts';
-import { loadTokenizer } from '../tokenizer/tokenizer.ts';
+import { bytesSource, loadTokenizer, openGguf, openTokenizer, pathSource } from '@intab/model';
+import { realTokenizerFiles, type RealTokenizerName } from './tokenizer-corpus.ts';
 import { SYNTHETIC_SHAPES, syntheticGguf, type SyntheticShape } from './synthetic.ts';
 
 const SMALL: SyntheticShape = { hidden: 64, ffn: 128, layers: 2, heads: 2, kvHeads: 1, headDim: 32, vocab: 1000, ropeTheta: 10000, context: 512 };

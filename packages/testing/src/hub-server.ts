@@ -1,9 +1,8 @@
-// @ts-check
-// A local HTTP server that behaves like a model hub, for the model store's browser tests (started by the test tier's
-// global setup, on loopback, never a mock of fetch): `/<org>/<name>/resolve/<rev>/<file>` serves the files of a few
-// repositories (subfolders included) with HTTP Range support and CORS, `/api/models/<org>/<name>/tree/<rev>` lists
-// them with sizes and LFS SHA-256, and `/api/models/<org>/<name>/revision/<rev>` gives their `siblings`, as
-// huggingface.co does. Query flags make it misbehave the way real servers do:
+// A local HTTP server that behaves like a model hub, for the model store's tests and the e2e specs (on loopback, never
+// a mock of fetch): `/<org>/<name>/resolve/<rev>/<file>` serves the files of a few repositories (subfolders included)
+// with HTTP Range support and CORS, and `/api/models/<org>/<name>/tree/<rev>[/<path>]` lists them with sizes and LFS
+// SHA-256, as huggingface.co does (intab's one hub client asks nothing else). Query flags make it misbehave the way
+// real servers do:
 //   cut=N      close the connection after N bytes of the body (once per `tag`, so the resume succeeds)
 //   html=1     answer 200 with an HTML page (a login or error page)
 //   corrupt=1  flip one byte of the file (the hub's hash no longer matches)
@@ -21,17 +20,26 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
+/** A running hub: its origin, and how to stop it. */
+export interface HubServer {
+  url: string;
+  close(): Promise<void>;
+}
+
 /**
- * @param {Record<string, string>} repos  repository id (org/name) → folder whose files it serves
- * @param {Record<string, { path: string, size: number }[]>} [virtual]  repository id → files it lists but cannot serve
- * @returns {Promise<{ url: string, close(): Promise<void> }>}
+ * Starts the hub on a free loopback port.
+ * @param repos  repository id (org/name) → folder whose files it serves
+ * @param virtual  repository id → files it lists but cannot serve
+ * @example
+ * const hub = await startHubServer({ 'test/stories': '/path/to/stories260K' });
+ * await fetch(`${hub.url}/test/stories/resolve/main/stories260K.gguf`);
  */
-export async function startHubServer(repos, virtual = {}) {
-  /** @type {Map<string, Buffer>} */
-  const cache = new Map();
-  const fileOf = (/** @type {string} */ repo, /** @type {string} */ name) => {
+export async function startHubServer(repos: Record<string, string>, virtual: Record<string, { path: string; size: number }[]> = {}): Promise<HubServer> {
+  const cache = new Map<string, Buffer>();
+  const fileOf = (repo: string, name: string): Buffer | undefined => {
     const dir = repos[repo];
     if (!dir || name.split('/').some((part) => part === '' || part === '.' || part === '..')) return undefined;
     const path = join(dir, name);
@@ -43,11 +51,9 @@ export async function startHubServer(repos, virtual = {}) {
     if (!cache.has(path)) cache.set(path, readFileSync(path));
     return cache.get(path);
   };
-  /** @type {Record<string, number>} */
-  const counts = {};
-  /** @type {string[]} */
-  const failures = [];
-  const cut = new Set();
+  const counts: Record<string, number> = {};
+  const failures: string[] = [];
+  const cut = new Set<string>();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     res.setHeader('Access-Control-Allow-Origin', '*');
@@ -72,19 +78,11 @@ export async function startHubServer(repos, virtual = {}) {
       return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><body><div id="app"></div></body></html>');
     }
     // The repository's files, subfolders included (onnx/model.onnx), as paths relative to its folder.
-    const listFiles = (/** @type {string} */ repo) => {
+    const listFiles = (repo: string): string[] => {
       const dir = repos[repo];
-      /** @type {(sub: string) => string[]} */
-      const walk = (sub) => readdirSync(join(dir, sub), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(`${sub}${e.name}/`) : [`${sub}${e.name}`]));
+      const walk = (sub: string): string[] => readdirSync(join(dir, sub), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(`${sub}${e.name}/`) : [`${sub}${e.name}`]));
       return walk('').filter((name) => fileOf(repo, name));
     };
-    // huggingface.co's model info: `siblings` lists every file of the revision (what resolveModelSource reads).
-    const info = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(url.pathname);
-    if (info) {
-      const repo = decodeURIComponent(info[1]);
-      if (!repos[repo]) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
-      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: repo, siblings: listFiles(repo).map((rfilename) => ({ rfilename })) }));
-    }
     // The tree API: every file under the path (the `recursive=true` listing; this server always lists every level).
     const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)(?:\/(.+?))?\/?$/.exec(url.pathname);
     if (tree) {
@@ -94,7 +92,7 @@ export async function startHubServer(repos, virtual = {}) {
       if (!dir) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}');
       const under = tree[3] ? `${decodeURIComponent(tree[3])}/` : '';
       const entries = listFiles(decodeURIComponent(tree[1])).filter((name) => name.startsWith(under)).map((name) => {
-        const data = /** @type {Buffer} */ (fileOf(decodeURIComponent(tree[1]), name));
+        const data = fileOf(decodeURIComponent(tree[1]), name)!;
         const lfs = /\.(gguf|safetensors|onnx|onnx_data)$/.test(name);
         return { type: 'file', path: name, size: data.length, ...(lfs ? { lfs: { oid: createHash('sha256').update(data).digest('hex'), size: data.length } } : { oid: createHash('sha1').update(data).digest('hex') }) };
       });
@@ -157,9 +155,9 @@ export async function startHubServer(repos, virtual = {}) {
     res.end(body);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', () => r(undefined)));
-  const address = /** @type {import('node:net').AddressInfo} */ (server.address());
+  const address = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${address.port}`,
-    close: () => new Promise((r) => server.close(() => r(undefined))),
+    close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

@@ -1,13 +1,13 @@
-// Hand-written grammars for the token-mask tests (not part of the package API): they implement the Grammar contract
-// the way the compiled grammars do (interned immutable states, a transition cache per state), so the mask code can be
-// tested and benchmarked on its own.
+// Hand-written grammars for the token-mask tests and the CLI's grammar benchmark: they implement @intab/grammar's
+// Grammar contract the way the compiled grammars do (interned immutable states, a transition cache per state), so the
+// mask code can be tested and benchmarked on its own; randomWalk and sampleMask drive a matcher with the caller's RNG.
 //   jsonGrammar      byte-level JSON (objects at the top, compact), strict UTF-8 in strings, escapes, numbers,
 //                    literals, nesting up to maxDepth;
 //   boundedString    {"s":"<1..max chars of [ -~] except " and \>"} — wide states that do not loop (a counter);
 //   literalGrammar   exactly one text;
 //   choiceGrammar    one of several texts (a trie).
 
-import { completeDocument, type Grammar, type GrammarState } from '../grammar.ts';
+import { completeDocument, type Grammar, type GrammarState } from '@intab/grammar';
 
 interface State {
   readonly key: string;
@@ -296,15 +296,6 @@ export function maskIds(mask: Uint32Array): number[] {
     }
   }
   return out;
-}
-
-/** A seeded generator (LCG). */
-export function rng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
 }
 
 /** The matcher surface randomWalk drives (TokenMatcher). */

@@ -1,7 +1,7 @@
 // The one table of OpenAI HTTP cases: the same requests, and what every surface that serves OpenAI over HTTP must
 // answer them with, whatever carries them. A surface is a `send` function (a request in, a fetch Response out): the core
-// called directly (openai-http.test.ts), the Service Worker endpoint through the real relay (openai-relay.test.ts in
-// Node, openai-relay.gpu.test.ts with a real Service Worker in Chromium), and `intab serve` over HTTP/1.1 and HTTP/2
+// called directly (intab's openai-http.test.ts), the Service Worker endpoint through the real relay (openai-relay.test.ts
+// in Node, openai-relay.gpu.test.ts with a real Service Worker in Chromium), and `intab serve` over HTTP/1.1 and HTTP/2
 // (`send` = fetch against the server). Each case asserts what it must (vitest's expect) and returns its outcome with
 // what differs between two runs blanked (ids, created times), so two surfaces' outcomes can be compared whole.
 import { expect } from 'vitest';
@@ -133,7 +133,7 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
   {
     name: 'an unknown path is a 404 unknown_url that names what is served',
     async run(send) {
-      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions(, .*)? and GET \/v1\/models/);
+      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions(,| and) GET \/v1\/models(\.$|, .+ and .+\.$)/);
       const b = await refused(await send(get('/v1/embeddings')), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^GET \/v1\/embeddings is not served here/);
       return [a, b].map((x) => x.status);
     },

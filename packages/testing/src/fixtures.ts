@@ -2,18 +2,24 @@
 // tests load the very models scripts/make-fixtures.mjs writes to disk: the Hugging Face files (config.json
 // + F32 model.safetensors), the same weights as a llama.cpp-layout GGUF (q/k rows permuted as
 // convert_hf_to_gguf does for normal-rope architectures), and canonical Float32Arrays for the CPU
-// reference. The generator itself is fixture-generator.mjs, shared with scripts/make-fixtures.mjs.
+// reference. The generator itself is fixture-generator.ts, shared with scripts/make-fixtures.mjs.
 
-import { configFromHf, type LlamaConfig } from '../config.ts';
-import { UnsupportedModelError } from '../errors.ts';
-import { writeSafetensors } from '../formats/safetensors.ts';
-import { ggufTyped, writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../formats/gguf-writer.ts';
-import { FIXTURE_METADATA, VARIANTS, fixtureConfig, makeTensors, variantSeed, type FixtureVariant } from './fixture-generator.mjs';
-import { canonicalHfName } from '../tensor-names.ts';
-import { splitFused } from './llama.ts';
+import {
+  UnsupportedModelError,
+  canonicalHfName,
+  configFromHf,
+  ggufTyped,
+  writeGguf,
+  writeSafetensors,
+  type GgufWriteTensor,
+  type GgufWriteValue,
+  type LlamaConfig,
+} from '@intab/model';
+import { splitFused } from '@intab/model/reference';
+import { FIXTURE_METADATA, VARIANTS, fixtureConfig, makeTensors, variantSeed, type FixtureVariant } from './fixture-generator.ts';
 
-export { VARIANTS, BASE_CONFIG, fixtureConfig, makeTensors, variantSeed } from './fixture-generator.mjs';
-export type { FixtureVariant, FixtureTensor, FixtureConfigJson } from './fixture-generator.mjs';
+export { VARIANTS, BASE_CONFIG, fixtureConfig, makeTensors, variantSeed } from './fixture-generator.ts';
+export type { FixtureVariant, FixtureTensor, FixtureConfigJson } from './fixture-generator.ts';
 
 /** Every variant name, in the generator's order. */
 export const FIXTURE_VARIANTS = Object.keys(VARIANTS) as FixtureVariant[];

@@ -1,12 +1,10 @@
-// Helpers for the GPU test tier (and the kernel lab): seeded inputs, upload/readback, validation
-// scopes, and expectClose which reports max error, the first bad index and values side by side.
+// Helpers for the GPU test tier of every package: a shared device, seeded inputs, upload/readback, validation
+// scopes, ../shared's files through Vite, and expectClose which reports max error, the first bad index and values
+// side by side.
 
-import type { Gpu, RequestGpuOptions } from './device.ts';
-import { requestGpu } from './device.ts';
-import { GpuValidationError } from './errors.ts';
+import { GpuValidationError, requestGpu, type Gpu, type RequestGpuOptions } from '@intab/gpu';
 
-export { mulberry32 } from './random.ts';
-export { randn, randomF32 } from './reference/random.ts';
+export { mulberry32, randn, randomF32 } from './random.ts';
 
 /** Where the browser test tier reads `path` of ../shared: Vite serves it under /@fs (vite.config.ts defines INTAB_SHARED). */
 export function sharedUrl(path: string): string {

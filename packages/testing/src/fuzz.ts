@@ -1,7 +1,7 @@
-// The fuzzers' loop (test tooling, not part of the package): seeded cases, a case count and a time budget from the
-// environment, the outcome of every case (a clean result or a typed error, by name), what counts as a crash (any
-// other exception), and each case's time, so that a hang shows up as a case over the per-case bound. The fuzzers of
-// @intab/model (packages/model/src/fuzz) run through this same loop: test tooling only, nothing a package imports.
+// The fuzzers' loop: seeded cases, a case count and a time budget from the environment, the outcome of every case (a
+// clean result or a typed error, by name), what counts as a crash (any other exception), and each case's time, so that
+// a hang shows up as a case over the per-case bound. The fuzzers of @intab/grammar, @intab/model and intab
+// (packages/*/src/fuzz) all run through this one loop.
 //
 //   INTAB_FUZZ_CASES=100000 npx vitest run --project node packages/grammar/src/fuzz packages/model/src/fuzz
 //                              (default: 10,000 per target)
@@ -10,7 +10,7 @@
 //   INTAB_FUZZ_SEED=7 …        another seed (default: each target's own fixed seed)
 //   INTAB_FUZZ_TRACE=/tmp/case …  writes each case to that file before running it (the last one is the hang)
 
-import { rng } from '../testing.ts';
+import { mulberry32 } from './random.ts';
 
 /** Helpers over one generator. */
 export interface Random {
@@ -22,7 +22,7 @@ export interface Random {
 }
 
 export function random(seed: number): Random {
-  const next = rng(seed);
+  const next = mulberry32(seed);
   return {
     next,
     int: (n) => Math.floor(next() * n),
