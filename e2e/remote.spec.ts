@@ -1,7 +1,8 @@
-// The remote backend from a real page: `intab serve` (stories260K on intab's kernels, in its own headless Chromium,
-// CORS on) is the server, and the page's createEngine talks to it with the browser's fetch: greedy ids over the wire
-// equal the golden ids, abort reaches the server, the server's 429 carries its Retry-After across CORS, and
-// createEngine({ model, remote, prefer }) picks local or remote as the page allows, saying why in info.route.
+// The remote backend from a real page: `intab serve` (stories260K in the server's own Node process, no browser: the
+// default --runtime node, here on onnxruntime-node's CPU provider; CORS on) is the server, and the page's createEngine
+// talks to it with the browser's fetch: greedy ids over the wire equal the golden ids, abort reaches the server, the
+// server's 429 carries its Retry-After across CORS, and createEngine({ model, remote, prefer }) picks local or remote
+// as the page allows, saying why in info.route.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +17,8 @@ const KEY = 'sk-page';
 let server: ServeProcess;
 
 test.beforeAll(async () => {
-  server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--backend', 'webgpu', '--max-batch', '4', '--cors', '*', '--api-key', KEY, '--api-key', 'sk-once:rpm=1', '--grace-ms', '0']);
+  server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--max-batch', '4', '--cors', '*', '--api-key', KEY, '--api-key', 'sk-once:rpm=1', '--grace-ms', '0']);
+  expect(server.line).toMatchObject({ runtime: 'node', api_keys: 2 });
 });
 
 test.afterAll(async () => {

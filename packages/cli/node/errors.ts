@@ -1,6 +1,9 @@
-// Typed errors of the CLI's Node runtime (`--runtime node`): each says what to install or which flag to pass.
+// Typed errors of the CLI's Node runtime (`--runtime node`), each declared with errorClass: each says what to install
+// or which flag to pass.
 
+import { errorClass } from '@intab/errors';
 import { IntabGpuError } from '@intab/gpu';
+import { IntabOnnxError } from '@intab/onnx';
 
 /** The Dawn backends `--dawn-backend` takes: 'auto' tries Vulkan, then OpenGL. */
 export type DawnBackend = 'auto' | 'vulkan' | 'opengl' | 'opengles' | 'metal' | 'd3d12' | 'd3d11' | 'null';
@@ -13,10 +16,11 @@ const DRIVERS: Record<string, string> = {
 };
 
 /** Dawn (dawn.node) could not be loaded, found no adapter, or its adapter refused a device. */
-export class DawnUnavailableError extends IntabGpuError {
+export class DawnUnavailableError extends errorClass(IntabGpuError, 'DawnUnavailableError', 'dawn_unavailable')<{
   readonly reason: 'no-dawn' | 'no-adapter' | 'request-device-failed';
   /** The backends tried, in order. */
   readonly backends: string[];
+}> {
   constructor(reason: DawnUnavailableError['reason'], backends: string[], detail: string, options?: { cause?: unknown }) {
     const advice =
       reason === 'no-dawn'
@@ -24,15 +28,26 @@ export class DawnUnavailableError extends IntabGpuError {
           'elsewhere put dawn.node beside intab-node.mjs (`intab bundle-node` does), or pass --dawn /path/to/dawn.node (or set INTAB_DAWN).'
         : `Install what the backend needs: ${backends.map((b) => DRIVERS[b] ?? b).join('; or ')}. ` +
           (backends.includes('opengl') ? 'Pass --dawn-backend vulkan on a machine with a GPU.' : 'Or pass --dawn-backend opengl for the software path.') +
-          ' The browser runtime (--runtime browser, the default) needs none of this.';
+          " Or run on onnxruntime-node's CPU provider (--backend auto or onnx-wasm), or in headless Chromium (--runtime chromium), which need none of this.";
     const what = {
       'no-dawn': 'Dawn for Node (dawn.node) could not be loaded',
       'no-adapter': `Dawn found no GPU adapter on backend ${backends.join(', then ')}`,
       'request-device-failed': `Dawn's ${backends.join('/')} adapter refused to create a device`,
     }[reason];
-    super(`${what}${detail ? ` (${detail})` : ''}. ${advice}`, options);
-    this.name = 'DawnUnavailableError';
-    this.reason = reason;
-    this.backends = backends;
+    super({ reason, backends }, `${what}${detail ? ` (${detail})` : ''}. ${advice}`, options);
+  }
+}
+
+/** onnxruntime-node (the Node runtime's onnxruntime: ORT's native CPU provider) could not be loaded. */
+export class OrtNodeUnavailableError extends errorClass(IntabOnnxError, 'OrtNodeUnavailableError', 'onnxruntime_node_unavailable')<{
+  /** What failed: the package's load, or its native binding. */
+  readonly detail: string;
+}> {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(
+      { detail },
+      `onnxruntime-node could not be loaded (${detail}). In the repository run \`pnpm install\` (onnxruntime-node ships its CPU binary for Linux, macOS and Windows in its npm package; no download is needed), or run on intab's WebGPU kernels with --backend webgpu where Dawn finds a GPU, or pass --runtime chromium.`,
+      options,
+    );
   }
 }

@@ -2,8 +2,8 @@
 // benchmark, the same code the page (examples/kernel-lab) runs, on Dawn's device.
 
 import type { Gpu } from '@intab/gpu';
-import { runChecks } from '../../../examples/kernel-lab/src/checks.ts';
-import { runKernelBench } from '../../../examples/kernel-lab/src/bench.ts';
+import { runKernelBench } from '@intab/kernel-lab/bench';
+import { runChecks } from '@intab/kernel-lab/checks';
 
 /** Reports a 'check' record per kernel, then the benchmark's records (device, baselines, cases, done). */
 export async function runKernels(gpu: Gpu, report: (record: Record<string, unknown>) => void, o: { quick?: boolean; filter?: string } = {}): Promise<void> {

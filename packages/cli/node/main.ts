@@ -1,37 +1,40 @@
 // The CLI's Node runtime (`intab generate|bench decode|bench speculative|bench kernels --runtime node`): the same job
 // (job.ts), the same page code (../page/run-job.ts: Engine, Runner, kernels, WGSL) and the same record printing
-// (records.ts) as the browser runtime, but on Dawn's GPUDevice (dawn.ts) in this process, the model read from disk.
-// Built into one file (intab-node.mjs, by ../bin/intab.mjs) that runs with a plain `node` and dawn.node beside it.
+// (records.ts) as the browser runtime, but in this process, the model read from disk: intab's kernels on Dawn's
+// GPUDevice (dawn.ts), or onnxruntime-node (ort.ts) for --backend auto|onnx-wasm|onnx-webgpu, chosen by the browser's
+// rule (backend.ts). Built into one file (intab-node.mjs, by ../bin/intab.mjs) that runs with a plain `node` and
+// dawn.node beside it.
 
-import { pathSource, urlSource, type ByteSource } from '@intab/model';
+import type { Backend } from '@intab/engine';
+import type { Gpu } from '@intab/gpu';
+import type { ModelFiles } from '@intab/model';
 import { parseArgs } from '../src/args.ts';
 import { jobFromFlags } from '../src/job.ts';
 import { DRAFT_PREFIX, resolveModel } from '../src/model-files.ts';
 import { kernelRecordPrinter, modelRecordPrinter, progressLine, type PageRecord } from '../src/records.ts';
 import { runModelJob } from '../page/run-job.ts';
 import { openModel, setReportSink, type Job } from '../page/shared.ts';
+import { chooseNodeBackend } from './backend.ts';
 import { DAWN_BACKENDS, requestDawnGpu, type DawnGpu } from './dawn.ts';
 import type { DawnBackend } from './errors.ts';
+import { onDisk, sourceOf } from './model-source.ts';
 
-export const NODE_USAGE = `usage (Node runtime: Dawn, no browser):
+export const NODE_USAGE = `usage (Node runtime: Dawn or onnxruntime-node, no browser):
   intab generate|bench decode|bench speculative --runtime node --model <gguf file | HF folder> [flags of the browser runtime]
   intab bench kernels --runtime node [--quick] [--filter TEXT] [--json]
   Common: [--dawn-backend auto|vulkan|opengl|...] [--dawn PATH/dawn.node] [--adapter NAME] [--timeout SECONDS]
-      --backend: Dawn's backend (or INTAB_DAWN_BACKEND); auto (the default) tries Vulkan, then OpenGL (Mesa's llvmpipe
-      through EGL on a machine without a GPU, as a compatibility-mode adapter: f32, no subgroups).
+      --backend webgpu (the default) runs intab's kernels on Dawn; auto takes Dawn's adapter when it is a hardware one,
+      else onnxruntime-node's CPU execution provider (as the browser takes ORT's wasm); onnx-wasm runs on
+      onnxruntime-node's CPU provider, onnx-webgpu on its WebGPU provider where it has one.
+      --dawn-backend: Dawn's backend (or INTAB_DAWN_BACKEND); auto (the default) tries Vulkan, then OpenGL (Mesa's
+      llvmpipe through EGL on a machine without a GPU, as a compatibility-mode adapter: f32, no subgroups).
       --dawn: the dawn.node to load (or INTAB_DAWN); else the webgpu package's, else one beside intab-node.mjs.
-      Records are the browser runtime's, plus "runtime":"node", "dawn_backend" and "feature_level". bench kernels runs the
-      kernel lab's checks (each kernel against its CPU twin: "check" lines) before its benchmark.`;
+      Records are the browser runtime's, plus "runtime":"node", "dawn_backend" and "feature_level" (null on
+      onnxruntime-node). bench kernels runs the kernel lab's checks (each kernel against its CPU twin: "check" lines)
+      before its benchmark.`;
 
-/** Opens a job's model files: paths on disk (what resolveModel found), or http(s) URLs. */
-const sourceOf = (url: string): Promise<ByteSource> => (/^https?:\/\//.test(url) ? urlSource(url) : pathSource(url));
 
-/** resolveModel's answer with its files' paths on disk as the job's urls (the page gets served URLs instead). */
-function onDisk(model: { kind: 'gguf' | 'hf'; dir?: string; files: string[]; urls: string[] }) {
-  return model.dir ? { ...model, urls: model.files.map((f) => `${model.dir}/${f}`) } : model;
-}
-
-/** Runs one CLI command on Dawn; resolves with the exit code. */
+/** Runs one CLI command in this process (Dawn or onnxruntime-node); resolves with the exit code. */
 export async function runNode(argv: string[]): Promise<number> {
   const { positional, flags } = parseArgs(argv);
   if (flags.help || positional.length === 0) {
@@ -48,10 +51,11 @@ export async function runNode(argv: string[]): Promise<number> {
   for (const f of ['compare', 'rounds', 'headed']) {
     if (flags[f] !== undefined) throw new Error(`--${f} is not for the Node runtime: drop --runtime node to use it`);
   }
-  const backend = String(flags.backend ?? process.env.INTAB_DAWN_BACKEND ?? 'auto') as DawnBackend;
-  if (!DAWN_BACKENDS.includes(backend)) throw new Error(`--backend takes ${DAWN_BACKENDS.join(', ')}, e.g. --dawn-backend vulkan`);
+  const dawnBackend = String(flags['dawn-backend'] ?? process.env.INTAB_DAWN_BACKEND ?? 'auto') as DawnBackend;
+  if (!DAWN_BACKENDS.includes(dawnBackend)) throw new Error(`--dawn-backend takes ${DAWN_BACKENDS.join(', ')}, e.g. --dawn-backend vulkan`);
   const dawnPath = typeof flags.dawn === 'string' ? flags.dawn : process.env.INTAB_DAWN || undefined;
   const adapter = typeof flags.adapter === 'string' ? flags.adapter : undefined;
+  const dawnOptions = { backend: dawnBackend, dawnPath, adapter, onLost: (e: Error) => console.error(`intab: ${e.name}: ${e.message}`) };
   if (flags.timeout !== undefined) {
     const s = Number(flags.timeout);
     if (!(s > 0)) throw new Error('--timeout needs seconds, e.g. --timeout 600');
@@ -70,26 +74,37 @@ export async function runNode(argv: string[]): Promise<number> {
     if (flags.draft !== undefined && typeof flags.draft !== 'string') throw new Error('--draft needs a model: --draft <gguf file | HF folder | URL>');
     const draft = typeof flags.draft === 'string' ? onDisk(resolveModel(flags.draft, { prefix: DRAFT_PREFIX, flag: 'draft' })) : undefined;
     job = jobFromFlags(flags, mode, model, draft);
-    if (job.backend !== 'webgpu') throw new Error(`--backend ${job.backend} runs in the browser runtime (onnxruntime-web); the Node runtime runs intab's WebGPU kernels on Dawn: drop --runtime node or --backend`);
   }
 
-  let dawn: DawnGpu;
-  try {
-    dawn = await requestDawnGpu({ backend, dawnPath, adapter, onLost: (e) => console.error(`intab: ${e.name}: ${e.message}`) });
-  } catch (err) {
-    console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
-    return 1;
-  }
-  const extra = { runtime: 'node', dawn_backend: dawn.backend, feature_level: dawn.featureLevel };
-  const { gpu } = dawn;
-  try {
-    if (command === 'kernels') {
-      const printer = kernelRecordPrinter(flags, extra);
+  if (command === 'kernels') {
+    let dawn: DawnGpu;
+    try {
+      dawn = await requestDawnGpu(dawnOptions);
+    } catch (err) {
+      console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
+      return 1;
+    }
+    try {
+      const printer = kernelRecordPrinter(flags, { runtime: 'node', dawn_backend: dawn.backend, feature_level: dawn.featureLevel });
       // Imported once Dawn's globals are set: the lab's modules read GPUBufferUsage at the top level.
       const { runKernels } = await import('./kernels.ts');
-      await runKernels(gpu, printer.onRecord, { quick: Boolean(flags.quick), filter: typeof flags.filter === 'string' ? flags.filter : undefined });
+      await runKernels(dawn.gpu, printer.onRecord, { quick: Boolean(flags.quick), filter: typeof flags.filter === 'string' ? flags.filter : undefined });
       return printer.failed() ? 1 : 0;
+    } finally {
+      dawn.gpu.destroy();
     }
+  }
+
+  // What runs the model: Dawn's adapter (intab's kernels), or onnxruntime-node; the records say which.
+  const extra: Record<string, unknown> = { runtime: 'node', dawn_backend: null, feature_level: null };
+  let gpu: Gpu | undefined;
+  const choose = async (asked: Backend, model: ModelFiles) => {
+    const choice = await chooseNodeBackend(asked, model, dawnOptions);
+    if (choice.name === 'webgpu') gpu = choice.gpu;
+    Object.assign(extra, { dawn_backend: choice.dawn?.backend ?? null, feature_level: choice.dawn?.featureLevel ?? null });
+    return choice;
+  };
+  try {
     const print = modelRecordPrinter(flags, mode, extra);
     setReportSink((r) => {
       const rec = r as { type: string; loaded: number; total: number; model?: string };
@@ -97,13 +112,13 @@ export async function runNode(argv: string[]): Promise<number> {
       if (rec.type === 'progress') process.stderr.write(progressLine(rec));
       else print(r as PageRecord);
     });
-    await runModelJob(job!, async () => gpu, (ref) => openModel(ref, sourceOf));
+    await runModelJob(job!, async () => (await requestDawnGpu(dawnOptions)).gpu, (ref) => openModel(ref, sourceOf), choose);
     return 0;
   } catch (err) {
     console.error(`intab: ${(err as Error).name}: ${(err as Error).message}`);
     return 1;
   } finally {
     setReportSink(undefined);
-    gpu.destroy();
+    gpu?.destroy();
   }
 }

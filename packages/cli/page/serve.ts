@@ -1,11 +1,11 @@
-// The engine behind `intab serve`, in headless Chromium: this page loads the model once (as intab generate's page does:
-// files served by the CLI with Range, the Engine in this thread on the chosen backend) and answers the server over a
-// loopback WebSocket (the bridge, packages/cli/src/serve-bridge.ts). The bridge is the EngineApi, remoted, and
-// pull-based: the server sends `start` (a GenerateRequest) and then one `next` per chunk it can write to its client, so
-// a stream whose client reads slowly is not pulled, its engine queue fills and the engine pauses the sequence and
-// coalesces its tokens. `cancel` frees the sequence's pages before it is answered. Every request shares the one
-// engine's steps (continuous batching). OpenAI shapes are made on the Node side (serve-openai.ts); this page deals
-// in engine requests and chunks only.
+// The engine behind `intab serve --runtime chromium`, in headless Chromium: this page loads the model once (as intab
+// generate's page does: files served by the CLI with Range, the Engine in this thread on the chosen backend) and
+// answers the server over a loopback WebSocket (the bridge, packages/cli/src/serve-bridge.ts). The bridge is the
+// EngineApi, remoted, and pull-based: the server sends `start` (a GenerateRequest) and then one `next` per chunk it
+// can write to its client, so a stream whose client reads slowly is not pulled, its engine queue fills and the engine
+// pauses the sequence and coalesces its tokens. `cancel` frees the sequence's pages before it is answered. Every
+// request shares the one engine's steps (continuous batching). OpenAI shapes are made on the Node side (intab's one
+// OpenAI core, as for the Engine in Node); this page deals in engine requests and chunks only.
 //
 // Wire (JSON text frames), server → page: {id, op: 'start', request} | {id, op: 'next', sid} | {id, op: 'cancel', sid}
 // | {id, op: 'stats'}; page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
@@ -13,7 +13,7 @@
 
 import { requestGpu } from '@intab/gpu';
 import { chooseBackend, openModels, serializeError, type Engine, type GenerateRequest } from '@intab/engine';
-import type { Tokenizer } from '@intab/model';
+import { withChatTemplate } from './chat-template.ts';
 import { loadEngine, openModel, report, type Job, type ModelRef } from './shared.ts';
 
 /** What `intab serve` asks of the page (serve-bridge.ts builds it; browser.ts sets it as window.__intabJob). */
@@ -33,18 +33,6 @@ export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
 }
 
 type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
-
-/** The tokenizer with `template` as its chat template (the rest is the tokenizer's own, methods bound to it). */
-function withChatTemplate(tok: Tokenizer | undefined, template: string | undefined): Tokenizer | undefined {
-  if (!tok || template === undefined) return tok;
-  return new Proxy(tok, {
-    get(target, key) {
-      if (key === 'chatTemplate') return template;
-      const v = Reflect.get(target, key, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
 
 /** Answers one bridge request. */
 async function answer(engine: Engine, m: Request): Promise<unknown> {

@@ -3,13 +3,14 @@
 // random prompt ids, so any model runs it, with or without a tokenizer), asking for vLLM's return_token_ids and the
 // usage chunk. Per request: time to first token, the tokens that arrived (the chunks' token_ids) against the usage's
 // completion_tokens (a difference is a lost or duplicated token), and the stream's own tok/s. JSON lines: one per
-// client, then a summary (requests/s, tokens/s, TTFT p50/p99, per-stream tok/s, errors, lost tokens). The streams are
-// read with intab's own Server-Sent Events decoder (decodeSSE).
+// client, then a summary (requests/s, tokens/s, TTFT p50/p99, per-stream tok/s, errors, lost tokens, and where the
+// engine ran: `runtime`, node or chromium, with its backend and the server's start-up time). The streams are read with
+// intab's own Server-Sent Events decoder (decodeSSE).
 import http2 from 'node:http2';
 import { decodeSSE } from 'intab';
 import { wholeFlag, type Flags } from './args.ts';
 import { percentile, round } from './grammar-stats.ts';
-import { serveOptions, startServer, type RunningServer } from './serve.ts';
+import { serveOptions, startServer, type RunningServer, type ServerStats } from './serve.ts';
 
 /** The run's settings from the flags (checked before anything starts). */
 export function benchServeOptions(flags: Flags) {
@@ -181,7 +182,8 @@ export async function benchServe(flags: Flags): Promise<number> {
     const tokens = ok.reduce((n, r) => n + r.tokens, 0);
     const tokS = ok.flatMap((r) => (r.tokS === null ? [] : [r.tokS]));
     const errors = all.filter((r) => !r.ok);
-    const stats = server ? await server.stats() : undefined;
+    // The server's own figures: ours, or an intab serve at --url (another OpenAI-compatible server has no /v1/stats).
+    const stats = server ? await server.stats() : await fetch(`${base}/v1/stats`, { headers }).then((r) => (r.ok ? (r.json() as Promise<ServerStats>) : undefined), () => undefined);
     process.stdout.write(
       `${JSON.stringify({
         bench: 'serve',
@@ -203,7 +205,9 @@ export async function benchServe(flags: Flags): Promise<number> {
         ...(errors.length ? { first_error: errors[0].error } : {}),
         lost_tokens: lost(all),
         model,
-        ...(server ? { backend: server.info.backend?.name, adapter: server.info.adapter, server_totals: stats?.totals } : { url: base }),
+        runtime: stats?.runtime ?? null,
+        backend: stats?.backend ?? null,
+        ...(server ? { adapter: server.info.adapter, ready_ms: server.readyMs, server_totals: stats?.totals } : { url: base }),
       })}\n`,
     );
     return errors.length || lost(all) ? 1 : 0;

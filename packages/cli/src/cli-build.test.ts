@@ -92,6 +92,9 @@ describe('bin/intab.mjs builds the TypeScript CLI and runs the build', { timeout
     }
     expect(builds()).toHaveLength(1);
     expect(leftovers()).toEqual([]);
-    expect(readdirSync(join(dist, builds()[0])).sort()).toEqual(['intab-node.mjs', 'intab.mjs']);
+    // The two entries, and the chunks they share or load lazily (the serve runtimes), all written by Vite.
+    const files = readdirSync(join(dist, builds()[0]));
+    expect(files).toEqual(expect.arrayContaining(['intab.mjs', 'intab-node.mjs']));
+    for (const f of files) expect(f).toMatch(/^intab(-[\w.-]+)?\.mjs$/);
   });
 });

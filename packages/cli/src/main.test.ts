@@ -257,7 +257,10 @@ describe('intab serve and intab bench serve arguments', () => {
   writeFileSync(model, '');
 
   test('defaults, keys with their own limits, TLS files and a chat template', () => {
-    expect(serveOptions({ model })).toMatchObject({ model, host: '127.0.0.1', port: 8080, backend: 'webgpu', apiKeys: [], maxBatch: 16, maxQueue: 64, maxQueuedChunks: 8, kvBudgetMiB: 256, prefixCache: true, keepAliveMs: 15_000, graceMs: 10_000 });
+    expect(serveOptions({ model })).toMatchObject({ model, host: '127.0.0.1', port: 8080, runtime: 'node', backend: 'auto', apiKeys: [], maxBatch: 16, maxQueue: 64, maxQueuedChunks: 8, kvBudgetMiB: 256, prefixCache: true, keepAliveMs: 15_000, graceMs: 10_000 });
+    expect(serveOptions({ model, runtime: 'chromium' })).toMatchObject({ runtime: 'chromium', backend: 'webgpu' });
+    expect(() => serveOptions({ model, runtime: 'chromium', 'dawn-backend': 'vulkan' })).toThrow(/--dawn-backend goes with --runtime node/);
+    expect(() => serveOptions({ model, headed: true })).toThrow(/--headed shows the browser of --runtime chromium/);
     expect(serveOptions({ model }).rateLimit).toBeUndefined();
     expect(serveOptions({ model }).tls).toBeUndefined();
     const { flags } = parseArgs(['serve', '--model', model, '--port', '0', '--no-prefix-cache', '--rate-limit', 'rpm=60', '--chat-template', 'chatml', '--backend', 'onnx-wasm']);
@@ -307,6 +310,8 @@ describe('flags a command does not take', () => {
     for (const c of ['generate', 'bench decode', 'bench speculative', 'bench grammar', 'bench chat', 'bench store', 'bench compare', 'bench serve', 'bench kernels', 'serve', 'make-model', 'export-onnx', 'bundle-node']) expect(known.has(c), c).toBe(true);
     for (const c of ['generate', 'bench decode', 'bench speculative', 'bench kernels']) expect([...known.get(c)!]).toEqual(expect.arrayContaining(['runtime', 'dawn-backend', 'adapter']));
     expect(known.get('serve')!.has('runtime')).toBe(true); // global
-    expect(known.get('serve')!.has('dawn-backend')).toBe(false);
+    // serve runs on Dawn by default (--runtime node), so it takes Dawn's flags and onnxruntime-node's threads.
+    expect([...known.get('serve')!]).toEqual(expect.arrayContaining(['dawn-backend', 'dawn', 'adapter', 'threads']));
+    expect(known.get('bench compare')!.has('dawn-backend')).toBe(false);
   });
 });

@@ -16,7 +16,7 @@ import { checkFlags, flagsByCommand } from './flags.ts';
 import { generate } from './generate.ts';
 import { makeModel } from './make-model.ts';
 import { bundleNode, runNodeRuntime } from './node-runtime.ts';
-import { serve } from './serve.ts';
+import { runtimeOf, serve } from './serve.ts';
 
 export { parseArgs };
 /** For scripts/test.mjs (plain Node, which runs the CLI's build): the Chromium every tier drives. */
@@ -103,7 +103,11 @@ export const USAGE = `usage:
       grammar_ms_per_step: the grammar's work (mask, accept, forced) per sampled token, replayed in the page on
       the last constrained document with a fresh grammar; the documents are validated with ajv. Without --model, a random-weight
       smollm2-135m body with the Qwen3 tokenizer (vocab 151,669) is made in a temp folder.
-      JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"decode","tokenizer",...}; tables without --json.
+        mask_profile  per tokenizer (a fresh vocabulary and fresh grammars: a cold walk cache), which path made each
+                  mask (a cache hit or a compute path), cold, warm and repeat passes, the trie and walk cache;
+        step      once: ns per grammar step, cached and on first visits.
+      JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"mask_profile"|"step"|"decode","tokenizer",...};
+      tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
                  [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (5)] [--quantize q8_0|q4_0]
       Time to first token over a conversation, in headless Chromium on WebGPU. FILE is a JSON array of OpenAI-style
@@ -163,11 +167,18 @@ export const USAGE = `usage:
       onnxruntime load too (f32 weights; q8_0/q4_0 matrices are dequantized).
   intab serve --model <gguf file | HF folder | URL> [--port P (8080)] [--host H (127.0.0.1)] [--name NAME]
                  [--api-key KEY[:rpm=N,tpm=N] ...] [--rate-limit rpm=N,tpm=N] [--cert FILE --key FILE]
-                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--quantize q8_0|q4_0] [--chat-template FILE|chatml]
-                 [--max-batch N (16)] [--max-queue N (64)] [--max-queued-chunks N (8)] [--kv-mib N (256)]
-                 [--no-prefix-cache] [--keep-alive-ms MS (15000)] [--grace-ms MS (10000)] [--cors ORIGIN] [--seed S]
-      An OpenAI-compatible server in Node, backed by one engine in headless Chromium (every request shares its
-      continuous batching): POST /v1/chat/completions and POST /v1/completions (Server-Sent Events with "stream": true,
+                 [--runtime node|chromium] [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--quantize q8_0|q4_0]
+                 [--chat-template FILE|chatml] [--max-batch N (16)] [--max-queue N (64)] [--max-queued-chunks N (8)]
+                 [--kv-mib N (256)] [--no-prefix-cache] [--keep-alive-ms MS (15000)] [--grace-ms MS (10000)]
+                 [--cors ORIGIN] [--seed S] [--dawn-backend auto|vulkan|opengl] [--dawn FILE] [--adapter NAME] [--threads N]
+      An OpenAI-compatible server in Node over one engine (every request shares its continuous batching), answered
+      by intab's one OpenAI core. --runtime node (the default) runs the engine in this process, no browser: intab's
+      kernels on Dawn where Dawn finds a hardware adapter, else onnxruntime-node's CPU execution provider (--backend
+      auto, the default there: the browser's rule, software adapter → CPU; --backend webgpu insists on Dawn,
+      onnx-wasm on onnxruntime-node's CPU provider; --dawn-backend, --dawn and --adapter as for generate --runtime
+      node, --threads: onnxruntime-node's threads per session, one per core up to 4 by default). --runtime chromium
+      runs it in headless Chromium on the browser's WebGPU (--backend webgpu, the default there) or onnxruntime-web.
+      POST /v1/chat/completions and POST /v1/completions (Server-Sent Events with "stream": true,
       else JSON; vLLM's "return_token_ids": true adds each choice's token_ids, in stream chunks too), GET /v1/models,
       GET /v1/stats (engine pages and paused sequences, requests in flight, counters), GET /health, and the
       WebSocket /v1/realtime-text: one socket, several streamed requests by id, each cancellable
@@ -182,7 +193,8 @@ export const USAGE = `usage:
       429 with Retry-After), KEY:rpm=N,tpm=N a key's own. Past --max-batch running and --max-queue waiting
       requests, 503. --chat-template gives a model that ships none a Jinja template (chatml: ChatML).
       SIGINT/SIGTERM: stop accepting, let running streams finish for --grace-ms, abort the rest, exit (again: now).
-      Prints {"serve":"listening","url","ws","model","backend",...}; one line per request on stderr.
+      Prints {"serve":"listening","url","ws","model","runtime","backend","backend_reason","adapter","api_keys",
+      "ready_ms" (from the process's start to listening)}; one line per request on stderr.
   intab bench serve (--model <...> [serve's flags] | --url URL [--api-key KEY]) [--clients N (8)] [--seconds S (20)]
                  [--max-tokens N (64)] [--prompt-tokens N (8)] [--transport http1|h2] [--seed S] [--json]
       A load run: starts intab serve on --model (or uses the OpenAI-compatible server at --url), then N clients send
@@ -190,8 +202,10 @@ export const USAGE = `usage:
       include_usage). One line per client {"bench":"serve","client","requests","completion_tokens",
       "tok_s_per_stream_p50","ttft_ms_p50","errors","lost_tokens"}, then {"bench":"serve","summary":true,
       "requests_per_s","tokens_per_s","ttft_ms_p50","ttft_ms_p99","per_stream_tok_s_p50","per_stream_tok_s_min",
-      "errors","lost_tokens",...}: lost_tokens counts, per request, the difference between the token ids that arrived
-      and the usage's completion_tokens. Exits 1 on an error or a lost token.
+      "errors","lost_tokens","runtime","backend",...}: lost_tokens counts, per request, the difference between the
+      token ids that arrived and the usage's completion_tokens; runtime is where the engine ran (--runtime, as for
+      serve; read from the server's /v1/stats with --url), ready_ms the server's start-up. Exits 1 on an error or a
+      lost token.
   intab bench soak --model <gguf file | HF folder | URL> [--minutes N (20)] [--every-s S (60)] [--seed S (1)]
                  [--streams N (8)] [--draft <...>] [--kv-mib N (16)] [--max-batch N (8)] [--json]
       A long run of mixed traffic against one engine (createEngine: its Worker, intab's WebGPU kernels) in headless
@@ -220,12 +234,14 @@ export const USAGE = `usage:
                  [--dawn FILE] [--adapter NAME]
       The same command without a browser: the same kernels, Runner and engine (built into one file with Vite, beside
       the CLI's own build in packages/cli/dist/cli, rebuilt when a source changes) on Dawn, the webgpu package's
-      dawn.node, with the model read from disk. Lines are the browser runtime's plus "runtime":"node", "dawn_backend" and
-      "feature_level"; bench kernels runs the kernel lab's checks ("check" lines: each kernel against its CPU twin)
-      before the benchmark. --dawn-backend (or INTAB_DAWN_BACKEND): auto, the default, tries Vulkan and then OpenGL
-      (Mesa's llvmpipe through EGL where there is no GPU: a compatibility-mode adapter, f32 kernels, no
-      subgroups); vulkan on a machine with a GPU. --dawn FILE (or INTAB_DAWN) loads that dawn.node.
-      --runtime browser (headless Chromium) is the default.
+      dawn.node, with the model read from disk; --backend auto|onnx-wasm|onnx-webgpu run on onnxruntime-node instead
+      (auto: Dawn on a hardware adapter, else onnxruntime-node's CPU execution provider). Lines are the browser
+      runtime's plus "runtime":"node", "dawn_backend" and "feature_level" (null on onnxruntime-node); bench kernels runs
+      the kernel lab's checks ("check" lines: each kernel against its CPU twin) before the benchmark. --dawn-backend
+      (or INTAB_DAWN_BACKEND): auto, the default, tries Vulkan and then OpenGL (Mesa's llvmpipe through EGL where there
+      is no GPU: a compatibility-mode adapter, f32 kernels, no subgroups); vulkan on a machine with a GPU. --dawn FILE
+      (or INTAB_DAWN) loads that dawn.node. --runtime chromium (headless Chromium; 'browser' is its older name) is the
+      default of these commands; intab serve's is node.
   intab bundle-node --out DIR [--no-node]
       Writes DIR/intab-node.mjs (the Node runtime in one file), DIR/dawn.node (this platform's) and DIR/node (this
       Node binary; not with --no-node): with a model file, all a machine without a browser or a registry needs for
@@ -245,15 +261,16 @@ export async function main(argv: string[]): Promise<number> {
     return positional.length === 0 && !flags.help ? 2 : 0;
   }
   const [cmd, sub] = positional;
-  const runtime = flags.runtime ?? 'browser';
-  if (runtime !== 'browser' && runtime !== 'node') throw new Error('--runtime takes browser (headless Chromium, the default) or node (Dawn, no browser)');
-  if (runtime === 'node') {
+  // intab serve (and bench serve, which starts one) runs either runtime in this process: serveOptions reads the flag.
+  const serving = cmd === 'serve' || (cmd === 'bench' && sub === 'serve');
+  const runtime = runtimeOf(flags.runtime, serving ? 'node' : 'chromium');
+  if (runtime === 'node' && !serving) {
     checkFlags(cmd === 'generate' ? cmd : `${cmd} ${sub}`, flags, flagsByCommand(USAGE));
     const command = cmd === 'generate' ? cmd : `${cmd} ${sub}`;
     if (!NODE_COMMANDS.includes(command)) throw new Error(`--runtime node runs ${NODE_COMMANDS.join(', ')}; '${positional.join(' ')}' runs in the browser only`);
     return runNodeRuntime(argv);
   }
-  for (const f of NODE_FLAGS) if (flags[f] !== undefined) throw new Error(`--${f} goes with --runtime node (Dawn in Node); the browser picks its own adapter`);
+  if (!serving) for (const f of NODE_FLAGS) if (flags[f] !== undefined) throw new Error(`--${f} goes with --runtime node (Dawn in Node); the browser picks its own adapter`);
   const command = cmd === 'bench' ? `${cmd} ${sub ?? ''}`.trim() : cmd;
   const known = flagsByCommand(USAGE);
   checkFlags(command, flags, known, command === 'bench serve' ? [...(known.get('serve') ?? [])] : []);

@@ -51,6 +51,18 @@ describe('intab --runtime node (Dawn, no browser)', () => {
     }
   }, 120_000);
 
+  test('--backend auto and onnx-wasm run on onnxruntime-node (no hardware adapter here): golden ids, the backend and why', async () => {
+    const c = golden[1];
+    const out = await intabNode('generate', '--model', GGUF, '--backend', 'onnx-wasm', '--prompt-ids', c.prompt.join(','), '--max-tokens', '24', '--temperature', '0');
+    expect(out.at(-1)).toMatchObject({ done: true, runtime: 'node', backend: 'onnx-wasm', dawn_backend: null, feature_level: null, ids: c.greedy.slice(0, 24) });
+    expect(String(out.at(-1)!.adapter)).toMatch(/^onnxruntime-node [\d.]+ CPU EP \(\d+ threads?\)/);
+    const [line] = await intabNode('bench', 'decode', '--model', GGUF, '--backend', 'auto', '--prompt-tokens', '8', '--max-tokens', '8');
+    expect(line).toMatchObject({ bench: 'decode', done: true, runtime: 'node', generated_tokens: 8 });
+    // Dawn's only adapter here is llvmpipe's (software): auto takes onnxruntime on the CPU, as the browser would.
+    expect(line.backend).toBe('onnx-wasm');
+    expect(line.decode_tok_s).toBeGreaterThan(0);
+  }, 120_000);
+
   test('bench kernels: every kernel agrees with its CPU twin, then the quick benchmark', async () => {
     const out = await intabNode('bench', 'kernels', '--quick', '--filter', 'attention-decode');
     const checks = out.filter((r) => r.type === 'check');
@@ -83,8 +95,10 @@ describe('intab --runtime node (Dawn, no browser)', () => {
 });
 
 describe('--runtime and its flags, checked before anything starts', () => {
-  test('--runtime takes browser or node; node runs four commands; Dawn flags need it', async () => {
-    await expect(main(['bench', 'decode', '--runtime', 'deno', '--model', GGUF])).rejects.toThrow('--runtime takes browser (headless Chromium, the default) or node');
+  test('--runtime takes node or chromium; node runs four commands (and serve); Dawn flags need it', async () => {
+    await expect(main(['bench', 'decode', '--runtime', 'deno', '--model', GGUF])).rejects.toThrow('--runtime takes node (this process: Dawn, else onnxruntime-node) or chromium');
+    await expect(main(['serve', '--runtime', 'chromium', '--threads', '2', '--model', GGUF])).rejects.toThrow('--threads goes with --runtime node');
+    await expect(main(['serve', '--headed', '--model', GGUF])).rejects.toThrow('--headed shows the browser of --runtime chromium');
     await expect(main(['bench', 'chat', '--runtime', 'node', '--model', GGUF])).rejects.toThrow("--runtime node runs generate, bench decode, bench speculative, bench kernels; 'bench chat' runs in the browser only");
     await expect(main(['bench', 'decode', '--dawn-backend', 'vulkan', '--model', GGUF])).rejects.toThrow('--dawn-backend goes with --runtime node');
     await expect(main(['bundle-node'])).rejects.toThrow('--out DIR is required');

@@ -1,52 +1,35 @@
-// The engine behind `intab serve`: one headless Chromium page (packages/cli/page/serve.ts) that holds the model, and
-// the bridge to it, a WebSocket on loopback (a secret path; the page connects to it). The bridge is the EngineApi
-// remoted, pull-based: open() starts a request and returns its chunks as an async iterator that asks the page for
-// the next chunk only when it is itself pulled, so a consumer that stops pulling (its client's socket is full) stops
-// the engine's output for that stream (the engine pauses the sequence and coalesces its tokens, nothing is dropped).
-// An AbortSignal cancels the request in the page, which frees its pages before it answers. One message each way per
-// chunk: fast enough for dozens of streams (no CDP round trips, which page.evaluate per chunk would cost).
+// The engine behind `intab serve --runtime chromium`: one headless Chromium page (packages/cli/page/serve.ts) holds the
+// model on the browser's WebGPU (or onnxruntime-web), and this bridge reaches it over a WebSocket on loopback (a secret
+// path; the page connects to it). The bridge is the page Engine's pull-based calls (start, next, cancel, stats)
+// remoted, one message each way per call, and serve-engine.ts's pullStreams turns them into the OpenAIEngine the server
+// serves, exactly as it does for the Engine in Node: a chunk is asked of the page only when the server pulls it, and an
+// abort cancels the request in the page, which frees its pages before it answers. One message per chunk is fast enough
+// for dozens of streams (no CDP round trips, which page.evaluate per chunk would cost).
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Chunk, EngineStats } from '@intab/engine/contract';
+import type { Chunk, EngineStats, GenerateRequest } from '@intab/engine/contract';
+import { deserializeError, isSerializedError } from '@intab/engine/errors';
 import { openPage, type OpenPage } from './browser.ts';
-import type { ResolvedModel } from './model-files.ts';
-import { progressLine, type PageRecord } from './records.ts';
-import * as convert from './serve-openai.ts';
-
-/** The engine in the page, as the server uses it. */
-export interface EngineBridge {
-  /** The engine's ModelInfo (backend, adapter, contextLength, vocab, ...). */
-  info: Record<string, any>;
-  open: (request: unknown, signal: AbortSignal) => Promise<AsyncGenerator<Chunk, void, undefined>>;
-  stats: () => Promise<EngineStats>;
-  alive: () => boolean;
-  died: Promise<Error>;
-  /** The OpenAI conversions (serve-openai.ts). */
-  convert: typeof convert;
-  close: () => Promise<void>;
-}
+import { progressLine } from './records.ts';
+import { pullStreams, type ServeEngine, type ServeEngineOptions } from './serve-engine.ts';
 
 /** The page's serialized error for a bridge that is gone (EngineClosedError: the server answers 503). */
 function closedError(why: string) {
   return { __intabError: 1, name: 'EngineClosedError', message: `The engine is gone (${why}): restart intab serve.`, fields: { reason: 'destroyed' } };
 }
 
-/** Loads the model in headless Chromium and connects to it. */
-export async function startEngine(o: {
-  model: ResolvedModel;
-  backend: string;
-  quantize?: string;
-  maxBatch: number;
-  kvBudgetBytes: number;
-  maxQueuedChunks: number;
-  prefixCache: boolean;
-  seed: number;
-  chatTemplate?: string;
-  headed?: boolean;
-  loadTimeoutMs: number;
-  log: (line: string) => void;
-}): Promise<EngineBridge> {
+/** An error the page sent, as its class (InvalidRequestError, EngineClosedError, ...), so the OpenAI core maps it. */
+function revive(data: unknown): Error {
+  return isSerializedError(data) ? deserializeError(data) : new Error(String(data));
+}
+
+/**
+ * Loads the model in headless Chromium and connects to it.
+ * @example
+ * const engine = await startChromiumEngine({ model: resolveModel('m.gguf'), name: 'm', backend: 'webgpu', ... });
+ */
+export async function startChromiumEngine(o: ServeEngineOptions): Promise<ServeEngine> {
   const secret = randomBytes(16).toString('hex');
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, path: `/bridge/${secret}`, maxPayload: 64 << 20 });
   await new Promise((resolve, reject) => {
@@ -58,24 +41,23 @@ export async function startEngine(o: {
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: unknown) => void }>();
   let dead: string | undefined;
-  /** The page's errors as their classes. */
-  const revive = convert.reviveError;
   let onDied = (_e: Error) => {};
   const died = new Promise<Error>((resolve) => (onDied = resolve));
-  let onReady: (info: Record<string, any>) => void = () => {};
+  let onReady: (info: ServeEngine['info']) => void = () => {};
   let onFail: (e: Error) => void = () => {};
-  const ready = new Promise<Record<string, any>>((resolve, reject) => {
+  const ready = new Promise<ServeEngine['info']>((resolve, reject) => {
     onReady = resolve;
     onFail = reject;
   });
   ready.catch(() => {});
+  let closing = false;
   const die = (why: string) => {
     if (dead) return;
     dead = why;
     for (const p of pending.values()) p.reject(revive(closedError(why)));
     pending.clear();
     onFail(new Error(`the engine page ${why}`));
-    onDied(new Error(`the engine page ${why}`));
+    if (!closing) onDied(new Error(`the engine page ${why}`));
   };
   wss.on('connection', (ws) => {
     if (socket) return ws.close(1008, 'one engine page only');
@@ -107,12 +89,15 @@ export async function startEngine(o: {
     chatTemplate: o.chatTemplate,
   };
   let page: OpenPage | undefined;
-  const closeAll = async () => {
-    die('was closed');
-    for (const c of wss.clients) c.terminate();
-    await new Promise((resolve) => wss.close(() => resolve(undefined)));
-    await page?.close();
-  };
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      closing = true;
+      die('was closed');
+      for (const c of wss.clients) c.terminate();
+      await new Promise((resolve) => wss.close(() => resolve(undefined)));
+      await page?.close();
+    })());
   try {
     page = await openPage({
       path: '/packages/cli/page/serve.html',
@@ -141,42 +126,22 @@ export async function startEngine(o: {
         ws.send(JSON.stringify({ id, op, ...args }));
       });
     };
-
-    const open: EngineBridge['open'] = async (request, signal) => {
-      const sid = await call('start', { request });
-      let over = false;
-      let cancelled: Promise<void> | undefined;
-      // Resolves once the page freed the request's pages (or the request was over anyway).
-      const cancel = () => (cancelled ??= over ? Promise.resolve() : call('cancel', { sid }).catch(() => {}));
-      if (signal.aborted) cancel();
-      else signal.addEventListener('abort', cancel, { once: true });
-      return (async function* pull() {
-        try {
-          // After an abort, the pull in flight ends with the engine's 'abort' chunk; none is asked for after it.
-          while (!over && !signal.aborted) {
-            const chunk: Chunk = await call('next', { sid });
-            if (chunk.finishReason !== null) over = true;
-            yield chunk;
-          }
-        } finally {
-          signal.removeEventListener('abort', cancel);
-          // Left early (aborted, the consumer broke off, an error): the request must not hold its pages.
-          if (!over) await cancel();
-        }
-      })();
-    };
-
     return {
+      runtime: 'chromium',
+      model: o.name,
       info,
-      open,
-      stats: () => call('stats'),
+      ...pullStreams({
+        start: (request: GenerateRequest): Promise<number> => call('start', { request }),
+        next: (sid: number): Promise<Chunk> => call('next', { sid }),
+        cancel: (sid: number): Promise<void> => call('cancel', { sid }),
+      }),
+      stats: (): Promise<EngineStats> => call('stats'),
       alive: () => !dead,
       died,
-      convert,
-      close: closeAll,
+      close,
     };
   } catch (err) {
-    await closeAll().catch(() => {});
+    await close().catch(() => {});
     throw err;
   }
 }

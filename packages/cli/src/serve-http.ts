@@ -1,19 +1,21 @@
 // The HTTP side of `intab serve`: one request handler for HTTP/1.1 and HTTP/2 (node:http and node:http2's
-// compatibility API share req/res), its routes, and the sink that writes one request's answer: JSON, or Server-Sent
-// Events with keep-alive comments on idle streams. Backpressure: `write` reports whether the socket (or the HTTP/2
-// stream, under its flow control) took the event; when it did not, the request waits for 'drain' before its next
-// chunk is pulled from the engine. Routes:
-//   POST /v1/chat/completions, POST /v1/completions   OpenAI's, streaming (SSE) or not
-//   GET  /v1/models, /v1/models/{id}                  the one model served
-//   GET  /v1/stats                                    engine stats (pages, paused sequences), queue, requests in flight
-//   GET  /health                                      200 {"status":"ok"} (503 while draining or when the engine is gone)
+// compatibility API share req/res). What a server adds comes first: CORS (and its preflights), GET /health (no key
+// needed), the API key (401), GET /v1/stats, the body limit (413); then intab's one OpenAI core (handleOpenAI) answers:
+// routes, errors, JSON and Server-Sent Events, with this server's admission (serve-core.ts) as its `admit` hook. The
+// core's body is pulled: the next piece is read (and the engine's next chunk asked for) only once the socket took the
+// last one (`write()` → 'drain', or the HTTP/2 stream's flow control), so a slow reader's sequence pauses in the engine;
+// an idle stream gets `: keep-alive` comments between reads. A client that goes away aborts its request (its pages are
+// freed); the shutdown aborts it with its reply, which the core tells the client (mid-stream: an error event).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { authorize, errorBody, runCompletion, serverStats, shuttingDown, type ServeContext, type Sink } from './serve-core.ts';
+import { handleOpenAI } from 'intab';
+import { SERVER_ROUTES, authorize, blockedOn, countRequest, errorBody, requestScope, serverStats, type ServeContext } from './serve-core.ts';
 
 /** A request of either server (node:http and node:http2's compatibility API share this much). */
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
+
+const COMPLETIONS = new Set(['/v1/chat/completions', '/v1/completions']);
 
 function sendJson(res: Res, status: number, object: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
@@ -48,80 +50,35 @@ function bearer(req: Req): string | undefined {
 }
 
 /**
- * Watches a response from the moment its request arrives: `gone` aborts when the client goes away before the response
- * is finished (the connection or the HTTP/2 stream closed), `closed()` says whether the response is closed.
+ * Watches a response from the moment its request arrives: `controller` aborts when the client goes away before the
+ * response is finished (the connection or the HTTP/2 stream closed), `closed()` says whether the response is closed.
  */
-function watch(res: Res): { gone: AbortController; closed: () => boolean } {
-  const gone = new AbortController();
+function watch(res: Res): { controller: AbortController; closed: () => boolean } {
+  const controller = new AbortController();
   let closed = false;
   res.on('close', () => {
     closed = true;
     // Not writableFinished: an HTTP/2 stream reset before its response began reports itself finished.
-    if (!res.writableEnded) gone.abort(new Error('the client went away'));
+    if (!res.writableEnded) controller.abort(new Error('the client went away'));
   });
-  return { gone, closed: () => closed };
+  return { controller, closed: () => closed };
 }
 
-/** The sink of one completion answered over HTTP. */
-function httpSink(ctx: ServeContext, res: Res, watched: ReturnType<typeof watch>): Sink {
-  const { gone } = watched;
-  /** One SSE event's text: whether the socket (or the HTTP/2 stream) took it without buffering past its mark. */
-  const send = (text: string): boolean => (res as { write(chunk: string): boolean }).write(text);
-  let keepAlive: NodeJS.Timeout | undefined;
-  let blocked = false;
-  const stop = () => clearTimeout(keepAlive);
-  /** Resolves on 'drain', or when the response is closed or the request aborted (at once if it already is). */
-  const drained = () =>
-    new Promise<void>((resolve) => {
-      if (watched.closed() || gone.signal.aborted) return resolve();
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        gone.signal.removeEventListener('abort', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
-      gone.signal.addEventListener('abort', done, { once: true });
-    });
-  return {
-    signal: gone.signal,
-    fail(reply) {
-      sendJson(res, reply.status, reply.body, reply.headers);
-    },
-    start(headers) {
-      res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      if ('flushHeaders' in res) res.flushHeaders();
-      if (ctx.keepAliveMs > 0) {
-        // An idle stream (a long prefill, a wait for pages) still shows signs of life, so proxies keep it open.
-        keepAlive = setTimeout(function beat() {
-          if (watched.closed() || res.writableEnded) return;
-          if (!blocked) send(': keep-alive\n\n');
-          keepAlive?.refresh();
-        }, ctx.keepAliveMs);
-      }
-    },
-    write(object) {
-      keepAlive?.refresh();
-      if (watched.closed() || send(`data: ${JSON.stringify(object)}\n\n`)) return true;
-      blocked = true;
-      return drained().then(() => void (blocked = false));
-    },
-    end() {
-      stop();
-      res.end('data: [DONE]\n\n');
-    },
-    abort(body) {
-      stop();
-      if (body && !res.headersSent) return sendJson(res, 503, body, { 'retry-after': '1' });
-      // Mid-stream: an error event (as OpenAI-compatible servers send), then the end; a client that went away: nothing.
-      if (body && !res.writableEnded) res.end(`data: ${JSON.stringify(body)}\n\n`);
-      else if (!res.writableEnded && !watched.closed()) res.destroy();
-    },
-    json(object, headers) {
-      sendJson(res, 200, object, headers);
-    },
-  };
+/** Resolves on 'drain', or when the response is closed or the request aborted (at once if it already is). */
+function drained(res: Res, watched: ReturnType<typeof watch>): Promise<void> {
+  const { signal } = watched.controller;
+  return new Promise<void>((resolve) => {
+    if (watched.closed() || signal.aborted) return resolve();
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** The request handler of every HTTP server `intab serve` runs (HTTP/1.1, h2c, TLS with HTTP/2 and HTTP/1.1). */
@@ -138,7 +95,8 @@ export function createHandler(ctx: ServeContext): (req: Req, res: Res) => void {
 async function handle(ctx: ServeContext, req: Req, res: Res): Promise<void> {
   // From the start: a client may go away while its body is read, or while its request waits.
   const watched = watch(res);
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+  const url = req.url ?? '/';
+  const path = new URL(url, 'http://localhost').pathname.replace(/\/+$/, '') || '/';
   const method = req.method ?? 'GET';
   const transport = req.httpVersionMajor === 2 ? 'h2' : 'http/1.1';
   if (ctx.cors) {
@@ -153,52 +111,78 @@ async function handle(ctx: ServeContext, req: Req, res: Res): Promise<void> {
   }
   // HTTP/1.1 connections close after this response while the server drains (HTTP/2 sessions got a GOAWAY).
   if (ctx.closing && transport === 'http/1.1') res.setHeader('connection', 'close');
-  const allow = (m: string) => {
+  const only = (m: string) => {
     if (method === m) return true;
     sendJson(res, 405, errorBody(`Method ${method} is not allowed on ${path}: use ${m}.`, 'invalid_request_error', 'method_not_allowed'), { allow: m });
     return false;
   };
   if (path === '/health') {
-    if (!allow('GET')) return;
+    if (!only('GET')) return;
     const status = ctx.closing ? 'draining' : ctx.engine.alive() ? 'ok' : 'engine_down';
-    return sendJson(res, status === 'ok' ? 200 : 503, { status, model: ctx.model });
-  }
-  const routes = ['/v1/models', '/v1/stats', '/v1/chat/completions', '/v1/completions'];
-  if (!routes.includes(path) && !path.startsWith('/v1/models/')) {
-    return sendJson(res, 404, errorBody(`${method} ${path} is not served here: intab serve answers POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/stats, GET /health and the WebSocket /v1/realtime-text.`, 'invalid_request_error', 'unknown_url'));
+    return sendJson(res, status === 'ok' ? 200 : 503, { status, model: ctx.engine.model, runtime: ctx.engine.runtime });
   }
   const auth = authorize(ctx, bearer(req), req.socket?.remoteAddress);
   if (!auth.ok) return sendJson(res, auth.reply.status, auth.reply.body);
-  if (path === '/v1/models' || path.startsWith('/v1/models/')) {
-    if (!allow('GET')) return;
-    const model = { id: ctx.model, object: 'model', created: Math.floor(ctx.startedAt / 1000), owned_by: 'intab', max_model_len: ctx.contextLength };
-    if (path === '/v1/models') return sendJson(res, 200, { object: 'list', data: [model] });
-    const id = decodeURIComponent(path.slice('/v1/models/'.length));
-    if (id === ctx.model) return sendJson(res, 200, model);
-    return sendJson(res, 404, errorBody(`The model '${id}' does not exist: this server serves '${ctx.model}'.`, 'invalid_request_error', 'model_not_found', 'model'));
-  }
   if (path === '/v1/stats') {
-    if (!allow('GET')) return;
+    if (!only('GET')) return;
     return sendJson(res, 200, await serverStats(ctx));
   }
-  if (!allow('POST')) return;
-  if (ctx.closing) {
-    const r = shuttingDown();
-    return sendJson(res, r.status, r.body, r.headers);
+  let body: string | undefined;
+  if (method === 'POST') {
+    try {
+      body = await readBody(req, ctx.maxBodyBytes);
+    } catch (err) {
+      if ((err as { status?: number })?.status === 413) return sendJson(res, 413, errorBody(`The request body is larger than ${ctx.maxBodyBytes} bytes.`, 'invalid_request_error', 'request_too_large'), transport === 'http/1.1' ? { connection: 'close' } : {});
+      throw err;
+    }
   }
-  let text: string;
+  const scope = requestScope(ctx, auth.client, transport, watched.controller);
+  let answer: Awaited<ReturnType<typeof handleOpenAI>>;
   try {
-    text = await readBody(req, ctx.maxBodyBytes);
-  } catch (err) {
-    if ((err as { status?: number })?.status === 413) return sendJson(res, 413, errorBody(`The request body is larger than ${ctx.maxBodyBytes} bytes.`, 'invalid_request_error', 'request_too_large'), transport === 'http/1.1' ? { connection: 'close' } : {});
-    throw err;
+    answer = await handleOpenAI(ctx.engine, { method, path: url, body, signal: watched.controller.signal }, { admit: scope.admit, created: Math.floor(ctx.startedAt / 1000), otherRoutes: SERVER_ROUTES });
+  } catch {
+    return; // the client went away before there was an answer: nobody is left to read one
   }
-  let body: unknown;
+  if (method === 'POST' && COMPLETIONS.has(path)) countRequest(ctx, scope, answer.status);
+  const entry = scope.entry();
+  if (entry) entry.state = 'running';
+  const sse = answer.headers['content-type']?.startsWith('text/event-stream') ?? false;
+  res.writeHead(answer.status, sse ? { ...answer.headers, 'x-accel-buffering': 'no' } : answer.headers);
+  if (sse && 'flushHeaders' in res) res.flushHeaders();
+  const reader = answer.body.getReader();
+  let keepAlive: NodeJS.Timeout | undefined;
+  // An idle stream (a long prefill, a wait for pages) still shows signs of life, so proxies keep it open.
+  const beat = () => {
+    if (watched.closed() || res.writableEnded) return;
+    (res as { write(chunk: string): boolean }).write(': keep-alive\n\n');
+    keepAlive = setTimeout(beat, ctx.keepAliveMs);
+  };
   try {
-    body = JSON.parse(text);
-  } catch (err) {
-    return sendJson(res, 400, errorBody(`The request body is not JSON (${(err as Error).message}): send the request as application/json.`, 'invalid_request_error'));
+    for (;;) {
+      if (sse && ctx.keepAliveMs > 0) keepAlive = setTimeout(beat, ctx.keepAliveMs);
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await reader.read();
+      } finally {
+        clearTimeout(keepAlive);
+      }
+      if (next.done) break;
+      if (entry) entry.writes++;
+      if (watched.closed()) break;
+      // The client's socket is full: nothing more is pulled from the engine until it drains (or the client goes).
+      if (!(res as { write(chunk: Uint8Array): boolean }).write(next.value)) await blockedOn(entry, drained(res, watched));
+    }
+  } catch {
+    // The body errored: the client went away mid-stream (its request is aborted and its pages freed). Not an answer.
+    res.destroy();
+    return;
+  } finally {
+    reader.releaseLock();
   }
-  const endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
-  await runCompletion(ctx, { endpoint, body, client: auth.client, transport }, httpSink(ctx, res, watched));
+  if (watched.closed()) {
+    // Left early: the core's stream is cancelled, which ends the engine's request.
+    await answer.body.cancel().catch(() => {});
+    return;
+  }
+  res.end();
 }

@@ -7,6 +7,8 @@
 //                `maxQueue` may wait: past `slots + maxQueue` in flight a request is refused at once (the server
 //                answers 503) rather than queued without bound.
 
+import { IntabError, errorClass } from '@intab/errors';
+
 // ---- token buckets ----
 
 export class TokenBucket {
@@ -171,13 +173,14 @@ export function retryAfterSeconds(ms: number): number {
 // ---- admission: a bounded number of requests in flight ----
 
 /** Every place is taken: the server answers 503 (with Retry-After). */
-export class QueueFullError extends Error {
-  constructor(
-    readonly slots: number,
-    readonly maxQueue: number,
-  ) {
-    super(`The server is at capacity: ${slots} requests are running and ${maxQueue} more are waiting for the engine. Retry shortly.`);
-    this.name = 'QueueFullError';
+export class QueueFullError extends errorClass(IntabError, 'QueueFullError', 'server_overloaded')<{
+  /** Requests the engine runs at once. */
+  readonly slots: number;
+  /** Requests that may wait beyond them. */
+  readonly maxQueue: number;
+}> {
+  constructor(slots: number, maxQueue: number) {
+    super({ slots, maxQueue }, `The server is at capacity: ${slots} requests are running and ${maxQueue} more are waiting for the engine. Retry shortly.`);
   }
 }
 

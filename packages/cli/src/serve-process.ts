@@ -13,9 +13,15 @@ export interface ListeningLine {
   url: string;
   ws: string;
   model: string;
-  backend?: string;
-  adapter?: string;
+  /** Where the engine runs: 'node' (this process) or 'chromium'. */
+  runtime: 'node' | 'chromium';
+  backend: string;
+  /** Why that backend runs it (on runtime node: what Dawn gave, or why it gave nothing). */
+  backend_reason: string;
+  adapter: string;
   api_keys: number;
+  /** Milliseconds from the process's start to listening (the model loaded and warmed up). */
+  ready_ms: number;
 }
 
 /** A running `intab serve` process. */

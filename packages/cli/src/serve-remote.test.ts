@@ -1,8 +1,9 @@
-// The remote backend (createEngine({ remote })) against a real `intab serve`: stories260K on intab's WebGPU kernels
-// in headless Chromium behind HTTP. Greedy ids that cross the wire (vLLM's return_token_ids) equal the golden ids,
+// The remote backend (createEngine({ remote })) against a real `intab serve`, once per runtime: stories260K in this
+// process (--runtime node: onnxruntime-node's CPU provider here) and on intab's WebGPU kernels in headless Chromium
+// (--runtime chromium), behind HTTP. Greedy ids that cross the wire (vLLM's return_token_ids) equal the golden ids,
 // the OpenAI surface gives what the server gives, an abort reaches the server (its stream ends and the pages come
 // back), the server's 429 becomes a RemoteHttpError with its Retry-After, and a JSON schema the server enforces
-// streams partial-JSON events and validates here.
+// streams partial-JSON events and validates here. INTAB_SERVE_RUNTIME=node (or chromium) runs one runtime only.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,27 +18,10 @@ const MODEL_DIR = join(SHARED, 'models', 'stories260K');
 const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
 const TEMPLATE = "{% for m in messages %}{{ m['role'] + ': ' + m['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 const KEY = 'sk-remote';
+const RUNTIMES = (['node', 'chromium'] as const).filter((r) => !process.env.INTAB_SERVE_RUNTIME || process.env.INTAB_SERVE_RUNTIME === r);
 
 let server: RunningServer;
 let engine: IntabEngine;
-
-beforeAll(async () => {
-  server = await startServer({
-    model: join(MODEL_DIR, 'stories260K-vocab-ud.gguf'),
-    port: 0,
-    backend: 'webgpu',
-    chatTemplate: TEMPLATE,
-    maxBatch: 4,
-    apiKeys: [KEY, { key: 'sk-slow', rateLimit: { rpm: 1 } }],
-    log: () => {},
-  });
-  engine = await createEngine({ remote: { baseURL: `${server.url}/v1`, model: server.model, apiKey: KEY } });
-}, 180_000);
-
-afterAll(async () => {
-  await engine?.destroy();
-  await server?.close({ graceMs: 0 });
-}, 60_000);
 
 async function collect(it: AsyncIterable<Chunk>): Promise<Chunk[]> {
   const out: Chunk[] = [];
@@ -53,7 +37,25 @@ async function until(cond: () => Promise<boolean>, what: string): Promise<void> 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('the remote backend against intab serve', () => {
+for (const runtime of RUNTIMES) describe(`the remote backend against intab serve --runtime ${runtime}`, () => {
+  beforeAll(async () => {
+    server = await startServer({
+      model: join(MODEL_DIR, 'stories260K-vocab-ud.gguf'),
+      port: 0,
+      runtime,
+      chatTemplate: TEMPLATE,
+      maxBatch: 4,
+      apiKeys: [KEY, { key: 'sk-slow', rateLimit: { rpm: 1 } }],
+      log: () => {},
+    });
+    engine = await createEngine({ remote: { baseURL: `${server.url}/v1`, model: server.model, apiKey: KEY } });
+  }, 180_000);
+
+  afterAll(async () => {
+    await engine?.destroy();
+    await server?.close({ graceMs: 0 });
+  }, 60_000);
+
   test('the engine is the server’s: its model, its context length', () => {
     expect(engine.info.backend.name).toBe('remote');
     expect(engine.info.remote).toEqual({ baseURL: `${server.url}/v1`, model: server.model });

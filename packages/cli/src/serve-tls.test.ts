@@ -1,8 +1,11 @@
-// `intab serve` as its command runs it (a child process: flags, the "listening" line, SIGTERM), over TLS with a
-// self-signed certificate made here with the openssl command: HTTP/2 (ALPN h2) with several streams on one
-// connection, HTTP/1.1 (ALPN http/1.1) and wss on the same port; keep-alive comments on a stream that waits in the
-// engine (a 1 MiB KV cache, its pages held by a reader that paused); then SIGTERM: the running stream finishes, the
-// process exits 0. onnxruntime-web's wasm backend runs the model here (the other file runs intab's kernels).
+// `intab serve` as its command runs it (a child process: flags, the "listening" line, SIGTERM), once per runtime, over
+// TLS with a self-signed certificate made here with the openssl command: HTTP/2 (ALPN h2) with several streams on one
+// connection, HTTP/1.1 (ALPN http/1.1) and wss on the same port; 4 concurrent greedy streams equal to each run alone;
+// keep-alive comments on a stream that waits in the engine (a 1 MiB KV cache, its pages held by a reader that
+// paused); then SIGTERM: the running stream finishes, the process exits 0. --backend onnx-wasm runs the model on ORT on
+// the CPU: onnxruntime-node's CPU execution provider on --runtime node, onnxruntime-web's wasm on --runtime chromium
+// (serve.test.ts runs the other backends: onnxruntime-node by `auto`, intab's kernels in Chromium).
+// INTAB_SERVE_RUNTIME=node (or chromium) runs one runtime only.
 import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import http2 from 'node:http2';
@@ -21,6 +24,7 @@ const MODEL_DIR = join(SHARED, 'models', 'stories260K');
 const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
 const KEY = 'sk-tls';
 const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
+const RUNTIMES = (['node', 'chromium'] as const).filter((r) => !process.env.INTAB_SERVE_RUNTIME || process.env.INTAB_SERVE_RUNTIME === r);
 
 let dir: string;
 let ca: Buffer;
@@ -66,15 +70,18 @@ const dataIds = (raw: string) =>
     .filter((l) => l.startsWith('data: {'))
     .flatMap((l) => JSON.parse(l.slice(6)).choices?.[0]?.token_ids ?? []);
 
-describe.skipIf(!hasOpenssl)('intab serve --cert/--key (the command, over TLS; onnx-wasm)', { timeout: 60_000 }, () => {
+for (const runtime of RUNTIMES) describe.skipIf(!hasOpenssl)(`intab serve --runtime ${runtime} --cert/--key (the command, over TLS; onnx-wasm)`, { timeout: 60_000 }, () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'intab-serve-tls-'));
     const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1']);
     if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
     ca = readFileSync(join(dir, 'cert.pem'));
     // prettier-ignore
-    server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--port', '0', '--cert', join(dir, 'cert.pem'), '--key', join(dir, 'key.pem'), '--backend', 'onnx-wasm', '--kv-mib', '1', '--keep-alive-ms', '50', '--api-key', KEY, '--chat-template', 'chatml', '--grace-ms', '30000']);
-    expect(server.line).toMatchObject({ serve: 'listening', model: 'stories260K-vocab-ud', backend: 'onnx-wasm', api_keys: 1 });
+    server = await startServeProcess(['--model', join(MODEL_DIR, 'stories260K-vocab-ud.gguf'), '--runtime', runtime, '--port', '0', '--cert', join(dir, 'cert.pem'), '--key', join(dir, 'key.pem'), '--backend', 'onnx-wasm', '--kv-mib', '1', '--keep-alive-ms', '50', '--api-key', KEY, '--chat-template', 'chatml', '--grace-ms', '30000']);
+    expect(server.line).toMatchObject({ serve: 'listening', model: 'stories260K-vocab-ud', runtime, backend: 'onnx-wasm', api_keys: 1 });
+    expect(server.line.adapter).toMatch(runtime === 'node' ? /^onnxruntime-node [\d.]+ CPU EP/ : /^onnxruntime-web wasm/);
+    // From the process's start to listening: the CLI, the model's load and warm-up (and Chromium's launch).
+    expect(server.line.ready_ms).toBeGreaterThan(0);
     ({ url, wsUrl } = server);
     expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
   }, 180_000);
@@ -132,6 +139,18 @@ describe.skipIf(!hasOpenssl)('intab serve --cert/--key (the command, over TLS; o
     expect(frames.at(-1)).toMatchObject({ type: 'done', id: 1, usage: { completion_tokens: 12 } });
     expect(frames.flatMap((f) => f.data?.choices[0].token_ids ?? [])).toEqual(golden[1].greedy.slice(0, 12));
     ws.close();
+  });
+
+  test('4 concurrent greedy streams: each gets the ids it gets alone (decode steps batched with padding)', async () => {
+    const prompts = [golden[0].prompt, golden[1].prompt, [1, 300], [1, 400, 401, 402, 403, 404, 405]];
+    const body = (prompt: number[]) => ({ prompt, max_tokens: 32, temperature: 0, stream: true, return_token_ids: true });
+    const solo: number[][] = [];
+    for (const p of prompts) solo.push(dataIds((await h1('/v1/completions', body(p))).raw));
+    expect(solo[0]).toEqual(golden[0].greedy.slice(0, 32));
+    expect(solo[1]).toEqual(golden[1].greedy.slice(0, 32));
+    const together = await Promise.all(prompts.map(async (p) => dataIds((await h1('/v1/completions', body(p))).raw)));
+    together.forEach((ids, i) => expect(ids, `stream ${i}`).toEqual(solo[i]));
+    await waitFor('the streams to end', (s) => s.requests.length === 0 && s.engine!.availablePages === s.engine!.totalPages);
   });
 
   test('an SSE stream that waits in the engine (its KV pages held by a paused reader) gets keep-alive comments, then its answer', async () => {

@@ -14,12 +14,16 @@
 //         could not be read.
 // Authentication (when the server has API keys): an Authorization: Bearer header on the upgrade request, or (from a
 // browser, which cannot set headers) the subprotocols ["intab-realtime-text", "openai-insecure-api-key.KEY"]. Rate
-// limits and the admission queue apply per request, as over HTTP. Backpressure: a frame is sent only when the socket's
-// buffer is under WS_HIGH_WATER bytes; above it, the request waits until the socket took it before pulling more.
+// limits and the admission queue apply per request, as over HTTP. Each request is answered by intab's one OpenAI core
+// (answerCompletion, always streamed): every object it gives is a chunk frame, its tally fills the done frame, and
+// what ends it otherwise becomes an error frame (errorResponse), as HTTP would answer it. Backpressure: the next object
+// is pulled from the core (and the engine) only once the last frame was sent, and a frame is sent at once only while
+// the socket's buffer is under WS_HIGH_WATER bytes; above it, the request waits until the socket took it.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { authorize, errorBody, runCompletion, shuttingDown, type Client, type ServeContext, type Sink } from './serve-core.ts';
+import { answerCompletion, errorResponse, isErrorReply, type OpenAIEndpoint } from 'intab';
+import { authorize, blockedOn, countRequest, errorBody, requestScope, shuttingDown, type Client, type ServeContext } from './serve-core.ts';
 
 export const REALTIME_PATH = '/v1/realtime-text';
 const KEY_PROTOCOL = 'openai-insecure-api-key.';
@@ -115,62 +119,78 @@ export function createRealtime(ctx: ServeContext) {
     if (!endpoint) return badFrame(`Unknown endpoint ${JSON.stringify(m.endpoint)}: "chat.completions" or "completions".`, id);
     const cancel = new AbortController();
     state.requests.set(id, cancel);
-    const sink = wsSink(ws, id, cancel.signal);
-    void runCompletion(ctx, { endpoint, body: m.body, client: state.client, transport: 'ws', stream: true }, sink).finally(() => {
+    void run(ws, id, endpoint, m.body, state.client, cancel).finally(() => {
       state.requests.delete(id);
-      // (A cancel that came after the request's last frame changes nothing.)
-      if (cancel.signal.aborted && !sink.answered && ws.readyState === ws.OPEN) send(ws, { type: 'cancelled', id });
       // While the server drains, a socket closes once its last request is over.
       if (ctx.closing && state.requests.size === 0) ws.close(1001, 'server shutting down');
     });
   }
 
-  /** The sink of one request on a socket; `signal` is aborted by a cancel frame or the socket's close. */
-  function wsSink(ws: Socket, id: string | number, signal: AbortSignal): Sink & { answered: boolean } {
-    return {
-      signal,
-      /** Whether its last frame (done, or an error) was sent. */
-      answered: false,
-      fail(reply) {
-        this.answered = true;
-        const retry = reply.headers?.['retry-after-ms'] ?? (reply.headers?.['retry-after'] ? String(Number(reply.headers['retry-after']) * 1000) : undefined);
-        send(ws, { type: 'error', id, status: reply.status, error: reply.body.error, ...(retry ? { retry_after_ms: Number(retry) } : {}) });
-      },
-      start() {},
-      write(object) {
-        if (ws.readyState !== ws.OPEN || signal.aborted) return true;
-        const frame = JSON.stringify({ type: 'chunk', id, data: object });
-        if (ws.bufferedAmount < WS_HIGH_WATER) {
-          ws.send(frame);
-          return true;
+  /** Sends an error frame: the request is over, its HTTP status says why. */
+  function fail(ws: Socket, id: string | number, reply: { status: number; body: { error: unknown }; headers?: Record<string, string> }): void {
+    const h = reply.headers ?? {};
+    const retry = h['retry-after-ms'] ?? (h['retry-after'] ? String(Number(h['retry-after']) * 1000) : undefined);
+    send(ws, { type: 'error', id, status: reply.status, error: reply.body.error, ...(retry ? { retry_after_ms: Number(retry) } : {}) });
+  }
+
+  /** Sends a chunk frame; resolves at once while the socket keeps up, else once the socket took it (or the request ended). */
+  function sendChunk(ws: Socket, id: string | number, data: unknown, signal: AbortSignal): Promise<void> | undefined {
+    if (ws.readyState !== ws.OPEN || signal.aborted) return;
+    const frame = JSON.stringify({ type: 'chunk', id, data });
+    if (ws.bufferedAmount < WS_HIGH_WATER) return void ws.send(frame);
+    // The socket is backed up: this frame goes out, then the request waits until it was written (or the end).
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        ws.off('close', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      ws.once('close', done);
+      ws.send(frame, done);
+    });
+  }
+
+  /** One request on a socket, answered by the core; `cancel` is aborted by a cancel frame, the socket's close or the shutdown. */
+  async function run(ws: Socket, id: string | number, endpoint: OpenAIEndpoint, body: unknown, client: Client, cancel: AbortController): Promise<void> {
+    const scope = requestScope(ctx, client, 'ws', cancel);
+    const { signal } = cancel;
+    let answer: Awaited<ReturnType<typeof answerCompletion>>;
+    try {
+      answer = await answerCompletion(ctx.engine, endpoint, body, { stream: true, admit: scope.admit, signal });
+    } catch {
+      // Aborted before there was an answer (a cancel frame, or the socket closed).
+      if (ws.readyState === ws.OPEN) send(ws, { type: 'cancelled', id });
+      return;
+    }
+    countRequest(ctx, scope, answer.status);
+    if (answer.kind === 'error') return fail(ws, id, answer);
+    const entry = scope.entry();
+    if (entry) entry.state = 'running';
+    if (answer.kind === 'object') {
+      // Not with stream: true; a whole answer would still be one chunk and done.
+      send(ws, { type: 'chunk', id, data: answer.object });
+    } else {
+      try {
+        for (let next = await answer.objects.next(); !next.done; next = await answer.objects.next()) {
+          if (entry) entry.writes++;
+          const taken = sendChunk(ws, id, next.value, signal);
+          if (taken) await blockedOn(entry, taken);
+          if (signal.aborted) throw signal.reason;
         }
-        // The socket is backed up: this frame goes out, then the request waits until it was written (or the end).
-        return new Promise<void>((resolve) => {
-          const done = () => {
-            signal.removeEventListener('abort', done);
-            ws.off('close', done);
-            resolve();
-          };
-          signal.addEventListener('abort', done, { once: true });
-          ws.once('close', done);
-          ws.send(frame, done);
-        });
-      },
-      end(tally) {
-        this.answered = true;
-        const completion = tally.completionTokens;
-        send(ws, { type: 'done', id, finish_reason: tally.finishReason, usage: { prompt_tokens: tally.promptTokens, completion_tokens: completion, total_tokens: tally.promptTokens + completion } });
-      },
-      abort(body) {
-        if (!body) return;
-        this.answered = true;
-        send(ws, { type: 'error', id, status: 503, error: body.error });
-      },
-      json(object) {
-        // The socket always streams (runCompletion is told so); a whole answer would still be one chunk and done.
-        send(ws, { type: 'chunk', id, data: object });
-      },
-    };
+      } catch (err) {
+        await answer.objects.return();
+        if (isErrorReply(signal.reason)) return fail(ws, id, signal.reason); // the shutdown, past its grace period
+        if (signal.aborted) {
+          // A cancel frame: its KV pages are free now. (A closed socket hears nothing.)
+          if (ws.readyState === ws.OPEN) send(ws, { type: 'cancelled', id });
+          return;
+        }
+        return fail(ws, id, errorResponse(err, endpoint));
+      }
+    }
+    const t = answer.tally;
+    send(ws, { type: 'done', id, finish_reason: t.finishReason, usage: { prompt_tokens: t.promptTokens, completion_tokens: t.completionTokens, total_tokens: t.promptTokens + t.completionTokens } });
   }
 
   return {

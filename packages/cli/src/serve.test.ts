@@ -1,9 +1,13 @@
-// `intab serve` end to end: one real server (startServer: headless Chromium, intab's WebGPU kernels on SwiftShader,
-// stories260K with its synthetic vocabulary and a plain chat template) shared by every test of this file, driven by
-// real clients: fetch (HTTP/1.1), node:http2 (h2c), a WebSocket, and the official `openai` npm client. Greedy
-// outputs are checked against stories260K's golden ids and against each request run alone; concurrency, backpressure,
-// disconnects, limits and shutdown are checked through the server's own /v1/stats (engine pages, paused sequences,
-// blocked writes), never by timing. The tok/s lines it prints are reports, not assertions.
+// `intab serve` end to end, once per runtime: the same suite against a real server (startServer) with its engine in
+// this Node process (--runtime node: here onnxruntime-node's CPU execution provider, Dawn's only adapter being
+// llvmpipe's) and in headless Chromium (--runtime chromium: intab's WebGPU kernels on SwiftShader), each serving
+// stories260K with its synthetic vocabulary and a plain chat template, driven by real clients: fetch (HTTP/1.1),
+// node:http2 (h2c), a WebSocket, and the official `openai` npm client. Greedy outputs are checked against stories260K's
+// golden ids and against each request run alone (4 and 8 at once: batching must not change a token); intab's shared
+// table of OpenAI cases (the Service Worker endpoint runs the same) is answered alike by both runtimes; concurrency,
+// backpressure, disconnects, limits and shutdown are checked through the server's own /v1/stats (engine pages, paused
+// sequences, blocked writes), never by timing. The tok/s lines it prints are reports, not assertions.
+// INTAB_SERVE_RUNTIME=node (or chromium) runs one runtime only.
 import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
@@ -12,34 +16,23 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startServer, type RunningServer, type ServerStats } from './serve.ts';
+import { openGguf, pathSource } from '@intab/model';
+import { OPENAI_CASES, type CaseContext } from '@intab/testing/openai-cases';
+import { startServer, type RunningServer, type ServeRuntime, type ServerStats } from './serve.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
 const MODEL_DIR = join(SHARED, 'models', 'stories260K');
+const MODEL = join(MODEL_DIR, 'stories260K-vocab-ud.gguf');
 const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
 const KEY = 'sk-test-main';
 const TEMPLATE = "{% for m in messages %}{{ m['role'] + ': ' + m['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 const auth = (key = KEY) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+const RUNTIMES = (['node', 'chromium'] as const).filter((r) => !process.env.INTAB_SERVE_RUNTIME || process.env.INTAB_SERVE_RUNTIME === r);
 
 let server: RunningServer;
-
-beforeAll(async () => {
-  server = await startServer({
-    model: join(MODEL_DIR, 'stories260K-vocab-ud.gguf'),
-    port: 0,
-    backend: 'webgpu',
-    chatTemplate: TEMPLATE,
-    maxBatch: 8,
-    maxQueue: 4,
-    apiKeys: [KEY, { key: 'sk-rpm', rateLimit: { rpm: 2 } }, { key: 'sk-tpm', rateLimit: { tpm: 100 } }],
-    log: () => {},
-  });
-}, 180_000);
-
-afterAll(async () => {
-  await server?.close({ graceMs: 0 });
-}, 60_000);
+/** Each runtime's outcomes of the shared table, by case: the two runtimes must answer alike. */
+const outcomes = new Map<string, Map<ServeRuntime, unknown>>();
 
 // ---- clients ----
 
@@ -150,9 +143,42 @@ const PROMPTS = [golden[0].prompt, golden[1].prompt, ...Array.from({ length: 6 }
 
 // ---- tests ----
 
-describe('intab serve (HTTP/1.1, h2c, WebSocket; WebGPU kernels on stories260K)', { timeout: 60_000 }, () => {
+for (const runtime of RUNTIMES) describe(`intab serve --runtime ${runtime} (HTTP/1.1, h2c, WebSocket; stories260K)`, { timeout: 60_000 }, () => {
+  beforeAll(async () => {
+    server = await startServer({
+      model: MODEL,
+      port: 0,
+      runtime,
+      chatTemplate: TEMPLATE,
+      maxBatch: 8,
+      maxQueue: 4,
+      apiKeys: [KEY, { key: 'sk-rpm', rateLimit: { rpm: 2 } }, { key: 'sk-tpm', rateLimit: { tpm: 100 } }],
+      log: () => {},
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (server?.runtime === runtime) await server.close({ graceMs: 0 });
+  }, 60_000);
+
+  test('the engine runs where the runtime says, on the backend it says, and says why', async () => {
+    expect(server.runtime).toBe(runtime);
+    const s = await stats();
+    expect([s.runtime, s.backend]).toEqual([runtime, server.info.backend.name]);
+    if (runtime === 'node') {
+      // No hardware adapter here (Dawn's only one is a GL compatibility adapter over llvmpipe): the browser's `auto`
+      // rule puts the model on onnxruntime-node's CPU execution provider, and says why.
+      expect(server.info.backend.name).toBe('onnx-wasm');
+      expect(server.info.backend.reason).toMatch(/^auto: (the only WebGPU adapter is a software one \(.*llvmpipe.*\)|WebGPU is unavailable here \(.*Dawn.*\)).*onnxruntime-node [\d.]+'s cpu execution provider/);
+      expect(server.info.adapter).toMatch(/^onnxruntime-node [\d.]+ CPU EP \(\d+ threads?\); graph written from the weights$/);
+    } else {
+      expect(server.info.backend).toEqual({ name: 'webgpu', reason: "backend 'webgpu' was asked for" });
+    }
+    expect(server.readyMs).toBeGreaterThan(0);
+  });
+
   test('GET /health, /v1/models; API keys (401 without one, or with a wrong one)', async () => {
-    expect(await (await fetch(`${server.url}/health`)).json()).toEqual({ status: 'ok', model: server.model });
+    expect(await (await fetch(`${server.url}/health`)).json()).toEqual({ status: 'ok', model: server.model, runtime });
     const models = await (await fetch(`${server.url}/v1/models`, { headers: auth() })).json();
     expect(models).toMatchObject({ object: 'list', data: [{ id: 'stories260K-vocab-ud', object: 'model', owned_by: 'intab' }] });
     const none = await fetch(`${server.url}/v1/models`);
@@ -165,21 +191,46 @@ describe('intab serve (HTTP/1.1, h2c, WebSocket; WebGPU kernels on stories260K)'
     expect((await post('/v1/nothing', {})).status).toBe(404);
   });
 
-  test('8 concurrent streaming clients: each gets exactly what it gets alone (greedy), the golden ids where known', async () => {
+  test('4 and 8 concurrent streaming clients: each gets exactly what it gets alone (greedy), the golden ids where known', async () => {
     const body = (prompt: number[]) => ({ prompt, max_tokens: 40, temperature: 0, return_token_ids: true, stream_options: { include_usage: true } });
     const solo: Streamed[] = [];
     for (const p of PROMPTS) solo.push(await sse('/v1/completions', body(p)));
     for (const [i, g] of golden.entries()) expect(solo[i].ids).toEqual(g.greedy.slice(0, 40));
-    const together = await Promise.all(PROMPTS.map((p) => sse('/v1/completions', body(p))));
-    together.forEach((t, i) => {
-      expect(t.status).toBe(200);
-      expect(t.done).toBe(true);
-      expect(t.ids, `stream ${i}`).toEqual(solo[i].ids);
-      expect(t.text).toBe(solo[i].text);
-      expect(t.usage!.completion_tokens).toBe(t.ids.length); // nothing lost between the engine and the client
-    });
-    console.log(JSON.stringify({ test: 'serve 8 concurrent', per_stream_tok_s: together.map((t) => t.tokS) }));
+    for (const n of [4, 8]) {
+      // Prompts of different lengths: their decode steps are batched with different amounts of padding.
+      const together = await Promise.all(PROMPTS.slice(0, n).map((p) => sse('/v1/completions', body(p))));
+      together.forEach((t, i) => {
+        expect(t.status).toBe(200);
+        expect(t.done).toBe(true);
+        expect(t.ids, `stream ${i} of ${n}`).toEqual(solo[i].ids);
+        expect(t.text).toBe(solo[i].text);
+        expect(t.usage!.completion_tokens).toBe(t.ids.length); // nothing lost between the engine and the client
+      });
+      console.log(JSON.stringify({ test: `serve ${n} concurrent`, runtime, per_stream_tok_s: together.map((t) => t.tokS) }));
+    }
     await waitFor('the streams to end and their pages to be free', idle);
+  });
+
+  describe("intab's shared table of OpenAI cases (the Service Worker endpoint answers the same)", () => {
+    let ctx: CaseContext;
+    beforeAll(async () => {
+      const eos = (await openGguf([await pathSource(MODEL)])).config.eosIds;
+      ctx = {
+        model: server.model,
+        contextLength: server.info.contextLength,
+        prompt: 'Once upon a time',
+        noStop: Object.fromEntries(eos.map((id) => [String(id), -100])),
+        tokenId: 300,
+        idle: async () => void (await waitFor('the engine to be idle', idle)),
+      };
+    });
+    for (const c of OPENAI_CASES) {
+      test(c.name, async () => {
+        const outcome = await c.run((r) => fetch(server.url + r.path, { method: r.method, body: r.body, signal: r.signal, headers: auth() }), ctx);
+        if (!outcomes.has(c.name)) outcomes.set(c.name, new Map());
+        outcomes.get(c.name)!.set(runtime, outcome);
+      });
+    }
   });
 
   test('a slow reader is paused in the engine and does not slow the others; its tokens arrive coalesced, none lost', async () => {
@@ -402,12 +453,30 @@ describe('intab serve (HTTP/1.1, h2c, WebSocket; WebGPU kernels on stories260K)'
     const done = parseSse(await running.text());
     expect([done.done, done.ids]).toEqual([true, golden[1].greedy.slice(0, 40)]);
     await closing;
-    // The stuck stream was aborted at the end of the grace period: no [DONE] (what it had buffered ends mid-event).
+    // The stuck stream was aborted at the end of the grace period, its session destroyed with what it had buffered:
+    // never a complete answer.
     expect(await stuck.resume()).not.toContain('data: [DONE]');
     session.destroy();
     const last = await server.stats();
     expect(last).toMatchObject({ status: 'draining', engine: null, requests: [] });
     expect(last.totals.shutdown_aborted).toBe(1);
     await expect(server.closed).resolves.toBeUndefined();
+  });
+});
+
+/**
+ * An outcome without usage's cached_tokens: how much of a prompt the prefix cache held is the backend's (intab's
+ * kernels cache prefixes, onnxruntime keeps each sequence's K/V apart), not the answer's.
+ */
+function uncached(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(uncached);
+  if (typeof v !== 'object' || v === null) return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'cached_tokens' ? 'backend' : uncached(x)]));
+}
+
+describe.skipIf(RUNTIMES.length < 2)('both runtimes', () => {
+  test('answer every case of the shared table alike (statuses, headers, error shapes, greedy text and ids)', () => {
+    expect(outcomes.size).toBe(OPENAI_CASES.length);
+    for (const [name, by] of outcomes) expect(uncached(by.get('node')), name).toEqual(uncached(by.get('chromium')));
   });
 });

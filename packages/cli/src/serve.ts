@@ -1,14 +1,16 @@
-// `intab serve`: an OpenAI-compatible HTTP server in Node, backed by one engine in headless Chromium (serve-bridge.ts;
-// every request shares its continuous batching). This file wires the parts and owns the lifecycle:
+// `intab serve`: an OpenAI-compatible HTTP server in Node over one engine that every request shares (its continuous
+// batching): in this process by default (--runtime node: Dawn or onnxruntime-node, ../node/serve-engine.ts), or in
+// headless Chromium (--runtime chromium: serve-bridge.ts). This file wires the parts and owns the lifecycle:
 //   listeners   plaintext: one port for HTTP/1.1 and prior-knowledge HTTP/2 (h2c): a net server reads the first
 //               bytes of each connection and hands it to node:http or node:http2 (http2.createServer speaks no
 //               HTTP/1.1); TLS (--cert/--key): http2.createSecureServer with allowHTTP1 (ALPN picks). WebSocket
 //               upgrades (serve-ws.ts) reach both.
-//   requests    serve-http.ts (routes, SSE) and serve-ws.ts over serve-core.ts (auth, rate limits, admission,
-//               backpressure), serve-limits.ts (token buckets, the bounded queue), serve-openai.ts (OpenAI shapes).
+//   requests    intab's one OpenAI core answers them (handleOpenAI, answerCompletion); serve-http.ts and serve-ws.ts
+//               carry them, serve-core.ts adds what a server adds (auth, rate limits, admission, /v1/stats),
+//               serve-limits.ts holds the token buckets and the bounded queue.
 //   shutdown    close() (and SIGINT/SIGTERM from the CLI): stop accepting (HTTP/2 sessions get a GOAWAY, HTTP/1.1
 //               connections close after their response, queued requests get 503), let running streams finish for
-//               the grace period, then abort them (their clients get an error event), close the browser.
+//               the grace period, then abort them (their clients get an error event), close the engine.
 // startServer() is the programmatic API (the tests, intab bench serve).
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -18,13 +20,15 @@ import { basename } from 'node:path';
 import type { EngineStats } from '@intab/engine/contract';
 import { wholeFlag, type Flags } from './args.ts';
 import { resolveModel } from './model-files.ts';
-import { startEngine } from './serve-bridge.ts';
-import { SHUTDOWN, serverStats, type ServeContext, type ServerStats } from './serve-core.ts';
+import { serverStats, shuttingDown, type ServeContext, type ServerStats } from './serve-core.ts';
+import { SERVE_RUNTIMES, startEngine, type ServeEngine, type ServeRuntime } from './serve-engine.ts';
 import { createHandler } from './serve-http.ts';
 import { AdmissionGate, RateLimiter, parseApiKey, parseRateLimit, type RateLimit } from './serve-limits.ts';
+import type { ListeningLine } from './serve-process.ts';
 import { createRealtime } from './serve-ws.ts';
 
 export type { ServerStats } from './serve-core.ts';
+export type { ServeRuntime } from './serve-engine.ts';
 /** The engine's own figures (streams, pages, prefix cache), as the page's engine.stats() gives them. */
 export type { EngineStats } from '@intab/engine/contract';
 
@@ -42,12 +46,15 @@ export interface ServeOptions {
   port?: number;
   /** The model name /v1/models lists and answers carry [the file's name]. */
   name?: string;
+  /** Where the engine runs: in this process (Dawn, else onnxruntime-node) or in headless Chromium ['node']. */
+  runtime?: ServeRuntime;
   /** Keys that may call (Authorization: Bearer KEY), each with its own rate limit or the server's. None: no auth. */
   apiKeys?: (string | { key: string; rateLimit?: RateLimit })[];
   /** Per key (per client address without keys). */
   rateLimit?: RateLimit;
   /** HTTPS with HTTP/2 and HTTP/1.1 (ALPN); without it, plaintext HTTP/1.1 and h2c on the one port. */
   tls?: { cert: string | Buffer; key: string | Buffer };
+  /** What runs the model ['auto' on runtime node: the browser's rule; 'webgpu' on chromium, intab's kernels]. */
   backend?: 'webgpu' | 'auto' | 'onnx-wasm' | 'onnx-webgpu';
   quantize?: 'q8_0' | 'q4_0';
   /** Sequences per engine step [16]. */
@@ -69,7 +76,14 @@ export interface ServeOptions {
   maxBodyBytes?: number;
   /** Access-Control-Allow-Origin to answer with (CORS off without it). */
   cors?: string;
+  /** chromium: show the browser window. */
   headed?: boolean;
+  /** node: Dawn's backend ['auto': Vulkan, then OpenGL], the dawn.node to load, an adapter's name. */
+  dawnBackend?: string;
+  dawnPath?: string;
+  adapter?: string;
+  /** node: onnxruntime-node's threads per session [one per core, at most 4]. */
+  threads?: number;
   loadTimeoutMs?: number;
   /** Where progress, warnings and access lines go [stderr]. */
   log?: (line: string) => void;
@@ -86,9 +100,13 @@ export interface RunningServer {
   host: string;
   port: number;
   model: string;
-  /** The engine's ModelInfo (backend, adapter, contextLength, ...). */
-  info: Record<string, any>;
-  /** Stops accepting, lets running streams finish for graceMs, aborts the rest, closes the browser. Idempotent. */
+  /** Where the engine runs. */
+  runtime: ServeRuntime;
+  /** The engine's ModelInfo (backend and why, adapter, contextLength, ...). */
+  info: ServeEngine['info'];
+  /** Milliseconds from startServer() to listening (the model loaded, its kernels warmed up). */
+  readyMs: number;
+  /** Stops accepting, lets running streams finish for graceMs, aborts the rest, closes the engine. Idempotent. */
   close(o?: { graceMs?: number }): Promise<void>;
   closed: Promise<void>;
   engineStats(): Promise<EngineStats>;
@@ -96,20 +114,24 @@ export interface RunningServer {
 }
 
 /**
- * Starts `intab serve` in this process: loads the model in headless Chromium and listens.
+ * Starts `intab serve` in this process: loads the model (in this process, or in headless Chromium) and listens.
  * @example
  * const server = await startServer({ model: 'stories260K-vocab-ud.gguf', port: 0, chatTemplate });
  * const r = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages }) });
  * await server.close();
  */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const t0 = performance.now();
   const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const runtime = options.runtime ?? 'node';
+  if (!SERVE_RUNTIMES.includes(runtime)) throw new Error(`--runtime takes ${SERVE_RUNTIMES.join(' or ')}`);
   const model = resolveModel(options.model);
-  const backend = options.backend ?? 'webgpu';
+  const backend = options.backend ?? (runtime === 'node' ? 'auto' : 'webgpu');
   if (!BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
   const maxBatch = options.maxBatch ?? 16;
-  const engine = await startEngine({
+  const engine = await startEngine(runtime, {
     model,
+    name: options.name ?? basename(options.model).replace(/\.gguf$/i, '').replace(/\/+$/, ''),
     backend,
     quantize: options.quantize,
     maxBatch,
@@ -119,6 +141,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     seed: options.seed ?? 0,
     chatTemplate: options.chatTemplate,
     headed: options.headed,
+    dawnBackend: options.dawnBackend,
+    dawnPath: options.dawnPath,
+    adapter: options.adapter,
+    threads: options.threads,
     loadTimeoutMs: options.loadTimeoutMs ?? 300_000,
     log,
   });
@@ -126,8 +152,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const apiKeys = options.apiKeys?.length ? new Map(options.apiKeys.map((k) => (typeof k === 'string' ? [k, {}] : [k.key, { rateLimit: k.rateLimit }]))) : null;
   const ctx: ServeContext = {
     engine,
-    model: options.name ?? basename(options.model).replace(/\.gguf$/i, '').replace(/\/+$/, ''),
-    contextLength: engine.info.contextLength ?? Infinity,
     apiKeys,
     rateLimit: options.rateLimit,
     limiter: new RateLimiter(),
@@ -204,7 +228,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       listener.listen(options.port ?? 8080, host, () => resolve());
     });
   } catch (err) {
-    await engine.close(); // the port is taken (say): the browser must not outlive the failed start
+    await engine.close(); // the port is taken (say): the engine (and a browser) must not outlive the failed start
     throw err;
   }
   const port = (listener.address() as net.AddressInfo).port;
@@ -226,7 +250,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([new Promise<void>((resolve) => ctx.onIdle.push(() => resolve())), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
         clearTimeout(timer);
-        for (const a of ctx.active.values()) a.controller.abort(SHUTDOWN);
+        // Each gets the shutdown's reply (mid-stream: an error event), then its stream ends.
+        for (const a of ctx.active.values()) a.controller.abort(shuttingDown());
         // Aborted requests end in the engine's next step; then their responses are closed.
         if (ctx.active.size > 0) await Promise.race([new Promise<void>((resolve) => ctx.onIdle.push(() => resolve())), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
       }
@@ -238,8 +263,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await engine.close();
       onClosed();
     })());
-  // The page died (GPU process crash, out of memory): nothing can be served any more.
-  engine.died.then((e) => {
+  // The engine died (its page crashed, its GPU device was lost for good): nothing can be served any more.
+  void engine.died.then((e) => {
     if (!ctx.closing) log(`intab serve: ${e.message}; /health answers 503 until it is restarted`);
   });
 
@@ -248,8 +273,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     wsUrl: `${options.tls ? 'wss' : 'ws'}://${shown}:${port}/v1/realtime-text`,
     host,
     port,
-    model: ctx.model,
+    model: engine.model,
+    runtime,
     info: engine.info,
+    readyMs: Math.round(performance.now() - t0),
     close,
     closed,
     engineStats: () => engine.stats(),
@@ -271,8 +298,13 @@ export function serveOptions(flags: Flags, apiKeys: string[] = []): ServeOptions
     if (typeof v !== 'string') throw new Error(`--${name} needs a value`);
     return v;
   };
-  const backend = str('backend') ?? 'webgpu';
+  const runtime = runtimeOf(flags.runtime, 'node');
+  const backend = str('backend') ?? (runtime === 'node' ? 'auto' : 'webgpu');
   if (!BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
+  for (const f of ['dawn-backend', 'dawn', 'adapter', 'threads']) {
+    if (runtime !== 'node' && flags[f] !== undefined) throw new Error(`--${f} goes with --runtime node (the engine in this process); headless Chromium picks its own adapter`);
+  }
+  if (runtime !== 'chromium' && flags.headed !== undefined) throw new Error('--headed shows the browser of --runtime chromium; --runtime node has none');
   const quantize = str('quantize');
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
   const cert = str('cert');
@@ -288,6 +320,7 @@ export function serveOptions(flags: Flags, apiKeys: string[] = []): ServeOptions
   const template = str('chat-template');
   return {
     model: flags.model,
+    runtime,
     host: str('host') ?? '127.0.0.1',
     port: wholeFlag(flags, 'port', 8080, 0, 65535),
     name: str('name'),
@@ -307,8 +340,23 @@ export function serveOptions(flags: Flags, apiKeys: string[] = []): ServeOptions
     graceMs: wholeFlag(flags, 'grace-ms', 10_000, 0, 3_600_000),
     cors: str('cors'),
     headed: Boolean(flags.headed),
+    dawnBackend: str('dawn-backend') ?? process.env.INTAB_DAWN_BACKEND,
+    dawnPath: str('dawn') ?? (process.env.INTAB_DAWN || undefined),
+    adapter: str('adapter'),
+    ...(flags.threads !== undefined ? { threads: wholeFlag(flags, 'threads', 1, 1, 256) } : {}),
     loadTimeoutMs: wholeFlag(flags, 'timeout', 300, 1, 86_400) * 1000,
   };
+}
+
+/**
+ * The runtime a --runtime flag names: 'node' (this process) or 'chromium' ('browser', its older name, is taken too);
+ * `fallback` when absent.
+ */
+export function runtimeOf(flag: unknown, fallback: ServeRuntime): ServeRuntime {
+  if (flag === undefined) return fallback;
+  if (flag === 'browser') return 'chromium';
+  if (flag === 'node' || flag === 'chromium') return flag;
+  throw new Error(`--runtime takes node (this process: Dawn, else onnxruntime-node) or chromium (headless Chromium's WebGPU); got ${JSON.stringify(flag)}`);
 }
 
 /** ChatML, for `--chat-template chatml` (a model that ships none). */
@@ -325,7 +373,21 @@ export async function serve(flags: Flags, argv: string[]): Promise<number> {
   if (flags['api-key'] === true) throw new Error('--api-key needs a key, e.g. --api-key sk-local-1');
   const options = serveOptions(flags, keys);
   const server = await startServer({ ...options, accessLog: true });
-  process.stdout.write(`${JSON.stringify({ serve: 'listening', url: server.url, ws: server.wsUrl, model: server.model, backend: server.info.backend?.name, adapter: server.info.adapter, api_keys: keys.length })}\n`);
+  // ready_ms: from this process's start (Node's performance clock) to listening: the CLI's start, the model's load and
+  // warm-up, and on chromium the browser's launch and its page.
+  const line: ListeningLine = {
+    serve: 'listening',
+    url: server.url,
+    ws: server.wsUrl,
+    model: server.model,
+    runtime: server.runtime,
+    backend: server.info.backend.name,
+    backend_reason: server.info.backend.reason,
+    adapter: server.info.adapter,
+    api_keys: keys.length,
+    ready_ms: Math.round(performance.now()),
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
   let signals = 0;
   const stop = (sig: string) => {
     if (++signals > 1) process.exit(130); // a second Ctrl-C: at once

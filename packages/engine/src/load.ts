@@ -3,9 +3,11 @@
 // compilation), and the draft's KV-cache sized like the target's (loadRunners), then described for the main thread
 // (loadModel). The engine's load() and the CLI (its page and --runtime node) both load through here. chooseBackend
 // decides what runs the model (LoadOptions.backend), and loadOnnxModel puts it on onnxruntime-web instead
-// (@intab/onnx, imported only then, so apps on the WebGPU kernels never download ORT).
+// (@intab/onnx, imported only then, so apps on the WebGPU kernels never download ORT), or on the host's own onnxruntime
+// when the choice carries one (the CLI's Node runtime hands in onnxruntime-node: BackendChoice.ort).
 
 import { requestGpu, type Gpu } from '@intab/gpu';
+import type { OrtRuntime } from '@intab/onnx';
 import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
@@ -91,8 +93,24 @@ export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOption
 
 // ---- backends ----
 
-/** The backend that will run the model, why, and the GPU when it is intab's WebGPU kernels. */
-export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { name: 'onnx-wasm' | 'onnx-webgpu'; reason: string };
+/**
+ * The backend that will run the model, why, and the GPU when it is intab's WebGPU kernels; an ORT backend may carry
+ * the host's onnxruntime (`ort`: onnxruntime-node in Node) to run on instead of onnxruntime-web.
+ */
+export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { name: 'onnx-wasm' | 'onnx-webgpu'; reason: string; ort?: OrtRuntime };
+
+/** Adapters that compute on the CPU: the browser's fallback adapter (SwiftShader), or Mesa's software drivers under Dawn. */
+const SOFTWARE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
+
+/**
+ * Whether a WebGPU adapter is a software one: what it says of itself (isFallbackAdapter: SwiftShader in Chromium), or
+ * its name (Dawn in Node over Mesa's llvmpipe says nothing, but its device is 'llvmpipe (LLVM 15.0.6, 256 bits)').
+ * @example
+ * isSoftwareAdapter({ vendor: '', architecture: '', device: 'llvmpipe-llvm-15-0-6-256-bits-', description: 'OpenGL version 4.5 (Core Profile) Mesa 22.3.6', isFallbackAdapter: false }); // true
+ */
+export function isSoftwareAdapter(a: Gpu['adapterInfo']): boolean {
+  return a.isFallbackAdapter || SOFTWARE.test(`${a.vendor} ${a.architecture} ${a.device} ${a.description}`);
+}
 
 /**
  * Whether ORT's WebGPU build can run here: @intab/onnx loads its JSPI build for 'onnx-webgpu' (the asyncify one's
@@ -105,13 +123,18 @@ const jspi = (): boolean => typeof WebAssembly === 'object' && 'Suspending' in W
  * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and ORT's wasm
  * where WebGPU is missing or only a software adapter exists (measured: ORT wasm decodes stories260K several times
  * faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only: on its WebGPU execution provider
- * with a hardware adapter where WebAssembly JSPI exists, else on its wasm.
+ * with a hardware adapter where WebAssembly JSPI exists, else on its wasm. With `o.ort` (the host's onnxruntime:
+ * onnxruntime-node in Node) the ORT backends run on it instead: its CPU provider where the browser's ORT runs wasm, its
+ * WebGPU provider where it has one; `request` is then the host's WebGPU (Dawn).
  * @example
  * const choice = await chooseBackend(options.backend, opened.model);
  */
-export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles, request: () => Promise<Gpu> = requestGpu): Promise<BackendChoice> {
+export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles, request: () => Promise<Gpu> = requestGpu, o: { ort?: OrtRuntime } = {}): Promise<BackendChoice> {
   const onnxFolder = model?.onnx !== undefined;
-  if (asked === 'onnx-wasm' || asked === 'onnx-webgpu') return { name: asked, reason: `backend '${asked}' was asked for` };
+  const ort = o.ort ? { ort: o.ort } : {};
+  /** What runs a model on the CPU, in the reasons: onnxruntime-web's wasm, or the host runtime's CPU provider. */
+  const cpu = o.ort ? `${o.ort.name}'s ${o.ort.providers['onnx-wasm'] ?? 'CPU'} execution provider` : "onnxruntime's wasm";
+  if (asked === 'onnx-wasm' || asked === 'onnx-webgpu') return { name: asked, reason: `backend '${asked}' was asked for${o.ort ? ` (on ${o.ort.name})` : ''}`, ...ort };
   if (asked === 'webgpu') {
     if (onnxFolder) throw new ModelSourceError(model!.onnx!.model.name, "an ONNX model runs on onnxruntime: load it with backend 'onnx-webgpu', 'onnx-wasm' or 'auto', or load the model's GGUF or safetensors on 'webgpu'");
     return { name: 'webgpu', reason: "backend 'webgpu' was asked for", gpu: await request() };
@@ -121,18 +144,19 @@ export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles,
   try {
     gpu = await request();
   } catch (err) {
-    return { name: 'onnx-wasm', reason: `auto: WebGPU is unavailable here (${err instanceof Error ? err.message : String(err)}), so onnxruntime's wasm runs it` };
+    return { name: 'onnx-wasm', reason: `auto: WebGPU is unavailable here (${err instanceof Error ? err.message : String(err)}), so ${cpu} runs it`, ...ort };
   }
   const a = gpu.adapterInfo;
-  const adapter = [a.vendor, a.architecture].filter(Boolean).join(' ') || 'unknown';
-  if (a.isFallbackAdapter) {
+  const adapter = [a.vendor, a.architecture].filter(Boolean).join(' ') || a.device || a.description || 'unknown';
+  if (isSoftwareAdapter(a)) {
     gpu.destroy();
-    return { name: 'onnx-wasm', reason: `auto: the only WebGPU adapter is a software one (${adapter}), where onnxruntime's wasm decodes faster` };
+    return { name: 'onnx-wasm', reason: `auto: the only WebGPU adapter is a software one (${adapter}), where ${cpu} decodes faster`, ...ort };
   }
   if (onnxFolder) {
     gpu.destroy();
-    if (!jspi()) return { name: 'onnx-wasm', reason: `auto: an ONNX model runs on onnxruntime, whose WebGPU build needs WebAssembly JSPI, which this browser lacks (hardware adapter ${adapter}), so its wasm runs it` };
-    return { name: 'onnx-webgpu', reason: `auto: an ONNX model on a hardware WebGPU adapter (${adapter}) runs on onnxruntime's WebGPU execution provider` };
+    if (o.ort && !o.ort.providers['onnx-webgpu']) return { name: 'onnx-wasm', reason: `auto: an ONNX model runs on onnxruntime, and ${o.ort.name} has no WebGPU execution provider here (hardware adapter ${adapter}), so ${cpu} runs it`, ...ort };
+    if (!o.ort && !jspi()) return { name: 'onnx-wasm', reason: `auto: an ONNX model runs on onnxruntime, whose WebGPU build needs WebAssembly JSPI, which this browser lacks (hardware adapter ${adapter}), so its wasm runs it` };
+    return { name: 'onnx-webgpu', reason: `auto: an ONNX model on a hardware WebGPU adapter (${adapter}) runs on ${o.ort?.name ?? 'onnxruntime'}'s WebGPU execution provider`, ...ort };
   }
   return { name: 'webgpu', reason: `auto: a hardware WebGPU adapter (${adapter})`, gpu };
 }
@@ -155,7 +179,7 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights)`);
   }
   const { loadOnnxRunner } = await import('@intab/onnx');
-  const options = { backend: backend.name, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
+  const options = { backend: backend.name, runtime: backend.ort, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
   const target = await loadOnnxRunner(opened.model, { ...options, onProgress: o.onProgress });
   let draft: Awaited<ReturnType<typeof loadOnnxRunner>> | undefined;
   try {
@@ -165,13 +189,15 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     throw err;
   }
   const threads = `${target.threads} thread${target.threads === 1 ? '' : 's'}`;
+  const { runtime, provider } = target.runs;
+  const ep = provider === 'wasm' ? `wasm (${threads})` : provider === 'webgpu' ? `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}` : `${provider.toUpperCase()} EP (${threads})`;
   const info: ModelInfo = {
     backend: { name: backend.name, reason: backend.reason },
     ...(draft && opened.draftModel ? { draft: { arch: opened.draftModel.config.arch, layers: opened.draftModel.config.layers, hidden: opened.draftModel.config.hidden, weightBytes: draft.weightBytes } } : {}),
     ...modelFacts(opened.model.config, opened.tokenizer),
     weightBytes: target.weightBytes,
     kvPages: target.runner.kv.pages,
-    adapter: `onnxruntime-web ${backend.name === 'onnx-wasm' ? `wasm (${threads})` : `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}`}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
+    adapter: `${runtime} ${ep}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
     prefixCache: false,
     warnings: ["The prefix cache is off: this backend keeps each sequence's K/V apart, so requests do not share prefixes (use backend 'webgpu' for that)."],
   };

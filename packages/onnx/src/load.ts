@@ -1,7 +1,8 @@
 // From opened model files to a ready OnnxRunner: a checkpoint (GGUF or Hugging Face safetensors) gets its graph
 // written by llama-graph.ts; an ONNX folder (ModelFiles.onnx) brings its own .onnx and external data. Either way
-// the bytes go to an onnxruntime-web session on the backend asked for, the graph's inputs are mapped
-// (graph-layout.ts) and throwaway steps warm ORT's kernels up, so the first request does not pay for them.
+// the bytes go to an onnxruntime-web session on the backend asked for (or to the host's own onnxruntime, `runtime`:
+// onnxruntime-node in Node), the graph's inputs are mapped (graph-layout.ts) and throwaway steps warm ORT's kernels up,
+// so the first request does not pay for them.
 
 import type { LoadProgress, ModelFiles } from '@intab/model';
 import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
@@ -9,10 +10,12 @@ import { graphLayout } from './graph-layout.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
 import { readOnnxModel, type OnnxModelInfo } from './onnx-read.ts';
 import { OnnxFormatError } from './errors.ts';
-import { checkOrtBuild, createSession, type OnnxBackend } from './session.ts';
+import { createSession, providerOf, type OnnxBackend, type OnnxSession, type OrtRuntime } from './session.ts';
 
 export interface OnnxLoadOptions extends OnnxRunnerOptions {
   backend: OnnxBackend;
+  /** The host's onnxruntime (onnxruntime-node in Node) [onnxruntime-web's build for the backend]. */
+  runtime?: OrtRuntime;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
 }
@@ -26,6 +29,8 @@ export interface LoadedOnnx {
   graph: 'built' | string;
   /** The wasm threads ORT runs with (more than one only where the page is cross-origin isolated). */
   threads: number;
+  /** Which onnxruntime and execution provider run it ('onnxruntime-web' and 'wasm', 'onnxruntime-node 1.30.0' and 'cpu'...). */
+  runs: OnnxSession['runs'];
 }
 
 /**
@@ -34,8 +39,9 @@ export interface LoadedOnnx {
  * const { runner } = await loadOnnxRunner(await openGguf(source), { backend: 'onnx-wasm', kvBudgetBytes: 64 << 20 });
  */
 export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Promise<LoadedOnnx> {
-  // A backend whose ORT build cannot run here is refused before the model's bytes are read or its graph is written.
-  checkOrtBuild(o.backend);
+  // A backend whose ORT build (or the host's runtime) cannot run here is refused before the model's bytes are read or
+  // its graph is written.
+  providerOf(o.backend, o.runtime);
   const c = model.config;
   let bytes: Uint8Array;
   let externalData = new Map<string, Uint8Array>();
@@ -75,7 +81,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     weightBytes = graph.weightBytes;
   }
   o.signal?.throwIfAborted();
-  const onnx = await createSession(bytes, { backend: o.backend, externalData, file, info });
+  const onnx = await createSession(bytes, { backend: o.backend, externalData, file, info, runtime: o.runtime });
   const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, { ...o, kvLocation: onnx.kvLocation });
   try {
     await warmup(runner, c.bosId ?? 0, c.maxContext);
@@ -83,7 +89,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     runner.destroy();
     throw err;
   }
-  return { runner, weightBytes, graph: model.onnx ? file : 'built', threads: onnx.ort.env.wasm.numThreads ?? 1 };
+  return { runner, weightBytes, graph: model.onnx ? file : 'built', threads: onnx.runs.threads, runs: onnx.runs };
 }
 
 /**

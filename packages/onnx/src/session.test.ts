@@ -2,12 +2,14 @@
 // byte, an op nothing implements (in the ONNX domain, in ORT's contrib domain, at an opset it lacks) and weights
 // kept in an external file that was not given each end in a typed error that names the problem; a sound graph
 // still loads. 'onnx-webgpu' (ORT's JSPI build) where WebAssembly JSPI is missing is refused before anything loads.
+// A host's own onnxruntime (OrtRuntime, as the CLI's Node runtime hands in onnxruntime-node) makes the sessions, on the
+// provider it names; a backend it has no provider for is refused before anything loads.
 
 import { afterEach, describe, expect, test } from 'vitest';
 import { bytesSource, type ByteSource, type ModelFiles } from '@intab/model';
 import { DataType, encodeModel, ExternalDataBuilder, f32Tensor, type OnnxNode, type OnnxTensor } from './onnx-proto.ts';
 import { OnnxFormatError, OnnxUnsupportedError } from './errors.ts';
-import { checkOrtBuild, createSession, hasJspi, loadOrt } from './session.ts';
+import { checkOrtBuild, createSession, hasJspi, loadOrt, providerOf, type OrtRuntime } from './session.ts';
 import { loadOnnxRunner } from './load.ts';
 
 /** y = op(x + w) over a (2) f32 input: one initializer, one node of `op` in `domain` at `version`. */
@@ -124,5 +126,45 @@ describe("'onnx-webgpu' runs ORT's JSPI build, which needs WebAssembly.Suspendin
     jspi(true);
     expect(hasJspi()).toBe(true);
     expect(() => checkOrtBuild('onnx-webgpu')).not.toThrow();
+  });
+});
+
+describe("the host's onnxruntime (OrtRuntime): what a Node host hands in instead of onnxruntime-web's builds", () => {
+  /** A runtime over a real onnxruntime module (here onnxruntime-web's wasm build, named as a host would name its own). */
+  const host = async (providers: OrtRuntime['providers']): Promise<OrtRuntime> => ({ name: 'host-ort 9.9.9', ort: await import('onnxruntime-web/wasm'), providers, threads: 1, sessionOptions: { intraOpNumThreads: 1 } });
+
+  test('sessions run on the module handed in, on the provider it names for the backend, and say so', async () => {
+    const runtime = await host({ 'onnx-wasm': 'wasm' });
+    const made = await createSession(model('Relu').bytes, { backend: 'onnx-wasm', runtime });
+    expect(made.ort).toBe(runtime.ort);
+    expect(made.runs).toEqual({ runtime: 'host-ort 9.9.9', provider: 'wasm', threads: 1 });
+    expect(made.kvLocation).toBe('cpu');
+    const { y } = await made.session.run({ x: new runtime.ort.Tensor('float32', Float32Array.from([2, 1]), [2]) });
+    expect(Array.from(y.data as Float32Array)).toEqual([3, 0]); // relu(x + [1, -3])
+    await made.session.release();
+    expect(providerOf('onnx-wasm', runtime)).toBe('wasm');
+    // Without a runtime: onnxruntime-web's own build and provider.
+    expect(providerOf('onnx-wasm')).toBe('wasm');
+  });
+
+  test('a backend the runtime has no provider for is refused by name, before a byte of the model is read', async () => {
+    const runtime = await host({ 'onnx-wasm': 'wasm' });
+    const refused = (err: unknown) => {
+      expect(err).toBeInstanceOf(OnnxUnsupportedError);
+      expect((err as OnnxUnsupportedError).feature).toBe("backend 'onnx-webgpu'");
+      expect((err as Error).message).toMatch(/host-ort 9\.9\.9 has no execution provider for it here: load the model with backend 'onnx-wasm'/);
+    };
+    let thrown: unknown;
+    try {
+      providerOf('onnx-webgpu', runtime);
+    } catch (e) {
+      thrown = e;
+    }
+    refused(thrown);
+    let reads = 0;
+    const counted = (s: ByteSource): ByteSource => ({ name: s.name, size: s.size, read: (...a) => (reads++, s.read(...a)) });
+    const folder: ModelFiles = { config: {} as ModelFiles['config'], tensors: new Map(), onnx: { model: counted(bytesSource('model.onnx', model('Relu').bytes)), externalData: new Map() } };
+    refused(await loadOnnxRunner(folder, { backend: 'onnx-webgpu', runtime }).catch((e) => e));
+    expect(reads).toBe(0);
   });
 });
