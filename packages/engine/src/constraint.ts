@@ -59,6 +59,11 @@ export function compileFormat(f: ResponseFormat): Grammar {
   }
 }
 
+/** The output format of a request with tools (its grammar is the tool calls', tools/grammar.ts). */
+export interface ToolsFormat {
+  type: 'tools';
+}
+
 /**
  * One sequence's constraint: masks for the next token (and for speculative rows after proposals), sampled and
  * forced tokens, and the JSON events of its text.
@@ -75,7 +80,7 @@ export class Constraint {
   private parsedBytes = 0;
 
   constructor(
-    readonly format: ResponseFormat,
+    readonly format: ResponseFormat | ToolsFormat,
     grammar: Grammar,
     /** Built with the model's vocabulary size, so masks fit its sampler. */
     private readonly vocab: TokenVocabulary,

@@ -1,6 +1,7 @@
 // The contract between the main thread and the worker: what crosses (requests, chunks, metrics, model
 // info) and the API the worker exposes. Both sides import this file and nothing else of each other's.
-// Everything here is structured-clone safe (plain data); errors cross as the classes in errors.ts.
+// Everything here is structured-clone safe (plain data); errors cross as the classes in errors.ts. Past 500 lines as
+// one job: it is the one file both sides read, so every type that crosses stays in it, documented where it is declared.
 
 import type { JsonEvent } from '@intab/grammar';
 
@@ -12,8 +13,73 @@ export type { JsonEvent, JsonPath, JsonType, JsonEventKind } from '@intab/gramma
  */
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | (string & {});
-  content: string;
+  /** The text; null (or '') on an assistant message that only calls tools. */
+  content: string | null;
+  /** An assistant message's tool calls, as the model made them (their arguments a JSON string, OpenAI's shape). */
+  toolCalls?: ToolCall[];
+  /** A 'tool' message: the id of the call whose result it carries. */
+  toolCallId?: string;
+  /** A 'tool' message: the function's name (templates that print it take it from here, else from the call's id). */
+  name?: string;
 }
+
+// ---- tools (function calling) ----
+
+/** A function the model may call (OpenAI's `tools[i].function`). */
+export interface ToolFunction {
+  /** 1..64 characters of a-z, A-Z, 0-9, '_' and '-' (OpenAI's rule). */
+  name: string;
+  description?: string;
+  /** A JSON Schema of the arguments object [{ type: 'object' }: any object]. */
+  parameters?: Record<string, unknown>;
+  /**
+   * true: the whole schema is enforced, or the request is refused (UnsupportedSchemaError); false (the default):
+   * keywords the grammar cannot enforce are dropped, and named in the last chunk's warnings.
+   */
+  strict?: boolean;
+}
+
+/** A tool of a request (OpenAI's shape; functions are the only kind). */
+export interface ToolDefinition {
+  type: 'function';
+  function: ToolFunction;
+}
+
+/**
+ * Whether and what the model may call ['auto' when tools are given]: 'auto' writes text or calls (the call syntax,
+ * once begun, is held to the grammar); 'none' no call can start; 'required' the output is one or more calls from its
+ * first token; a named function: a call of that function.
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A call the model made (OpenAI's shape): `arguments` is a JSON string that parses and validates under the tool's schema. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/**
+ * One chunk's part of a call (OpenAI's streamed shape): the first delta of call `index` carries its id, type and name
+ * with arguments ''; later ones carry fragments of `arguments`. Joined in order, they give the call.
+ */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+  /** The partial-JSON events of this fragment of the arguments (paths from the arguments object), as Chunk.json. */
+  json?: JsonEvent[];
+}
+
+/**
+ * How a model writes tool calls, recognised from its chat template and vocabulary (ModelInfo.toolFormat):
+ * 'hermes' `<tool_call>{"name", "arguments"}</tool_call>` (Hermes, Qwen2.5, Qwen3, SmolLM3); 'llama3' a JSON object
+ * `{"name", "parameters"}` (after `<|python_tag|>` where the template uses it); 'mistral' `[TOOL_CALLS][{"name",
+ * "arguments"}]`; 'phi4' `<|tool_call|>[...]<|/tool_call|>`; 'generic' for templates that know no tools: intab writes
+ * the tool list and the reply's syntax into the system message.
+ */
+export type ToolFormatName = 'hermes' | 'llama3' | 'mistral' | 'phi4' | 'generic';
 
 /** Sampling and stopping options of one request (all optional; defaults in brackets). */
 export interface GenerationOptions {
@@ -145,6 +211,15 @@ export interface GenerateRequest extends GenerationOptions {
    * system messages and the last turn leave no room, it is a ContextLengthExceededError.
    */
   truncate?: 'oldest' | 'none';
+  /**
+   * With messages only: functions the model may call, rendered by the model's chat template (its `tools` variable;
+   * ModelInfo.toolFormat says how). At most 128 tools. Not with responseFormat, grammar or regex.
+   */
+  tools?: ToolDefinition[];
+  /** ['auto' when tools are given] See ToolChoice. */
+  toolChoice?: ToolChoice;
+  /** More than one call in one reply [true]. */
+  parallelToolCalls?: boolean;
 }
 
 /**
@@ -170,7 +245,8 @@ export const REQUEST_LIMITS = {
   topLogprobs: 20,
 } as const;
 
-export type FinishReason = 'stop' | 'length' | 'abort' | 'error';
+/** 'tool_calls': the reply ended after calls the model made (Chunk.toolCalls; OpenAI's finish_reason of the same name). */
+export type FinishReason = 'stop' | 'length' | 'abort' | 'error' | 'tool_calls';
 
 export interface TokenLogprob {
   id: number;
@@ -215,7 +291,12 @@ export interface Chunk {
   json?: JsonEvent[];
   /** JSON formats: the whole document so far (the parsed value on the last chunk of a complete document). */
   partial?: unknown;
-  /** On the last chunk of a lenient json_schema request: the schema keywords that were not enforced. */
+  /**
+   * Requests with tools: this chunk's parts of the calls the model is making (never part of `text`: the call syntax
+   * does not appear in the text).
+   */
+  toolCalls?: ToolCallDelta[];
+  /** On the last chunk of a lenient json_schema request (or of lenient tool schemas): the keywords that were not enforced. */
   warnings?: { path: string; keyword: string; reason: string }[];
   /** On the last chunk. */
   metrics?: RequestMetrics;
@@ -282,7 +363,7 @@ export interface LoadOptions {
 }
 
 /** A prefix to prefill and pin: chat messages (rendered up to their end, no generation prompt), text, or ids. */
-export type PreloadRequest = { messages: ChatMessage[] } | { prompt: string } | { promptIds: number[] };
+export type PreloadRequest = { messages: ChatMessage[]; tools?: ToolDefinition[] } | { prompt: string } | { promptIds: number[] };
 
 /** A preloaded prefix (release it to let its pages be evicted). */
 export interface PreloadInfo {
@@ -378,6 +459,8 @@ export interface ModelInfo {
   contextLength: number;
   hasTokenizer: boolean;
   hasChatTemplate: boolean;
+  /** How the model writes tool calls (see ToolFormatName); null without a chat template. */
+  toolFormat: ToolFormatName | null;
   weightBytes: number;
   kvPages: number;
   /**

@@ -8,12 +8,12 @@
 
 import type { DeviceLostError, Gpu } from '@intab/gpu';
 import { ChatTemplateError, encodeChat, renderChat, tokenBytes, type StepRunner, type Tokenizer } from '@intab/model';
-import { TokenVocabulary } from '@intab/grammar';
-import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from './contract.ts';
+import { TokenVocabulary, type Grammar } from '@intab/grammar';
+import type { ChatMessage, Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ToolDefinition } from './contract.ts';
 import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, TokenizerRequiredError } from './errors.ts';
 import { Scheduler } from './scheduler.ts';
-import { Sequence, resolveOptions, type ResolvedOptions } from './sequence.ts';
-import { checkPreload, templateMessages } from './request-checks.ts';
+import { Sequence, resolveOptions, type ResolvedOptions, type SequenceTools } from './sequence.ts';
+import { checkPreload } from './request-checks.ts';
 import { PrefixCache } from './prefix-cache.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
@@ -25,6 +25,7 @@ import { Streams, type Stream } from './stream-delivery.ts';
 import { StepLoop } from './step-loop.ts';
 import { PrefixCacheApi, noCacheAdvice } from './prefix-cache-api.ts';
 import { DeviceRecovery } from './recovery.ts';
+import { TOOL_FORMATS, ToolCallParser, detectToolFormat, formatChat, templateChat, templateTools, toolGrammar, toolPlan, withGenericTools, type ToolFormat } from './tools/index.ts';
 
 export interface EngineOptions extends LoadOptions {
   /** Clock for the metrics, in ms [performance.now]. */
@@ -62,6 +63,12 @@ export class Engine implements EngineApi {
   private tokenizer?: Tokenizer;
   /** The tokenizer's vocabulary as bytes, for grammar masks (built at the first constrained request). */
   private vocabulary?: TokenVocabulary;
+  /** The same with a tool format's special tokens spelled (their text belongs to the call syntax), by format. */
+  private toolVocabularies = new Map<string, TokenVocabulary>();
+  /** Tool-call grammars of recent tool lists (the same tools on every turn of a chat share their masks). */
+  private toolGrammars = new Map<string, Grammar>();
+  /** Makes call ids unique across engines (with the request and call numbers). */
+  private readonly callNonce = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, '0')).join('');
   private info?: ModelInfo;
   private gpu?: Gpu;
   private scheduler?: Scheduler;
@@ -219,7 +226,8 @@ export class Engine implements EngineApi {
         : { prompt: this.encode(request), dropped: 0, tokens: 0 };
     const prompt = fitted.prompt;
     if (prompt.length === 0) throw new InvalidRequestError('prompt', request.prompt, 'text that encodes to at least one token');
-    const constraint = this.constraintOf(request, runner);
+    const tools = this.toolsOf(request, runner);
+    const constraint = tools?.constraint ?? this.constraintOf(request, runner);
     // A prompt that leaves no room is refused; maxTokens past the limit is clamped (refused with strictContext).
     fitMaxTokens(prompt.length, options, contextLimit(runner, this.cache, prompt), {
       chat: request.messages !== undefined && options.truncate !== 'oldest',
@@ -231,7 +239,7 @@ export class Engine implements EngineApi {
       earlyExit: runner.capabilities?.earlyExit !== false,
     });
     const truncated = fitted.dropped > 0 ? { messages: fitted.dropped, tokens: fitted.tokens } : undefined;
-    return this.begin(prompt, options, signal, { constraint, spec, truncated }).id;
+    return this.begin(prompt, options, signal, { constraint, spec, truncated, tools: tools?.sequence }).id;
   }
 
   /**
@@ -367,7 +375,7 @@ export class Engine implements EngineApi {
     prompt: number[],
     options: ResolvedOptions,
     signal: AbortSignal | undefined,
-    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean; truncated?: { messages: number; tokens: number } },
+    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean; truncated?: { messages: number; tokens: number }; tools?: (id: number) => SequenceTools },
   ): { id: number; stream: Stream } {
     const { runner, scheduler } = this.ready();
     const id = this.nextId++;
@@ -383,6 +391,7 @@ export class Engine implements EngineApi {
       constraint: extra.constraint,
       prefillOnly: extra.prefillOnly,
       truncated: extra.truncated,
+      tools: extra.tools?.(id),
     });
     const stream = this.streams.open(seq);
     if (extra.spec) {
@@ -408,9 +417,7 @@ export class Engine implements EngineApi {
     const tok = this.tokenizer;
     if (!tok) throw new TokenizerRequiredError('tokenizer');
     if (r.messages) {
-      if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
-      // Extra message fields (name, tool_calls...) reach the template as they are; 'developer' as 'system'.
-      return encodeChat(tok, renderChat(tok, templateMessages(r.messages), { addGenerationPrompt: true }));
+      return this.renderMessages(tok, r.messages, r.tools, true);
     }
     return tok.encode(r.prompt!, { addSpecialTokens: true });
   }
@@ -423,11 +430,83 @@ export class Engine implements EngineApi {
     if (q.messages) {
       const tok = this.tokenizer;
       if (!tok) throw new TokenizerRequiredError('tokenizer');
-      if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
-      ids = encodeChat(tok, renderChat(tok, templateMessages(q.messages), { addGenerationPrompt: false }));
+      ids = this.renderMessages(tok, q.messages, q.tools, false);
     } else ids = this.encode(q);
     if (ids.length === 0) throw new InvalidRequestError('preload', r, 'a prefix that encodes to at least one token');
     return ids;
+  }
+
+  /**
+   * A chat's prompt ids: its messages (and tools) through the model's template (tools/render.ts: toolCalls as tool_calls,
+   * a tool result's tool_call_id; 'developer' as 'system'), or, for a template that knows no tools, with intab's tool
+   * prompt in the system message. Requests and preloads render here alike, so a preload is a prefix of its requests.
+   */
+  private renderMessages(tok: Tokenizer, messages: readonly ChatMessage[], tools: readonly ToolDefinition[] | undefined, addGenerationPrompt: boolean): number[] {
+    if (tok.chatTemplate === undefined) throw ChatTemplateError.missing(tok.file);
+    let chat = templateChat(messages);
+    if (!tools?.length && messages.some((m) => m.toolCalls?.length || m.role === 'tool')) chat = formatChat(chat, [], this.toolFormat(tok));
+    const options: { addGenerationPrompt: boolean; tools?: unknown[] } = { addGenerationPrompt };
+    if (tools?.length) {
+      const format = this.toolFormat(tok);
+      if (format.name === 'generic') chat = withGenericTools(chat, tools, format);
+      else {
+        chat = formatChat(chat, tools, format);
+        options.tools = templateTools(tools);
+      }
+    }
+    return encodeChat(tok, renderChat(tok, chat, options));
+  }
+
+  /** The tokenizer's tool format (tools/formats.ts), or 'generic' for a template without one. */
+  private toolFormat(tok: Tokenizer): ToolFormat {
+    return TOOL_FORMATS[detectToolFormat(tok.chatTemplate, tok.addedTokens.map((t) => t.content)) ?? 'generic'];
+  }
+
+  /**
+   * A request with tools: its grammar (the calls in the model's format under the functions' schemas; for 'none', text
+   * that cannot begin a call) as the constraint, and what each of its sequences reads calls with.
+   */
+  private toolsOf(request: GenerateRequest, runner: StepRunner): { constraint: Constraint; sequence: (id: number) => SequenceTools } | undefined {
+    const tools = request.tools;
+    if (!tools?.length) return undefined;
+    const tok = this.tokenizer;
+    if (!tok) throw new TokenizerRequiredError('tokenizer');
+    const format = this.toolFormat(tok);
+    const plan = toolPlan(tools, request.toolChoice, request.parallelToolCalls, format);
+    const key = JSON.stringify([format.name, plan.mode, plan.parallel, plan.allowed.map((t) => t.function.name), tools]);
+    let grammar = this.toolGrammars.get(key);
+    if (grammar === undefined) {
+      grammar = toolGrammar(format, plan, tools);
+      if (this.toolGrammars.size >= 8) this.toolGrammars.delete(this.toolGrammars.keys().next().value!);
+    } else this.toolGrammars.delete(key);
+    this.toolGrammars.set(key, grammar); // most recent last
+    // The format's special tokens (Mistral's [TOOL_CALLS]...) as their text: the grammar spells the syntax with them.
+    const keep = new Map<number, string>();
+    for (const a of tok.addedTokens) if (format.specialTokens.includes(a.content) && a.id < runner.config.vocab) keep.set(a.id, a.content);
+    const constraint = new Constraint({ type: 'tools' }, grammar, this.vocabularyFor(tok, runner, format, keep));
+    const nonce = this.callNonce;
+    return {
+      constraint,
+      sequence: (id) => ({
+        keep: new Map([...keep].filter(([t]) => tok.isSpecial(t))),
+        parser: plan.mode === 'none' ? undefined : new ToolCallParser(format, { newId: (i) => `call_${nonce}${id.toString(36)}_${i}` }),
+      }),
+    };
+  }
+
+  /** The grammar vocabulary: the tokenizer's token bytes, with `spelled` special tokens given their text. */
+  private vocabularyFor(tok: Tokenizer, runner: StepRunner, format: ToolFormat, spelled: ReadonlyMap<number, string>): TokenVocabulary {
+    const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < runner.config.vocab);
+    const special = [...spelled].filter(([id]) => tok.isSpecial(id));
+    if (special.length === 0) return (this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab }));
+    let v = this.toolVocabularies.get(format.name);
+    if (!v) {
+      const bytes = tokenBytes(tok);
+      for (const [id, text] of special) bytes[id] = new TextEncoder().encode(text);
+      v = TokenVocabulary.from(bytes, { eos, size: runner.config.vocab });
+      this.toolVocabularies.set(format.name, v);
+    }
+    return v;
   }
 
   /** The request's constraint (responseFormat, grammar, regex), compiled; undefined when it has none. */

@@ -171,6 +171,22 @@ export class DraftMismatchError extends errorClass(IntabEngineError, 'DraftMisma
   }
 }
 
+/**
+ * A tool call the model began could not be read after part of it was already streamed (its name, some arguments): the
+ * text broke the format's call syntax. Under tools with toolChoice 'auto', 'required' or a named function the grammar
+ * makes this impossible; it reaches a caller only through parsing text written without it. Retry the request.
+ */
+export class ToolCallParseError extends errorClass(IntabEngineError, 'ToolCallParseError', 'tool_call_parse_failed')<{
+  /** The format whose syntax was broken (ModelInfo.toolFormat). */
+  readonly format: string;
+  /** What was expected, and what came. */
+  readonly problem: string;
+}> {
+  constructor(format: string, problem: string) {
+    super({ format, problem }, `The model's tool call broke the ${format} call syntax after it had begun streaming (${problem}). Retry the request (with toolChoice 'required' or 'auto' the grammar holds calls to the syntax).`);
+  }
+}
+
 /** Saving the prefix cache to the Origin Private File System failed (the storage quota, most often); the old save is kept. */
 export class CacheStorageError extends errorClass(IntabEngineError, 'CacheStorageError', 'cache_storage_failed')<{
   /** The file, in the origin's private file system. */
@@ -239,6 +255,7 @@ export const ENGINE_ERRORS = {
   DraftMismatchError,
   CacheStorageError,
   DeviceRecoveryError,
+  ToolCallParseError,
   DownloadError,
 } as const;
 

@@ -52,14 +52,14 @@ export const GENERATE_FIELDS = [
   'prompt', 'promptIds', 'messages', 'truncate',
   'maxTokens', 'strictContext', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'presencePenalty',
   'frequencyPenalty', 'logitBias', 'seed', 'stop', 'stopTokenIds', 'ignoreEos', 'logprobs', 'topLogprobs', 'speculative',
-  'responseFormat', 'grammar', 'regex', 'cache',
+  'responseFormat', 'grammar', 'regex', 'cache', 'tools', 'toolChoice', 'parallelToolCalls',
 ] as const satisfies readonly (keyof GenerateRequest)[];
 
 /** Every key of any member of a union (keyof a union is only the keys all members share). */
 type KeysOf<T> = T extends unknown ? keyof T : never;
 
 /** The fields of a PreloadRequest: one prompt, nothing else (a preload samples nothing). */
-export const PRELOAD_FIELDS = ['messages', 'prompt', 'promptIds'] as const satisfies readonly KeysOf<PreloadRequest>[];
+export const PRELOAD_FIELDS = ['messages', 'prompt', 'promptIds', 'tools'] as const satisfies readonly KeysOf<PreloadRequest>[];
 
 /** `true` when `Listed` names every key of `T`; otherwise the missing keys, which `true` does not fit. */
 type AllListed<T, Listed extends PropertyKey> = [Exclude<T, Listed>] extends [never] ? true : Exclude<T, Listed>;
@@ -147,4 +147,97 @@ export function checkRole(role: unknown, field: string): asserts role is ChatRol
  */
 export function templateRole(role: string): string {
   return role === 'developer' ? 'system' : role;
+}
+
+// ---- tools ----
+
+/** OpenAI's rule for a function's name. */
+export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** The most tools one request may offer (OpenAI's limit). */
+export const MAX_TOOLS = 128;
+/**
+ * The most characters of JSON all of a request's `parameters` schemas may take together (1 KiB for each of 128 tools):
+ * compiling costs about 10 µs a character for pattern-heavy schemas, so this bounds a request's compile time to about a
+ * second before the grammar's own budgets come in.
+ */
+export const MAX_TOOL_SCHEMA_CHARS = 131_072;
+
+/**
+ * A request's `tools` (at `field`): at most MAX_TOOLS, each `{ type: 'function', function: { name, description?,
+ * parameters?, strict? } }`, names by TOOL_NAME and distinct. The schemas themselves are the grammar compiler's to judge.
+ * @example
+ * checkTools([{ type: 'function', function: { name: 'get weather' } }], 'tools'); // throws: 'tools[0].function.name' should be 1-64 of a-z, A-Z, 0-9, _ and -...
+ */
+export function checkTools(tools: unknown, field = 'tools'): void {
+  if (!Array.isArray(tools)) bad(field, tools, `an array of at most ${MAX_TOOLS} { type: 'function', function: { name, description?, parameters?, strict? } }`);
+  if (tools.length > MAX_TOOLS) bad(field, `${tools.length} tools`, `at most ${MAX_TOOLS} tools (offer the ones this turn needs)`);
+  const names = new Set<string>();
+  let chars = 0;
+  for (let i = 0; i < tools.length; i++) {
+    const t: unknown = tools[i];
+    const at = `${field}[${i}]`;
+    if (!isRecord(t)) bad(at, t, "{ type: 'function', function: { name, description?, parameters?, strict? } }");
+    if (t.type !== 'function') bad(`${at}.type`, t.type, "'function' (the only kind of tool)");
+    const f = t.function;
+    if (!isRecord(f)) bad(`${at}.function`, f, '{ name, description?, parameters?, strict? }');
+    const name = f.name;
+    if (typeof name !== 'string' || !TOOL_NAME.test(name)) bad(`${at}.function.name`, typeof name === 'string' ? shownKey(name) : name, '1-64 characters of a-z, A-Z, 0-9, _ and -');
+    if (names.has(name)) bad(`${at}.function.name`, name, 'a name no other tool of the request has');
+    names.add(name);
+    if (given(f.description) && typeof f.description !== 'string') bad(`${at}.function.description`, f.description, 'a string');
+    if (given(f.parameters) && !isRecord(f.parameters)) bad(`${at}.function.parameters`, f.parameters, "a JSON Schema object of the arguments ({ type: 'object', properties: {...} })");
+    if (given(f.parameters)) {
+      const n = schemaChars(f.parameters, MAX_TOOL_SCHEMA_CHARS - chars);
+      if (n === null) bad(`${at}.function.parameters`, `a schema nested more than ${MAX_SCHEMA_DEPTH} levels deep`, `a schema nested at most ${MAX_SCHEMA_DEPTH} levels deep`);
+      chars += n;
+      if (chars > MAX_TOOL_SCHEMA_CHARS) bad(`${at}.function.parameters`, `schemas of more than ${MAX_TOOL_SCHEMA_CHARS} characters so far`, `schemas of at most ${MAX_TOOL_SCHEMA_CHARS.toLocaleString('en-US')} characters of JSON for all tools together (offer fewer tools, or smaller schemas)`);
+    }
+    if (given(f.strict) && typeof f.strict !== 'boolean') bad(`${at}.function.strict`, f.strict, 'a boolean');
+  }
+}
+
+/** Nesting of JSON values in a schema past which it is refused before anything walks it recursively. */
+const MAX_SCHEMA_DEPTH = 256;
+
+/**
+ * A value's JSON length, counted only up to a little past `limit` (a hostile schema is not serialized whole); null when
+ * it nests deeper than MAX_SCHEMA_DEPTH.
+ */
+function schemaChars(v: unknown, limit: number): number | null {
+  let n = 0;
+  let deep = false;
+  const walk = (x: unknown, depth: number): void => {
+    if (n > limit || deep) return;
+    if (typeof x === 'string') n += x.length + 2;
+    else if (x === null || typeof x !== 'object') n += String(x).length;
+    else if (depth > MAX_SCHEMA_DEPTH) deep = true;
+    else {
+      const entries = Array.isArray(x) ? x.map((e) => ['', e] as const) : Object.entries(x);
+      n += 2;
+      for (const [k, e] of entries) {
+        n += k.length + (Array.isArray(x) ? 1 : 4);
+        walk(e, depth + 1);
+        if (n > limit || deep) return;
+      }
+    }
+  };
+  walk(v, 0);
+  return deep ? null : n;
+}
+
+/** `toolChoice` against the request's tools: named functions must be among them; 'required' or a name needs tools. */
+export function checkToolChoice(choice: unknown, tools: readonly { function: { name: string } }[] | undefined, field = 'toolChoice'): void {
+  if (!given(choice)) return;
+  const expected = "'auto', 'none', 'required' or { type: 'function', function: { name } }";
+  if (choice === 'auto' || choice === 'none') return;
+  if (choice === 'required') {
+    if (!tools?.length) bad(field, choice, "'auto' or 'none' unless the request gives tools (pass tools to require a call)");
+    return;
+  }
+  if (!isRecord(choice) || choice.type !== 'function' || !isRecord(choice.function)) bad(field, choice, expected);
+  const name = choice.function.name;
+  if (typeof name !== 'string') bad(`${field}.function.name`, name, 'the name of one of the request\'s tools');
+  if (!tools?.some((t) => t.function.name === name)) {
+    bad(`${field}.function.name`, shownKey(name), tools?.length ? `one of the request's tools: ${tools.slice(0, 8).map((t) => t.function.name).join(', ')}${tools.length > 8 ? ', ...' : ''}` : 'the name of a tool the request gives (pass tools)');
+  }
 }

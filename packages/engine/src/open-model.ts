@@ -7,6 +7,7 @@ import { blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSo
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 import { listModelFolder, modelFetch } from './model-fetch.ts';
+import { detectToolFormat } from './tools/formats.ts';
 
 const isGguf = (name: string) => /\.gguf$/i.test(fileBaseName(name.split(/[?#]/)[0]));
 const isOnnx = (name: string) => /\.onnx$/i.test(name.split(/[?#]/)[0]);
@@ -52,7 +53,7 @@ export async function openModel(source: ModelSource, signal?: AbortSignal): Prom
 }
 
 /** What ModelInfo says of a model's own shape and files, whatever runs it. */
-export function modelFacts(c: LlamaConfig, tokenizer: Tokenizer | undefined): Pick<ModelInfo, 'arch' | 'layers' | 'hidden' | 'vocab' | 'contextLength' | 'hasTokenizer' | 'hasChatTemplate'> {
+export function modelFacts(c: LlamaConfig, tokenizer: Tokenizer | undefined): Pick<ModelInfo, 'arch' | 'layers' | 'hidden' | 'vocab' | 'contextLength' | 'hasTokenizer' | 'hasChatTemplate' | 'toolFormat'> {
   return {
     arch: c.arch,
     layers: c.layers,
@@ -61,6 +62,7 @@ export function modelFacts(c: LlamaConfig, tokenizer: Tokenizer | undefined): Pi
     contextLength: c.maxContext,
     hasTokenizer: tokenizer !== undefined,
     hasChatTemplate: tokenizer?.chatTemplate !== undefined,
+    toolFormat: detectToolFormat(tokenizer?.chatTemplate, tokenizer?.addedTokens.map((t) => t.content)),
   };
 }
 

@@ -189,7 +189,7 @@ describe('unknown fields', () => {
   });
 
   test('with nothing close, the message says to remove it and lists what generate() takes', () => {
-    for (const name of ['stream', 'tools', 'n', 'user', 'wizardry']) {
+    for (const name of ['stream', 'functions', 'n', 'user', 'wizardry']) {
       const e = refusal({ [name]: 1 });
       expect(e.field).toBe(name);
       expect(e.message).toBe(`generate(): unknown field '${name}': remove it. generate() takes ${GENERATE_FIELDS.join(', ')}.`);
@@ -285,7 +285,11 @@ describe('checkPreload', () => {
     }
     expect(preload({ messages: [{ role: 'wizard', content: 'x' }] }).field).toBe('messages[0].role');
     const extra = preload({ messages: [{ role: 'system', content: 'x' }], maxTokens: 5 });
-    expect([extra.field, extra.message]).toEqual(['maxTokens', "preload(): unknown field 'maxTokens': remove it. preload() takes messages, prompt, promptIds."]);
+    expect([extra.field, extra.message]).toEqual(['maxTokens', "preload(): unknown field 'maxTokens': remove it. preload() takes messages, prompt, promptIds, tools."]);
+    // Tools go with messages (the chat they belong to), checked as a request's are.
+    expect(() => checkPreload({ messages: [{ role: 'system', content: 'x' }], tools: [{ type: 'function', function: { name: 'f' } }] }, VOCAB)).not.toThrow();
+    expect(preload({ prompt: 'x', tools: [{ type: 'function', function: { name: 'f' } }] }).field).toBe('tools');
+    expect(preload({ messages: [{ role: 'system', content: 'x' }], tools: [{ type: 'function', function: { name: 'a b' } }] }).field).toBe('tools[0].function.name');
     expect(preload({ mesages: [{ role: 'system', content: 'x' }] }).message).toBe("preload(): unknown field 'mesages': did you mean 'messages'? Rename it and try again.");
     expect(preload({ prompt: 'a', promptIds: [1] }).field).toBe('preload');
     expect(preload({}).field).toBe('preload');

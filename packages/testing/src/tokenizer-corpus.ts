@@ -11,7 +11,7 @@ import { mulberry32 } from './random.ts';
 
 const require = createRequire(import.meta.url);
 
-export type RealTokenizerName = 'qwen3' | 'llama3' | 'llama2';
+export type RealTokenizerName = 'qwen3' | 'llama3' | 'llama3_1' | 'llama2';
 
 /** tokenizer.json and tokenizer_config.json of a real model, parsed. */
 export function realTokenizerFiles(name: RealTokenizerName): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
