@@ -350,6 +350,8 @@ class Traffic {
     const reason = last.finishReason!;
     if (reason === 'error') return this.unexpected(kind, `finishReason 'error'${last.error ? `: ${last.error.message}` : ''}`);
     if (reason === 'abort' && !controller.signal.aborted) return this.unexpected(kind, "finishReason 'abort', yet nothing aborted it");
+    // The soak's requests carry no tools, so no reply of theirs can end in calls.
+    if (reason === 'tool_calls') return this.unexpected(kind, "finishReason 'tool_calls' on a request without tools");
     const m = last.metrics;
     if (m) {
       if (m.pausedMs > 0) this.counters.paused++;

@@ -10,6 +10,7 @@ import { benchKernels } from './bench-kernels.ts';
 import { benchServe } from './bench-serve.ts';
 import { benchSoak } from './bench-soak.ts';
 import { benchStore } from './bench-store.ts';
+import { benchTools } from './bench-tools.ts';
 import { benchSystems } from './bench-systems.ts';
 import { exportOnnx } from './export-onnx.ts';
 import { checkFlags, flagsByCommand } from './flags.ts';
@@ -83,7 +84,7 @@ export const USAGE = `usage:
       step / median ms per plain decode step), draft_ms_per_step, decode_tok_s and plain_decode_tok_s
       (medians), speedup (median of the pairs' ratios; speedup_min, speedup_max), identical_ids (every
       speculative run's ids equal its plain run's), model and adapter.
-  intab bench grammar [--json] [--tokenizers qwen3,llama3] [--schemas N (per subset; all 100)] [--seed S]
+  intab bench grammar [--json] [--tokenizers qwen3,llama3] [--schemas N (per subset; all 100)] [--seed S] [--peer xgrammar]
                  [--model <gguf file | HF folder | URL> --max-tokens N (48) --repeats N (3) --temperature T (1)
                   --decode-schema ID | --no-decode]
       Structured output's figures. In Node (no browser), over the JSONSchemaBench sample (../shared/schemas):
@@ -106,7 +107,11 @@ export const USAGE = `usage:
         mask_profile  per tokenizer (a fresh vocabulary and fresh grammars: a cold walk cache), which path made each
                   mask (a cache hit or a compute path), cold, warm and repeat passes, the trie and walk cache;
         step      once: ns per grammar step, cached and on first visits.
-      JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"mask_profile"|"step"|"decode","tokenizer",...};
+      --peer xgrammar: also web-xgrammar (WebLLM's engine, its wasm build, in the same process) on the same schemas
+      and walks (each token drawn from both engines' masks): peer_coverage (ours strict and strict: false, theirs),
+      peer_compile and peer_mask per engine (compile ms, mask µs p50/p90/p99 at the same states), peer_summary
+      (ours/theirs ratios, the targets, documents both engines completed and ajv validated: invalid must be 0).
+      JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"mask_profile"|"step"|"decode"|"peer_...","tokenizer",...};
       tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
                  [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (5)] [--quantize q8_0|q4_0]
@@ -226,6 +231,20 @@ export const USAGE = `usage:
       "pages_leaked" must be 0),"ok",...}. Exits 1 unless flat, with 0 unexpected errors, every kind ended at least
       once (each client sends one of every kind first) and no page leaked.
       --kv-mib is small so the prefix cache fills in the first interval and then evicts; a larger model needs more.
+  intab bench tools --model <gguf file | HF folder | URL> [--max-tokens N (64)] [--repeats N (3)] [--tools N (10)]
+                 [--seed S (1)] [--backend auto|webgpu|onnx-wasm] [--threads N] [--json]
+      What tool calling costs, on the engine in this process (as intab serve --runtime node loads it: Dawn on a
+      hardware adapter, else onnxruntime-node's CPU provider), each figure against the same request without tools.
+      decode: a reply forced to a call (tool_choice 'required', at most --max-tokens) against a plain answer of the
+      call's length (ignoring EOS): {"bench":"tools","kind":"decode","decode_tok_s_tools","decode_tok_s_plain",
+      "decode_ratio" (medians; target >= 0.95),"met",...}. ttft: turn 2 of a chat whose system prompt with --tools
+      tools was preloaded, against the same chat without tools: {"bench":"tools","kind":"ttft","ttft_ms_tools",
+      "ttft_ms_plain","ttft_ratio" (target <= 1.2),"prefilled_tokens_tools" (turn 2's prompt less what the prefix
+      cache held),"preloaded_tokens_tools","ttft_ms_text","ttft_ratio_text" (the same tools as plain text in the
+      system prompt, no tools in the request: what the longer context alone costs),...,"met"}. Both carry backend,
+      adapter and tool_format; --json adds a "decode_run" / "ttft_run" line per run first (after an untimed warm-up).
+      The ttft figure needs a prefix cache (--backend webgpu; onnxruntime has none: the line says it was skipped). The
+      model needs a chat template (make-model --tokenizer qwen3).
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -263,6 +282,13 @@ export async function main(argv: string[]): Promise<number> {
   const [cmd, sub] = positional;
   // intab serve (and bench serve, which starts one) runs either runtime in this process: serveOptions reads the flag.
   const serving = cmd === 'serve' || (cmd === 'bench' && sub === 'serve');
+  // bench tools runs the Node runtime in this process, as intab serve does.
+  if (cmd === 'bench' && sub === 'tools') {
+    if (flags.runtime !== undefined && flags.runtime !== 'node') throw new Error('intab bench tools runs the engine in this process (--runtime node)');
+    const { runtime: _runtime, ...rest } = flags;
+    checkFlags('bench tools', rest, flagsByCommand(USAGE));
+    return benchTools(rest);
+  }
   const runtime = runtimeOf(flags.runtime, serving ? 'node' : 'chromium');
   if (runtime === 'node' && !serving) {
     checkFlags(cmd === 'generate' ? cmd : `${cmd} ${sub}`, flags, flagsByCommand(USAGE));

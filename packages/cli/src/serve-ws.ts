@@ -7,7 +7,8 @@
 //     {"type":"cancel","id":"a1"}
 //   server → client
 //     {"type":"chunk","id":"a1","data":{...}}          a chat.completion.chunk, or a streamed text_completion
-//     {"type":"done","id":"a1","finish_reason":"stop"|"length","usage":{prompt_tokens,completion_tokens,total_tokens}}
+//     {"type":"done","id":"a1","finish_reason":"stop"|"length"|"tool_calls","usage":{prompt_tokens,completion_tokens,total_tokens}}
+//         (a chat body with tools streams its calls as the chunks' delta.tool_calls, as over HTTP)
 //     {"type":"cancelled","id":"a1"}                   after a cancel, once the request's KV pages are freed
 //     {"type":"error","id":"a1"|null,"status":429,"error":{message,type,param,code},"retry_after_ms"?:N}
 //         the request is over (its HTTP status says why, as the HTTP endpoints would answer); id null: a frame that

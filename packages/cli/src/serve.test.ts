@@ -18,6 +18,12 @@ import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openGguf, pathSource } from '@intab/model';
 import { OPENAI_CASES, type CaseContext } from '@intab/testing/openai-cases';
+
+/**
+ * The shared table's cases this model runs: stories260K's 512-token context cannot hold a chat with tools (the generic
+ * format writes them into the prompt), so the cases that call tools run in serve-tools.test.ts on a Qwen3 model.
+ */
+const CASES = OPENAI_CASES.filter((c) => !c.tools);
 import { startServer, type RunningServer, type ServeRuntime, type ServerStats } from './serve.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -218,13 +224,15 @@ for (const runtime of RUNTIMES) describe(`intab serve --runtime ${runtime} (HTTP
       ctx = {
         model: server.model,
         contextLength: server.info.contextLength,
+        // Its chat template knows no tools: the generic format (intab writes them into the system message).
+        toolFormat: 'generic',
         prompt: 'Once upon a time',
         noStop: Object.fromEntries(eos.map((id) => [String(id), -100])),
         tokenId: 300,
         idle: async () => void (await waitFor('the engine to be idle', idle)),
       };
     });
-    for (const c of OPENAI_CASES) {
+    for (const c of CASES) {
       test(c.name, async () => {
         const outcome = await c.run((r) => fetch(server.url + r.path, { method: r.method, body: r.body, signal: r.signal, headers: auth() }), ctx);
         if (!outcomes.has(c.name)) outcomes.set(c.name, new Map());
@@ -476,7 +484,7 @@ function uncached(v: unknown): unknown {
 
 describe.skipIf(RUNTIMES.length < 2)('both runtimes', () => {
   test('answer every case of the shared table alike (statuses, headers, error shapes, greedy text and ids)', () => {
-    expect(outcomes.size).toBe(OPENAI_CASES.length);
+    expect(outcomes.size).toBe(CASES.length);
     for (const [name, by] of outcomes) expect(uncached(by.get('node')), name).toEqual(uncached(by.get('chromium')));
   });
 });

@@ -20,6 +20,10 @@ export {
   type ChatCompletionCreateParamsStreaming,
   type ChatCompletionCreateParamsNonStreaming,
   type ChatCompletionMessageParam,
+  type ChatCompletionTool,
+  type ChatCompletionToolChoiceOption,
+  type ChatCompletionMessageToolCall,
+  type ChatCompletionChunkToolCall,
   type ResponseFormatParam,
   type ChatCompletionContentPartText,
   type ChatCompletionTokenLogprob,
@@ -73,6 +77,12 @@ export type {
   JsonPath,
   JsonType,
   JsonEventKind,
+  ToolFunction,
+  ToolDefinition,
+  ToolChoice,
+  ToolCall,
+  ToolCallDelta,
+  ToolFormatName,
 } from '@intab/engine/contract';
 
 // ---- errors ----
@@ -97,6 +107,7 @@ export {
   CacheStorageError,
   DeviceRecoveryError,
   DownloadError,
+  ToolCallParseError,
 } from '@intab/engine/errors';
 export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } from './errors.ts';
 export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';

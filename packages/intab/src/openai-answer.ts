@@ -5,7 +5,7 @@
 // (`intab serve`'s WebSocket) uses answerCompletion directly. Nothing here is a server's: who asks, how many run, and
 // how bytes reach a socket belong to the transport, which hooks in through `admit`.
 
-import type { Chunk, FinishReason, GenerateRequest } from '@intab/engine/contract';
+import type { Chunk, FinishReason, GenerateRequest, ToolFormatName } from '@intab/engine/contract';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
 import { CHAT_FIELDS, completionId, ignoredFields, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionCreateParams } from './openai.ts';
 import { COMPLETION_FIELDS, textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion, type CompletionCreateParams } from './openai-completions.ts';
@@ -18,8 +18,11 @@ import { errorResponse, isErrorReply, type OpenAIErrorBody, type OpenAIErrorRepl
 export interface OpenAIEngine {
   /** The model's name: what /v1/models lists and answers report when the body names none. */
   readonly model: string;
-  /** The model's context length in tokens (/v1/models' max_model_len; the estimate of a request without max_tokens). */
-  readonly info: { readonly contextLength: number };
+  /**
+   * The model's context length in tokens (/v1/models' max_model_len; the estimate of a request without max_tokens), and
+   * how it writes tool calls (/v1/models' tool_format; null or absent: unknown).
+   */
+  readonly info: { readonly contextLength: number; readonly toolFormat?: ToolFormatName | null };
   /** The request's chunks; the request starts on the first pull, and an engine's refusal rejects that pull. */
   generate(request: GenerateRequest, options?: { signal?: AbortSignal }): AsyncIterable<Chunk>;
   /**
@@ -130,11 +133,16 @@ export type CompletionAnswer = { status: number; headers: Record<string, string>
     }
 );
 
-/** A prompt's tokens before the tokenizer has seen it: ~4 characters a token, plus a few per chat message. */
+/**
+ * A prompt's tokens before the tokenizer has seen it: ~4 characters a token, plus a few per chat message; a message's
+ * calls and the request's tools (rendered into the prompt) count by their JSON.
+ */
 function promptEstimate(r: GenerateRequest): number {
   if (r.promptIds) return r.promptIds.length;
   if (r.prompt !== undefined) return Math.ceil(r.prompt.length / 4) + 1;
-  return (r.messages ?? []).reduce((n, m) => n + 4 + Math.ceil(String(m.content ?? '').length / 4), 3);
+  const chars = (v: unknown) => (v === undefined ? 0 : JSON.stringify(v).length);
+  const tools = Math.ceil(chars(r.tools) / 4);
+  return (r.messages ?? []).reduce((n, m) => n + 4 + Math.ceil((String(m.content ?? '').length + chars(m.toolCalls)) / 4), 3 + tools);
 }
 
 /**
@@ -226,7 +234,7 @@ export async function answerCompletion(engine: OpenAIEngine, endpoint: Endpoint,
       throw signal.reason;
     }
     end('failed', err);
-    return refuse(errorResponse(err, endpoint), headers);
+    return refuse(errorResponse(err, endpoint, prepared.request.tools ? 'tools' : 'response_format'), headers);
   };
 
   let chunks: AsyncIterable<Chunk>;

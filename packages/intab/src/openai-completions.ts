@@ -57,6 +57,10 @@ export function toCompletionRequest(p: CompletionCreateParams): GenerateRequest 
   if (present(b.echo) && b.echo !== false) bad('echo', b.echo, 'false (the prompt is not scored or echoed)');
   if (present(b.suffix) && b.suffix !== '') bad('suffix', b.suffix, 'absent (no fill-in-the-middle)');
   if (present(b.best_of) && b.best_of !== 1) bad('best_of', b.best_of, '1 (send several requests, with different seeds, to choose among)');
+  // Calls need a chat: its template renders the tools and reads the calls back.
+  for (const field of ['tools', 'tool_choice', 'parallel_tool_calls'] as const) {
+    if (present(b[field])) bad(field, b[field], 'absent: the legacy completions API has no tools; send tools to /v1/chat/completions (chat.completions.create)');
+  }
   const lp = numberField(b, 'logprobs', { lo: 0, hi: L.topLogprobs, integer: true, expected: `an integer from 0 to ${L.topLogprobs} (alternatives per token)` });
   const prompt = promptOf(b.prompt);
   // The sampling fields are the chat API's: its mapping checks them (and names them).
@@ -124,6 +128,15 @@ function legacyLogprobs(lp: readonly TokenLogprob[], offset: number): { logprobs
 }
 
 /**
+ * A text completion's finish_reason ('stop' | 'length'; undefined when aborted): a prompt has no tools, so the engine's
+ * 'tool_calls' cannot end one (were it to, the reply stopped, which is what 'stop' says).
+ */
+function completionFinishReason(last: Chunk): CompletionFinishReason | undefined {
+  const reason = openAiFinishReason(last);
+  return reason === 'tool_calls' ? 'stop' : reason;
+}
+
+/**
  * Streamed `text_completion` objects from the engine's chunks: one per engine chunk with text (or logprobs), then an
  * empty-text one with finish_reason, then the usage chunk (`choices: []`) when includeUsage. An aborted stream simply
  * ends. With `tokenIds` (vLLM's return_token_ids) each choice carries `token_ids` as toChatCompletionChunks writes them.
@@ -152,7 +165,7 @@ export async function* toCompletionChunks(
       yield base([ids.take({ index: 0, text: '', logprobs: null, finish_reason: null })]);
     }
     if (c.finishReason === null) continue;
-    const reason = openAiFinishReason(c);
+    const reason = completionFinishReason(c);
     if (reason === undefined) return;
     yield base([ids.take({ index: 0, text: '', logprobs: null, finish_reason: reason })]);
     if (options.includeUsage) yield { ...base([]), usage: usageOf(c, completionTokens) };
@@ -181,7 +194,7 @@ export async function toCompletion(
     ids.add(c.ids);
     if (options.logprobs && c.logprobs) lp.push(...c.logprobs);
     if (c.finishReason === null) continue;
-    const reason = openAiFinishReason(c);
+    const reason = completionFinishReason(c);
     if (reason === undefined) throw options.signal?.reason ?? new DOMException('The completion was aborted.', 'AbortError');
     return {
       id: meta.id,

@@ -81,7 +81,11 @@ const OPENAI_PARAMS = new Map(Object.entries({
   maxTokens: 'max_tokens', topP: 'top_p', topK: 'top_k', minP: 'min_p', repetitionPenalty: 'repetition_penalty', presencePenalty: 'presence_penalty',
   frequencyPenalty: 'frequency_penalty', logitBias: 'logit_bias', topLogprobs: 'top_logprobs', strictContext: 'strict_context', promptIds: 'prompt',
   responseFormat: 'response_format', 'responseFormat.schema': 'response_format.json_schema.schema', 'responseFormat.strict': 'response_format.json_schema.strict',
+  toolChoice: 'tool_choice', parallelToolCalls: 'parallel_tool_calls',
 }));
+
+/** The engine's message fields that an OpenAI body spells otherwise ('messages[2].toolCalls[0]' → 'messages[2].tool_calls[0]'). */
+const MESSAGE_FIELDS: Readonly<Record<string, string>> = { toolCalls: 'tool_calls', toolCallId: 'tool_call_id' };
 
 /**
  * The OpenAI `param` of an InvalidRequestError's field: the body's own spelling ('logitBias[70000]' → 'logit_bias[70000]',
@@ -92,6 +96,7 @@ export function openAiParam(field: string | undefined): string | null {
   const whole = OPENAI_PARAMS.get(field);
   if (whole) return whole;
   const root = /^[A-Za-z_]+/.exec(field)?.[0] ?? '';
+  if (root === 'messages') return field.replace(/\.(toolCalls|toolCallId)\b/g, (_, k: string) => `.${MESSAGE_FIELDS[k]}`);
   const param = OPENAI_PARAMS.get(root);
   if (!param) return field;
   return root === 'promptIds' ? param : param + field.slice(root.length);
@@ -99,12 +104,13 @@ export function openAiParam(field: string | undefined): string | null {
 
 /**
  * The HTTP status and OpenAI error body of an error thrown while answering. `endpoint` ['chat'] names the prompt's
- * field of a context exceeded: `messages`, or `prompt` for the legacy completions.
+ * field of a context exceeded: `messages`, or `prompt` for the legacy completions. `grammarOf` ['response_format']
+ * names what a schema the grammar refused came from: 'tools' for a request with tools (it cannot have a JSON format).
  * @example
  * errorResponse(new InvalidRequestError('logitBias[4000]', '4000', 'a token id in [0, 128)'));
  * // { status: 400, body: { error: { message: "Invalid request: ...", type: 'invalid_request_error', param: 'logit_bias[4000]', code: null } } }
  */
-export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' = 'chat'): { status: number; body: OpenAIErrorBody } {
+export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' = 'chat', grammarOf: 'response_format' | 'tools' = 'response_format'): { status: number; body: OpenAIErrorBody } {
   const e = err as Error & { field?: string; reason?: string };
   if (err instanceof InvalidRequestError || e?.name === 'InvalidRequestError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, openAiParam(e.field)) };
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
@@ -113,9 +119,9 @@ export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' = '
     return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', param) };
   }
   if (err instanceof EngineClosedError || e?.name === 'EngineClosedError') return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
-  // The only part of an OpenAI body that becomes a grammar is response_format.
+  // The parts of an OpenAI body that become a grammar: response_format, or the tools' parameters (never both).
   if (e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {
-    return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, 'response_format') };
+    return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, grammarOf) };
   }
   // The chat template refused the conversation (its raise_exception: roles out of order...), as vLLM answers it.
   if (e?.name === 'ChatTemplateError' && e.reason === 'failed') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, 'messages') };

@@ -198,7 +198,7 @@ describe('routes and checks', () => {
     const missing = await handleOpenAI(s.engine, { method: 'GET', path: '/health' }, { otherRoutes: ['GET /health', 'GET /v1/stats'] });
     expect(JSON.parse(await textOf(missing)).error.message).toMatch(/serves POST \/v1\/chat\/completions, POST \/v1\/completions, GET \/v1\/models, GET \/health and GET \/v1\/stats\.$/);
     const models = await handleOpenAI(s.engine, { method: 'get', path: '/v1/models/?x=1' }, { created: 1_700_000_000 });
-    expect(JSON.parse(await textOf(models)).data[0]).toEqual({ id: 'tiny-llama', object: 'model', created: 1_700_000_000, owned_by: 'intab', max_model_len: 256 });
+    expect(JSON.parse(await textOf(models)).data[0]).toEqual({ id: 'tiny-llama', object: 'model', created: 1_700_000_000, owned_by: 'intab', max_model_len: 256, tool_format: 'generic' });
     const options = await handleOpenAI(s.engine, { method: 'OPTIONS', path: '/v1/completions' });
     expect([options.status, options.headers.allow]).toEqual([405, 'POST']);
   });

@@ -101,10 +101,13 @@ function pathOf(raw: string): string {
   return path.startsWith('/') ? path : `/${path}`;
 }
 
-/** GET /v1/models and /v1/models/{id}: the one model served. */
+/**
+ * GET /v1/models and /v1/models/{id}: the one model served, with vLLM's max_model_len and intab's tool_format (how the
+ * model writes tool calls, null when unknown: the remote backend reports it as its ModelInfo.toolFormat).
+ */
 function models(engine: OpenAIEngine, path: string, created: number | undefined): OpenAIHttpResponse {
   if (!firstSeen.has(engine)) firstSeen.set(engine, Math.floor(Date.now() / 1000));
-  const model = { id: engine.model, object: 'model', created: created ?? firstSeen.get(engine)!, owned_by: 'intab', max_model_len: engine.info.contextLength };
+  const model = { id: engine.model, object: 'model', created: created ?? firstSeen.get(engine)!, owned_by: 'intab', max_model_len: engine.info.contextLength, tool_format: engine.info.toolFormat ?? null };
   if (path === '/v1/models') return json(200, { object: 'list', data: [model] });
   let id: string;
   try {

@@ -9,6 +9,7 @@
 // Chromium's own reader of a fetch() answered by a Service Worker drains the body into the page whatever the page
 // reads (measured: tens of MB in two seconds behind a stalled reader), so a page's stalled reader cannot hold the
 // engine back in this browser; the stalled reader here is the worker's own (see test-relay-sw.ts).
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/reference';
@@ -22,6 +23,8 @@ const messages = [{ role: 'user', content: 'Say something!' }];
 /** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */
 const NO_EOS = { '2': -100, '97': -100 };
 const SCRIPT = new URL('./test-relay-sw.ts', import.meta.url);
+/** The cases' engines' context length. */
+const CASES_CONTEXT = 1024;
 let registration: ServiceWorkerRegistration;
 let frame: HTMLIFrameElement;
 
@@ -43,8 +46,8 @@ afterAll(async () => {
 });
 
 /** An engine page: this page serves `engine` to the Service Worker until stop(). */
-function enginePage() {
-  const r = referenceEngine();
+function enginePage(o: { contextLength?: number } = {}) {
+  const r = referenceEngine(o);
   const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
   const stop = serveOpenAI(engine);
   return { engine, inner: r.engine as Engine, runner: r.runner as ReferenceRunner, stop };
@@ -123,6 +126,55 @@ describe('backpressure through a real Service Worker', () => {
   });
 });
 
+describe("the official openai client's runTools() against the Service Worker endpoint", () => {
+  test("a loop completes: the model's call, the tool's result, the answer", async () => {
+    const p = enginePage({ contextLength: CASES_CONTEXT });
+    const win = frame.contentWindow as Window & typeof globalThis;
+    const openai = new OpenAI({
+      baseURL: new URL('v1', win.location.href).href,
+      apiKey: 'unused',
+      dangerouslyAllowBrowser: true,
+      maxRetries: 0,
+      // The page the Service Worker controls sends it. The random model calls only when it must: 'required' first,
+      // 'none' once the tool's result is in the chat (as an application that wants one round of tools would); and it
+      // never ends a turn on its own (it repeats one character), so that round favours its end of turn (<|im_end|>):
+      // runTools() refuses an answer cut by max_tokens.
+      fetch: (url: RequestInfo | URL, init?: RequestInit) => {
+        const body = JSON.parse(String(init?.body ?? '{}'));
+        if (body.messages?.some((m: { role: string }) => m.role === 'tool')) Object.assign(body, { tool_choice: 'none', logit_bias: { '97': 100 } });
+        return win.fetch(url, { ...init, body: JSON.stringify(body) });
+      },
+    });
+    try {
+      const args: unknown[] = [];
+      const parameters = { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'], additionalProperties: false };
+      const runner = openai.chat.completions.runTools({
+        model: 'tiny-llama',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [{ type: 'function', function: { name: 'get_weather', description: 'The weather.', parameters, function: (a: string) => (args.push(JSON.parse(a)), 'sunny') } }],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+        max_tokens: 160,
+        temperature: 1,
+        seed: 3,
+        stream: true,
+      });
+      const answer = await runner.finalContent();
+      const roles = runner.messages.map((m) => m.role);
+      expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      const call = (runner.messages[1] as { tool_calls: { id: string; function: { name: string; arguments: string } }[] }).tool_calls[0]!;
+      expect(call.function.name).toBe('get_weather');
+      expect(args).toEqual([JSON.parse(call.function.arguments)]);
+      expect(typeof (args[0] as { city: unknown }).city).toBe('string');
+      expect(runner.messages[2]).toMatchObject({ role: 'tool', tool_call_id: call.id, content: 'sunny' });
+      expect(typeof answer).toBe('string');
+      await expect.poll(() => p.inner.stats().streams, { timeout: 60_000 }).toBe(0);
+    } finally {
+      p.stop();
+    }
+  });
+});
+
 describe('fetch() from a page the Service Worker controls', () => {
   const post = (body: unknown, signal?: AbortSignal) =>
     (frame.contentWindow as Window & typeof globalThis).fetch('v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
@@ -156,6 +208,8 @@ describe('one table of cases: through the real Service Worker, what the core ans
   const contextOf = (p: { engine: IntabEngine; inner: Engine; runner: ReferenceRunner }): CaseContext => ({
     model: 'tiny-llama',
     contextLength: p.engine.info.contextLength,
+    // Its chat template knows no tools: the generic format (intab writes them into the system message).
+    toolFormat: 'generic',
     prompt: 'Say something!',
     noStop: NO_EOS,
     tokenId: 5,
@@ -169,14 +223,15 @@ describe('one table of cases: through the real Service Worker, what the core ans
 
   for (const c of OPENAI_CASES) {
     test(c.name, async () => {
-      const r = referenceEngine();
+      // A context that holds the generic format's tool prompt (the fixture's own is 256 tokens of single characters).
+      const r = referenceEngine({ contextLength: CASES_CONTEXT });
       const own = { engine: wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' }), inner: r.engine as Engine, runner: r.runner as ReferenceRunner };
       const direct: Send = async (req) => {
         const res = await handleOpenAI(own.engine, req);
         return new Response(res.body, { status: res.status, headers: res.headers });
       };
       const expected = await c.run(direct, contextOf(own));
-      const p = enginePage();
+      const p = enginePage({ contextLength: CASES_CONTEXT });
       try {
         expect(await c.run(viaWorker, contextOf(p))).toEqual(expected);
       } finally {

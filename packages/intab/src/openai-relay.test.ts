@@ -24,8 +24,8 @@ import { OPENAI_CASES, type CaseContext, type Send } from '@intab/testing/openai
 const messages = [{ role: 'user', content: 'Say something!' }];
 
 /** An engine page, and the Service Worker's view of the open pages. */
-function setup(o: { pages?: 'engine' | 'none' | 'silent' } = {}) {
-  const r = referenceEngine();
+function setup(o: { pages?: 'engine' | 'none' | 'silent'; contextLength?: number } = {}) {
+  const r = referenceEngine({ contextLength: o.contextLength });
   const engine = wrapEngineApi(r.engine, r.info, { name: 'tiny-llama' });
   const container = new EventTarget() as unknown as ServiceWorkerContainer;
   const servedAt = Date.now();
@@ -86,7 +86,7 @@ describe('the relayed OpenAI endpoint', () => {
     expect(body.usage.completion_tokens).toBe(9);
     const models = await relayRequest(new Request('https://app.test/v1/models'), s.clients);
     // created: when the page began to serve the model.
-    expect(await models.json()).toEqual({ object: 'list', data: [{ id: 'tiny-llama', object: 'model', created: Math.floor(s.servedAt / 1000), owned_by: 'intab', max_model_len: 256 }] });
+    expect(await models.json()).toEqual({ object: 'list', data: [{ id: 'tiny-llama', object: 'model', created: Math.floor(s.servedAt / 1000), owned_by: 'intab', max_model_len: 256, tool_format: 'generic' }] });
   });
 
   test('bad requests are OpenAI-shaped 4xx errors naming the problem', async () => {
@@ -203,10 +203,13 @@ describe('the relayed OpenAI endpoint', () => {
 describe('one table of cases, on the core itself and through the relay: the same statuses, errors and answers', () => {
   /** A fresh engine, the context the cases need, and `send` to the core directly or through the relay. */
   function surface(via: 'core' | 'relay'): { send: Send; ctx: CaseContext } {
-    const s = setup();
+    // A context that holds the generic format's tool prompt (the fixture's own is 256 tokens of single characters).
+    const s = setup({ contextLength: 1024 });
     const ctx: CaseContext = {
       model: 'tiny-llama',
       contextLength: s.engine.info.contextLength,
+      // Its chat template knows no tools: the generic format (intab writes them into the system message).
+      toolFormat: 'generic',
       prompt: 'Say something!',
       noStop: NO_EOS,
       tokenId: 5,

@@ -392,9 +392,9 @@ describe('fields nothing reads', () => {
     expect(ignoredFields({ messages, max_tokens: 2, truncate: 'oldest' })).toEqual([]);
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      for (let i = 0; i < 2; i++) await engine.chat.completions.create({ messages, max_tokens: 2, tools: [], temprature: 0 } as never);
+      for (let i = 0; i < 2; i++) await engine.chat.completions.create({ messages, max_tokens: 2, metadata: {}, temprature: 0 } as never);
       expect(warn).toHaveBeenCalledTimes(1);
-      expect(String(warn.mock.calls[0]![0])).toMatch(/ignored 'temprature', 'tools'/);
+      expect(String(warn.mock.calls[0]![0])).toMatch(/ignored 'metadata', 'temprature'/);
     } finally {
       warn.mockRestore();
     }
@@ -425,11 +425,11 @@ describe('request checks on every surface', () => {
     }
     // preload() takes one prompt and nothing else.
     const extra = await refusal(engine.preload({ messages: [{ role: 'system', content: 'x' }], temperature: 0 } as never));
-    expect([extra.field, extra.message]).toEqual(['temperature', "preload(): unknown field 'temperature': remove it. preload() takes messages, prompt, promptIds."]);
+    expect([extra.field, extra.message]).toEqual(['temperature', "preload(): unknown field 'temperature': remove it. preload() takes messages, prompt, promptIds, tools."]);
     expect(inner.stats()).toMatchObject({ streams: 0, prefixCache: { pinnedPages: 0 } });
   });
 
-  test("'developer' is rendered as 'system', on generate() and preload() alike; 'tool' with string content runs", async () => {
+  test("'developer' is rendered as 'system', on generate() and preload() alike; a 'tool' result of a call runs", async () => {
     const as = (role: string) => [{ role, content: 'You are terse.' }, { role: 'user', content: 'Say something!' }];
     const greedy = { maxTokens: 6, temperature: 0 };
     const ids = async (role: string) => (await collect(engine.generate({ messages: as(role), ...greedy }))).flatMap((c) => c.ids);
@@ -439,7 +439,9 @@ describe('request checks on every surface', () => {
     const sys = await engine.preload({ messages: [{ role: 'system', content: 'You are terse.' }] });
     expect(sys.tokens).toBe(dev.tokens);
     expect(sys.cachedTokens).toBe(sys.tokens);
-    const tool = await collect(engine.generate({ messages: [{ role: 'user', content: 'f?' }, { role: 'assistant', content: 'calling f' }, { role: 'tool', content: '42' }], ...greedy }));
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
+    const history = [{ role: 'user', content: 'f?' }, { role: 'assistant', content: 'calling f', toolCalls: [call] }, { role: 'tool', content: '42', toolCallId: 'call_1', name: 'f' }];
+    const tool = await collect(engine.generate({ messages: history, ...greedy }));
     expect(tool.at(-1)!.finishReason).toBe('length');
     expect(tool.flatMap((c) => c.ids)).toHaveLength(6);
   });

@@ -3,9 +3,10 @@
 // one `chat.completion` — the exact shapes of OpenAI's API, so code written for the openai SDK or an
 // OpenAI-compatible server runs unchanged against a model in the tab.
 
-import { REQUEST_LIMITS as L, type ChatMessage, type Chunk, type FinishReason, type GenerateRequest, type ResponseFormat, type TokenLogprob } from '@intab/engine/contract';
+import { REQUEST_LIMITS as L, type ChatMessage, type Chunk, type FinishReason, type GenerateRequest, type ResponseFormat, type TokenLogprob, type ToolCall } from '@intab/engine/contract';
 import { IntabEngineError } from '@intab/engine/errors';
 import { bad, bodyOf, booleanField, checkDepth, checkRole, isObject, isPlainObject, logitBiasField, numberField, present, stopField, templateRole } from './openai-checks.ts';
+import { messageToolCalls, openAiToolDeltas, ToolCallJoiner, toolResultOf, toolsOf } from './openai-tools.ts';
 
 // ---- request ----
 
@@ -17,9 +18,34 @@ export interface ChatCompletionContentPartText {
 
 export interface ChatCompletionMessageParam {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | (string & {});
+  /** null on an assistant message that only calls tools. */
   content: string | ChatCompletionContentPartText[] | null;
   name?: string;
+  /** An assistant message: the calls it made (as a chat.completion's message.tool_calls gave them). */
+  tool_calls?: ChatCompletionMessageToolCall[] | null;
+  /** A 'tool' message: the id of the call whose result `content` is. */
+  tool_call_id?: string;
 }
+
+/** A call the model made (OpenAI's `message.tool_calls[i]`): `arguments` is a JSON string. */
+export type ChatCompletionMessageToolCall = ToolCall;
+
+/** A function the model may call (OpenAI's `tools[i]`). */
+export interface ChatCompletionTool {
+  type: 'function';
+  function: {
+    /** 1..64 characters of a-z, A-Z, 0-9, '_' and '-'. */
+    name: string;
+    description?: string;
+    /** A JSON Schema of the arguments object [any object]. */
+    parameters?: Record<string, unknown>;
+    /** true: the schema is enforced in full or the request is refused; false/absent: keywords the grammar cannot enforce are dropped (as response_format's strict: false does). */
+    strict?: boolean | null;
+  };
+}
+
+/** 'auto' (the default with tools), 'none', 'required', or one function by name. */
+export type ChatCompletionToolChoiceOption = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
 /** The fields of OpenAI's `POST /v1/chat/completions` that a local model can honour. */
 export interface ChatCompletionCreateParamsBase {
@@ -66,6 +92,15 @@ export interface ChatCompletionCreateParamsBase {
    * as OpenAI answers, instead of clamped to what is left (finish_reason 'length' at the limit) [false].
    */
   strict_context?: boolean | null;
+  /**
+   * Functions the model may call (at most 128): rendered by the model's chat template, the calls held to each
+   * function's `parameters` schema by the grammar. Not with a JSON response_format.
+   */
+  tools?: ChatCompletionTool[] | null;
+  /** ['auto' with tools] 'auto': text or calls; 'none': no call; 'required': one or more calls; or a named function. */
+  tool_choice?: ChatCompletionToolChoiceOption | null;
+  /** [true] More than one call in one reply. */
+  parallel_tool_calls?: boolean | null;
 }
 
 export type ResponseFormatParam =
@@ -87,11 +122,11 @@ export type ChatCompletionCreateParams = ChatCompletionCreateParamsStreaming | C
 export const CHAT_FIELDS: readonly string[] = [
   'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k',
   'min_p', 'frequency_penalty', 'presence_penalty', 'repetition_penalty', 'logit_bias', 'seed', 'stop', 'logprobs',
-  'top_logprobs', 'n', 'response_format', 'truncate', 'strict_context',
+  'top_logprobs', 'n', 'response_format', 'truncate', 'strict_context', 'tools', 'tool_choice', 'parallel_tool_calls',
 ];
 
 /**
- * The fields of a request body that nothing reads (tools, user, metadata, a typo…), sorted: they are ignored, as
+ * The fields of a request body that nothing reads (user, metadata, a typo…), sorted: they are ignored, as
  * OpenAI ignores what it does not know, but the surfaces that take bodies say which (a warning, a response header).
  * @example
  * ignoredFields({ messages, temprature: 0, user: 'u1' }); // ['temprature', 'user']
@@ -126,8 +161,16 @@ export interface CompletionUsage {
   prompt_tokens_details?: { cached_tokens: number };
 }
 
-/** OpenAI's finish reasons that a local model produces. */
-export type ChatFinishReason = 'stop' | 'length';
+/** OpenAI's finish reasons that a local model produces ('tool_calls': the reply ended with calls). */
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
+
+/** One part of a call in a streamed delta (OpenAI's `delta.tool_calls[i]`): the first carries id, type and name. */
+export interface ChatCompletionChunkToolCall {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
 
 export interface ChatCompletionChunk {
   id: string;
@@ -136,7 +179,7 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string | null; refusal?: string | null };
+    delta: { role?: 'assistant'; content?: string | null; refusal?: string | null; tool_calls?: ChatCompletionChunkToolCall[] };
     logprobs: ChoiceLogprobs | null;
     finish_reason: ChatFinishReason | null;
     /** vLLM's return_token_ids (the HTTP surfaces): the ids delivered since the previous chunk. */
@@ -153,7 +196,8 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string | null; refusal: string | null };
+    /** content: null when the reply is only calls; tool_calls: present when the model made calls. */
+    message: { role: 'assistant'; content: string | null; refusal: string | null; tool_calls?: ChatCompletionMessageToolCall[] };
     logprobs: ChoiceLogprobs | null;
     finish_reason: ChatFinishReason;
     /** vLLM's return_token_ids (the HTTP surfaces): every id of the answer. */
@@ -181,17 +225,35 @@ function text(content: unknown, i: number): string {
   return out;
 }
 
+/**
+ * The chat's messages. An assistant message may carry tool_calls (its content then null or text); a 'tool' message
+ * answers one of those calls by tool_call_id, and gets the called function's name when it gives none.
+ */
 function messagesOf(v: unknown): ChatMessage[] {
   if (!Array.isArray(v) || v.length === 0) bad('messages', v, 'a non-empty array of { role, content }');
   const out: ChatMessage[] = [];
+  /** The calls of the assistant messages so far: id → function name. */
+  const calls = new Map<string, string>();
   for (let i = 0; i < v.length; i++) {
     const m: unknown = v[i];
     if (!isObject(m)) bad(`messages[${i}]`, m, 'an object { role, content }');
     // A role outside CHAT_ROLES is a 400 naming messages[i].role (unlike an unknown field, which OpenAI ignores too).
     checkRole(m.role, `messages[${i}].role`);
     if (present(m.name) && typeof m.name !== 'string') bad(`messages[${i}].name`, m.name, 'a string');
+    if (present(m.tool_calls) && m.role !== 'assistant') bad(`messages[${i}].tool_calls`, m.tool_calls, 'absent: only an assistant message carries tool_calls');
+    if (present(m.tool_call_id) && m.role !== 'tool') bad(`messages[${i}].tool_call_id`, m.tool_call_id, "absent: only a 'tool' message carries tool_call_id");
     // OpenAI's 'developer' role is the system prompt of newer models; chat templates know 'system'.
-    out.push({ role: templateRole(m.role), content: text(m.content, i) });
+    const message: ChatMessage = { role: templateRole(m.role), content: text(m.content, i) };
+    if (m.role === 'assistant') {
+      const toolCalls = messageToolCalls(m.tool_calls, i, calls);
+      if (toolCalls) {
+        message.toolCalls = toolCalls;
+        if (!present(m.content)) message.content = null;
+      }
+    } else if (m.role === 'tool') {
+      Object.assign(message, toolResultOf(m, i, calls));
+    }
+    out.push(message);
   }
   return out;
 }
@@ -288,6 +350,7 @@ export function toGenerateRequest(p: ChatCompletionCreateParams): GenerateReques
   }
   const format = formatOf(b.response_format);
   if (format) r.responseFormat = format;
+  Object.assign(r, toolsOf(b));
   return r;
 }
 
@@ -329,12 +392,12 @@ export function completionId(): string {
 }
 
 /**
- * OpenAI's finish_reason of a last chunk: 'stop' or 'length'; undefined when it was aborted (each caller says what an
+ * OpenAI's finish_reason of a last chunk: 'stop', 'length' or 'tool_calls'; undefined when it was aborted (each caller says what an
  * abort gives); an 'error' chunk throws its error (a remote stream that broke: the official client throws too).
  */
 export function openAiFinishReason(last: Chunk): ChatFinishReason | undefined {
   const reason = last.finishReason as FinishReason;
-  if (reason === 'stop' || reason === 'length') return reason;
+  if (reason === 'stop' || reason === 'length' || reason === 'tool_calls') return reason;
   if (reason === 'error') throw last.error ?? new IntabEngineError('The engine ended the stream with an error it did not report: the request failed; retry it or reload the model.');
   return undefined; // 'abort'
 }
@@ -360,7 +423,9 @@ export function tokenIdsOf(on: boolean | undefined): { add(ids: readonly number[
 
 /**
  * OpenAI `chat.completion.chunk` objects from the engine's chunks: role on the first, one chunk per
- * engine chunk with text (or logprobs), then an empty delta with finish_reason ('stop' | 'length'), then
+ * engine chunk with text (or logprobs, or tool calls: `delta.tool_calls`, the first delta of a call with its index,
+ * id, type, name and arguments '', then fragments of its arguments), then an empty delta with finish_reason ('stop' |
+ * 'length' | 'tool_calls'), then
  * the usage chunk (`choices: []`) when includeUsage. An aborted stream throws the signal's reason (an AbortError) at
  * its next step, after the chunks taken before the abort and none after it, as the official client's stream does.
  * With `tokenIds` (vLLM's return_token_ids) each choice carries `token_ids`, the ids delivered since the previous one,
@@ -387,8 +452,12 @@ export async function* toChatCompletionChunks(
     completionTokens += c.ids.length;
     ids.add(c.ids);
     const hasLogprobs = options.logprobs === true && (c.logprobs?.length ?? 0) > 0;
-    if (first || c.text !== '' || hasLogprobs) {
-      const delta: ChatCompletionChunk['choices'][number]['delta'] = first ? { role: 'assistant', content: c.text, refusal: null } : { content: c.text };
+    const calls = c.toolCalls?.length ? openAiToolDeltas(c.toolCalls) : undefined;
+    if (first || c.text !== '' || hasLogprobs || calls) {
+      // A delta of calls alone has no content (OpenAI's first delta of a reply that only calls says content: null).
+      const content = calls && c.text === '' ? (first ? { content: null } : {}) : { content: c.text };
+      const delta: ChatCompletionChunk['choices'][number]['delta'] = first ? { role: 'assistant', ...content, refusal: null } : content;
+      if (calls) delta.tool_calls = calls;
       first = false;
       const logprobs = options.logprobs === true ? { content: toOpenAiLogprobs(c.logprobs ?? []), refusal: null } : null;
       yield base([ids.take({ index: 0, delta, logprobs, finish_reason: null })]);
@@ -433,9 +502,11 @@ export async function toChatCompletion(
   let content = '';
   const logprobs: ChatCompletionTokenLogprob[] = [];
   const ids = tokenIdsOf(options.tokenIds);
+  const calls = new ToolCallJoiner();
   let completionTokens = 0;
   for await (const c of chunks) {
     content += c.text;
+    calls.add(c.toolCalls);
     completionTokens += c.ids.length;
     ids.add(c.ids);
     if (options.logprobs && c.logprobs) logprobs.push(...toOpenAiLogprobs(c.logprobs));
@@ -444,6 +515,10 @@ export async function toChatCompletion(
     if (reason === undefined) {
       throw options.signal?.reason ?? new DOMException('The chat completion was aborted.', 'AbortError');
     }
+    const toolCalls = calls.joined;
+    // A reply of calls alone has content null, as OpenAI answers it; text written before the calls stays.
+    const message: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content: toolCalls.length && content === '' ? null : content, refusal: null };
+    if (toolCalls.length) message.tool_calls = toolCalls;
     return {
       id: meta.id,
       object: 'chat.completion',
@@ -452,7 +527,7 @@ export async function toChatCompletion(
       choices: [
         ids.take({
           index: 0,
-          message: { role: 'assistant' as const, content, refusal: null },
+          message,
           logprobs: options.logprobs ? { content: logprobs, refusal: null } : null,
           finish_reason: reason,
         }),

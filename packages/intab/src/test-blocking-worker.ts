@@ -33,6 +33,7 @@ const info: ModelInfo = {
   contextLength: config.maxContext,
   hasTokenizer: false,
   hasChatTemplate: false,
+  toolFormat: null,
   weightBytes: 0,
   kvPages: runner.kv.pages,
   adapter: 'cpu reference (blocking)',

@@ -13,9 +13,14 @@ export function tinyChatTokenizer(): Tokenizer {
   return loadTokenizer(tinyChatTokenizerFiles());
 }
 
-/** A fresh in-thread engine on the CPU reference runner; `pages` sizes its simulated KV pool. */
-export function referenceEngine(options: { pages?: number; maxQueuedChunks?: number } = {}): { engine: Engine; runner: ReferenceRunner; info: ModelInfo } {
-  const { config, tensors } = fixtureWeights('llama');
+/**
+ * A fresh in-thread engine on the CPU reference runner; `pages` sizes its simulated KV pool, `contextLength` stretches
+ * the fixture's 256-token context (a chat with tools: the generic format writes them into the system prompt).
+ */
+export function referenceEngine(options: { pages?: number; maxQueuedChunks?: number; contextLength?: number } = {}): { engine: Engine; runner: ReferenceRunner; info: ModelInfo } {
+  const fixture = fixtureWeights('llama');
+  const tensors = fixture.tensors;
+  const config = options.contextLength ? { ...fixture.config, maxContext: options.contextLength } : fixture.config;
   const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: options.pages ?? 64, pageSize: 16 });
   const tokenizer = tinyChatTokenizer();
   const info: ModelInfo = {
@@ -27,6 +32,8 @@ export function referenceEngine(options: { pages?: number; maxQueuedChunks?: num
     contextLength: config.maxContext,
     hasTokenizer: true,
     hasChatTemplate: true,
+    // Its ChatML template knows no tools: intab writes them into the system message.
+    toolFormat: 'generic',
     weightBytes: 0,
     kvPages: runner.kv.pages,
     adapter: 'cpu reference',

@@ -5,6 +5,7 @@
 // (`send` = fetch against the server). Each case asserts what it must (vitest's expect) and returns its outcome with
 // what differs between two runs blanked (ids, created times), so two surfaces' outcomes can be compared whole.
 import { expect } from 'vitest';
+import { schemaValidator } from './schema-validator.ts';
 
 /** One HTTP request of a case. */
 export interface CaseRequest {
@@ -23,6 +24,8 @@ export interface CaseContext {
   /** The model's name, as /v1/models lists it. */
   model: string;
   contextLength: number;
+  /** How the model writes tool calls (ModelInfo.toolFormat), as /v1/models names it. */
+  toolFormat: string | null;
   /** A user message (and a completions prompt) the model answers. */
   prompt: string;
   /** A logit_bias that keeps a reply going to max_tokens (the model's end-of-text ids at -100). */
@@ -35,6 +38,11 @@ export interface CaseContext {
 
 export interface OpenAICase {
   name: string;
+  /**
+   * The case makes the model call tools: its context must hold a chat with tools (with the generic format, some 650
+   * tokens of prompt). A surface over a smaller model (stories260K's 512) runs these against another that holds them.
+   */
+  tools?: true;
   /** Sends the case's requests, asserts, and returns the outcome (to compare with another surface's). */
   run(send: Send, ctx: CaseContext): Promise<unknown>;
 }
@@ -59,6 +67,8 @@ export function blanked(v: unknown): unknown {
     Object.entries(v).map(([k, x]) => {
       if (k === 'id' && typeof x === 'string' && /^(chatcmpl|cmpl)-/.test(x)) return [k, x.replace(/-.*/, '-*')];
       if (k === 'created' && typeof x === 'number') return [k, 0];
+      // A call's id is fresh per reply, as OpenAI's.
+      if (k === 'tool_calls' && Array.isArray(x)) return [k, x.map((c) => blanked(typeof c?.id === 'string' ? { ...c, id: '*' } : c))];
       return [k, blanked(x)];
     }),
   );
@@ -119,6 +129,43 @@ function streamed(s: SseAnswer): unknown {
 
 // ---- the cases ----
 
+/** A tool the cases offer: a function of one required string argument (small: the tools go into the prompt). */
+export const WEATHER = {
+  type: 'function',
+  function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'], additionalProperties: false } },
+} as const;
+const TIME = { type: 'function', function: { name: 'now', parameters: { type: 'object', properties: {}, additionalProperties: false } } } as const;
+const TOOLS = [WEATHER, TIME];
+const validArguments = { get_weather: schemaValidator(WEATHER.function.parameters)!, now: schemaValidator(TIME.function.parameters)! };
+
+/** A stream's calls, joined from delta.tool_calls as a client joins them (each call's first delta checked). */
+function joinedCalls(events: any[]): { id: string; type: string; function: { name: string; arguments: string } }[] {
+  const calls: { id: string; type: string; function: { name: string; arguments: string } }[] = [];
+  for (const e of events) {
+    for (const d of e.choices[0]?.delta?.tool_calls ?? []) {
+      if (d.id !== undefined) {
+        expect(d, "a call's first delta").toEqual({ index: calls.length, id: expect.any(String), type: 'function', function: { name: expect.any(String), arguments: '' } });
+        calls.push({ id: d.id, type: d.type, function: { name: d.function.name, arguments: '' } });
+      } else {
+        expect(Object.keys(d).sort()).toEqual(['function', 'index']);
+        calls[d.index]!.function.arguments += d.function.arguments;
+      }
+    }
+  }
+  return calls;
+}
+
+/** Each call names an offered function and its arguments parse and validate under its schema. */
+function checkCalls(calls: { type: string; function: { name: string; arguments: string } }[]): void {
+  expect(calls.length).toBeGreaterThan(0);
+  for (const c of calls) {
+    expect(c.type).toBe('function');
+    expect(Object.keys(validArguments)).toContain(c.function.name);
+    const verdict = validArguments[c.function.name as keyof typeof validArguments](JSON.parse(c.function.arguments));
+    expect(verdict.valid, `${c.function.name}(${c.function.arguments}): ${JSON.stringify(verdict.errors)}`).toBe(true);
+  }
+}
+
 export const OPENAI_CASES: readonly OpenAICase[] = [
   {
     name: 'a body that is not JSON is a 400 invalid_json',
@@ -155,7 +202,7 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
     async run(send, ctx) {
       const list = await json(await send(get('/v1/models')));
       expect(list.status).toBe(200);
-      const model = { id: ctx.model, object: 'model', created: expect.any(Number), owned_by: 'intab', max_model_len: ctx.contextLength };
+      const model = { id: ctx.model, object: 'model', created: expect.any(Number), owned_by: 'intab', max_model_len: ctx.contextLength, tool_format: ctx.toolFormat };
       expect(list.body).toEqual({ object: 'list', data: [model] });
       expect(list.body.data[0].created).toBeGreaterThan(1.7e9); // a time, not a placeholder
       const one = await json(await send(get(`/v1/models/${encodeURIComponent(ctx.model)}`)));
@@ -217,12 +264,68 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
     },
   },
   {
+    name: 'tools: a bad tool, tool_choice or call history is a 400 naming the field; the legacy completions refuse tools',
+    async run(send, ctx) {
+      const user = { role: 'user', content: ctx.prompt };
+      const fields = (param: string) => ({ type: 'invalid_request_error', code: null, param });
+      const chat = (body: Record<string, unknown>) => send(post('/v1/chat/completions', { messages: [user], max_tokens: 4, ...body }));
+      const name = await refused(await chat({ tools: [{ type: 'function', function: { name: 'get weather' } }] }), 400, fields('tools[0].function.name'), /1 to 64 characters of a-z, A-Z, 0-9, _ and -/);
+      const choice = await refused(await chat({ tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'now' } } }), 400, fields('tool_choice.function.name'), /one of the tools \(get_weather\)/);
+      const orphan = await refused(await chat({ messages: [user, { role: 'tool', tool_call_id: 'call_9', content: '21' }] }), 400, fields('messages[1].tool_call_id'), /earlier assistant message's tool_calls/);
+      const legacy = await refused(await send(post('/v1/completions', { prompt: ctx.prompt, tools: [WEATHER] })), 400, fields('tools'), /legacy completions API has no tools; send tools to \/v1\/chat\/completions/);
+      return [name, choice, orphan, legacy].map((a) => [a.status, a.body.error.param]);
+    },
+  },
+  {
+    name: "tools, 'required': calls of offered functions whose arguments validate; streamed, the same calls; finish_reason tool_calls",
+    tools: true,
+    async run(send, ctx) {
+      // Seeded sampling: both requests get the same ids. One call (room for it in max_tokens even one character a token).
+      const body = { messages: [{ role: 'user', content: ctx.prompt }], tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 160, temperature: 1, seed: 5 };
+      const whole = await json(await send(post('/v1/chat/completions', body)));
+      expect(whole.status).toBe(200);
+      const choice = whole.body.choices[0];
+      expect(choice).toMatchObject({ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null, refusal: null } });
+      checkCalls(choice.message.tool_calls);
+      expect(choice.message.tool_calls).toHaveLength(1); // parallel_tool_calls: false
+      const s = await sse(await send(post('/v1/chat/completions', { ...body, stream: true })));
+      expect([s.status, s.done]).toEqual([200, true]);
+      expect(s.events[0].choices[0].delta).toMatchObject({ role: 'assistant' });
+      expect(text(s.events)).toBe(''); // nothing of the call's syntax is content
+      expect(joinedCalls(s.events).map((c) => c.function)).toEqual(choice.message.tool_calls.map((c: any) => c.function));
+      expect(s.events.at(-1).choices[0]).toEqual({ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' });
+      return [blanked(whole), streamed(s)];
+    },
+  },
+  {
+    name: "tools: a named tool_choice calls that function; 'none' answers in text; a history of a call and its result is answered",
+    tools: true,
+    async run(send, ctx) {
+      const user = { role: 'user', content: ctx.prompt };
+      const named = await json(await send(post('/v1/chat/completions', { messages: [user], tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, max_tokens: 160, temperature: 1, seed: 9 })));
+      expect([named.status, named.body.choices[0].finish_reason]).toEqual([200, 'tool_calls']);
+      checkCalls(named.body.choices[0].message.tool_calls);
+      expect(named.body.choices[0].message.tool_calls.map((c: any) => c.function.name)).toEqual(['get_weather']);
+      const none = await json(await send(post('/v1/chat/completions', { messages: [user], tools: TOOLS, tool_choice: 'none', max_tokens: 6, temperature: 0 })));
+      expect(none.status).toBe(200);
+      expect(none.body.choices[0].message.tool_calls).toBeUndefined();
+      expect(['stop', 'length']).toContain(none.body.choices[0].finish_reason);
+      expect(typeof none.body.choices[0].message.content).toBe('string');
+      const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+      const history = [user, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'call_1', content: '21 C' }];
+      const answered = await json(await send(post('/v1/chat/completions', { messages: history, tools: TOOLS, tool_choice: 'none', max_tokens: 4, temperature: 0 })));
+      expect(answered.status).toBe(200);
+      expect(answered.body.usage.prompt_tokens).toBeGreaterThan(none.body.usage.prompt_tokens); // the call and its result were rendered
+      return blanked([named, none, answered]);
+    },
+  },
+  {
     name: 'an unknown field is ignored, as OpenAI does, and named in x-intab-ignored-fields',
     async run(send, ctx) {
       const a = await json(await send(post('/v1/chat/completions', { messages: [{ role: 'user', content: ctx.prompt }], max_tokens: 2, temperature: 0, temprature: 0, user: 'u1' })));
       expect([a.status, a.headers['x-intab-ignored-fields'], a.body.usage.completion_tokens]).toEqual([200, 'temprature, user', 2]);
-      const s = await sse(await send(post('/v1/completions', { prompt: ctx.prompt, max_tokens: 2, stream: true, tools: [] })));
-      expect([s.status, s.headers['x-intab-ignored-fields'], s.done]).toEqual([200, 'tools', true]);
+      const s = await sse(await send(post('/v1/completions', { prompt: ctx.prompt, max_tokens: 2, stream: true, metadata: {} })));
+      expect([s.status, s.headers['x-intab-ignored-fields'], s.done]).toEqual([200, 'metadata', true]);
       // Known fields, nothing named.
       const known = await send(post('/v1/completions', { prompt: ctx.prompt, max_tokens: 1, return_token_ids: false }));
       expect(known.headers.get('x-intab-ignored-fields')).toBeNull();

@@ -82,6 +82,8 @@ function message(r: Random, i: number): Record<string, unknown> {
   const m: Record<string, unknown> = { role, content: r.chance(0.8) ? text(r) : r.pick<unknown>([null, [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], [{ type: 'image_url', image_url: { url: 'x' } }], []]) };
   if (r.chance(0.05)) m.name = 'bob';
   if (role === 'assistant' && r.chance(0.1)) m.tool_calls = [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }];
+  // A tool result names its call (one an earlier assistant message made, or not: refused as messages[i].tool_call_id).
+  if (role === 'tool' && r.chance(0.8)) m.tool_call_id = 'c1';
   return m;
 }
 
@@ -141,6 +143,8 @@ const CHAT: Record<string, (r: Random) => unknown> = {
   logprobs: (r) => r.chance(0.5),
   top_logprobs: (r) => r.int(21),
   tools: () => [{ type: 'function', function: { name: 'f', parameters: {} } }],
+  tool_choice: (r) => r.pick<unknown>(['auto', 'none', 'required', { type: 'function', function: { name: 'f' } }]),
+  parallel_tool_calls: (r) => r.chance(0.5),
 };
 
 const COMPLETIONS: Record<string, (r: Random) => unknown> = {
@@ -227,6 +231,22 @@ function nearMiss(r: Random, field: string, js: boolean): unknown {
       ])();
     case 'stream_options':
       return r.pick<unknown>(['yes', [], { include_usage: 'yes' }, { include_usage: null }]);
+    case 'tools':
+      return r.pick<() => unknown>([
+        () => [],
+        () => ({ type: 'function', function: { name: 'f' } }),
+        () => [{ type: 'function', function: { name: r.pick(['', 'a b', 'é', 'x'.repeat(65), '__proto__', 'constructor']) } }],
+        () => [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'f' } }],
+        () => [{ type: 'code_interpreter' }],
+        () => [{ type: 'function', function: { name: 'f', parameters: r.pick<unknown>([[], 'object', true, deep(r, r.pick([127, 129, 2_000]))]) } }],
+        () => [{ type: 'function', function: { name: 'f', strict: 'yes', description: 5 } }],
+        () => [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', properties: { a: { type: 'string', pattern: '(' } } } } }],
+        () => Array.from({ length: r.pick([128, 129, 5_000]) }, (_, i) => ({ type: 'function', function: { name: `f${i}` } })),
+        () => [null],
+        () => [obj([['__proto__', { type: 'function' }]])],
+      ])();
+    case 'tool_choice':
+      return r.pick<unknown>(['any', 'REQUIRED', '', { type: 'function' }, { type: 'function', function: { name: 'g' } }, { function: { name: 'f' } }, [], 5]);
     default:
       return r.chance(0.5) ? r.pick(NUMBERS) : anyValue(r, js);
   }

@@ -1,14 +1,18 @@
 // The engine's API (start / next / cancel …) over a remote OpenAI-compatible server, so createEngine({ remote }) gives
 // the same IntabEngine as a model in the tab: generate() and chat.completions.create() stream from it, with the same
 // chunks, abort and errors. A GenerateRequest becomes a `/v1/chat/completions` (messages) or `/v1/completions` (a
-// prompt or ids) request with SSE; sampling, stop strings, seed, logprobs and JSON formats are passed through.
+// prompt or ids) request with SSE; sampling, stop strings, seed, logprobs, JSON formats and tools are passed through,
+// and the server's streamed tool calls come back as the engine's Chunk.toolCalls.
 
-import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult } from '@intab/engine/contract';
+import type { ChatMessage, Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult, ToolFormatName } from '@intab/engine/contract';
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
 import { GENERATE_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
 import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
 import { RemoteStream, type JsonValidator, type RemoteCall } from './stream.ts';
+
+/** The tool formats a server may name in /models' `tool_format` (intab serve does). */
+const TOOL_FORMATS: readonly ToolFormatName[] = ['hermes', 'llama3', 'mistral', 'phi4', 'generic'];
 
 /**
  * The request body a server gets for a GenerateRequest. Options with OpenAI names keep them; top_k, min_p,
@@ -29,12 +33,15 @@ export function remoteCall(request: GenerateRequest, model: string): RemoteCall 
   let path: RemoteCall['path'];
   if (r.messages !== undefined) {
     if (!Array.isArray(r.messages) || r.messages.length === 0) throw new InvalidRequestError('messages', r.messages, 'a non-empty array of { role, content }');
-    body.messages = r.messages.map((m, i) => {
-      if (typeof m?.role !== 'string' || typeof m.content !== 'string') throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content } with string fields');
-      checkRole(m.role, `messages[${i}].role`);
-      return { role: templateRole(m.role), content: m.content };
-    });
+    body.messages = r.messages.map((m, i) => wireMessage(m, i));
     path = '/chat/completions';
+    // Tools go as they are (OpenAI's shape): the server renders them in its model's format and streams the calls back.
+    if (r.tools !== undefined) body.tools = r.tools;
+    if (r.toolChoice !== undefined) body.tool_choice = r.toolChoice;
+    if (r.parallelToolCalls !== undefined) body.parallel_tool_calls = r.parallelToolCalls;
+  } else if (r.tools !== undefined || r.toolChoice !== undefined || r.parallelToolCalls !== undefined) {
+    const field = r.tools !== undefined ? 'tools' : r.toolChoice !== undefined ? 'toolChoice' : 'parallelToolCalls';
+    throw new InvalidRequestError(field, r[field], 'absent with a prompt: tools need messages (the chat template renders them)');
   } else if (r.promptIds !== undefined) {
     if (!Array.isArray(r.promptIds) || r.promptIds.length === 0 || r.promptIds.some((n) => !Number.isInteger(n) || n < 0)) throw new InvalidRequestError('promptIds', r.promptIds, 'a non-empty array of token ids');
     body.prompt = r.promptIds;
@@ -84,6 +91,26 @@ export function remoteCall(request: GenerateRequest, model: string): RemoteCall 
   return { path, body, logprobs, ...(format ? { format } : {}) };
 }
 
+/**
+ * One message as OpenAI's API spells it: an assistant's toolCalls as tool_calls (content null when it has none), a
+ * tool result's toolCallId as tool_call_id (its name stays here: OpenAI's tool messages have none, the id says it).
+ */
+function wireMessage(m: ChatMessage, i: number): Record<string, unknown> {
+  const ok = typeof m?.role === 'string' && (typeof m.content === 'string' || (m.content === null && m.role === 'assistant'));
+  if (!ok) throw new InvalidRequestError(`messages[${i}]`, m, 'an object { role, content } with string fields (content null only on an assistant message of tool calls)');
+  checkRole(m.role, `messages[${i}].role`);
+  const out: Record<string, unknown> = { role: templateRole(m.role), content: m.content };
+  if (m.toolCalls !== undefined) {
+    if (m.role !== 'assistant' || !Array.isArray(m.toolCalls)) throw new InvalidRequestError(`messages[${i}].toolCalls`, m.toolCalls, 'an array of calls, on an assistant message');
+    if (m.toolCalls.length > 0) out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
+  }
+  if (m.role === 'tool') {
+    if (typeof m.toolCallId !== 'string') throw new InvalidRequestError(`messages[${i}].toolCallId`, m.toolCallId, 'the id of the call whose result this message carries');
+    out.tool_call_id = m.toolCallId;
+  }
+  return out;
+}
+
 /** The validator of a json_schema format (imported only when one is used), for the draft the schema declares. */
 async function validatorFor(format: ResponseFormat | undefined): Promise<JsonValidator | undefined> {
   if (format?.type !== 'json_schema') return undefined;
@@ -96,7 +123,7 @@ async function validatorFor(format: ResponseFormat | undefined): Promise<JsonVal
 
 /** What the server says about its models (GET /models): OpenAI's list, with vLLM's max_model_len when present. */
 interface ModelList {
-  data?: { id?: unknown; max_model_len?: unknown; owned_by?: unknown }[];
+  data?: { id?: unknown; max_model_len?: unknown; owned_by?: unknown; tool_format?: unknown }[];
 }
 
 export class RemoteEngineApi implements EngineApi {
@@ -119,12 +146,14 @@ export class RemoteEngineApi implements EngineApi {
     const c = this.config;
     const warnings: string[] = [];
     let contextLength = 0;
+    let toolFormat: ToolFormatName | null = null;
     try {
       const { response } = await send(c, '/models', { method: 'GET' }, signal);
       const list = (await response.json().catch(() => ({}))) as ModelList;
       const entry = Array.isArray(list.data) ? list.data.find((m) => m?.id === c.model) : undefined;
       if (!entry) warnings.push(`${c.baseURL}/models does not list '${c.model}'${Array.isArray(list.data) ? ` (it lists ${list.data.map((m) => String(m?.id)).slice(0, 5).join(', ')})` : ''}: requests may fail with 404.`);
       if (typeof entry?.max_model_len === 'number') contextLength = entry.max_model_len;
+      if (typeof entry?.tool_format === 'string' && (TOOL_FORMATS as readonly string[]).includes(entry.tool_format)) toolFormat = entry.tool_format as ToolFormatName;
     } catch (err) {
       if (!(err instanceof RemoteHttpError && err.status === 404)) throw err;
       warnings.push(`${c.baseURL}/models is not served (404): the model was not checked.`);
@@ -139,6 +168,9 @@ export class RemoteEngineApi implements EngineApi {
       contextLength,
       hasTokenizer: true,
       hasChatTemplate: true,
+      // The server renders tools in its model's own format and parses the calls itself: tools are forwarded whatever
+      // this says. intab serve names its format in /models (tool_format); another server's stays unknown (null).
+      toolFormat,
       weightBytes: 0,
       kvPages: 0,
       adapter: 'remote',

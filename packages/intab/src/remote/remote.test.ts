@@ -74,7 +74,7 @@ beforeAll(async () => {
     }
     if (req.url === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', owned_by: 'test', max_model_len: 2048 }] }));
+      res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', owned_by: 'test', max_model_len: 2048, tool_format: 'hermes' }] }));
       return;
     }
     await behaviour(req, res, s, seen.filter((x) => x.path !== '/v1/models').length);
@@ -441,6 +441,104 @@ describe('JSON formats', () => {
   });
 });
 
+describe('tool calls', () => {
+  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+  const event = (delta: Record<string, unknown>, finish: string | null = null, ids: number[] = []) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-t', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, token_ids: ids }] })}\n\n`;
+  /** OpenAI's way: text, then each call's first delta (id, type, name, arguments ''), its fragments, finish_reason tool_calls. */
+  const openAiStyle: Behaviour = (_req, res) => {
+    sseHead(res);
+    res.write(event({ role: 'assistant', content: 'Checking.' }, null, [1]));
+    res.write(event({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }, null, [2]));
+    res.write(event({ tool_calls: [{ index: 0, function: { arguments: '{"city": "Pa' } }] }, null, [3]));
+    res.write(event({ tool_calls: [{ index: 0, function: { arguments: 'ris"}' } }] }, null, [4]));
+    // vLLM's way for the second call: the whole call in one delta, its id repeated on the next.
+    res.write(event({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }, null, [5]));
+    res.write(event({ tool_calls: [{ index: 1, id: 'call_b', function: { arguments: ' "Oslo"}' } }] }, null, [6]));
+    res.write(event({}, 'tool_calls'));
+    res.end('data: [DONE]\n\n');
+  };
+
+  test("tools go to the server as OpenAI's fields; its streamed calls come back as Chunk.toolCalls with 'tool_calls'", async () => {
+    behaviour = openAiStyle;
+    const engine = await remoteEngine();
+    expect(engine.info.toolFormat).toBe('hermes'); // as the server's /models names it
+    const call = { id: 'call_0', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Rome"}' } };
+    const history = [
+      { role: 'user', content: 'Weather in Rome, then Paris and Oslo?' },
+      { role: 'assistant', content: null, toolCalls: [call] },
+      { role: 'tool', content: 'sunny', toolCallId: 'call_0', name: 'get_weather' },
+    ];
+    const chunks = await collect(engine.generate({ messages: history, tools: [weather], toolChoice: 'required', parallelToolCalls: true }));
+    expect(posts()[0]!.body).toMatchObject({
+      tools: [weather],
+      tool_choice: 'required',
+      parallel_tool_calls: true,
+      messages: [
+        { role: 'user', content: 'Weather in Rome, then Paris and Oslo?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', content: 'sunny', tool_call_id: 'call_0' },
+      ],
+    });
+    expect(textOf(chunks)).toBe('Checking.');
+    const deltas = chunks.flatMap((c) => c.toolCalls ?? []);
+    expect(deltas.map(({ json: _json, ...d }) => d)).toEqual([
+      { index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } },
+      { index: 0, function: { arguments: '{"city": "Pa' } },
+      { index: 0, function: { arguments: 'ris"}' } },
+      { index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '' } },
+      { index: 1, function: { arguments: '{"city":' } },
+      { index: 1, function: { arguments: ' "Oslo"}' } },
+    ]);
+    // The arguments' partial-JSON events, as a local engine gives them: the city's value, when it is complete.
+    const events = deltas.flatMap((d) => d.json ?? []);
+    expect(events.filter((e) => e.kind === 'value' && e.complete && e.path.join('.') === 'city').map((e) => (e as { value?: unknown }).value)).toEqual(['Paris', 'Oslo']);
+    expect(chunks.at(-1)!.finishReason).toBe('tool_calls');
+    await engine.destroy();
+  });
+
+  test('chat.completions.create over a remote engine: message.tool_calls streamed and not, a whole JSON answer too', async () => {
+    behaviour = openAiStyle;
+    const engine = await remoteEngine();
+    const reply = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Paris and Oslo?' }], tools: [weather] });
+    expect(reply.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { content: 'Checking.', tool_calls: [
+        { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } },
+        { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Oslo"}' } },
+      ] },
+    });
+    const streamed: { id?: string; arguments: string }[] = [];
+    let finish: string | null = null;
+    for await (const c of await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Paris and Oslo?' }], tools: [weather], stream: true })) {
+      for (const d of c.choices[0]?.delta.tool_calls ?? []) {
+        streamed[d.index] ??= { arguments: '' };
+        if (d.id) streamed[d.index]!.id = d.id;
+        streamed[d.index]!.arguments += d.function.arguments;
+      }
+      finish = c.choices[0]?.finish_reason ?? finish;
+    }
+    expect([streamed, finish]).toEqual([reply.choices[0]!.message.tool_calls!.map((t) => ({ id: t.id, arguments: t.function.arguments })), 'tool_calls']);
+    // A server that ignores stream: its message's calls are read whole.
+    behaviour = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_z', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lima"}' } }] }, finish_reason: 'tool_calls' }] }));
+    };
+    const whole = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Lima?' }], tools: [weather], tool_choice: 'required' });
+    expect(whole.choices[0]).toMatchObject({ finish_reason: 'tool_calls', message: { content: null, tool_calls: [{ id: 'call_z', function: { name: 'get_weather', arguments: '{"city":"Lima"}' } }] } });
+    await engine.destroy();
+  });
+
+  test('tools with a prompt, and a tool message without its call id, are refused before any request', async () => {
+    const engine = await remoteEngine();
+    const refused = async (p: AsyncIterable<Chunk>) => (await collect(p).then(() => undefined, (e: unknown) => e)) as InvalidRequestError;
+    expect((await refused(engine.generate({ prompt: 'x', tools: [weather] }))).field).toBe('tools');
+    expect((await refused(engine.generate({ messages: [{ role: 'user', content: 'x' }, { role: 'tool', content: '1' }] }))).field).toMatch(/^messages\[1\]/);
+    expect(posts()).toHaveLength(0);
+    await engine.destroy();
+  });
+});
+
 describe('requests and options', () => {
   test('grammar and regex formats, and several prompts, are InvalidRequestErrors; preload and saveCache say why not', async () => {
     const engine = await remoteEngine();
@@ -463,8 +561,9 @@ describe('requests and options', () => {
       expect((e as InvalidRequestError).field).toBe('messages[0].role');
     }
     expect(posts()).toHaveLength(0);
-    await collect(engine.generate({ messages: [{ role: 'developer', content: 'be brief' }, { role: 'tool', content: '42' }, { role: 'user', content: 'x' }] }));
-    expect(posts()[0]!.body.messages).toEqual([{ role: 'system', content: 'be brief' }, { role: 'tool', content: '42' }, { role: 'user', content: 'x' }]);
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
+    await collect(engine.generate({ messages: [{ role: 'developer', content: 'be brief' }, { role: 'assistant', content: '', toolCalls: [call] }, { role: 'tool', content: '42', toolCallId: 'c1' }, { role: 'user', content: 'x' }] }));
+    expect(posts()[0]!.body.messages).toEqual([{ role: 'system', content: 'be brief' }, { role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', content: '42', tool_call_id: 'c1' }, { role: 'user', content: 'x' }]);
     await engine.destroy();
   });
 

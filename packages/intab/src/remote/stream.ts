@@ -4,8 +4,10 @@
 // token a broken or silent stream is reopened (nothing was delivered, so nothing is duplicated); after it, a break
 // ends the stream with finishReason 'error' and a RemoteStreamError holding what was delivered. JSON formats stream
 // partial-JSON events and the finished document is checked against the schema here, whatever the server enforced.
+// Tool calls the server streams (delta.tool_calls) become the engine's Chunk.toolCalls: a call's first delta carries its
+// id, type and name with arguments '', then its arguments arrive in fragments, with their partial-JSON events.
 
-import type { Chunk, FinishReason, JsonEvent, RequestMetrics, ResponseFormat, TokenLogprob } from '@intab/engine/contract';
+import type { Chunk, FinishReason, JsonEvent, RequestMetrics, ResponseFormat, TokenLogprob, ToolCallDelta } from '@intab/engine/contract';
 import { PartialJsonParser } from '@intab/grammar/partial';
 import { SseParser } from '../sse.ts';
 import { RemoteError, RemoteFormatError, RemoteHttpError, RemoteProtocolError, RemoteStreamError, RemoteTimeoutError } from './errors.ts';
@@ -35,6 +37,7 @@ interface Part {
   ids: number[];
   logprobs?: TokenLogprob[];
   json?: JsonEvent[];
+  toolCalls?: ToolCallDelta[];
 }
 
 interface Usage {
@@ -60,6 +63,8 @@ export class RemoteStream {
   /** What the server sent so far (delivered or queued): a RemoteStreamError carries it. */
   private readonly received = { text: '', ids: [] as number[], events: 0 };
   private readonly parser?: PartialJsonParser;
+  /** Per call index: the partial-JSON parser of its arguments (null once they stopped parsing: no more events). */
+  private readonly argParsers = new Map<number, PartialJsonParser | null>();
   private wake?: () => void;
   private room?: () => void;
 
@@ -99,12 +104,15 @@ export class RemoteStream {
     const chunk: Chunk = { text: '', ids: [], finishReason: null };
     const logprobs: TokenLogprob[] = [];
     const json: JsonEvent[] = [];
+    const toolCalls: ToolCallDelta[] = [];
     for (const p of this.parts) {
       chunk.text += p.text;
       chunk.ids.push(...p.ids);
       if (p.logprobs) logprobs.push(...p.logprobs);
       if (p.json) json.push(...p.json);
+      if (p.toolCalls) toolCalls.push(...p.toolCalls);
     }
+    if (toolCalls.length) chunk.toolCalls = toolCalls;
     this.parts = [];
     this.queuedChars = 0;
     this.room?.();
@@ -254,8 +262,46 @@ export class RemoteStream {
     const choice = ev.choices[0] as Choice | undefined;
     if (!choice) return;
     const text = this.call.path === '/chat/completions' ? (choice.delta?.content ?? choice.message?.content) : choice.text;
-    this.take(typeof text === 'string' ? text : '', Array.isArray(choice.token_ids) ? choice.token_ids.filter((n) => Number.isInteger(n)) : [], this.logprobsOf(choice));
-    if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
+    const calls = this.call.path === '/chat/completions' ? this.toolCallsOf(choice, o) : undefined;
+    this.take(typeof text === 'string' ? text : '', Array.isArray(choice.token_ids) ? choice.token_ids.filter((n) => Number.isInteger(n)) : [], this.logprobsOf(choice), calls);
+    if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason === 'length' ? 'length' : choice.finish_reason === 'tool_calls' ? 'tool_calls' : 'stop';
+  }
+
+  /**
+   * A choice's tool calls as the engine's deltas: a server delta with the call's id or name opens the call (arguments
+   * '', as the engine's first delta), and its arguments, there or later, are fragments; a whole answer's
+   * message.tool_calls are the same, each call opened and its arguments given at once.
+   */
+  private toolCallsOf(choice: Choice, o: Opened): ToolCallDelta[] | undefined {
+    const given = choice.delta?.tool_calls ?? choice.message?.tool_calls;
+    if (given === undefined || given === null) return undefined;
+    if (!Array.isArray(given)) throw new RemoteProtocolError(this.url, 'the server sent tool_calls that are not an array', JSON.stringify(given) ?? '', { status: o.response.status });
+    const out: ToolCallDelta[] = [];
+    given.forEach((c, position) => {
+      // A whole message's calls carry no index: their position is it.
+      const index = typeof c?.index === 'number' && Number.isInteger(c.index) && c.index >= 0 ? c.index : position;
+      const name = c?.function?.name;
+      const args = typeof c?.function?.arguments === 'string' ? c.function.arguments : '';
+      // Opened once: a server that repeats the id on every delta of a call does not open it again.
+      if ((typeof c?.id === 'string' || typeof name === 'string') && !this.argParsers.has(index)) {
+        out.push({ index, id: typeof c?.id === 'string' ? c.id : `call_${index}`, type: 'function', function: { name: typeof name === 'string' ? name : '', arguments: '' } });
+        this.argParsers.set(index, new PartialJsonParser({ snapshots: 'none' }));
+      }
+      if (args !== '') out.push({ index, function: { arguments: args }, json: this.argEvents(index, args) });
+    });
+    return out;
+  }
+
+  /** The partial-JSON events of one fragment of a call's arguments; none once they stop parsing (the text still goes on). */
+  private argEvents(index: number, fragment: string): JsonEvent[] {
+    const parser = this.argParsers.get(index);
+    if (!parser) return [];
+    try {
+      return parser.push(fragment);
+    } catch {
+      this.argParsers.set(index, null);
+      return [];
+    }
   }
 
   /** A whole JSON answer (a server that ignored `stream: true`). */
@@ -295,16 +341,16 @@ export class RemoteStream {
     return undefined;
   }
 
-  /** Text (and ids, logprobs) the server sent: queued for the consumer, through the JSON parser for JSON formats. */
-  private take(text: string, ids: number[], logprobs: TokenLogprob[] | undefined): void {
-    if (!text && ids.length === 0 && !logprobs?.length) return;
+  /** Text (and ids, logprobs, tool calls) the server sent: queued for the consumer, through the JSON parser for JSON formats. */
+  private take(text: string, ids: number[], logprobs: TokenLogprob[] | undefined, toolCalls?: ToolCallDelta[]): void {
+    if (!text && ids.length === 0 && !logprobs?.length && !toolCalls?.length) return;
     const now = performance.now();
     this.firstTokenAt ??= now;
     this.lastTokenAt = now;
     this.received.events++;
     this.received.text += text;
     this.received.ids.push(...ids);
-    const part: Part = { text, ids, ...(logprobs ? { logprobs } : {}) };
+    const part: Part = { text, ids, ...(logprobs ? { logprobs } : {}), ...(toolCalls?.length ? { toolCalls } : {}) };
     if (this.parser && text) {
       try {
         part.json = this.parser.push(text);
@@ -313,7 +359,7 @@ export class RemoteStream {
       }
     }
     this.parts.push(part);
-    this.queuedChars += text.length;
+    this.queuedChars += text.length + (toolCalls ?? []).reduce((n, d) => n + d.function.arguments.length, 0);
     this.wake?.();
   }
 
@@ -383,10 +429,18 @@ export class RemoteStream {
   }
 }
 
+/** A call as a server sends it: streamed (index, then id/type/name on its first delta) or whole (a message's). */
+interface WireToolCall {
+  index?: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
 /** The fields of a choice this reader looks at (chat.completion.chunk, text_completion, vLLM's token_ids). */
 interface Choice {
-  delta?: { content?: string | null };
-  message?: { content?: string | null };
+  delta?: { content?: string | null; tool_calls?: WireToolCall[] | null };
+  message?: { content?: string | null; tool_calls?: WireToolCall[] | null };
   text?: string;
   token_ids?: number[];
   finish_reason?: string | null;
