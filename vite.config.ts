@@ -27,7 +27,7 @@ export default defineConfig({
         test: {
           name: 'node',
           environment: 'node',
-          include: ['packages/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: ['packages/**/*.test.ts', 'scripts/**/*.test.ts', 'examples/**/*.test.ts'],
           exclude: ['**/*.gpu.test.ts', '**/node_modules/**'],
           // CPU reference models and real 151k vocabularies: seconds per test on 2 cores, more under load.
           testTimeout: 30_000,

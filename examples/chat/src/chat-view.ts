@@ -1,10 +1,14 @@
 // The conversation part of a chat page, shared by the demo chat and the PWA assistant: a multi-turn history
 // streamed through intab's OpenAI-compatible chat API (or a plain-text transcript for models without a chat
 // template), a stop button, and per answer TTFT, tok/s, tokens and how many prompt tokens came from the prefix cache.
-// Also the preloaded system prompt and the load progress line both pages show. Everything shown (the model's
-// answer, the visitor's message, errors) is set as text, never parsed as HTML: a model can be made to write markup.
+// Also the preloaded system prompt and the load progress line both pages show. With tools, the model's calls show as
+// they stream (tool-call-view.ts), the page runs them, and their results go back to the model, round after round, until
+// it answers in text (at most MAX_TOOL_ROUNDS replies). Everything shown (the model's answer, the visitor's message,
+// calls, results, errors) is set as text, never parsed as HTML: a model can be made to write markup.
 
 import { InvalidRequestError, type ChatMessage, type IntabEngine, type LoadProgress, type Preloaded } from 'intab';
+import { toolCallBox, type ToolCallBox, type ToolCallStatus } from './tool-call-view.ts';
+import { MAX_TOOL_ROUNDS, ToolCallCollector, toolChoiceForRound, type ConversationMessage, type FunctionTool, type ToolCallDeltaParam, type ToolCallMade, type ToolChoiceParam } from './tool-calls.ts';
 
 export interface Sampling {
   temperature?: number;
@@ -28,6 +32,19 @@ export interface ChatElements {
   stop: HTMLButtonElement;
 }
 
+/** The tools of a page: what the model may call, and (on a page that runs them) how a call runs. */
+export interface ToolHost {
+  /** The functions of the next request (none: undefined or empty). */
+  definitions(): FunctionTool[] | undefined;
+  /** The tool_choice of the first reply to each message (a page's `?tool_choice=`) [the API's default, 'auto']. */
+  firstChoice?(): ToolChoiceParam | undefined;
+  /**
+   * Runs one call (the box shows it; it may ask the user to confirm) and gives the `tool` message's content. Absent,
+   * the page only shows calls: the answer ends with them, and each is answered "not run".
+   */
+  run?(call: ToolCallMade, box: ToolCallBox, signal: AbortSignal): Promise<{ status: ToolCallStatus; content: string }>;
+}
+
 export interface ChatView {
   /** Enables or disables typing (disabled until a model is ready). */
   setReady(ready: boolean): void;
@@ -42,8 +59,8 @@ export interface ChatView {
  * const view = chatView(elements, { engine: () => engine, system: () => systemInput.value, sampling: () => ({ maxTokens: 256 }) });
  * view.setReady(true);
  */
-export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undefined; system(): string; sampling(): Sampling }): ChatView {
-  let history: ChatMessage[] = [];
+export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undefined; system(): string; sampling(): Sampling; tools?: ToolHost }): ChatView {
+  let history: ConversationMessage[] = [];
   let answering: AbortController | undefined;
 
   const addMessage = (role: string, text: string) => {
@@ -73,12 +90,32 @@ export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undef
     ui.input.value = '';
     history.push({ role: 'user', content: text });
     addMessage('user', text);
-    const out = addMessage('assistant', '');
     const controller = (answering = new AbortController());
+    // This conversation (a new chat started meanwhile does not get this answer's end).
+    const conversation = history;
     ui.send.hidden = true;
     ui.stop.hidden = false;
+    try {
+      // One reply per round; a reply that ends in calls is followed by their results and the next reply.
+      for (let round = 0; round < MAX_TOOL_ROUNDS && !controller.signal.aborted; round++) {
+        if (!(await reply(engine, conversation, round, controller.signal))) break;
+      }
+    } finally {
+      answering = undefined;
+      ui.send.hidden = false;
+      ui.stop.hidden = true;
+      ui.input.focus();
+    }
+  };
+
+  /** Streams one reply into a new assistant message; true when it ended in calls that were answered (one more round). */
+  const reply = async (engine: IntabEngine, conversation: ConversationMessage[], round: number, signal: AbortSignal): Promise<boolean> => {
+    const out = addMessage('assistant', '');
     const system = deps.system().trim();
-    const messages: ChatMessage[] = system ? [{ role: 'system', content: system }, ...history] : [...history];
+    const messages: ConversationMessage[] = system ? [{ role: 'system', content: system }, ...conversation] : [...conversation];
+    const calls = new ToolCallCollector();
+    const boxes: ToolCallBox[] = [];
+    let callsBox: HTMLDivElement | undefined;
     const t0 = performance.now();
     let tFirst = 0;
     let answer = '';
@@ -86,41 +123,76 @@ export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undef
     let finish: string | null = null;
     let usage: { prompt: number; cached: number } | undefined;
     try {
-      for await (const piece of answerStream(engine, messages, deps.sampling(), controller.signal)) {
+      // A page's tools (its ?tools= and ?tool_choice=, checked here: a bad one is this answer's error). A schema for
+      // the answer (?schema=) leaves them out: a reply is either calls or text.
+      const sampling = deps.sampling();
+      const tools = engine.info.hasChatTemplate && sampling.schema === undefined ? deps.tools?.definitions() : undefined;
+      const withTools = tools?.length ? { tools, toolChoice: toolChoiceForRound(deps.tools?.firstChoice?.(), round) } : undefined;
+      for await (const piece of answerStream(engine, messages, sampling, withTools, signal)) {
+        if (piece.text || piece.toolCalls?.length) tFirst ||= performance.now();
         if (piece.text) {
-          tFirst ||= performance.now();
           answer += piece.text;
           out.body.textContent = answer;
-          ui.messages.scrollTop = ui.messages.scrollHeight;
         }
+        for (const i of calls.add(piece.toolCalls)) {
+          if (!callsBox) out.root.insertBefore((callsBox = Object.assign(document.createElement('div'), { className: 'calls' })), out.stats);
+          (boxes[i] ??= toolCallBox(callsBox)).update(calls.get(i));
+        }
+        ui.messages.scrollTop = ui.messages.scrollHeight;
         if (piece.finish) finish = piece.finish;
         if (piece.tokens !== undefined) tokens = piece.tokens;
         if (piece.prompt !== undefined) usage = { prompt: piece.prompt, cached: piece.cached ?? 0 };
       }
     } catch (err) {
-      if (!controller.signal.aborted) {
+      if (!signal.aborted) {
         out.root.classList.add('error');
         out.body.textContent = `${answer}\n[${(err as Error).name}: ${(err as Error).message}]`;
       }
     } finally {
       const tEnd = performance.now();
-      const stopped = controller.signal.aborted;
-      if (answer) history.push({ role: 'assistant', content: answer });
       const decodeS = tFirst ? (tEnd - tFirst) / 1000 : 0;
       out.stats.textContent = [
         tFirst ? `TTFT ${(tFirst - t0).toFixed(0)} ms` : '',
         tokens > 1 && decodeS > 0 ? `${((tokens - 1) / decodeS).toFixed(1)} tok/s` : '',
         tokens ? `${tokens} tokens` : '',
         usage ? `cached ${usage.cached} of ${usage.prompt} prompt tokens` : '',
-        stopped ? 'stopped' : finish === 'length' ? 'max tokens reached' : '',
+        signal.aborted ? 'stopped' : finish === 'length' ? 'max tokens reached' : '',
       ]
         .filter(Boolean)
         .join(' · ');
-      answering = undefined;
-      ui.send.hidden = false;
-      ui.stop.hidden = true;
-      ui.input.focus();
     }
+    const made = calls.all();
+    // Only a reply that ended in calls runs them: one cut short (max tokens, stop) may hold half a call.
+    const complete = finish === 'tool_calls' && !signal.aborted;
+    if (!complete) {
+      const why = signal.aborted ? 'stopped before it ran' : finish === 'length' ? 'max tokens reached before the calls were complete' : 'the reply ended before the calls were complete';
+      for (const box of boxes) box.result('not-run', why);
+      if (answer) conversation.push({ role: 'assistant', content: answer });
+      return false;
+    }
+    conversation.push({ role: 'assistant', content: answer || null, tool_calls: made });
+    const run = deps.tools?.run;
+    const notRun = (code: string, message: string) => ({ status: 'not-run' as const, content: JSON.stringify({ error: { code, message } }) });
+    const stopped = () => notRun('stopped', 'The user stopped the answer before this call ran.');
+    for (const [i, call] of made.entries()) {
+      let outcome: { status: ToolCallStatus; content: string };
+      if (!run) outcome = notRun('not_run', 'This page shows calls but does not run them.');
+      else if (signal.aborted) outcome = stopped();
+      else {
+        try {
+          outcome = await run(call, boxes[i], signal);
+        } catch (err) {
+          // A tool's own bug (its expected failures are results): the model hears of it, the console has the stack.
+          if (!signal.aborted) console.error(err);
+          outcome = signal.aborted ? stopped() : { status: 'failed', content: JSON.stringify({ error: { code: 'tool_failed', message: `${(err as Error).name}: ${(err as Error).message}` } }) };
+        }
+      }
+      boxes[i].result(outcome.status, outcome.content);
+      // Every call gets its answer, so the conversation stays one the API takes.
+      conversation.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
+    }
+    ui.messages.scrollTop = ui.messages.scrollHeight;
+    return run !== undefined && !signal.aborted;
   };
 
   ui.stop.onclick = () => answering?.abort();
@@ -145,10 +217,11 @@ export function chatView(ui: ChatElements, deps: { engine(): IntabEngine | undef
  */
 async function* answerStream(
   eng: IntabEngine,
-  messages: ChatMessage[],
+  messages: ConversationMessage[],
   s: Sampling,
+  tools: { tools: FunctionTool[]; toolChoice: ToolChoiceParam | undefined } | undefined,
   signal: AbortSignal,
-): AsyncGenerator<{ text?: string; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
+): AsyncGenerator<{ text?: string; toolCalls?: ToolCallDeltaParam[]; finish?: string; tokens?: number; prompt?: number; cached?: number }> {
   const schema = s.schema === undefined ? undefined : parseSchema(s.schema);
   if (eng.info.hasChatTemplate) {
     // A long conversation drops its oldest turns (never the system prompt) rather than outgrowing the context; a
@@ -157,17 +230,18 @@ async function* answerStream(
       {
         messages, stream: true, stream_options: { include_usage: true }, temperature: s.temperature, top_p: s.topP, top_k: s.topK, max_tokens: s.maxTokens, seed: s.seed, truncate: 'oldest',
         response_format: schema === undefined ? undefined : { type: 'json_schema', json_schema: { name: 'answer', schema } },
+        tools: tools?.tools, tool_choice: tools?.toolChoice,
       },
       { signal },
     );
     for await (const chunk of stream) {
       const choice = chunk.choices[0];
       const u = chunk.usage;
-      yield { text: choice?.delta?.content ?? undefined, finish: choice?.finish_reason ?? undefined, tokens: u?.completion_tokens, prompt: u?.prompt_tokens, cached: u?.prompt_tokens_details?.cached_tokens };
+      yield { text: choice?.delta?.content ?? undefined, toolCalls: choice?.delta?.tool_calls, finish: choice?.finish_reason ?? undefined, tokens: u?.completion_tokens, prompt: u?.prompt_tokens, cached: u?.prompt_tokens_details?.cached_tokens };
     }
     return;
   }
-  const prompt = `${messages.map(transcriptLine).join('\n')}\nAssistant:`;
+  const prompt = `${messages.map((m) => transcriptLine({ role: m.role, content: m.content ?? '' })).join('\n')}\nAssistant:`;
   let tokens = 0;
   const { schema: _, ...sampling } = s;
   const responseFormat = schema === undefined ? undefined : { type: 'json_schema' as const, schema };
@@ -196,15 +270,17 @@ export function transcriptLine(m: ChatMessage): string {
 
 /**
  * Pins a system prompt in the prefix cache (releasing `previous`), in the form the answers start with (the chat
- * template's system message, or the transcript's first line), and saves it for the next visit. Best effort: a
- * failure only costs speed, so it is logged and undefined is returned.
+ * template's system message, with the page's `tools` where it has some: the template renders them there; or the
+ * transcript's first line), and saves it for the next visit. Best effort: a failure only costs speed, so it is logged
+ * and undefined is returned.
  */
-export async function preloadSystemPrompt(engine: IntabEngine, text: string, previous?: Preloaded): Promise<Preloaded | undefined> {
+export async function preloadSystemPrompt(engine: IntabEngine, text: string, previous?: Preloaded, tools?: FunctionTool[]): Promise<Preloaded | undefined> {
   await previous?.release();
   // A backend without a prefix cache (onnxruntime) sends the system prompt with each request instead.
   if (!text || !engine.info.prefixCache) return undefined;
   try {
-    const handle = await engine.preload(engine.info.hasChatTemplate ? { messages: [{ role: 'system', content: text }] } : { prompt: transcriptLine({ role: 'system', content: text }) });
+    const system: ChatMessage[] = [{ role: 'system', content: text }];
+    const handle = await engine.preload(engine.info.hasChatTemplate ? { messages: system, ...(tools?.length ? { tools } : {}) } : { prompt: transcriptLine(system[0]) });
     await engine.saveCache().catch((err: Error) => console.warn(`The prefix cache was not saved: ${err.message}`));
     return handle;
   } catch (err) {

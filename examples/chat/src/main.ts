@@ -6,9 +6,13 @@
 // id or URL goes into the model store (downloading / verifying / from the store, in the status line). The backend
 // select (or ?backend=) picks intab's WebGPU kernels or onnxruntime-web; 'auto' takes ORT's wasm where WebGPU is
 // missing or software-only, and there, with no prefix cache, the system prompt is simply sent with each request.
+// `?tools=` (a URL-encoded JSON list of OpenAI tools) sends those tools with every message, and `?tool_choice=` (auto,
+// none, required or a tool's name) the first reply's choice: the model's calls show as they stream (the name, then
+// the arguments growing); this page runs none of them (each is answered "not run"), the offline assistant does.
 
 import { createEngine, type Backend, type IntabEngine, type Preloaded } from 'intab';
 import { chatView, describeProgress, originNote, preloadSystemPrompt } from './chat-view.ts';
+import { parseToolChoiceParam, parseToolsParam } from './tool-calls.ts';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
 const DEFAULT_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
@@ -45,11 +49,18 @@ let loading: AbortController | undefined;
 
 // ?schema=<JSON Schema> makes every answer follow it (structured output, enforced token by token).
 const SCHEMA = new URLSearchParams(location.search).get('schema') ?? undefined;
+// ?tools=<JSON list> and ?tool_choice=: read at each message, so a bad one is that answer's error (as ?schema= is).
+const TOOLS = new URLSearchParams(location.search).get('tools');
+const TOOL_CHOICE = new URLSearchParams(location.search).get('tool_choice');
 const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
 const view = chatView(ui, {
   engine: () => engine,
   system: () => ui.system.value,
   sampling: () => ({ temperature: num(ui.temperature), topP: num(ui.topP), topK: num(ui.topK), maxTokens: num(ui.maxTokens), seed: num(ui.seed), schema: SCHEMA }),
+  tools: {
+    definitions: () => parseToolsParam(TOOLS),
+    firstChoice: () => parseToolChoiceParam(TOOL_CHOICE, parseToolsParam(TOOLS)),
+  },
 });
 const setReady = view.setReady;
 
@@ -172,7 +183,14 @@ async function preloadSystem(): Promise<void> {
   if (!eng || preloaded?.text === text) return;
   const old = preloaded?.handle;
   preloaded = { text };
-  const handle = await preloadSystemPrompt(eng, text, old);
+  // With ?tools=, the template renders them into the system message: that is the prefix to pin (a bad list: none).
+  let tools;
+  try {
+    tools = SCHEMA === undefined ? parseToolsParam(TOOLS) : undefined;
+  } catch {
+    tools = undefined;
+  }
+  const handle = await preloadSystemPrompt(eng, text, old, tools);
   if (eng !== engine || preloaded?.text !== text) return void handle?.release();
   preloaded.handle = handle;
   if (handle) ui.system.title = `Preloaded: ${handle.tokens} tokens${handle.cachedTokens ? ` (${handle.cachedTokens} already cached)` : ''}, ${handle.ms.toFixed(0)} ms`;

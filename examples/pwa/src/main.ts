@@ -1,12 +1,17 @@
 // The installable offline assistant: a chat over a model kept in the model store (downloaded once, verified at
 // every load), the app shell precached by the Service Worker (sw.ts), and this tab answering the site's
 // OpenAI-compatible /v1 endpoint, which the Service Worker relays here. `?model=<url>` loads that model at once,
-// from the store when it is there; the stored models are listed with their sizes, to load or delete.
+// from the store when it is there; the stored models are listed with their sizes, to load or delete. The assistant
+// calls tools (assistant-tools.ts: a calculator, the clock, the user's notes), shown in the conversation, and asks
+// before any call that changes data; `?tool_choice=required` (or a tool's name) makes the first reply a call.
 
 import '@intab/example-chat/style.css';
 import './pwa.css';
 import { createEngine, modelStore, serveOpenAI, type Backend, type IntabEngine, type Preloaded } from 'intab';
 import { chatView, describeProgress, originNote, preloadSystemPrompt } from '@intab/example-chat/chat-view';
+import { parseToolChoiceParam, type ToolChoiceParam } from '@intab/example-chat/tool-calls';
+import { assistantTools, runToolCall, type AssistantTool } from './assistant-tools.ts';
+import { openNotes } from './notes.ts';
 import { registerServiceWorker } from './register-sw.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -20,6 +25,10 @@ const ui = {
   system: $<HTMLTextAreaElement>('system'),
   temperature: $<HTMLInputElement>('temperature'),
   maxTokens: $<HTMLInputElement>('max-tokens'),
+  useTools: $<HTMLInputElement>('use-tools'),
+  toolsStatus: $<HTMLDivElement>('tools-status'),
+  notes: $<HTMLUListElement>('notes'),
+  notesStatus: $<HTMLDivElement>('notes-status'),
   apiStatus: $<HTMLDivElement>('api-status'),
   messages: $<HTMLDivElement>('messages'),
   composer: $<HTMLFormElement>('composer'),
@@ -37,12 +46,87 @@ let loading: AbortController | undefined;
 // ?schema=<JSON Schema> makes every answer follow it (structured output, enforced token by token); kept across reloads.
 const SCHEMA = new URLSearchParams(location.search).get('schema') ?? undefined;
 const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Number(input.value));
+
+// ---- tools ----
+
+const notes = await openNotes();
+const tools = assistantTools({ notes });
+// ?schema= shapes every answer as JSON: then there are no tools (a reply is either calls or text).
+const toolDefinitions = () => (ui.useTools.checked && SCHEMA === undefined ? tools.map((t) => t.definition) : undefined);
+/**
+ * ?tool_choice=required (or auto, none, or a tool's name: calculator, get_current_time, search_notes, save_note) is the
+ * tool_choice of the first reply to each message: 'required' makes it a call (the rounds after are 'auto'). Kept
+ * across reloads, as ?model= is.
+ */
+let toolChoiceProblem = '';
+const TOOL_CHOICE = ((): ToolChoiceParam | undefined => {
+  try {
+    return parseToolChoiceParam(new URLSearchParams(location.search).get('tool_choice'), tools.map((t) => t.definition));
+  } catch (err) {
+    toolChoiceProblem = ` · ?tool_choice= was ignored: ${(err as Error).message}`;
+    return undefined;
+  }
+})();
+
 const view = chatView(ui, {
   engine: () => engine,
   system: () => ui.system.value,
   sampling: () => ({ temperature: num(ui.temperature), maxTokens: num(ui.maxTokens), schema: SCHEMA }),
+  tools: {
+    definitions: toolDefinitions,
+    firstChoice: () => TOOL_CHOICE,
+    run: async (call, box, signal) => {
+      const ask = (tool: AssistantTool, args: Record<string, unknown>) => box.confirm(tool.confirmation?.(args) ?? `Allow ${tool.definition.function.name} to change your data?`, signal);
+      try {
+        return await runToolCall(call, tools, ask);
+      } finally {
+        void showNotes();
+      }
+    },
+  },
 });
 ui.clear.onclick = () => view.clear();
+ui.useTools.onchange = async () => {
+  showToolsStatus();
+  if (engine) preloaded = await preloadSystemPrompt(engine, ui.system.value.trim(), preloaded, toolDefinitions());
+};
+
+/** Which tools the model gets, and how it writes calls. */
+function showToolsStatus(): void {
+  const info = engine?.info;
+  const names = tools.map((t) => `${t.definition.function.name}${t.changesData ? ' (asks you first)' : ''}`).join(', ');
+  const first = TOOL_CHOICE ? ` · first reply: tool_choice ${JSON.stringify(TOOL_CHOICE)}` : '';
+  let text: string;
+  if (!ui.useTools.checked) text = 'Tools are off.';
+  else if (SCHEMA !== undefined) text = 'Tools are off while ?schema= shapes every answer.';
+  else if (!info) text = `Tools: ${names}.`;
+  else if (!info.hasChatTemplate) text = 'This model has no chat template: it cannot call tools.';
+  else text = `Tools: ${names} · the model writes calls in the ${info.toolFormat ?? 'generic'} format${first}.`;
+  ui.toolsStatus.textContent = text + toolChoiceProblem;
+}
+
+/** The notes on this device, newest first, to delete. */
+async function showNotes(): Promise<void> {
+  const list = await notes.list();
+  ui.notes.replaceChildren(
+    ...list.map((n) => {
+      const li = document.createElement('li');
+      const name = document.createElement('span');
+      name.textContent = n.title;
+      name.title = `${n.text}\n(saved ${new Date(n.created).toLocaleString()})`;
+      const del = document.createElement('button');
+      del.textContent = 'Delete';
+      del.className = 'secondary';
+      del.onclick = async () => {
+        await notes.delete(n.id);
+        void showNotes();
+      };
+      li.append(name, del);
+      return li;
+    }),
+  );
+  ui.notesStatus.textContent = `${list.length} note${list.length === 1 ? '' : 's'}${notes.persistent ? ', kept on this device' : ', kept in this tab only (this browser gives the page no IndexedDB)'}. Ask the assistant to note something.`;
+}
 
 // ---- the model ----
 
@@ -79,12 +163,13 @@ async function load(model: string): Promise<void> {
     ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers, on ${info.backend.name}${originNote(loaded)}`;
     ui.status.title = info.backend.reason;
     stopServing = serveOpenAI(loaded, { onRequest: (e) => api.request(e) });
+    showToolsStatus();
     view.setReady(true);
     // A reload (offline too) loads the same model.
     const url = new URL(location.href);
     url.searchParams.set('model', model);
     history.replaceState(null, '', url);
-    preloaded = await preloadSystemPrompt(loaded, ui.system.value.trim(), preloaded);
+    preloaded = await preloadSystemPrompt(loaded, ui.system.value.trim(), preloaded, toolDefinitions());
   } catch (err) {
     if (!controller.signal.aborted) ui.status.textContent = `Could not load ${model}: ${(err as Error).message}`;
   } finally {
@@ -98,7 +183,7 @@ ui.load.onclick = () => {
   if (model) void load(model);
 };
 ui.system.onchange = async () => {
-  if (engine) preloaded = await preloadSystemPrompt(engine, ui.system.value.trim(), preloaded);
+  if (engine) preloaded = await preloadSystemPrompt(engine, ui.system.value.trim(), preloaded, toolDefinitions());
 };
 
 /** The models on this device, with sizes, to load or delete; and what the browser says of the storage. */
@@ -170,7 +255,8 @@ void (async () => {
   view.setReady(false);
   await registerServiceWorker().catch((err: Error) => console.warn(`The Service Worker was not registered: ${err.message}`));
   const model = new URLSearchParams(location.search).get('model');
-  await showStored();
+  showToolsStatus();
+  await Promise.all([showStored(), showNotes()]);
   if (model) {
     ui.modelUrl.value = model;
     await load(model);
