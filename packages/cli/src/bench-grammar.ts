@@ -2,6 +2,8 @@
 //   coverage, compile, mask   in Node (grammar-bench.ts): JSONSchemaBench
 //                             coverage beside the published figures, compile and per-token mask times per tokenizer
 //                             over seeded random generations under the masks, every document validated with ajv;
+//   peer (--peer xgrammar)    in Node (xgrammar-bench.ts): the same schemas and walks through web-xgrammar as well,
+//                             both engines' compile and mask times, coverage and documents side by side;
 //   decode                    in headless Chromium on WebGPU (packages/cli/page/bench-grammar.ts, mode 'grammar'): one engine,
 //                             the same prompt decoded unconstrained (ignoring EOS) and constrained by a schema of the
 //                             sample, alternated --repeats times; medians and the ratio.
@@ -15,6 +17,7 @@ import { formatTable } from './grammar-stats.ts';
 import { writeSyntheticModel } from './make-model.ts';
 import { resolveModel } from './model-files.ts';
 import { SHARED } from './repo.ts';
+import { PEERS, runPeerBench, type PeerName } from './xgrammar-bench.ts';
 import type { RealTokenizerName } from '@intab/testing/tokenizer-corpus';
 
 /** Tokenizers the mask and compile figures are measured with. */
@@ -40,6 +43,7 @@ export function grammarBenchOptions(flags: Flags) {
   for (const f of ['model', 'max-tokens', 'repeats', 'decode-schema', 'temperature']) {
     if (!decode && flags[f] !== undefined) throw new Error(`--${f} is for the decode part, which --no-decode skips`);
   }
+  if (flags.peer !== undefined && !(PEERS as readonly unknown[]).includes(flags.peer)) throw new Error(`--peer needs one of ${PEERS.join(', ')}, e.g. --peer xgrammar`);
   const temperature = flags.temperature === undefined ? 1 : Number(flags.temperature);
   if (!Number.isFinite(temperature) || temperature < 0) throw new Error('--temperature needs a number of at least 0, e.g. --temperature 1');
   return {
@@ -48,6 +52,7 @@ export function grammarBenchOptions(flags: Flags) {
     schemas,
     seed: whole('seed', 1, 0, 2 ** 31 - 1, '7'),
     decode,
+    peer: flags.peer as PeerName | undefined,
     model: typeof flags.model === 'string' ? flags.model : undefined,
     maxTokens: whole('max-tokens', 48, 2, 4096, '48'),
     repeats: whole('repeats', 3, 1, 20, '3'),
@@ -63,6 +68,10 @@ const TABLES: Record<string, string[]> = {
   coverage: ['subset', 'compiled', 'total', 'coverage', 'llguidance', 'llama.cpp', 'XGrammar', 'Outlines', 'vs_llguidance'],
   compile: ['tokenizer', 'vocab', 'schemas', 'compile_ms_p50', 'compile_ms_p99', 'first_mask_ms_p50', 'first_mask_ms_p99', 'vocab_build_ms'],
   mask: ['tokenizer', 'cache', 'p50_us', 'p99_us', 'masks', 'max_us', 'cache_hit_rate', 'documents', 'tokens', 'forced_tokens', 'invalid_outputs'],
+  peer_coverage: ['tokenizer', 'peer', 'total', 'intab_strict', 'intab_lenient', 'xgrammar', 'both', 'xgrammar_reloads'],
+  peer_compile: ['tokenizer', 'engine', 'schemas', 'compile_ms_p50', 'compile_ms_p90', 'compile_ms_p99', 'first_mask_ms_p50', 'first_mask_ms_p99'],
+  peer_mask: ['tokenizer', 'engine', 'cache', 'masks', 'p50_us', 'p90_us', 'p99_us', 'max_us'],
+  peer_summary: ['tokenizer', 'peer', 'walked_schemas', 'mask_p50_ratio', 'mask_p90_ratio', 'mask_p99_ratio', 'compile_p50_ratio', 'first_mask_p50_ratio', 'coverage_lenient', 'coverage_xgrammar', 'valid_documents', 'invalid_documents', 'met'],
   decode: ['tokenizer', 'schema', 'max_tokens', 'decode_tok_s', 'constrained_decode_tok_s', 'tok_s_ratio', 'ms_per_step', 'constrained_ms_per_step', 'step_slowdown', 'grammar_ms_per_step', 'valid_documents'],
 };
 
@@ -70,6 +79,7 @@ const TABLES: Record<string, string[]> = {
 function tableRow(r: Record<string, any>): Record<string, unknown> {
   if (r.kind === 'coverage') return { ...r, ...(r.published ?? {}) };
   if (r.kind === 'mask') return { ...r, masks: r.mask_us?.n, max_us: r.mask_us?.max };
+  if (r.kind === 'peer_mask') return { ...r, max_us: r.mask_us?.max };
   return r;
 }
 
@@ -115,6 +125,14 @@ export async function benchGrammar(flags: Flags): Promise<number> {
     }
     if (node.failures.length) failed = true;
     progress(`node part done in ${Math.round((performance.now() - started) / 1000)} s`);
+
+    if (o.peer) {
+      // The same schemas and walks through web-xgrammar too, in this process (xgrammar-bench.ts).
+      const peer = await runPeerBench({ shared, tokenizers: o.tokenizers, perSubset: o.schemas, seed: o.seed, onRecord: emit, onProgress: progress });
+      for (const f of peer.failures.slice(0, 40)) process.stderr.write(`[bench grammar] peer failure: ${f}\n`);
+      if (peer.failures.length) failed = true;
+      progress(`peer part done in ${Math.round((performance.now() - started) / 1000)} s`);
+    }
 
     if (o.decode) {
       if (!node.schema) throw new Error('no schema of the sample compiled: nothing to constrain the decode part with');

@@ -1,0 +1,429 @@
+// `intab bench grammar --peer xgrammar`: @intab/grammar beside web-xgrammar (WebLLM's engine, its wasm build run in
+// this Node process) on the same JSONSchemaBench schemas and the same token walks: compile and first-mask times,
+// per-token mask times (p50/p90/p99) at the very same grammar states, coverage (ours strict and lenient, theirs), and
+// whether both engines judge every walked document complete and ajv finds it valid. Figures are printed, never asserted.
+
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { runInThisContext } from 'node:vm';
+import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
+import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Grammar } from '@intab/grammar';
+import { loadTokenizer, tokenBytes } from '@intab/model';
+import { sampleMask } from '@intab/testing/grammars';
+import { mulberry32 as rng } from '@intab/testing/random';
+import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
+import { checkDocument, closingTokens, loadSample, MAX_TOKENS, MIN_TOKENS, searchEnd, type BenchSchema } from './grammar-bench.ts';
+import { round, summarize, type Summary } from './grammar-stats.ts';
+
+/** The peers `--peer` knows. */
+export const PEERS = ['xgrammar'] as const;
+export type PeerName = (typeof PEERS)[number];
+
+/** The issue's targets, as ratios of ours to web-xgrammar's (issue 24, item 7). */
+export const PEER_TARGETS = { mask_p90_ratio: 1, mask_p99_ratio: 0.5, compile_p50_ratio: 1 } as const;
+
+type XGrammarModule = typeof import('@mlc-ai/web-xgrammar');
+
+/**
+ * A fresh instance of web-xgrammar's wasm module. Its file is a UMD bundle in a `"type": "module"` package (Node
+ * refuses both `import` and `require` of it), so it is evaluated as the CommonJS it is; its one dynamic
+ * `import('module')` becomes a require. A failed compile aborts the wasm instance (emscripten's abort): the caller
+ * loads a new one. What the module prints (its FATAL lines) goes to `onPrint`.
+ */
+export async function loadXGrammar(onPrint: (line: string) => void): Promise<XGrammarModule> {
+  const require = createRequire(import.meta.url);
+  const file = require.resolve('@mlc-ai/web-xgrammar');
+  const source = readFileSync(file, 'utf8');
+  const patched = source.replace("await import('module')", "require('module')");
+  if (patched === source) throw new Error(`${file}: not the web-xgrammar build this harness knows (0.1.27); reinstall with pnpm install`);
+  const mod = { exports: {} as XGrammarModule };
+  // emscripten binds console.log/error when the wasm module starts (on the first call): route them to onPrint.
+  const { log, error } = console;
+  console.log = console.error = (...a: unknown[]) => onPrint(a.map(String).join(' '));
+  try {
+    const wrapper = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${patched}\n})`, { filename: file });
+    wrapper(mod.exports, require, mod, file, dirname(file));
+    (await mod.exports.TokenizerInfo.createTokenizerInfo([])).dispose();
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+  return mod.exports;
+}
+
+/** GPT-2's byte-to-character table (bytes_to_unicode): the alphabet of byte-level BPE vocabularies. */
+const BYTE_CHARS = (() => {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const chars: string[] = [];
+  let n = 0;
+  for (let b = 0; b < 256; b++) chars[b] = String.fromCharCode(printable(b) ? b : 256 + n++);
+  return chars;
+})();
+
+/**
+ * Token bytes as the byte-level strings web-xgrammar decodes (`vocabType: 'byte_level'`), so both engines see the
+ * same bytes per token; a token without bytes (special, or none) is '' (web-xgrammar never allows those but EOS).
+ */
+export function byteLevelVocab(tokens: readonly (Uint8Array | null)[]): string[] {
+  return tokens.map((b) => (b ? Array.from(b, (x) => BYTE_CHARS[x]).join('') : ''));
+}
+
+/** web-xgrammar for one vocabulary: a compiler that survives the failed compiles that abort its wasm instance. */
+export class XGrammarPeer {
+  private xg!: XGrammarModule;
+  private info!: TokenizerInfo;
+  private compiler!: GrammarCompiler;
+  private printed: string[] = [];
+  /** Wasm instances loaded (1 + the failed compiles that aborted one). */
+  reloads = -1;
+
+  private constructor(
+    private readonly vocab: string[],
+    private readonly size: number,
+    private readonly eos: readonly number[],
+  ) {}
+
+  static async create(tokens: readonly (Uint8Array | null)[], size: number, eos: readonly number[]): Promise<XGrammarPeer> {
+    const peer = new XGrammarPeer(byteLevelVocab(tokens), size, eos);
+    await peer.reload();
+    return peer;
+  }
+
+  private async reload(): Promise<void> {
+    this.xg = await loadXGrammar((line) => this.printed.push(line));
+    this.info = await this.xg.TokenizerInfo.createTokenizerInfo(this.vocab, 'byte_level', false, this.size, [...this.eos]);
+    this.compiler = await this.xg.GrammarCompiler.createGrammarCompiler(this.info, false);
+    this.reloads++;
+  }
+
+  /**
+   * The schema compiled as our grammar's documents look: compact JSON (no whitespace, ',' and ':'), and JSON
+   * Schema's own semantics for properties not declared (strictMode false: allowed unless the schema says not).
+   */
+  async compile(schema: unknown): Promise<{ compiled: CompiledGrammar; ms: number } | { error: string }> {
+    this.printed = [];
+    const text = JSON.stringify(schema);
+    const t0 = performance.now();
+    try {
+      const compiled = await this.compiler.compileJSONSchema(text, false, -1, [',', ':'], false);
+      return { compiled, ms: performance.now() - t0 };
+    } catch (e) {
+      const fatal = this.printed.find((l) => l.includes('[FATAL]'));
+      const reason = (fatal ?? (e as Error)?.message ?? String(e)).replace(/^.*\[FATAL\] \S+: /, '').slice(0, 160);
+      await this.reload();
+      return { error: reason };
+    }
+  }
+
+  async matcher(compiled: CompiledGrammar): Promise<GrammarMatcher> {
+    return this.xg.GrammarMatcher.createGrammarMatcher(compiled, [...this.eos]);
+  }
+
+  dispose(): void {
+    this.compiler.dispose();
+    this.info.dispose();
+  }
+}
+
+export interface PeerBenchOptions {
+  shared: string;
+  tokenizers: readonly RealTokenizerName[];
+  /** Schemas per subset (the first N of each); all when undefined. */
+  perSubset?: number;
+  /** These schemas instead of the sample's (tests). */
+  schemas?: readonly BenchSchema[];
+  seed: number;
+  onRecord: (record: Record<string, unknown>) => void;
+  onProgress?: (line: string) => void;
+}
+
+/** One engine's side of the walks. */
+interface Side {
+  compileMs: number[];
+  firstMaskMs: number[];
+  maskUs: { cold: number[]; warm: number[] };
+  /** Ours: the path that made each mask ('cached' or compute-mask.ts's, '+build' when it built a vocabulary walk). */
+  paths: { cold: string[]; warm: string[] };
+}
+
+/** What the peer part found wrong (walk errors, documents judged differently, invalid documents). */
+export interface PeerBenchResult {
+  failures: string[];
+  /** Per tokenizer: the summary record. */
+  summaries: Record<string, Record<string, unknown>>;
+  /** Per tokenizer and schema id: both engines' token walks (what tests compare). */
+  walks: Record<string, { id: string; cache: 'cold' | 'warm'; end: WalkEnd; tokens: number[]; oursMasks: number; theirsMasks: number; valid: boolean | null }[]>;
+}
+
+const has = (mask: ArrayLike<number>, id: number) => (mask[id >>> 5] & (1 << (id & 31))) !== 0;
+
+/** How a walk of both engines ended. */
+type WalkEnd = 'both_complete' | 'diverged' | 'unfinished' | 'peer_refused' | 'ours_refused';
+
+interface PeerWalk {
+  end: WalkEnd;
+  bytes: Uint8Array;
+  tokens: number;
+  detail?: string;
+}
+
+/**
+ * One walk driven by both engines at once: at every step both masks are computed (timed) at the same prefix, the
+ * next token is drawn from their intersection as `walk` draws from ours (EOS after MIN_TOKENS when allowed, else
+ * half the time a closing token, else uniform), and both accept it; our forced tokens follow in both. Ends when both
+ * accept EOS ('both_complete'); when the intersection is empty, or theirs refuses a token only ours chose (forced,
+ * our search's completion, EOS where our grammar is finished): 'diverged', the engines' languages differ there (a
+ * keyword one of them drops); when an engine refuses a token its own mask allowed: 'peer_refused' / 'ours_refused'
+ * (a failure); at MAX_TOKENS our bounded search finishes the document in both ('unfinished' when it cannot).
+ */
+async function peerWalk(ours: TokenMatcher, theirs: GrammarMatcher, closing: Int32Array, r: () => number, oursUs: number[], oursPaths: string[], theirsUs: number[]): Promise<PeerWalk> {
+  const vocab = ours.vocab;
+  const eos = vocab.eos;
+  let tokens = 0;
+  // A token only ours chose (forced, or our search's completion) that theirs refuses: the languages differ there.
+  const diverged = (end: WalkEnd): WalkEnd => (end === 'peer_refused' ? 'diverged' : end);
+  /** Both engines take the token; how the walk ends when one refuses it. */
+  const take = (id: number): WalkEnd | undefined => {
+    if (!ours.accept(id)) return 'ours_refused';
+    if (!theirs.acceptToken(id)) return 'peer_refused';
+    tokens++;
+    return undefined;
+  };
+  const result = (end: WalkEnd, detail?: string): PeerWalk => {
+    const eosSet = new Set(eos);
+    const parts = ours.accepted.filter((id) => !eosSet.has(id)).map((id) => vocab.tokens[id]!);
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      bytes.set(p, at);
+      at += p.length;
+    }
+    return { end, bytes, tokens, detail };
+  };
+  while (!ours.done && tokens < MAX_TOKENS) {
+    const walks = vocab.walkCache.size;
+    let t0 = performance.now();
+    const mine = ours.mask();
+    oursUs.push((performance.now() - t0) * 1000);
+    // '+build': this mask also built a walk of the whole vocabulary under new segment tables (once per vocabulary).
+    oursPaths.push(`${ours.lastPath ?? 'none'}${vocab.walkCache.size !== walks ? '+build' : ''}`);
+    t0 = performance.now();
+    const peer = await theirs.getNextTokenBitmask();
+    theirsUs.push((performance.now() - t0) * 1000);
+    const both = new Uint32Array(mine.length);
+    for (let w = 0; w < mine.length; w++) both[w] = mine[w] & (peer[w] ?? 0);
+    let pick = -1;
+    if (tokens >= MIN_TOKENS) {
+      pick = eos.find((id) => has(both, id)) ?? -1;
+      if (pick < 0 && r() < 0.5) {
+        const allowed: number[] = [];
+        for (const id of closing) if (has(both, id)) allowed.push(id);
+        if (allowed.length > 0) pick = allowed[Math.floor(r() * allowed.length)];
+      }
+    }
+    if (pick < 0) pick = sampleMask(both, r);
+    if (pick < 0) return result('diverged', `no token both allow after ${tokens} tokens`);
+    const refused = take(pick);
+    if (refused) return result(refused, `sampled token ${pick} after ${tokens} tokens`);
+    while (!ours.done) {
+      const f = ours.forced();
+      if (f.length === 0) break;
+      for (const id of f) {
+        const r2 = take(id);
+        if (r2) return result(diverged(r2), `forced token ${id} after ${tokens} tokens`);
+      }
+    }
+  }
+  if (!ours.done) {
+    if (!ours.canEnd) {
+      const path = searchEnd(ours.grammar, ours.state);
+      if (path === null) return result('unfinished');
+      for (const id of vocab.tokenize(path)) {
+        const r2 = take(id);
+        if (r2) return result(diverged(r2), `completion token ${id}`);
+      }
+    }
+    const end = eos[0];
+    if (end === undefined || !ours.canEnd) return result('unfinished');
+    const r2 = take(end);
+    if (r2) return result(diverged(r2), 'EOS after our search');
+  }
+  // Our matcher took EOS, or its grammar allows nothing more (then the engine stops without one): theirs must take
+  // EOS there too, and call the document complete.
+  if (!theirs.isTerminated() && eos[0] !== undefined && !eos.includes(ours.accepted[ours.accepted.length - 1]) && !theirs.acceptToken(eos[0])) return result('diverged', 'EOS where our grammar is finished');
+  return theirs.isTerminated() ? result('both_complete') : result('peer_refused', 'not terminated after EOS');
+}
+
+/**
+ * Our mask times by the path that made them: a summary per path, and how many of its masks took longer than the
+ * peer's p90 (`over_peer_p90`): which paths hold our p90 up.
+ */
+function byPath(us: readonly number[], paths: readonly string[], peerP90: number): Record<string, Summary & { over_peer_p90: number }> {
+  const groups = new Map<string, number[]>();
+  paths.forEach((p, i) => {
+    let g = groups.get(p);
+    if (!g) groups.set(p, (g = []));
+    g.push(us[i]);
+  });
+  return Object.fromEntries([...groups].map(([p, g]) => [p, { ...summarize(g), over_peer_p90: g.filter((x) => x > peerP90).length }]));
+}
+
+/**
+ * Per tokenizer: every selected schema compiled by ours (strict, and strict: false) and by web-xgrammar (coverage);
+ * for each schema both compile (ours strict), compile and first-mask times, then two walks (cold: a fresh mask cache;
+ * warm: the same cache, another seed) driven by both engines, every mask of both timed. Records: peer_coverage,
+ * peer_compile and peer_mask (one per engine), and peer_summary (ours / theirs ratios, the targets, the documents).
+ */
+export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult> {
+  const progress = o.onProgress ?? (() => {});
+  const sample = o.schemas ?? loadSample(o.shared, o.perSubset);
+  const failures: string[] = [];
+  const summaries: Record<string, Record<string, unknown>> = {};
+  const walks: PeerBenchResult['walks'] = {};
+  for (const name of o.tokenizers) {
+    const tok = loadTokenizer(realTokenizerFiles(name));
+    const bytes = tokenBytes(tok);
+    const vocab = TokenVocabulary.from(bytes.slice(), { eos: tok.stopIds });
+    const closing = closingTokens(vocab);
+    const walked: PeerBenchResult['walks'][string] = (walks[name] = []);
+    const tp = performance.now();
+    const peer = await XGrammarPeer.create(vocab.tokens, vocab.size, vocab.eos);
+    progress(`peer ${name}: web-xgrammar tokenizer info in ${Math.round(performance.now() - tp)} ms`);
+    const ours: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    const theirs: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    const coverage = { strict: 0, lenient: 0, xgrammar: 0, both: 0 };
+    const peerErrors: Record<string, number> = {};
+    const ends: Record<WalkEnd, number> = { both_complete: 0, diverged: 0, unfinished: 0, peer_refused: 0, ours_refused: 0 };
+    const divergedWalks: string[] = [];
+    let valid = 0;
+    let invalid = 0;
+    let unvalidated = 0;
+    const tw = performance.now();
+    for (const [i, s] of sample.entries()) {
+      let strict: { grammar: Grammar; ms: number } | undefined;
+      try {
+        const t0 = performance.now();
+        const grammar = compileJsonSchema(s.schema, { strict: true });
+        strict = { grammar, ms: performance.now() - t0 };
+        coverage.strict++;
+        coverage.lenient++;
+      } catch {
+        try {
+          compileJsonSchema(s.schema, { strict: false });
+          coverage.lenient++;
+        } catch {
+          // neither
+        }
+      }
+      const c = await peer.compile(s.schema);
+      if ('error' in c) {
+        const key = c.error.replace(/\d+/g, 'N').slice(0, 80);
+        peerErrors[key] = (peerErrors[key] ?? 0) + 1;
+      } else coverage.xgrammar++;
+      if (strict && !('error' in c)) {
+        coverage.both++;
+        ours.compileMs.push(strict.ms);
+        theirs.compileMs.push(c.ms);
+        const cache = new MaskCache();
+        for (const which of ['cold', 'warm'] as const) {
+          const m = new TokenMatcher(strict.grammar, vocab, { maskCache: cache });
+          const tm0 = performance.now();
+          const xm = await peer.matcher(c.compiled);
+          const matcherMs = performance.now() - tm0;
+          const seed = o.seed * 1_000_003 + i * 2 + (which === 'warm' ? 1 : 0);
+          const oursUs = ours.maskUs[which];
+          const theirsUs = theirs.maskUs[which];
+          const n = oursUs.length;
+          const nTheirs = theirsUs.length;
+          try {
+            const w = await peerWalk(m, xm, closing, rng(seed), oursUs, ours.paths[which], theirsUs);
+            if (which === 'cold' && oursUs.length > n) {
+              ours.firstMaskMs.push(strict.ms + oursUs[n] / 1000);
+              theirs.firstMaskMs.push(c.ms + matcherMs + theirsUs[n] / 1000);
+            }
+            ends[w.end]++;
+            if (w.end === 'diverged') divergedWalks.push(`${which} ${s.id}: ${w.detail}`);
+            let validity: boolean | null = null;
+            if (w.end === 'ours_refused' || w.end === 'peer_refused') failures.push(`peer ${name} ${which} ${s.id}: ${w.end} (${w.detail})`);
+            if (w.end === 'both_complete') {
+              const check = checkDocument(s, w.bytes);
+              validity = check.valid;
+              if (check.valid === null) unvalidated++;
+              else if (check.valid) valid++;
+              else {
+                invalid++;
+                failures.push(`peer ${name} ${which} ${s.id}: both engines accepted an invalid document: ${check.reason}: ${new TextDecoder().decode(w.bytes).slice(0, 200)}`);
+              }
+            }
+            walked.push({ id: s.id, cache: which, end: w.end, tokens: [...m.accepted], oursMasks: oursUs.length - n, theirsMasks: theirsUs.length - nTheirs, valid: validity });
+          } finally {
+            xm.dispose();
+          }
+        }
+      }
+      if (!('error' in c)) c.compiled.dispose();
+      if ((i + 1) % 10 === 0) progress(`peer ${name}: ${i + 1}/${sample.length} schemas (${Math.round((performance.now() - tw) / 1000)} s)`);
+    }
+    peer.dispose();
+
+    const total = sample.length;
+    o.onRecord({ bench: 'grammar', kind: 'peer_coverage', tokenizer: name, peer: 'xgrammar', total, intab_strict: coverage.strict, intab_lenient: coverage.lenient, xgrammar: coverage.xgrammar, both: coverage.both, xgrammar_not_compiled: peerErrors, xgrammar_reloads: peer.reloads });
+    const sides = [
+      ['intab', ours],
+      ['xgrammar', theirs],
+    ] as const;
+    const theirsP90 = summarize([...theirs.maskUs.cold, ...theirs.maskUs.warm]).p90 ?? Infinity;
+    const masks: Record<string, Summary> = {};
+    const compiles: Record<string, Summary> = {};
+    for (const [engine, side] of sides) {
+      const cs = (compiles[engine] = summarize(side.compileMs));
+      const fm = summarize(side.firstMaskMs);
+      o.onRecord({ bench: 'grammar', kind: 'peer_compile', tokenizer: name, engine, schemas: side.compileMs.length, compile_ms_p50: cs.p50, compile_ms_p90: cs.p90, compile_ms_p99: cs.p99, compile_ms: cs, first_mask_ms_p50: fm.p50, first_mask_ms_p99: fm.p99, first_mask_ms: fm });
+      const all = (masks[engine] = summarize([...side.maskUs.cold, ...side.maskUs.warm]));
+      for (const cache of ['cold', 'warm', 'all'] as const) {
+        const us = cache === 'all' ? [...side.maskUs.cold, ...side.maskUs.warm] : side.maskUs[cache];
+        const m = cache === 'all' ? all : summarize(us);
+        const paths = cache === 'all' ? [...side.paths.cold, ...side.paths.warm] : side.paths[cache];
+        const pathFigures = engine === 'intab' ? { by_path: byPath(us, paths, theirsP90) } : {};
+        o.onRecord({ bench: 'grammar', kind: 'peer_mask', tokenizer: name, engine, cache, masks: m.n, p50_us: m.p50, p90_us: m.p90, p99_us: m.p99, mask_us: m, ...pathFigures });
+      }
+    }
+    const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? null : round(a / b, 3));
+    const summary = {
+      bench: 'grammar',
+      kind: 'peer_summary',
+      tokenizer: name,
+      peer: 'xgrammar',
+      schemas: total,
+      walked_schemas: coverage.both,
+      mask_p50_ratio: ratio(masks.intab.p50, masks.xgrammar.p50),
+      mask_p90_ratio: ratio(masks.intab.p90, masks.xgrammar.p90),
+      mask_p99_ratio: ratio(masks.intab.p99, masks.xgrammar.p99),
+      compile_p50_ratio: ratio(compiles.intab.p50, compiles.xgrammar.p50),
+      first_mask_p50_ratio: ratio(summarize(ours.firstMaskMs).p50, summarize(theirs.firstMaskMs).p50),
+      coverage_strict: coverage.strict,
+      coverage_lenient: coverage.lenient,
+      coverage_xgrammar: coverage.xgrammar,
+      walks: ends,
+      diverged_walks: divergedWalks.slice(0, 20),
+      valid_documents: valid,
+      invalid_documents: invalid,
+      unvalidated_documents: unvalidated,
+      targets: PEER_TARGETS,
+      met: {
+        mask_p90: masks.intab.p90 !== null && masks.xgrammar.p90 !== null && masks.intab.p90 <= masks.xgrammar.p90 * PEER_TARGETS.mask_p90_ratio,
+        mask_p99: masks.intab.p99 !== null && masks.xgrammar.p99 !== null && masks.intab.p99 <= masks.xgrammar.p99 * PEER_TARGETS.mask_p99_ratio,
+        compile_p50: compiles.intab.p50 !== null && compiles.xgrammar.p50 !== null && compiles.intab.p50 <= compiles.xgrammar.p50 * PEER_TARGETS.compile_p50_ratio,
+        coverage_lenient: coverage.lenient >= coverage.xgrammar,
+        invalid_documents: invalid === 0,
+      },
+    };
+    summaries[name] = summary;
+    o.onRecord(summary);
+    progress(`peer ${name}: ${total} schemas in ${Math.round((performance.now() - tw) / 1000)} s`);
+  }
+  return { failures, summaries, walks };
+}
+
+export type { BenchSchema };
