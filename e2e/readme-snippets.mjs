@@ -30,7 +30,7 @@ const CONTEXT = {
 /** @param {string} code @param {string} name */
 function declared(code, name) {
   const decl = new RegExp(`\\b(?:const|let|var|function|class)\\s+${name}\\b`);
-  const imported = new RegExp(`import\\s*\\{[^}]*\\b${name}\\b[^}]*\\}`);
+  const imported = new RegExp(`import\\s*(?:type\\s*)?\\{[^}]*\\b${name}\\b[^}]*\\}`);
   return decl.test(code) || imported.test(code);
 }
 
