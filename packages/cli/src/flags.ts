@@ -1,6 +1,7 @@
 // Which flags each command takes, read from the usage text itself (a flag the usage does not show is not taken, so the
 // two cannot drift apart), and the check that refuses any other flag, naming the closest known one: a mistyped
 // `--max-token 5 --temprature 0` must not silently run with the defaults.
+import { editDistance } from '@intab/engine/field-checks';
 import type { Flags } from './args.ts';
 
 /** Flags every command takes. */
@@ -24,17 +25,6 @@ export function flagsByCommand(usage: string): Map<string, Set<string>> {
   return out;
 }
 
-/** Edit distance (insertions, deletions, substitutions), for "did you mean". */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 /**
  * Throws when `flags` holds one that `command` (e.g. 'generate', 'bench decode') does not take, naming the closest it
  * does. `also`: flags this command takes besides its own (bench serve takes serve's).
@@ -48,7 +38,7 @@ export function checkFlags(command: string, flags: Flags, known: Map<string, Set
     let best = '';
     let bestD = Infinity;
     for (const k of allowed) {
-      const d = distance(name, k);
+      const d = editDistance(name, k);
       if (d < bestD) [best, bestD] = [k, d];
     }
     const hint = bestD <= Math.max(2, Math.floor(name.length / 3)) ? ` Did you mean --${best}?` : '';
