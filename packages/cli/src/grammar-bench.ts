@@ -161,6 +161,23 @@ interface WalkResult {
  * One constrained generation, driven as the engine drives a matcher; every mask() is timed into `maskUs`
  * (microseconds), with the first one also returned through `firstMaskUs`.
  */
+/**
+ * The walks' next token from an allowed-token mask: after MIN_TOKENS, EOS whenever it is allowed, else half the time a
+ * closing token; otherwise uniform among the allowed ones (-1 when nothing is). The peer's walk draws the same way.
+ */
+export function pickWalkToken(mask: Uint32Array, tokens: number, eos: readonly number[], closing: Int32Array, r: () => number): number {
+  if (tokens >= MIN_TOKENS) {
+    const end = eos.find((id) => has(mask, id));
+    if (end !== undefined) return end;
+    if (r() < 0.5) {
+      const allowed: number[] = [];
+      for (const id of closing) if (has(mask, id)) allowed.push(id);
+      if (allowed.length > 0) return allowed[Math.floor(r() * allowed.length)];
+    }
+  }
+  return sampleMask(mask, r);
+}
+
 export function walk(m: TokenMatcher, closing: Int32Array, r: () => number, maskUs: number[], hits: { cached: number }): WalkResult & { firstMaskUs: number; unfinished: boolean } {
   const vocab = m.vocab;
   const eos = vocab.eos;
@@ -178,16 +195,7 @@ export function walk(m: TokenMatcher, closing: Int32Array, r: () => number, mask
     maskUs.push(us);
     if (Number.isNaN(firstMaskUs)) firstMaskUs = us;
     if (m.lastPath === 'cached') hits.cached++;
-    let pick = -1;
-    if (tokens >= MIN_TOKENS) {
-      pick = eos.find((id) => has(mask, id)) ?? -1;
-      if (pick < 0 && r() < 0.5) {
-        const allowed: number[] = [];
-        for (const id of closing) if (has(mask, id)) allowed.push(id);
-        if (allowed.length > 0) pick = allowed[Math.floor(r() * allowed.length)];
-      }
-    }
-    if (pick < 0) pick = sampleMask(mask, r);
+    const pick = pickWalkToken(mask, tokens, eos, closing, r);
     if (pick < 0) throw new Error(`nothing is allowed after ${tokens} tokens`);
     take(pick, 'sampled');
     // As the engine does after a sampled token: the text the grammar fixes follows at once.

@@ -10,10 +10,9 @@ import { runInThisContext } from 'node:vm';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
 import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Grammar } from '@intab/grammar';
 import { loadTokenizer, tokenBytes } from '@intab/model';
-import { sampleMask } from '@intab/testing/grammars';
 import { mulberry32 as rng } from '@intab/testing/random';
 import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
-import { checkDocument, closingTokens, loadSample, MAX_TOKENS, MIN_TOKENS, searchEnd, type BenchSchema } from './grammar-bench.ts';
+import { checkDocument, closingTokens, loadSample, MAX_TOKENS, pickWalkToken, searchEnd, type BenchSchema } from './grammar-bench.ts';
 import { round, summarize, type Summary } from './grammar-stats.ts';
 
 /** The peers `--peer` knows. */
@@ -156,8 +155,6 @@ export interface PeerBenchResult {
   walks: Record<string, { id: string; cache: 'cold' | 'warm'; end: WalkEnd; tokens: number[]; oursMasks: number; theirsMasks: number; valid: boolean | null }[]>;
 }
 
-const has = (mask: ArrayLike<number>, id: number) => (mask[id >>> 5] & (1 << (id & 31))) !== 0;
-
 /** How a walk of both engines ended. */
 type WalkEnd = 'both_complete' | 'diverged' | 'unfinished' | 'peer_refused' | 'ours_refused';
 
@@ -170,7 +167,7 @@ interface PeerWalk {
 
 /**
  * One walk driven by both engines at once: at every step both masks are computed (timed) at the same prefix, the
- * next token is drawn from their intersection as `walk` draws from ours (EOS after MIN_TOKENS when allowed, else
+ * next token is drawn from their intersection as `walk` draws from ours (pickWalkToken: EOS after MIN_TOKENS when allowed, else
  * half the time a closing token, else uniform), and both accept it; our forced tokens follow in both. Ends when both
  * accept EOS ('both_complete'); when the intersection is empty, or theirs refuses a token only ours chose (forced,
  * our search's completion, EOS where our grammar is finished): 'diverged', the engines' languages differ there (a
@@ -213,16 +210,7 @@ async function peerWalk(ours: TokenMatcher, theirs: GrammarMatcher, closing: Int
     theirsUs.push((performance.now() - t0) * 1000);
     const both = new Uint32Array(mine.length);
     for (let w = 0; w < mine.length; w++) both[w] = mine[w] & (peer[w] ?? 0);
-    let pick = -1;
-    if (tokens >= MIN_TOKENS) {
-      pick = eos.find((id) => has(both, id)) ?? -1;
-      if (pick < 0 && r() < 0.5) {
-        const allowed: number[] = [];
-        for (const id of closing) if (has(both, id)) allowed.push(id);
-        if (allowed.length > 0) pick = allowed[Math.floor(r() * allowed.length)];
-      }
-    }
-    if (pick < 0) pick = sampleMask(both, r);
+    const pick = pickWalkToken(both, tokens, eos, closing, r);
     if (pick < 0) return result('diverged', `no token both allow after ${tokens} tokens`);
     const refused = take(pick);
     if (refused) return result(refused, `sampled token ${pick} after ${tokens} tokens`);
