@@ -89,7 +89,7 @@ async function run(): Promise<Record<string, unknown>> {
   const stop = new AbortController();
   let got = 0;
   try {
-    const stream = await chat.chat.completions.create({ messages, stream: true, max_tokens: 200 }, { signal: stop.signal });
+    const stream = await chat.chat.completions.create({ messages, stream: true, max_tokens: 200, temperature: 0, logit_bias: { '97': -100 } }, { signal: stop.signal });
     for await (const chunk of stream) {
       void chunk;
       if (++got === 3) stop.abort();
