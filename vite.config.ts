@@ -31,6 +31,9 @@ export default defineConfig({
           exclude: ['**/*.gpu.test.ts', '**/node_modules/**'],
           // CPU reference models and real 151k vocabularies: seconds per test on 2 cores, more under load.
           testTimeout: 30_000,
+          // Two files at once even on 2 cores (Vitest's default there is one): many files wait on servers, child
+          // processes and browsers they start, and the tier takes ~340 s instead of ~520 s on this 2-core machine.
+          maxWorkers: 2,
           // The aliases above, for tests that configure a Vite of their own (packages/intab/src/vite.test.ts): a
           // package's test imports nothing from scripts/, so the repository hands them over (RegExps as their source).
           provide: { intabSourceAliases: intabSourceAliases().map((a) => ({ find: a.find.source, replacement: a.replacement })) },
