@@ -141,6 +141,9 @@ async function decodeFigure(engine: Engine, o: BenchToolsOptions, line: (r: Reco
     const sampling = { temperature: 1, seed: o.seed + r };
     const call = await run(engine, { messages, tools: [SEND_NOTE], toolChoice: 'required', maxTokens: o.maxTokens, ...sampling });
     if (call.calls === 0) throw new Error(`tool_choice 'required' gave no call (finish_reason ${call.finishReason}): the engine does not emit toolCalls`);
+    // The grammar writes what only one token can continue (the call's opening and a lone function's name) without a
+    // step of its own: a call of nothing else came whole with its first token, and has no decode time to measure.
+    if (!(call.metrics.decodeTokensPerSecond > 0)) throw new Error(`--max-tokens ${o.maxTokens} left the call nothing to sample: its ${call.metrics.completionTokens} tokens came whole with the first step (written by the grammar), so it has no decode speed. Run with --max-tokens 64.`);
     const answer = await run(engine, { messages, maxTokens: call.metrics.completionTokens, ignoreEos: true, ...sampling });
     tools.push(call.metrics.decodeTokensPerSecond);
     plain.push(answer.metrics.decodeTokensPerSecond);
