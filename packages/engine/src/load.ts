@@ -6,7 +6,10 @@
 // (@intab/onnx, imported only then, so apps on the WebGPU kernels never download ORT), or on the host's own onnxruntime
 // when the choice carries one (the CLI's Node runtime hands in onnxruntime-node: BackendChoice.ort).
 
-import { requestGpu, type Gpu } from '@intab/gpu';
+import { isSoftwareAdapter, requestGpu, type Gpu } from '@intab/gpu';
+
+// Where the kernels decide their variants by it too; the engine's choice of backend is made with the same rule.
+export { isSoftwareAdapter };
 import type { OrtRuntime } from '@intab/onnx';
 import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
@@ -98,19 +101,6 @@ export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOption
  * the host's onnxruntime (`ort`: onnxruntime-node in Node) to run on instead of onnxruntime-web.
  */
 export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { name: 'onnx-wasm' | 'onnx-webgpu'; reason: string; ort?: OrtRuntime };
-
-/** Adapters that compute on the CPU: the browser's fallback adapter (SwiftShader), or Mesa's software drivers under Dawn. */
-const SOFTWARE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
-
-/**
- * Whether a WebGPU adapter is a software one: what it says of itself (isFallbackAdapter: SwiftShader in Chromium), or
- * its name (Dawn in Node over Mesa's llvmpipe says nothing, but its device is 'llvmpipe (LLVM 15.0.6, 256 bits)').
- * @example
- * isSoftwareAdapter({ vendor: '', architecture: '', device: 'llvmpipe-llvm-15-0-6-256-bits-', description: 'OpenGL version 4.5 (Core Profile) Mesa 22.3.6', isFallbackAdapter: false }); // true
- */
-export function isSoftwareAdapter(a: Gpu['adapterInfo']): boolean {
-  return a.isFallbackAdapter || SOFTWARE.test(`${a.vendor} ${a.architecture} ${a.device} ${a.description}`);
-}
 
 /**
  * Whether ORT's WebGPU build can run here: @intab/onnx loads its JSPI build for 'onnx-webgpu' (the asyncify one's

@@ -49,6 +49,20 @@ export interface RequestGpuOptions {
   featureLevel?: 'core' | 'compatibility';
 }
 
+/** Adapters that compute on the CPU: the browser's fallback adapter (SwiftShader), or Mesa's software drivers under Dawn. */
+const SOFTWARE = /llvmpipe|lavapipe|softpipe|swiftshader/i;
+
+/**
+ * Whether a WebGPU adapter is a software one: what it says of itself (isFallbackAdapter: SwiftShader in Chromium), or
+ * its name (Dawn in Node over Mesa's llvmpipe says nothing, but its device is 'llvmpipe (LLVM 15.0.6, 256 bits)').
+ * Kernels pick their barrier-free variants there (a barrier costs a coroutine switch per SIMD lane group on a CPU).
+ * @example
+ * isSoftwareAdapter({ vendor: '', architecture: '', device: 'llvmpipe-llvm-15-0-6-256-bits-', description: 'OpenGL version 4.5 (Core Profile) Mesa 22.3.6', isFallbackAdapter: false }); // true
+ */
+export function isSoftwareAdapter(a: Gpu['adapterInfo']): boolean {
+  return a.isFallbackAdapter || SOFTWARE.test(`${a.vendor} ${a.architecture} ${a.device} ${a.description}`);
+}
+
 /** The runtime: one device and what is cached on it. Create with requestGpu(), end with destroy(). */
 export interface Gpu {
   readonly device: GPUDevice;

@@ -2,7 +2,7 @@
 // returning { encode(pass, args) } that records and never submits; the CPU twins live in
 // '@intab/gpu/reference' and test helpers in '@intab/testing/gpu'.
 
-export { requestGpu, type Gpu, type GpuFeatures, type GpuLimits, type RequestGpuOptions } from './device.ts';
+export { isSoftwareAdapter, requestGpu, type Gpu, type GpuFeatures, type GpuLimits, type RequestGpuOptions } from './device.ts';
 export {
   IntabGpuError,
   WebGpuUnavailableError,

@@ -153,11 +153,19 @@ describe.each(['workgroup', 'rows'] as const)('attention-decode (%s)', (variant)
   });
 });
 
-test('attention-decode picks rows on a fallback adapter, workgroup elsewhere; rejects unknown variants', async () => {
+test('attention-decode picks rows on a software adapter, workgroup elsewhere; rejects unknown variants', async () => {
   const gpu = await testGpu();
   const attn = createAttentionDecode(gpu, { heads: 4, kvHeads: 2, headDim: 64 });
   expect(attn.variant).toBe(gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'workgroup');
   expect(attn.split).toBe(attn.variant === 'rows' ? 64 : 256);
   attn.destroy();
+  // Mesa's llvmpipe under Dawn does not call itself a fallback adapter: its name says it computes on the CPU.
+  const llvmpipe = { ...gpu, adapterInfo: { vendor: 'mesa', architecture: '', device: 'llvmpipe (LLVM 15.0.6, 256 bits)', description: 'OpenGL version 4.5 (Core Profile) Mesa 22.3.6', isFallbackAdapter: false } };
+  const onCpu = createAttentionDecode(llvmpipe, { heads: 4, kvHeads: 2, headDim: 64 });
+  expect(onCpu.variant).toBe('rows');
+  onCpu.destroy();
+  const hardware = createAttentionDecode({ ...gpu, adapterInfo: { ...llvmpipe.adapterInfo, vendor: 'nvidia', device: 'NVIDIA H100' } }, { heads: 4, kvHeads: 2, headDim: 64 });
+  expect(hardware.variant).toBe('workgroup');
+  hardware.destroy();
   expect(() => createAttentionDecode(gpu, { heads: 4, kvHeads: 2, headDim: 64 }, { variant: 'tiled' as never })).toThrow(/variant must be/);
 });

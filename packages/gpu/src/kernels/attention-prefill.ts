@@ -32,7 +32,7 @@ export interface AttentionOptions {
   headsPerInvocation?: number;
   /**
    * 'rows' (an invocation per token and head block, no barrier) or 'workgroup' (key blocks in workgroup memory).
-   * Default: 'rows' on a fallback (software) adapter, else 'workgroup'.
+   * Default: 'rows' on a software adapter (isSoftwareAdapter: SwiftShader, llvmpipe), else 'workgroup'.
    */
   variant?: AttentionVariant;
 }

@@ -6,7 +6,7 @@
 
 import tiledSrc from '../../../../shaders/matmul/gemm.wgsl?raw';
 import rowsSrc from '../../../../shaders/matmul/gemm.rows.wgsl?raw';
-import type { Gpu } from '../device.ts';
+import { isSoftwareAdapter, type Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
@@ -31,7 +31,7 @@ export interface GemmOptions {
   accumulate?: boolean;
   /**
    * 'rows' (no barriers; each invocation owns 8 rows × 8 tokens) or
-   * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a fallback (software) adapter, else 'tiled'.
+   * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a software adapter (isSoftwareAdapter: SwiftShader, llvmpipe), else 'tiled'.
    */
   variant?: GemmVariant;
   /** Invocations per workgroup (default 64). */
@@ -76,7 +76,7 @@ export interface Gemm {
 export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   requireWeightDtype(options.dtype);
   const dtype = options.dtype;
-  const variant: GemmVariant = options.variant ?? (gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'tiled');
+  const variant: GemmVariant = options.variant ?? (isSoftwareAdapter(gpu.adapterInfo) ? 'rows' : 'tiled');
   if (variant !== 'tiled' && variant !== 'rows') {
     throw new TypeError(`gemm: variant must be 'tiled' or 'rows', got '${String(variant)}'`);
   }

@@ -18,7 +18,7 @@ import q6_KMulti from '../../../../shaders/lib/weights/q6_K.multi.wgsl?raw';
 import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
 import fusion from '../../../../shaders/lib/gemv-fusion.wgsl?raw';
 import type { CachedPipeline } from '../pipeline-cache.ts';
-import type { Gpu } from '../device.ts';
+import { isSoftwareAdapter, type Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { ShapeError, UnsupportedError } from '../errors.ts';
@@ -217,7 +217,7 @@ const MULTI_DOT: Record<WeightDtype, string> = {
 
 /** Checks a launch shape and resolves its defaults (GemvTuning): variant, override constants, rows per workgroup. */
 function launch(gpu: Gpu, kernel: string, t: GemvTuning) {
-  const software = gpu.adapterInfo.isFallbackAdapter;
+  const software = isSoftwareAdapter(gpu.adapterInfo);
   // SwiftShader has subgroups, but the plain variant measured faster there (see GemvTuning).
   const subgroups = t.subgroups ?? (gpu.features.subgroups && !software);
   if (subgroups && !gpu.features.subgroups) {

@@ -13,7 +13,7 @@
 //   sliding window W > 0 (Mistral) to positions j with p - j < W only.
 // Query head h reads kv head h / (H / Hkv) (grouped-query attention; H % Hkv == 0).
 
-import type { Gpu } from '../device.ts';
+import { isSoftwareAdapter, type Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { refBytes, requireBindable, requireBytes, requireDim } from '../kernel.ts';
 import { ShapeError } from '../errors.ts';
@@ -141,13 +141,13 @@ export function headsPerWorkgroup(gpu: Gpu, kernel: string, s: Required<Attentio
  */
 export type AttentionVariant = 'workgroup' | 'rows';
 
-/** The requested variant, or 'rows' on a fallback (software) adapter and 'workgroup' elsewhere. */
+/** The requested variant, or 'rows' on a software adapter (isSoftwareAdapter) and 'workgroup' elsewhere. */
 export function attentionVariant(
   gpu: Gpu,
   kernel: string,
   options: { variant?: AttentionVariant; headsPerWorkgroup?: number; headsPerInvocation?: number },
 ): AttentionVariant {
-  const variant = options.variant ?? (gpu.adapterInfo.isFallbackAdapter ? 'rows' : 'workgroup');
+  const variant = options.variant ?? (isSoftwareAdapter(gpu.adapterInfo) ? 'rows' : 'workgroup');
   if (variant !== 'workgroup' && variant !== 'rows') {
     throw new TypeError(`${kernel}: variant must be 'workgroup' or 'rows', got '${String(variant)}'`);
   }

@@ -11,7 +11,7 @@ import sampleSrc from '../../../../shaders/sampling/sample.wgsl?raw';
 import seqParamsSrc from '../../../../shaders/lib/sampling-params.wgsl?raw';
 import reduceSrc from '../../../../shaders/lib/reduce.wgsl?raw';
 import scanSrc from '../../../../shaders/lib/scan.wgsl?raw';
-import type { Gpu } from '../device.ts';
+import { isSoftwareAdapter, type Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { IntabGpuError, LimitError, ShapeError } from '../errors.ts';
@@ -289,7 +289,7 @@ export function createSampler(gpu: Gpu, options: SamplerOptions): Sampler {
   }
   // Software adapters pay for every barrier per group of SIMD lanes: 64 invocations measured 6x faster than 256 on
   // SwiftShader (stories260K greedy decode: the pick went from 3.6 to 0.6 ms, a whole step from 7.8 to ~4 ms).
-  const wg = options.workgroupSize ?? (gpu.adapterInfo.isFallbackAdapter ? 64 : 256);
+  const wg = options.workgroupSize ?? (isSoftwareAdapter(gpu.adapterInfo) ? 64 : 256);
   if (!pow2(wg) || wg < 32 || wg > 256 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw new ShapeError(name, 'workgroupSize', 'a power of two in 32..256 within the device limit', String(wg));
   }

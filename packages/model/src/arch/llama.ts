@@ -24,6 +24,7 @@ import {
   type AttentionDecode,
   type AttentionPrefill,
   type Gemv,
+  isSoftwareAdapter,
   type Gpu,
   type RopeKvAppend,
   type WeightDtype,
@@ -358,5 +359,5 @@ export class LlamaForward {
  *     weights is the cost there (not measured: no GPU was available).
  */
 export function gemvMaxRows(gpu: Gpu): number {
-  return gpu.adapterInfo.isFallbackAdapter ? 8 : 4;
+  return isSoftwareAdapter(gpu.adapterInfo) ? 8 : 4;
 }
