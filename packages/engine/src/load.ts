@@ -7,14 +7,14 @@
 // when the choice carries one (the CLI's Node runtime hands in onnxruntime-node: BackendChoice.ort).
 
 import { isSoftwareAdapter, requestGpu, type Gpu } from '@intab/gpu';
-
-// Where the kernels decide their variants by it too; the engine's choice of backend is made with the same rule.
-export { isSoftwareAdapter };
 import type { OrtRuntime } from '@intab/onnx';
 import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel, modelFacts } from './open-model.ts';
+
+// The rule the kernels pick their variants by (@intab/gpu): the backend choice below uses the same one.
+export { isSoftwareAdapter };
 
 /** A model's files and tokenizer, and its draft's files, checked to share the vocabulary. */
 export interface OpenedModels {
