@@ -202,10 +202,14 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
  * const { runner, info } = await loadOnBackend(await chooseBackend(asked, opened.model), opened, { kvBudgetBytes, maxBatch, asked });
  */
 export async function loadOnBackend(backend: BackendChoice, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean; asked?: Backend }): Promise<LoadedModel | LoadedOnnxModel> {
-  if (backend.name === 'webgpu') return loadModel(backend.gpu, opened, { ...o, reason: backend.reason });
-  const dropped = (o.asked ?? 'auto') === 'auto' ? o.quantize : undefined;
-  const loaded = await loadOnnxModel(opened, backend, { ...o, quantize: dropped ? undefined : o.quantize });
-  if (dropped) loaded.info.warnings = [...(loaded.info.warnings ?? []), `quantize '${dropped}' was ignored: it applies to intab's WebGPU kernels, and this load runs on ${backend.name}.`];
+  const dropped = backend.name !== 'webgpu' && (o.asked ?? 'auto') === 'auto' ? o.quantize : undefined;
+  const loaded =
+    backend.name === 'webgpu'
+      ? await loadModel(backend.gpu, opened, { ...o, reason: backend.reason })
+      : await loadOnnxModel(opened, backend, { ...o, quantize: dropped ? undefined : o.quantize });
+  // What the files' own readers noticed (a GGUF key in another type than the spec's), then what this load set aside.
+  const warnings = [...(opened.model.warnings ?? []), ...(dropped ? [`quantize '${dropped}' was ignored: it applies to intab's WebGPU kernels, and this load runs on ${backend.name}.`] : [])];
+  if (warnings.length) loaded.info.warnings = [...(loaded.info.warnings ?? []), ...warnings];
   return loaded;
 }
 

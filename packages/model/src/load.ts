@@ -5,6 +5,7 @@
 import { configFromGguf, configFromHf, type LlamaConfig } from './config.ts';
 import { ModelFormatError } from './errors.ts';
 import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
+import { ggufTypeWarnings } from './formats/gguf-keys.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
 import { canonicalHfName, fusedRows } from './tensor-names.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
@@ -25,6 +26,8 @@ export interface ModelFiles {
    * external data, by name. `tensors` is then empty: the weights are the graph's (@intab/onnx runs it).
    */
   onnx?: { model: ByteSource; externalData: ReadonlyMap<string, ByteSource> };
+  /** What is wrong with the files but does not stop intab reading them (a GGUF key in another type than the spec's). */
+  warnings?: string[];
 }
 
 /** A GGUF model from one file or its splits (`*-00001-of-0000N.gguf`, in any order). */
@@ -44,7 +47,8 @@ export async function openGguf(sources: ByteSource | readonly ByteSource[], opti
       if (up && !tensors.has(`${b}ffn_gate.weight`)) splitRows(tensors, up, fusedRows(config, 'gate_up'), [`${b}ffn_gate.weight`, `${b}ffn_up.weight`]);
     }
   }
-  return { config, tensors, gguf };
+  const warnings = ggufTypeWarnings(gguf);
+  return { config, tensors, gguf, ...(warnings.length ? { warnings } : {}) };
 }
 
 /** Replace a fused (rows, K) tensor by row ranges under canonical names (rows of a matrix are contiguous). */

@@ -5,6 +5,7 @@
 import type { WeightDtype } from '@intab/gpu';
 import { GGML_TYPE_ID } from '@intab/gpu';
 import { GGUF_VALUE_TYPE, ggmlByteLength, type GgufValueTypeName } from './gguf.ts';
+import { ggufKeyTypes } from './gguf-keys.ts';
 
 /** A metadata value with its GGUF type spelled out (JS numbers alone do not say u8 or f64). */
 export type GgufTypedValue =
@@ -15,7 +16,8 @@ export type GgufTypedValue =
   | { readonly type: 'array'; readonly value: readonly GgufTypedValue[]; readonly itemType?: GgufValueTypeName };
 
 /**
- * A metadata value as written: a GgufTypedValue, or a plain JS value whose type is inferred — string →
+ * A metadata value as written: a GgufTypedValue, or a plain JS value whose type is inferred — a number under a key
+ * the GGUF spec types (gguf-keys.ts: rope.freq_base is f32 even when it is 10000) in that type; else string →
  * string, boolean → bool, integer → u32 (i32 if negative, u64/i64 if larger), other numbers → f32, bigint →
  * u64/i64, arrays → array of the first item's inferred type.
  */
@@ -48,6 +50,20 @@ export function ggufTyped(type: GgufValueTypeName, value: unknown, itemType?: Gg
 
 function isTyped(v: GgufWriteValue): v is GgufTypedValue {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && 'type' in v;
+}
+
+const NUMERIC = new Set<string>(['u8', 'i8', 'u16', 'i16', 'u32', 'i32', 'f32', 'f64']);
+
+/** A plain number (or array of them) under a key the spec types (gguf-keys.ts): stored in the spec's type. */
+function inferForKey(v: GgufWriteValue, key: string, arch: string | undefined): GgufTypedValue {
+  const spec = ggufKeyTypes(key, arch)?.[0];
+  if (!spec || isTyped(v)) return infer(v);
+  if (typeof v === 'number' && NUMERIC.has(spec)) return { type: spec, value: v } as GgufTypedValue;
+  const item = /^array<(.+)>$/.exec(spec)?.[1] as GgufValueTypeName | undefined;
+  if (item && NUMERIC.has(item) && Array.isArray(v) && v.every((x) => typeof x === 'number')) {
+    return { type: 'array', value: (v as number[]).map((x) => ({ type: item, value: x }) as GgufTypedValue), itemType: item };
+  }
+  return infer(v);
 }
 
 function infer(v: GgufWriteValue): GgufTypedValue {
@@ -145,8 +161,9 @@ export function writeGguf(options: WriteGgufOptions): Uint8Array {
   o.u32(version);
   o.u64(tensors.length);
   o.u64(entries.length);
+  const arch = entries.find(([k]) => k === 'general.architecture')?.[1];
   for (const [key, raw] of entries) {
-    const v = infer(raw);
+    const v = inferForKey(raw, key, typeof arch === 'string' ? arch : undefined);
     o.string(key);
     o.u32(GGUF_VALUE_TYPE[v.type]);
     writeValue(o, v);
