@@ -217,15 +217,20 @@ export function walk(m: TokenMatcher, closing: Int32Array, r: () => number, mask
     const end = eos[0];
     if (!m.done && end !== undefined && m.canEnd) take(end, 'EOS');
   }
+  return { bytes: walkedBytes(m.accepted, eos, vocab), tokens, forced, searched, firstMaskUs, unfinished: false };
+}
+
+/** The document a walk wrote: the bytes of its accepted tokens in order, the end-of-sequence ids left out. */
+export function walkedBytes(accepted: readonly number[], eos: readonly number[], vocab: TokenVocabulary): Uint8Array {
   const eosSet = new Set(eos);
-  const parts = m.accepted.filter((id) => !eosSet.has(id)).map((id) => vocab.tokens[id]!);
+  const parts = accepted.filter((id) => !eosSet.has(id)).map((id) => vocab.tokens[id]!);
   const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
     bytes.set(p, at);
     at += p.length;
   }
-  return { bytes, tokens, forced, searched, firstMaskUs, unfinished: false };
+  return bytes;
 }
 
 /** Bytes from `start` to an accepting state (completeDocument), bounded: null after `budget` grammar steps. */

@@ -12,7 +12,7 @@ import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Gramm
 import { loadTokenizer, tokenBytes } from '@intab/model';
 import { mulberry32 as rng } from '@intab/testing/random';
 import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
-import { checkDocument, closingTokens, loadSample, MAX_TOKENS, pickWalkToken, searchEnd, type BenchSchema } from './grammar-bench.ts';
+import { checkDocument, closingTokens, loadSample, MAX_TOKENS, pickWalkToken, searchEnd, walkedBytes, type BenchSchema } from './grammar-bench.ts';
 import { round, summarize, type Summary } from './grammar-stats.ts';
 
 /** The peers `--peer` knows. */
@@ -187,17 +187,7 @@ async function peerWalk(ours: TokenMatcher, theirs: GrammarMatcher, closing: Int
     tokens++;
     return undefined;
   };
-  const result = (end: WalkEnd, detail?: string): PeerWalk => {
-    const eosSet = new Set(eos);
-    const parts = ours.accepted.filter((id) => !eosSet.has(id)).map((id) => vocab.tokens[id]!);
-    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      bytes.set(p, at);
-      at += p.length;
-    }
-    return { end, bytes, tokens, detail };
-  };
+  const result = (end: WalkEnd, detail?: string): PeerWalk => ({ end, bytes: walkedBytes(ours.accepted, eos, vocab), tokens, detail });
   while (!ours.done && tokens < MAX_TOKENS) {
     const walks = vocab.walkCache.size;
     let t0 = performance.now();
