@@ -105,25 +105,35 @@ function showToolsStatus(): void {
   ui.toolsStatus.textContent = text + toolChoiceProblem;
 }
 
+/** A row of a list of things kept on this device: its name (as text, `title` on hover), then its buttons. */
+function storedRow(text: string, title: string, buttons: Record<string, () => unknown>): HTMLLIElement {
+  const li = document.createElement('li');
+  const name = document.createElement('span');
+  name.textContent = text;
+  name.title = title;
+  li.append(name);
+  for (const [label, onclick] of Object.entries(buttons)) {
+    const button = document.createElement('button');
+    button.textContent = label;
+    button.className = 'secondary';
+    button.onclick = () => void onclick();
+    li.append(button);
+  }
+  return li;
+}
+
 /** The notes on this device, newest first, to delete. */
 async function showNotes(): Promise<void> {
   const list = await notes.list();
   ui.notes.replaceChildren(
-    ...list.map((n) => {
-      const li = document.createElement('li');
-      const name = document.createElement('span');
-      name.textContent = n.title;
-      name.title = `${n.text}\n(saved ${new Date(n.created).toLocaleString()})`;
-      const del = document.createElement('button');
-      del.textContent = 'Delete';
-      del.className = 'secondary';
-      del.onclick = async () => {
-        await notes.delete(n.id);
-        void showNotes();
-      };
-      li.append(name, del);
-      return li;
-    }),
+    ...list.map((n) =>
+      storedRow(n.title, `${n.text}\n(saved ${new Date(n.created).toLocaleString()})`, {
+        Delete: async () => {
+          await notes.delete(n.id);
+          void showNotes();
+        },
+      }),
+    ),
   );
   ui.notesStatus.textContent = `${list.length} note${list.length === 1 ? '' : 's'}${notes.persistent ? ', kept on this device' : ', kept in this tab only (this browser gives the page no IndexedDB)'}. Ask the assistant to note something.`;
 }
@@ -190,25 +200,15 @@ ui.system.onchange = async () => {
 async function showStored(): Promise<void> {
   const models = await modelStore.list();
   ui.stored.replaceChildren(
-    ...models.map((m) => {
-      const li = document.createElement('li');
-      const name = document.createElement('span');
-      name.textContent = `${m.id} · ${(m.bytes / 2 ** 20).toFixed(1)} MiB${m.complete ? '' : ' (partial)'}`;
-      name.title = `last used ${new Date(m.lastUsed).toLocaleString()}`;
-      const use = document.createElement('button');
-      use.textContent = m.complete ? 'Load' : 'Resume';
-      use.className = 'secondary';
-      use.onclick = () => void load(m.files.length === 1 ? m.files[0].url : m.id.split('@')[0]);
-      const del = document.createElement('button');
-      del.textContent = 'Delete';
-      del.className = 'secondary';
-      del.onclick = async () => {
-        await modelStore.delete(m.id);
-        void showStored();
-      };
-      li.append(name, use, del);
-      return li;
-    }),
+    ...models.map((m) =>
+      storedRow(`${m.id} · ${(m.bytes / 2 ** 20).toFixed(1)} MiB${m.complete ? '' : ' (partial)'}`, `last used ${new Date(m.lastUsed).toLocaleString()}`, {
+        [m.complete ? 'Load' : 'Resume']: () => load(m.files.length === 1 ? m.files[0].url : m.id.split('@')[0]),
+        Delete: async () => {
+          await modelStore.delete(m.id);
+          void showStored();
+        },
+      }),
+    ),
   );
   const usage = await modelStore.usage();
   ui.storage.textContent =
