@@ -494,11 +494,14 @@ export class Engine implements EngineApi {
     };
   }
 
-  /** The grammar vocabulary: the tokenizer's token bytes, with `spelled` special tokens given their text. */
-  private vocabularyFor(tok: Tokenizer, runner: StepRunner, format: ToolFormat, spelled: ReadonlyMap<number, string>): TokenVocabulary {
+  /**
+   * The grammar vocabulary: the tokenizer's token bytes, with a tool format's `spelled` special tokens given their text
+   * (kept per format). Masks are as wide as the model's logits rows (which may be padded past the tokenizer's ids).
+   */
+  private vocabularyFor(tok: Tokenizer, runner: StepRunner, format?: ToolFormat, spelled: ReadonlyMap<number, string> = new Map()): TokenVocabulary {
     const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < runner.config.vocab);
     const special = [...spelled].filter(([id]) => tok.isSpecial(id));
-    if (special.length === 0) return (this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab }));
+    if (!format || special.length === 0) return (this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab }));
     let v = this.toolVocabularies.get(format.name);
     if (!v) {
       const bytes = tokenBytes(tok);
@@ -515,10 +518,6 @@ export class Engine implements EngineApi {
     if (!format) return undefined;
     const tok = this.tokenizer;
     if (!tok) throw new TokenizerRequiredError('tokenizer');
-    const grammar = compileFormat(format);
-    const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < runner.config.vocab);
-    // Masks as wide as the model's logits rows (which may be padded past the tokenizer's ids).
-    this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab });
-    return new Constraint(format, grammar, this.vocabulary);
+    return new Constraint(format, compileFormat(format), this.vocabularyFor(tok, runner));
   }
 }
