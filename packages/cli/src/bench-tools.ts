@@ -223,9 +223,9 @@ export async function benchTools(flags: Flags): Promise<number> {
   const line = (r: Record<string, unknown>) => o.json && out(r);
   try {
     const figures = [await decodeFigure(here.engine, o, line)];
-    // A backend without a prefix cache (onnxruntime keeps each sequence's K/V apart) cannot preload: nothing to compare.
+    // A load without a prefix cache cannot preload: nothing to compare.
     if (here.prefixCache) figures.push(await ttftFigure(here.engine, o, line));
-    else figures.push({ kind: 'ttft', ttft_ratio: null, skipped: `the ${here.facts.backend} backend has no prefix cache, so nothing can be preloaded: run with --backend webgpu` });
+    else figures.push({ kind: 'ttft', ttft_ratio: null, skipped: `this load of ${here.facts.backend} has no prefix cache, so nothing can be preloaded` });
     for (const f of figures) {
       if (o.json) out({ ...f, ...here.facts });
       else console.log(COLUMNS.map((c) => `${c}=${f[c] ?? '-'}`).join('\t'));

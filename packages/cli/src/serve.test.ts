@@ -473,8 +473,8 @@ for (const runtime of RUNTIMES) describe(`intab serve --runtime ${runtime} (HTTP
 });
 
 /**
- * An outcome without usage's cached_tokens: how much of a prompt the prefix cache held is the backend's (intab's
- * kernels cache prefixes, onnxruntime keeps each sequence's K/V apart), not the answer's.
+ * An outcome without usage's cached_tokens: how much of a prompt the prefix cache held depends on what the cases before
+ * it left in that runtime's cache, not on the answer.
  */
 function uncached(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(uncached);

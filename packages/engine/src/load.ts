@@ -160,11 +160,10 @@ export interface LoadedOnnxModel {
 
 /**
  * Loads the model (and its draft) on onnxruntime-web: an ONNX folder's graph, or one written from the checkpoint.
- * The runner keeps each sequence's K/V apart, so ModelInfo.prefixCache is false whatever was asked.
  * @example
  * const { runner, info } = await loadOnnxModel(opened, { name: 'onnx-wasm', reason: 'asked' }, { kvBudgetBytes: 64 << 20, maxBatch: 8 });
  */
-export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<BackendChoice, { name: 'webgpu' }>, o: RunnersOptions): Promise<LoadedOnnxModel> {
+export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<BackendChoice, { name: 'webgpu' }>, o: RunnersOptions & { prefixCache?: boolean }): Promise<LoadedOnnxModel> {
   if (o.quantize) {
     throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights)`);
   }
@@ -188,8 +187,7 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     weightBytes: target.weightBytes,
     kvPages: target.runner.kv.pages,
     adapter: `${runtime} ${ep}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
-    prefixCache: false,
-    warnings: ["The prefix cache is off: this backend keeps each sequence's K/V apart, so requests do not share prefixes (use backend 'webgpu' for that)."],
+    prefixCache: o.prefixCache !== false,
   };
   return { runner: target.runner, draft: draft?.runner, info };
 }

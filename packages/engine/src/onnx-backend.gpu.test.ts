@@ -51,8 +51,12 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
       const engine = await load(source, { backend });
       const info = engine.modelInfo!;
       expect(info.backend.name).toBe(backend);
-      expect(info.prefixCache).toBe(false);
+      expect(info.prefixCache).toBe(true);
       for (const c of g.cases) expect((await collect(engine, await engine.start(greedy(c.prompt, c.greedy.length)))).ids).toEqual(c.greedy);
+      // Again, over the cached prompt (its K/V kept from the first run: on the WebGPU EP, in GPU buffers read back).
+      const again = await collect(engine, await engine.start(greedy(g.cases[1].prompt, g.cases[1].greedy.length)));
+      expect(again.ids).toEqual(g.cases[1].greedy);
+      expect(again.last.metrics!.cachedTokens).toBe(g.cases[1].prompt.length - 1);
       if (backend === 'onnx-webgpu') {
         // K/V stay in GPU buffers between steps; ngram speculation rewinds them (read back and cut) and the ids hold.
         expect(info.adapter).toContain('K/V on the GPU');

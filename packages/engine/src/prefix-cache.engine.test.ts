@@ -5,14 +5,13 @@
 // prefill only what is new. Preload pins a prefix; eviction under a tiny KV budget never fails a request that fits
 // without the cache; random starts, aborts, preloads and releases end with every page back.
 import { beforeAll, describe, expect, test } from 'vitest';
-import { mulberry32 } from '@intab/gpu';
 import type { LlamaConfig } from '@intab/model';
 import type { GenerateRequest, SpeculativeMethod } from './contract.ts';
 import { Engine, type EngineOptions } from './engine.ts';
 import { ContextLengthExceededError, EngineStateError } from './errors.ts';
 import { ReferenceRunner, type ReferenceRunnerOptions } from './reference/runner.ts';
 import { qwen3VocabModel, stories260K } from './test-models.ts';
-import { collect, type Collected } from './test-streams.ts';
+import { collect, prefixTraffic, runRequest as run, storyWords as words, type Collected } from './test-streams.ts';
 
 let config: LlamaConfig;
 let tensors: Map<string, Float32Array>;
@@ -28,14 +27,6 @@ function setup(o: { runner?: ReferenceRunnerOptions; engine?: EngineOptions; dra
   const engine = new Engine({ runner, draft, options: { seed: 3, maxBatch: 8, ...o.engine } });
   return { runner, engine };
 }
-
-const run = async (engine: Engine, r: GenerateRequest, signal?: AbortSignal): Promise<Collected> => collect(engine, await engine.start(r, signal));
-
-/** Seeded story-word ids (3..511), as stand-ins for a chat's messages. */
-const words = (seed: number, n: number) => {
-  const rng = mulberry32(seed);
-  return Array.from({ length: n }, () => 3 + Math.floor(rng() * 500));
-};
 
 /** A conversation's prompts, turn by turn: each is the previous prompt, the model's reply, then a new message. */
 async function chat(engine: Engine, options: GenerateRequest, turns: number, cache = true): Promise<Collected[]> {
@@ -261,8 +252,6 @@ describe('preload', () => {
 
 describe('random traffic', () => {
   test('400 seeded starts, aborts at any point, preloads and releases: ids equal the cache-off ids, every page comes back', { timeout: 120_000 }, async () => {
-    const rng = mulberry32(77);
-    const int = (n: number) => Math.floor(rng() * n);
     const stems = [[1, ...words(21, 50)], [1, ...words(22, 30)], [1, ...words(21, 20), ...words(23, 30)]];
     const methods: (SpeculativeMethod | false)[] = [false, false, 'ngram', 'self'];
     const requests: GenerateRequest[] = Array.from({ length: 16 }, (_, i) => {
@@ -285,38 +274,7 @@ describe('random traffic', () => {
       audits++;
       return out;
     };
-    const pins: number[] = [];
-    const pending: Promise<void>[] = [];
-    let finished = 0;
-    for (let i = 0; i < 400; i++) {
-      const op = int(10);
-      if (op === 0) {
-        pending.push(engine.preload({ promptIds: stems[int(3)].slice(0, 8 + int(30)) }).then((p) => void pins.push(p.id), () => {}));
-      } else if (op === 1 && pins.length) {
-        await engine.release(pins.splice(int(pins.length), 1)[0]);
-      } else {
-        const k = int(requests.length);
-        const controller = new AbortController();
-        const abortAt = op < 4 ? int(8) : -1;
-        const speculative = methods[int(methods.length)];
-        const id = await engine.start({ ...requests[k], ...(speculative ? { speculative: { method: speculative, k: 3, adaptive: false } } : {}) }, controller.signal);
-        if (abortAt === 0) controller.abort();
-        pending.push(
-          collect(engine, id, (_c, ids) => {
-            if (abortAt > 0 && ids.length >= abortAt) controller.abort();
-          }).then((r) => {
-            if (r.last.finishReason === 'abort') expect(r.ids).toEqual(expected[k].slice(0, r.ids.length));
-            else {
-              expect(r.ids, `request ${k}`).toEqual(expected[k]);
-              finished++;
-            }
-          }),
-        );
-      }
-      if (int(4) === 0) await Promise.all(pending.splice(0));
-    }
-    await Promise.all(pending);
-    for (const p of pins) await engine.release(p);
+    const finished = await prefixTraffic(engine, { seed: 77, ops: 400, stems, requests, expected, methods });
     expect(finished).toBeGreaterThan(150);
     expect(audits).toBeGreaterThan(100);
     const s = engine.stats();

@@ -347,7 +347,7 @@ describe('prefix cache in the worker', () => {
     const model = () => new File([fixtureGguf('llama', 4321) as BlobPart], 'prefix-fixture.gguf');
     const system = Array.from({ length: 69 }, (_, i) => 3 + ((i * 7) % 120)); // 4 pages of 16 and a partial one
     const request = { promptIds: [...system, 30, 31], maxTokens: 8, temperature: 0, ignoreEos: true };
-    // The prefix cache is intab's WebGPU kernels' (onnxruntime keeps each sequence's K/V apart).
+    // Saving the cache reads KV pages: intab's WebGPU kernels hold them (onnxruntime keeps its K/V in tensors).
     const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system }, backend: 'webgpu' });
     try {
       expect(first.info.prefixCache).toBe(true);

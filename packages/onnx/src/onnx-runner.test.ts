@@ -1,7 +1,8 @@
 // The ONNX StepRunner on onnxruntime-web's wasm EP in Node, over the graph built from stories260K's GGUF: the
 // golden greedy ids through step() (prompt prefill, then one token per step), several sequences in one step,
-// a verify entry accepting exactly what greedy decoding would, rewind and fork keeping the K/V right, and what
-// it refuses (adopt, early exit, a graph in another layout) as typed errors.
+// a verify entry accepting exactly what greedy decoding would, rewind and fork keeping the K/V right, pages a holder
+// (the prefix cache) retained adopted by later sequences that continue as the writer did, and what it refuses (early
+// exit, adopting pages nobody retained, a graph in another layout) as typed errors.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -141,6 +142,67 @@ describe('OnnxRunner on ORT wasm', () => {
     runner.free(5);
   });
 
+  test('pages a holder retained keep their K/V: sequences adopting them (whole pages, a partial one) continue as the writer did', async () => {
+    const c = golden.cases[0];
+    const P = runner.kv.pageSize;
+    // The writer: its prompt, then tokens up to 2.5 pages, every page retained by a holder as the prefix cache does.
+    runner.alloc(8);
+    const ids = await (async () => {
+      const out: number[] = [];
+      let next = c.prompt;
+      while (c.prompt.length + out.length < 2.5 * P) {
+        const [r] = await runner.step([{ seq: 8, tokens: next }]);
+        out.push(r.id);
+        next = [r.id];
+      }
+      return out;
+    })();
+    const length = runner.kv.length(8);
+    const pages = [...runner.kv.pagesOf(8)];
+    for (const p of pages) runner.kv.retain(p);
+    // The writer goes on a few tokens (into its partial page: a private copy) and ends.
+    const [more] = await runner.step([{ seq: 8, tokens: [ids.at(-1)!] }], { logits: true });
+    expect(more.id).toBe(c.greedy[ids.length]);
+    runner.free(8);
+    // What the writer fed: the prompt, then each sampled id (the last one after the pages were retained).
+    const fed = [...c.prompt, ...ids];
+    const continueFrom = async (seq: number, tokens: number) => {
+      runner.adopt(seq, pages.slice(0, Math.ceil(tokens / P)), tokens);
+      const out: number[] = [];
+      let next = fed.slice(tokens);
+      for (let i = 0; i < 6; i++) {
+        const [r] = await runner.step([{ seq, tokens: next }], { logits: i === 0 });
+        // The first logits are the writer's last ones, to float rounding (ORT's kernels differ by the number of tokens fed).
+        if (i === 0) for (let v = 0; v < config.vocab; v++) expect(Math.abs(r.logits![v] - more.logits![v])).toBeLessThan(1e-4);
+        out.push(r.id);
+        next = [r.id];
+      }
+      runner.free(seq);
+      return out;
+    };
+    // Adopting every cached token (the partial page too), then two whole pages, then 20 tokens (a page and part of
+    // one); what was not adopted is fed again.
+    for (const tokens of [length, 2 * P, 20]) {
+      const got = await continueFrom(9, tokens);
+      expect(got, `adopting ${tokens} tokens`).toEqual(c.greedy.slice(ids.length, ids.length + 6));
+    }
+    // A fork of an adopted sequence, before either ran, reads the same pages.
+    runner.adopt(10, pages.slice(0, 2), 2 * P);
+    runner.fork(10, 11);
+    const rest = fed.slice(2 * P);
+    const [a, b] = await runner.step([
+      { seq: 10, tokens: rest },
+      { seq: 11, tokens: rest },
+    ]);
+    expect([a.id, b.id]).toEqual([c.greedy[ids.length], c.greedy[ids.length]]);
+    runner.free(10);
+    runner.free(11);
+    // The holder lets the pages go: every page is free again.
+    for (const p of pages) runner.kv.release(p);
+    expect(runner.kv.freePageCount).toBe(runner.kv.pages);
+    expect(() => runner.adopt(12, [pages[0]], 1)).toThrow(OnnxUnsupportedError);
+  });
+
   test('logits come back when asked, and logprobs are log-softmax of them', async () => {
     runner.alloc(6);
     const [r] = await runner.step([{ seq: 6, tokens: [1], sampling: { temperature: 0, u: 0, topLogprobs: 3 } }], { logits: true });
@@ -154,8 +216,7 @@ describe('OnnxRunner on ORT wasm', () => {
   });
 
   test('what it cannot do is a typed error', async () => {
-    expect(runner.capabilities).toEqual({ sharedPages: false, earlyExit: false });
-    expect(() => runner.adopt()).toThrow(OnnxUnsupportedError);
+    expect(runner.capabilities).toEqual({ sharedPages: true, earlyExit: false });
     runner.alloc(7);
     await expect(runner.step([{ seq: 7, tokens: [1] }], { layers: 2 })).rejects.toThrow(OnnxUnsupportedError);
     runner.free(7);

@@ -1,11 +1,12 @@
 // The StepRunner over onnxruntime-web: the engine (scheduling, sampling policy, stops, logprobs, grammar masks,
-// speculative verify steps) runs unchanged on an ONNX graph in the onnx-community layout (graph-layout.ts), on the
-// wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph returned (present.*
-// fed back as past_key_values.*): in GPU buffers on the WebGPU EP, in JS memory on wasm. Rewind trims them, fork
-// shares them (ORT never writes its inputs), and decode steps of several sequences run as one left-padded call. A
-// PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same rules;
-// but pages hold no bytes here, so nothing can adopt another sequence's pages: the runner says so in `capabilities`,
-// and the engine runs without its prefix cache.
+// speculative verify steps, the prefix cache) runs unchanged on an ONNX graph in the onnx-community layout
+// (graph-layout.ts), on the wasm or the WebGPU execution provider. Each sequence's K/V lives in the ORT tensors the graph
+// returned (present.* fed back as past_key_values.*): in GPU buffers on the WebGPU EP, in JS memory on wasm. Rewind trims
+// them, fork shares them (ORT never writes its inputs), and decode steps of several sequences run as one left-padded call.
+// A PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same rules.
+// Pages are not where K/V live here, so sharing them (the prefix cache) works through what the pool is told: a page the
+// cache retains is kept with its K/V as they are then (a copy of its positions on wasm; on the GPU, the tensors that
+// hold them), and a sequence that adopts cached pages starts from those K/V put together.
 
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
@@ -50,6 +51,37 @@ export interface OnnxModelConfig {
 interface SeqKv {
   keys: Tensor[];
   values: Tensor[];
+  /** Set on a sequence that adopted cached pages and has not run since: its K/V are these pages', put together by trimmed(). */
+  adopted?: PageKv[];
+}
+
+/** The K/V of a page the prefix cache holds: per layer, positions `at`.. of [1, Hkv, S, D] tensors. */
+interface PageKv {
+  keys: Tensor[];
+  values: Tensor[];
+  at: number;
+}
+
+/** The pool of an OnnxRunner: it tells the runner when a page gains the holder's reference and when a page is free. */
+class SharingPool extends PagePool {
+  constructor(
+    pages: number,
+    pageSize: number,
+    private readonly onRetain: (page: number) => void,
+    private readonly onRelease: () => void,
+  ) {
+    super(pages, pageSize);
+  }
+
+  override retain(page: number): void {
+    super.retain(page);
+    this.onRetain(page);
+  }
+
+  override release(page: number): void {
+    super.release(page);
+    this.onRelease();
+  }
 }
 
 const GREEDY: SamplingParams = { temperature: 0, u: 0 };
@@ -67,8 +99,10 @@ export class OnnxRunner implements StepRunner {
   readonly maxBatch: number;
   readonly maxRows: number;
   readonly maxTokens: number;
-  readonly capabilities: RunnerCapabilities = { sharedPages: false, earlyExit: false };
+  readonly capabilities: RunnerCapabilities = { sharedPages: true, earlyExit: false };
   private readonly seqs = new Map<number, SeqKv>();
+  /** K/V of the pages the prefix cache retained, by page (dropped once the page is free). */
+  private readonly kept = new Map<number, PageKv>();
   private readonly batching: 'per-sequence' | 'batched';
   /** Where present.* stay between steps (OnnxRunnerOptions.kvLocation). */
   readonly kvLocation: 'cpu' | 'gpu-buffer';
@@ -93,7 +127,7 @@ export class OnnxRunner implements StepRunner {
     const pageBytes = 2 * layout.layers * layout.kvHeads * layout.headDim * layout.kvBytes * pageSize;
     const pages = Math.floor((options.kvBudgetBytes ?? 64 << 20) / pageBytes);
     if (pages < 1) throw new OnnxUnsupportedError('kvBudgetBytes', `${options.kvBudgetBytes} bytes hold no page of ${pageBytes} bytes: give at least one page's worth.`);
-    this.kv = new PagePool(pages, pageSize);
+    this.kv = new SharingPool(pages, pageSize, (page) => this.keep(page), () => this.dropFreed());
   }
 
   alloc(seq: number): void {
@@ -101,25 +135,39 @@ export class OnnxRunner implements StepRunner {
     this.seqs.set(seq, this.emptyKv());
   }
 
-  adopt(): void {
-    throw new OnnxUnsupportedError('adopt', 'K/V lives in per-sequence ORT tensors on this runner, so sequences cannot share pages (capabilities.sharedPages is false): run the engine without its prefix cache.');
+  /** Pages whose K/V the runner keeps for the prefix cache, ascending (at rest: exactly the pages the cache holds). */
+  get keptPages(): number[] {
+    return [...this.kept.keys()].sort((a, b) => a - b);
+  }
+
+  /** A new sequence over pages the prefix cache retained: their kept K/V, put together before its first step. */
+  adopt(seq: number, pages: readonly number[], length: number): void {
+    const adopted = pages.map((p) => {
+      const kv = this.kept.get(p);
+      if (!kv) throw new OnnxUnsupportedError('adopt', `page ${p} was never retained, so this runner kept no K/V for it: adopt only pages a prefix cache holds.`);
+      return kv;
+    });
+    this.kv.adopt(seq, pages, length);
+    this.seqs.set(seq, { keys: [], values: [], adopted });
   }
 
   free(seq: number): void {
     this.kv.free(seq);
     this.replace(seq, undefined);
+    this.dropFreed();
   }
 
   rewind(seq: number, n: number): void {
     this.kv.rewind(seq, n);
     this.kv.takeCopies();
+    this.dropFreed();
   }
 
   fork(src: number, dst: number): void {
-    const kv = this.seqs.get(src);
+    const kv = this.seqs.get(src)!;
     this.kv.fork(src, dst);
     // ORT never writes its inputs: both sequences read the same tensors until their next step replaces them.
-    this.seqs.set(dst, { keys: [...kv!.keys], values: [...kv!.values] });
+    this.seqs.set(dst, { keys: [...kv.keys], values: [...kv.values], ...(kv.adopted ? { adopted: [...kv.adopted] } : {}) });
   }
 
   async step(entries: readonly StepEntry[], options: StepOptions = {}): Promise<StepResult[]> {
@@ -140,6 +188,7 @@ export class OnnxRunner implements StepRunner {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.kept.clear();
     for (const seq of [...this.seqs.keys()]) this.replace(seq, undefined);
     void this.session.release().catch(() => undefined);
   }
@@ -227,26 +276,102 @@ export class OnnxRunner implements StepRunner {
     return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}), ...extra };
   }
 
+  // ---- pages the prefix cache holds ----
+
+  /**
+   * Keeps the K/V of a page that just gained the holder's reference, from the live sequence holding most of its
+   * positions: a copy of those positions when the tensors are in JS memory, else the tensors themselves. A page the
+   * cache holds is never written again (a sequence appending into it copies it first), so what is kept stays right.
+   */
+  private keep(page: number): void {
+    const P = this.kv.pageSize;
+    let best: { kv: SeqKv; index: number; filled: number } | undefined;
+    for (const [seq, kv] of this.seqs) {
+      if (kv.adopted || !this.kv.has(seq)) continue;
+      const index = this.kv.pagesOf(seq).indexOf(page);
+      if (index < 0) continue;
+      const filled = Math.min(P, this.kv.length(seq) - index * P, kv.keys[0]?.dims[2] ?? 0);
+      if (!best || filled > best.filled) best = { kv, index, filled };
+    }
+    // Not in a live sequence that ran (an adopted page, retained again): what was kept for it stays.
+    if (!best) return;
+    const { kv, index, filled } = best;
+    const at = index * P;
+    if (kv.keys[0]?.location === 'gpu-buffer') {
+      this.kept.set(page, { keys: [...kv.keys], values: [...kv.values], at });
+      return;
+    }
+    const cut = (t: Tensor) => slicePositions(this.ort, t, at, filled);
+    this.kept.set(page, { keys: kv.keys.map(cut), values: kv.values.map(cut), at: 0 });
+  }
+
+  /** Forgets what was kept for pages now free (the cache let them go, and no sequence maps them). */
+  private dropFreed(): void {
+    const dropped: Tensor[] = [];
+    for (const [page, kv] of this.kept) {
+      if (this.kv.refCount(page) > 0) continue;
+      this.kept.delete(page);
+      dropped.push(...kv.keys, ...kv.values);
+    }
+    if (dropped.length) this.disposeUnheld(dropped);
+  }
+
+  /** An adopted sequence's K/V: its pages' kept positions, in order, as [1, Hkv, length, D] tensors in JS memory. */
+  private async assemble(pages: readonly PageKv[], length: number): Promise<SeqKv> {
+    const P = this.kv.pageSize;
+    const L = this.layout;
+    const join = async (of: (kv: PageKv) => Tensor): Promise<Tensor> => {
+      const Arr = L.kvType === 'float16' ? Uint16Array : Float32Array;
+      const [H, D] = [L.kvHeads, L.headDim];
+      const out = new Arr(H * length * D);
+      for (const [i, kv] of pages.entries()) {
+        const n = Math.min(P, length - i * P);
+        if (n <= 0) break;
+        const t = of(kv);
+        const S = t.dims[2];
+        const src = (t.location === 'gpu-buffer' ? await t.getData() : t.data) as Float32Array | Uint16Array;
+        for (let h = 0; h < H; h++) out.set(src.subarray((h * S + kv.at) * D, (h * S + kv.at + n) * D), (h * length + i * P) * D);
+      }
+      return new this.ort.Tensor(L.kvType, out, [1, H, length, D]);
+    };
+    const layers = Array.from({ length: L.layers }, (_, l) => l);
+    return {
+      keys: await Promise.all(layers.map((l) => join((kv) => kv.keys[l]))),
+      values: await Promise.all(layers.map((l) => join((kv) => kv.values[l]))),
+    };
+  }
+
   /** The sequence's K/V cut to its cached length (a rewind drops the tail lazily, here; K/V on the GPU are read back first). */
   private async trimmed(seq: number): Promise<SeqKv> {
-    const kv = this.seqs.get(seq)!;
     const length = this.kv.length(seq);
+    const pending = this.seqs.get(seq)!;
+    if (pending.adopted) this.replace(seq, length === 0 ? this.emptyKv() : await this.assemble(pending.adopted, length));
+    const kv = this.seqs.get(seq)!;
     if (kv.keys.length === 0 || kv.keys[0].dims[2] === length) return kv;
-    const cut = async (t: Tensor) => sliceSequence(this.ort, t.location === 'gpu-buffer' ? new this.ort.Tensor(t.type as 'float32', (await t.getData()) as Float32Array, t.dims) : t, length);
+    const cut = async (t: Tensor) => slicePositions(this.ort, t.location === 'gpu-buffer' ? new this.ort.Tensor(t.type as 'float32', (await t.getData()) as Float32Array, t.dims) : t, 0, length);
     const out = { keys: await Promise.all(kv.keys.map(cut)), values: await Promise.all(kv.values.map(cut)) };
     this.replace(seq, out);
     return out;
   }
 
-  /** Sets (or with undefined drops) a sequence's K/V, freeing the GPU buffers no other sequence (a fork) still holds. */
+  /** Sets (or with undefined drops) a sequence's K/V, freeing the GPU buffers nothing else (a fork, a kept page) holds. */
   private replace(seq: number, next: SeqKv | undefined): void {
     const old = this.seqs.get(seq);
     if (next) this.seqs.set(seq, next);
     else this.seqs.delete(seq);
-    if (!old) return;
+    if (old) this.disposeUnheld([...old.keys, ...old.values]);
+  }
+
+  /** Disposes those of `candidates` that are GPU tensors no sequence and no kept page holds. */
+  private disposeUnheld(candidates: Tensor[]): void {
     const held = new Set<Tensor>();
-    for (const kv of this.seqs.values()) for (const t of [...kv.keys, ...kv.values]) held.add(t);
-    for (const t of [...old.keys, ...old.values]) if (t.location === 'gpu-buffer' && !held.has(t)) t.dispose();
+    const hold = (kv: { keys: Tensor[]; values: Tensor[] }) => [...kv.keys, ...kv.values].forEach((t) => held.add(t));
+    for (const kv of this.seqs.values()) {
+      hold(kv);
+      kv.adopted?.forEach(hold);
+    }
+    this.kept.forEach(hold);
+    for (const t of candidates) if (t.location === 'gpu-buffer' && !held.has(t)) t.dispose();
   }
 
   private emptyKv(): SeqKv {
@@ -256,13 +381,13 @@ export class OnnxRunner implements StepRunner {
   }
 }
 
-/** A [1, Hkv, S, D] tensor's first `length` positions (a copy). */
-function sliceSequence(ort: Ort, t: Tensor, length: number): Tensor {
+/** Positions from..from+n of a [B, Hkv, S, D] tensor in JS memory (a copy). */
+function slicePositions(ort: Ort, t: Tensor, from: number, n: number): Tensor {
   const [b, h, s, d] = t.dims;
   const src = t.data as Float32Array | Uint16Array;
-  const out = new (src.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(b * h * length * d);
-  for (let i = 0; i < b * h; i++) out.set(src.subarray(i * s * d, i * s * d + length * d), i * length * d);
-  return new ort.Tensor(t.type as 'float32' | 'float16', out, [b, h, length, d]);
+  const out = new (src.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(b * h * n * d);
+  for (let i = 0; i < b * h; i++) out.set(src.subarray((i * s + from) * d, (i * s + from + n) * d), i * n * d);
+  return new ort.Tensor(t.type as 'float32' | 'float16', out, [b, h, n, d]);
 }
 
 /** [1, Hkv, S_b, D] tensors as one [B, Hkv, P, D], each sequence's positions at the end (zeros before them). */
