@@ -111,6 +111,8 @@ export const USAGE = `usage:
       and walks (each token drawn from both engines' masks): peer_coverage (ours strict and strict: false, theirs),
       peer_compile and peer_mask per engine (compile ms, mask µs p50/p90/p99 at the same states), peer_summary
       (ours/theirs ratios, the targets, documents both engines completed and ajv validated: invalid must be 0).
+      A schema web-xgrammar does not compile within 60 s (checked in a worker thread first) counts as not compiled
+      by it: peer_coverage.xgrammar_timed_out.
       JSON lines: {"bench":"grammar","kind":"coverage"|"compile"|"mask"|"mask_profile"|"step"|"decode"|"peer_...","tokenizer",...};
       tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]

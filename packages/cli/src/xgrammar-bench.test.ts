@@ -1,5 +1,6 @@
 // `bench grammar --peer xgrammar` on a few schemas: web-xgrammar loads in Node and compiles, a schema it cannot compile
-// is counted (and its aborted wasm instance replaced), both engines mask every step of the same walks, and each walked
+// is counted (and its aborted wasm instance replaced), one it would compile for ever is a timeout (its worker thread
+// stopped, not the bench), both engines mask every step of the same walks, and each walked
 // document is accepted to its end by both engines, replayed afresh, and valid under ajv. No timing is asserted: only
 // that the figures are real numbers of the masks that were made.
 
@@ -44,14 +45,16 @@ describe('web-xgrammar beside @intab/grammar', () => {
   it('runs both engines on the same walks, and both accept the same valid documents', async () => {
     const glaive = loadSample(SHARED, 2).filter((s) => s.subset === 'Glaiveai2K');
     expect(glaive).toHaveLength(2);
-    const schemas = [TOOL_ARGS, BROKEN, ...glaive];
+    // web-xgrammar 0.1.27 never finishes compiling this one (measured: past 10 minutes); ours compiles it in strict mode.
+    const endless = loadSample(SHARED).find((s) => s.id === 'Snowplow/sp_333_Normalized')!;
+    const schemas = [TOOL_ARGS, BROKEN, endless, ...glaive];
     const records: Record<string, any>[] = [];
-    const result = await runPeerBench({ shared: SHARED, tokenizers: ['qwen3'], schemas, seed: 1, onRecord: (r) => records.push(r) });
+    const result = await runPeerBench({ shared: SHARED, tokenizers: ['qwen3'], schemas, seed: 1, onRecord: (r) => records.push(r), compileTimeoutMs: 3000 });
     expect(result.failures).toEqual([]);
 
     const coverage = records.find((r) => r.kind === 'peer_coverage');
-    expect(coverage).toMatchObject({ tokenizer: 'qwen3', total: 4, intab_strict: 3, intab_lenient: 4, xgrammar: 3, both: 3, xgrammar_reloads: 1 });
-    expect(Object.values(coverage!.xgrammar_not_compiled)).toEqual([1]);
+    expect(coverage).toMatchObject({ tokenizer: 'qwen3', total: 5, intab_strict: 4, intab_lenient: 5, xgrammar: 3, both: 3, xgrammar_reloads: 1, xgrammar_timed_out: [endless.id] });
+    expect(Object.values(coverage!.xgrammar_not_compiled).sort()).toEqual([1, 1]);
 
     // Two walks per schema both compile; each ended with both engines done, each step masked by both.
     const walks = result.walks.qwen3;
@@ -110,6 +113,6 @@ describe('web-xgrammar beside @intab/grammar', () => {
     const ours = records.find((r) => r.kind === 'peer_mask' && r.engine === 'intab' && r.cache === 'all')!;
     const theirs = records.find((r) => r.kind === 'peer_mask' && r.engine === 'xgrammar' && r.cache === 'all')!;
     expect(Math.abs(summary.mask_p90_ratio / (ours.p90_us / theirs.p90_us) - 1)).toBeLessThan(0.01);
-    expect(summary).toMatchObject({ walked_schemas: 3, coverage_lenient: 4, coverage_xgrammar: 3, valid_documents: 6, invalid_documents: 0, walks: { both_complete: 6, diverged: 0 } });
+    expect(summary).toMatchObject({ walked_schemas: 3, coverage_lenient: 5, coverage_xgrammar: 3, valid_documents: 6, invalid_documents: 0, walks: { both_complete: 6, diverged: 0 } });
   }, 180_000);
 });

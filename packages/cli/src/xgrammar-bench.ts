@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { runInThisContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
 import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Grammar } from '@intab/grammar';
 import { loadTokenizer, tokenBytes } from '@intab/model';
@@ -25,23 +26,35 @@ export const PEER_TARGETS = { mask_p90_ratio: 1, mask_p99_ratio: 0.5, compile_p5
 type XGrammarModule = typeof import('@mlc-ai/web-xgrammar');
 
 /**
+ * Longest web-xgrammar compile the bench waits for. Some schemas of the sample never finish compiling there (measured:
+ * Snowplow/sp_333_Normalized ran past 10 minutes on web-xgrammar 0.1.27 and 2 cores); they count as not compiled.
+ */
+export const PEER_COMPILE_TIMEOUT_MS = 60_000;
+
+/** web-xgrammar's bundle as a CommonJS module's source (see loadXGrammar), and its path. */
+function xgrammarSource(): { file: string; source: string } {
+  const file = createRequire(import.meta.url).resolve('@mlc-ai/web-xgrammar');
+  const source = readFileSync(file, 'utf8');
+  const patched = source.replace("await import('module')", "require('module')");
+  if (patched === source) throw new Error(`${file}: not the web-xgrammar build this harness knows (0.1.27); reinstall with pnpm install`);
+  return { file, source: patched };
+}
+
+/**
  * A fresh instance of web-xgrammar's wasm module. Its file is a UMD bundle in a `"type": "module"` package (Node
  * refuses both `import` and `require` of it), so it is evaluated as the CommonJS it is; its one dynamic
  * `import('module')` becomes a require. A failed compile aborts the wasm instance (emscripten's abort): the caller
  * loads a new one. What the module prints (its FATAL lines) goes to `onPrint`.
  */
 export async function loadXGrammar(onPrint: (line: string) => void): Promise<XGrammarModule> {
-  const require = createRequire(import.meta.url);
-  const file = require.resolve('@mlc-ai/web-xgrammar');
-  const source = readFileSync(file, 'utf8');
-  const patched = source.replace("await import('module')", "require('module')");
-  if (patched === source) throw new Error(`${file}: not the web-xgrammar build this harness knows (0.1.27); reinstall with pnpm install`);
+  const { file, source } = xgrammarSource();
+  const require = createRequire(file);
   const mod = { exports: {} as XGrammarModule };
   // emscripten binds console.log/error when the wasm module starts (on the first call): route them to onPrint.
   const { log, error } = console;
   console.log = console.error = (...a: unknown[]) => onPrint(a.map(String).join(' '));
   try {
-    const wrapper = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${patched}\n})`, { filename: file });
+    const wrapper = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: file });
     wrapper(mod.exports, require, mod, file, dirname(file));
     (await mod.exports.TokenizerInfo.createTokenizerInfo([])).dispose();
   } finally {
@@ -89,6 +102,11 @@ export class XGrammarPeer {
     return peer;
   }
 
+  /** A CompileGuard over the same vocabulary. */
+  guard(timeoutMs?: number): CompileGuard {
+    return new CompileGuard(this.vocab, this.size, this.eos, timeoutMs);
+  }
+
   private async reload(): Promise<void> {
     this.xg = await loadXGrammar((line) => this.printed.push(line));
     this.info = await this.xg.TokenizerInfo.createTokenizerInfo(this.vocab, 'byte_level', false, this.size, [...this.eos]);
@@ -125,6 +143,78 @@ export class XGrammarPeer {
   }
 }
 
+/** The worker of CompileGuard: web-xgrammar for one vocabulary, compiling what it is sent (CommonJS, run by eval). */
+const GUARD_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createRequire } = require('node:module');
+const { dirname } = require('node:path');
+const { runInThisContext } = require('node:vm');
+const { file, source, vocab, size, eos } = workerData;
+const mod = { exports: {} };
+console.log = console.error = () => {};
+runInThisContext('(function (exports, require, module, __filename, __dirname) {' + source + '\\n})', { filename: file })(mod.exports, createRequire(file), mod, file, dirname(file));
+const xg = mod.exports;
+const ready = (async () => {
+  const info = await xg.TokenizerInfo.createTokenizerInfo(vocab, 'byte_level', false, size, eos);
+  return xg.GrammarCompiler.createGrammarCompiler(info, false);
+})();
+parentPort.on('message', async ({ id, text }) => {
+  try {
+    const compiled = await (await ready).compileJSONSchema(text, false, -1, [',', ':'], false);
+    compiled.dispose();
+    parentPort.postMessage({ id, ok: true });
+  } catch (e) {
+    parentPort.postMessage({ id, ok: false });
+  }
+});
+`;
+
+/**
+ * Tells whether web-xgrammar compiles a schema within `timeoutMs`, by compiling it first in a worker thread that is
+ * terminated when it takes longer (a compile in this thread cannot be interrupted: the wasm call never yields). The
+ * bench then compiles and times the schema here only when the worker finished; a timeout is the peer's failure to
+ * compile. Any failure in the worker starts a new one for the next schema.
+ */
+export class CompileGuard {
+  private worker?: Worker;
+  private next = 0;
+
+  constructor(
+    private readonly vocab: string[],
+    private readonly size: number,
+    private readonly eos: readonly number[],
+    private readonly timeoutMs = PEER_COMPILE_TIMEOUT_MS,
+  ) {}
+
+  /** 'finished' (compiled, or refused with an error) within the time, else 'timeout'. */
+  async check(schema: unknown): Promise<'finished' | 'timeout'> {
+    const worker = (this.worker ??= new Worker(GUARD_WORKER, { eval: true, workerData: { ...xgrammarSource(), vocab: this.vocab, size: this.size, eos: [...this.eos] } }));
+    const id = this.next++;
+    const outcome = await new Promise<'finished' | 'timeout' | 'failed'>((resolve) => {
+      const timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
+      const done = (v: 'finished' | 'failed') => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+        resolve(v);
+      };
+      const onMessage = (m: { id: number; ok: boolean }) => m.id === id && done(m.ok ? 'finished' : 'failed');
+      const onError = () => done('failed');
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+      worker.postMessage({ id, text: JSON.stringify(schema) });
+    });
+    // A compile that failed aborted the worker's wasm instance, and one that timed out is still running: start over.
+    if (outcome !== 'finished') this.close();
+    return outcome === 'timeout' ? 'timeout' : 'finished';
+  }
+
+  close(): void {
+    void this.worker?.terminate();
+    this.worker = undefined;
+  }
+}
+
 export interface PeerBenchOptions {
   shared: string;
   tokenizers: readonly RealTokenizerName[];
@@ -135,6 +225,8 @@ export interface PeerBenchOptions {
   seed: number;
   onRecord: (record: Record<string, unknown>) => void;
   onProgress?: (line: string) => void;
+  /** Longest web-xgrammar compile waited for [PEER_COMPILE_TIMEOUT_MS]. */
+  compileTimeoutMs?: number;
 }
 
 /** One engine's side of the walks. */
@@ -268,6 +360,9 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     const tp = performance.now();
     const peer = await XGrammarPeer.create(vocab.tokens, vocab.size, vocab.eos);
     progress(`peer ${name}: web-xgrammar tokenizer info in ${Math.round(performance.now() - tp)} ms`);
+    const guardMs = o.compileTimeoutMs ?? PEER_COMPILE_TIMEOUT_MS;
+    const guard = peer.guard(guardMs);
+    const timedOut: string[] = [];
     const ours: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
     const theirs: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
     const coverage = { strict: 0, lenient: 0, xgrammar: 0, both: 0 };
@@ -294,7 +389,9 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
           // neither
         }
       }
-      const c = await peer.compile(s.schema);
+      // A schema web-xgrammar would compile for ever is its failure, not a hang of the bench.
+      const c = (await guard.check(s.schema)) === 'timeout' ? { error: `compile did not finish in ${guardMs / 1000} s` } : await peer.compile(s.schema);
+      if ('error' in c && c.error.startsWith('compile did not finish')) timedOut.push(s.id);
       if ('error' in c) {
         const key = c.error.replace(/\d+/g, 'N').slice(0, 80);
         peerErrors[key] = (peerErrors[key] ?? 0) + 1;
@@ -344,9 +441,10 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
       if ((i + 1) % 10 === 0) progress(`peer ${name}: ${i + 1}/${sample.length} schemas (${Math.round((performance.now() - tw) / 1000)} s)`);
     }
     peer.dispose();
+    guard.close();
 
     const total = sample.length;
-    o.onRecord({ bench: 'grammar', kind: 'peer_coverage', tokenizer: name, peer: 'xgrammar', total, intab_strict: coverage.strict, intab_lenient: coverage.lenient, xgrammar: coverage.xgrammar, both: coverage.both, xgrammar_not_compiled: peerErrors, xgrammar_reloads: peer.reloads });
+    o.onRecord({ bench: 'grammar', kind: 'peer_coverage', tokenizer: name, peer: 'xgrammar', total, intab_strict: coverage.strict, intab_lenient: coverage.lenient, xgrammar: coverage.xgrammar, both: coverage.both, xgrammar_not_compiled: peerErrors, xgrammar_timed_out: timedOut, xgrammar_reloads: peer.reloads });
     const sides = [
       ['intab', ours],
       ['xgrammar', theirs],
