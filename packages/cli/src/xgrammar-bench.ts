@@ -81,6 +81,11 @@ export function byteLevelVocab(tokens: readonly (Uint8Array | null)[]): string[]
   return tokens.map((b) => (b ? Array.from(b, (x) => BYTE_CHARS[x]).join('') : ''));
 }
 
+/** web-xgrammar's reason for refusing a schema, without the FATAL line's source location. */
+function peerReason(line: string): string {
+  return line.replace(/^.*\[FATAL\] \S+: /, '').slice(0, 160);
+}
+
 /** web-xgrammar for one vocabulary: a compiler that survives the failed compiles that abort its wasm instance. */
 export class XGrammarPeer {
   private xg!: XGrammarModule;
@@ -127,9 +132,8 @@ export class XGrammarPeer {
       return { compiled, ms: performance.now() - t0 };
     } catch (e) {
       const fatal = this.printed.find((l) => l.includes('[FATAL]'));
-      const reason = (fatal ?? (e as Error)?.message ?? String(e)).replace(/^.*\[FATAL\] \S+: /, '').slice(0, 160);
       await this.reload();
-      return { error: reason };
+      return { error: peerReason(fatal ?? (e as Error)?.message ?? String(e)) };
     }
   }
 
@@ -151,7 +155,8 @@ const { dirname } = require('node:path');
 const { runInThisContext } = require('node:vm');
 const { file, source, vocab, size, eos } = workerData;
 const mod = { exports: {} };
-console.log = console.error = () => {};
+let printed = [];
+console.log = console.error = (...a) => printed.push(a.map(String).join(' '));
 runInThisContext('(function (exports, require, module, __filename, __dirname) {' + source + '\\n})', { filename: file })(mod.exports, createRequire(file), mod, file, dirname(file));
 const xg = mod.exports;
 const ready = (async () => {
@@ -159,12 +164,14 @@ const ready = (async () => {
   return xg.GrammarCompiler.createGrammarCompiler(info, false);
 })();
 parentPort.on('message', async ({ id, text }) => {
+  printed = [];
   try {
     const compiled = await (await ready).compileJSONSchema(text, false, -1, [',', ':'], false);
     compiled.dispose();
     parentPort.postMessage({ id, ok: true });
   } catch (e) {
-    parentPort.postMessage({ id, ok: false });
+    const fatal = printed.find((l) => l.includes('[FATAL]'));
+    parentPort.postMessage({ id, ok: false, error: String(fatal ?? (e && e.message) ?? e) });
   }
 });
 `;
@@ -186,27 +193,30 @@ export class CompileGuard {
     private readonly timeoutMs = PEER_COMPILE_TIMEOUT_MS,
   ) {}
 
-  /** 'finished' (compiled, or refused with an error) within the time, else 'timeout'. */
-  async check(schema: unknown): Promise<'finished' | 'timeout'> {
+  /**
+   * 'compiled' within the time; 'failed' with web-xgrammar's reason (its FATAL line, or the worker's own failure,
+   * e.g. running out of memory); 'timeout' when it ran past the time.
+   */
+  async check(schema: unknown): Promise<{ outcome: 'compiled' } | { outcome: 'failed' | 'timeout'; error: string }> {
     const worker = (this.worker ??= new Worker(GUARD_WORKER, { eval: true, workerData: { ...xgrammarSource(), vocab: this.vocab, size: this.size, eos: [...this.eos] } }));
     const id = this.next++;
-    const outcome = await new Promise<'finished' | 'timeout' | 'failed'>((resolve) => {
-      const timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
-      const done = (v: 'finished' | 'failed') => {
+    const result = await new Promise<{ outcome: 'compiled' } | { outcome: 'failed' | 'timeout'; error: string }>((resolve) => {
+      const timer = setTimeout(() => resolve({ outcome: 'timeout', error: `compile did not finish in ${this.timeoutMs / 1000} s` }), this.timeoutMs);
+      const done = (v: { outcome: 'compiled' } | { outcome: 'failed'; error: string }) => {
         clearTimeout(timer);
         worker.off('message', onMessage);
         worker.off('error', onError);
         resolve(v);
       };
-      const onMessage = (m: { id: number; ok: boolean }) => m.id === id && done(m.ok ? 'finished' : 'failed');
-      const onError = () => done('failed');
+      const onMessage = (m: { id: number; ok: boolean; error?: string }) => m.id === id && done(m.ok ? { outcome: 'compiled' } : { outcome: 'failed', error: m.error ?? 'failed' });
+      const onError = (e: Error) => done({ outcome: 'failed', error: `the compile's worker failed: ${e.message}` });
       worker.on('message', onMessage);
       worker.on('error', onError);
       worker.postMessage({ id, text: JSON.stringify(schema) });
     });
     // A compile that failed aborted the worker's wasm instance, and one that timed out is still running: start over.
-    if (outcome !== 'finished') this.close();
-    return outcome === 'timeout' ? 'timeout' : 'finished';
+    if (result.outcome !== 'compiled') this.close();
+    return result;
   }
 
   close(): void {
@@ -389,9 +399,11 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
           // neither
         }
       }
-      // A schema web-xgrammar would compile for ever is its failure, not a hang of the bench.
-      const c = (await guard.check(s.schema)) === 'timeout' ? { error: `compile did not finish in ${guardMs / 1000} s` } : await peer.compile(s.schema);
-      if ('error' in c && c.error.startsWith('compile did not finish')) timedOut.push(s.id);
+      // A schema web-xgrammar would compile for ever is its failure, not a hang of the bench; one it fails on in the
+      // worker is not compiled again here.
+      const checked = await guard.check(s.schema);
+      if (checked.outcome === 'timeout') timedOut.push(s.id);
+      const c = checked.outcome === 'compiled' ? await peer.compile(s.schema) : { error: peerReason(checked.error) };
       if ('error' in c) {
         const key = c.error.replace(/\d+/g, 'N').slice(0, 80);
         peerErrors[key] = (peerErrors[key] ?? 0) + 1;
