@@ -9,7 +9,7 @@ import { ModelFormatError, UnsupportedModelError } from './errors.ts';
 export type { Llama3Scaling, RopeStyle };
 
 /** The architectures this config describes, as named by GGUF's general.architecture. */
-export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3';
+export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'smollm3';
 
 /** Feed-forward activation: 'silu' is SwiGLU (silu(gate) * up), 'gelu_tanh' is GeGLU with the tanh approximation. */
 export type Activation = 'silu' | 'gelu_tanh';
@@ -25,6 +25,8 @@ export interface RopeSpec {
   scaling?: Llama3Scaling;
   /** True when the weights hold `rope_freqs.weight` (rotaryDim/2): inv_freq[i] /= f[i] (llama.cpp's form of llama3 scaling). */
   freqFactors?: boolean;
+  /** Layers (ascending) whose q and k take no RoPE at all (SmolLM3's NoPE layers: every fourth); absent: none. */
+  noRopeLayers?: readonly number[];
 }
 
 export interface LlamaConfig {
@@ -71,7 +73,7 @@ export interface TensorShapeLike {
   readonly shape: readonly number[];
 }
 
-const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3; SmolLM2 is llama): pick a model of one of these architectures';
+const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama): pick a model of one of these architectures';
 
 // ---- field readers: each names the key that is missing or wrong ----
 
@@ -152,6 +154,7 @@ const HF_ARCH: Record<string, LlamaArch> = {
   qwen2: 'qwen2',
   qwen3: 'qwen3',
   phi3: 'phi3',
+  smollm3: 'smollm3',
 };
 const HF_CLASS: Record<string, LlamaArch> = {
   LlamaForCausalLM: 'llama',
@@ -159,6 +162,7 @@ const HF_CLASS: Record<string, LlamaArch> = {
   Qwen2ForCausalLM: 'qwen2',
   Qwen3ForCausalLM: 'qwen3',
   Phi3ForCausalLM: 'phi3',
+  SmolLM3ForCausalLM: 'smollm3',
 };
 
 /**
@@ -256,7 +260,7 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     headDim,
     vocab: readNum(j, 'vocab_size', file, { int: true, min: 1 }),
     rmsEps: readNum(j, 'rms_norm_eps', file, { min: 0, def: arch === 'phi3' ? 1e-5 : 1e-6 }),
-    rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}) },
+    rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}), ...hfNoRope(j, arch, file) },
     tiedEmbeddings: readBool(j, 'tie_word_embeddings', file, false),
     qkvBias: arch === 'qwen2',
     qkNorm: arch === 'qwen3',
@@ -270,9 +274,34 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
   return checkShape(config, file, { heads: 'num_attention_heads', kvHeads: 'num_key_value_heads', rotary: 'partial_rotary_factor' });
 }
 
+/**
+ * SmolLM3's NoPE layers from its config: `no_rope_layers` (one flag per layer, 1 where the layer uses RoPE), else
+ * every `no_rope_layer_interval`-th layer (4 by default) counting from 1, as transformers derives the list.
+ */
+function hfNoRope(j: Json, arch: LlamaArch, file: string): { noRopeLayers?: number[] } {
+  if (arch !== 'smollm3') return {};
+  const layers = readNum(j, 'num_hidden_layers', file, { int: true, min: 1 });
+  const flags = j.no_rope_layers;
+  if (flags !== undefined && flags !== null) {
+    if (!Array.isArray(flags) || flags.length !== layers || flags.some((f) => f !== 0 && f !== 1)) {
+      throw new ModelFormatError(file, 'no_rope_layers', `should be ${layers} flags of 0 or 1 (one per layer)`);
+    }
+    return { noRopeLayers: flags.flatMap((f, i) => (f === 0 ? [i] : [])) };
+  }
+  const interval = readNum(j, 'no_rope_layer_interval', file, { int: true, min: 1, def: 4 });
+  return { noRopeLayers: nopeEvery(interval, layers) };
+}
+
+/** Layers i with (i + 1) % step === 0: llama.cpp's n_no_rope_layer_step and transformers' no_rope_layer_interval. */
+function nopeEvery(step: number, layers: number): number[] {
+  return Array.from({ length: layers }, (_, i) => i).filter((i) => (i + 1) % step === 0);
+}
+
 // ---- GGUF metadata ----
 
-const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3' };
+const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3', smollm3: 'smollm3' };
+/** llama.cpp's n_no_rope_layer_step, which it sets from the architecture (no GGUF key says it). */
+const GGUF_NO_ROPE_STEP: Partial<Record<LlamaArch, number>> = { smollm3: 4 };
 /** llama.cpp's LLAMA_ROPE_TYPE_NEOX list, restricted to what intab runs; the rest use adjacent pairs. */
 const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3']);
 
@@ -375,6 +404,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
       rotaryDim: readNum(m, `${p}rope.dimension_count`, file, { int: true, def: headDim }),
       ...(scaling ? { scaling } : {}),
       ...(freqFactors ? { freqFactors } : {}),
+      ...(GGUF_NO_ROPE_STEP[arch] ? { noRopeLayers: nopeEvery(GGUF_NO_ROPE_STEP[arch], readNum(m, `${p}block_count`, file, { int: true, min: 1 })) } : {}),
     },
     tiedEmbeddings: names ? !names.has('output.weight') : false,
     qkvBias: names ? names.has('blk.0.attn_q.bias') : arch === 'qwen2',

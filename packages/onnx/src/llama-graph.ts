@@ -337,6 +337,7 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   let x = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed' }); // (B, T, C): x = embed[token]
 
   const qkSize = [H * D, Hkv * D, Hkv * D];
+  const noRope = new Set(config.rope.noRopeLayers ?? []); // SmolLM3's NoPE layers
   for (let l = 0; l < L; l++) {
     const b = `blk.${l}.`;
     const n = `L${l}.`;
@@ -356,8 +357,10 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
       q = await headNorm(q, H, 'q');
       k = await headNorm(k, Hkv, 'k');
     }
-    q = rope(q, H, `${n}attn.rope_q`);
-    k = rope(k, Hkv, `${n}attn.rope_k`);
+    if (!noRope.has(l)) {
+      q = rope(q, H, `${n}attn.rope_q`);
+      k = rope(k, Hkv, `${n}attn.rope_k`);
+    }
     // softmax(q·kᵀ/√D + mask)·v over past|new keys; GQA: query head h reads kv head h / (H/Hkv).
     const [att] = g.op('Attention', [q, k, v, mask, io.pastKey(l), io.pastValue(l)], {
       name: `${n}attn`,

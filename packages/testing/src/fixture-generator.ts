@@ -48,6 +48,8 @@ export const VARIANTS = {
   mistral: { model_type: 'mistral', architectures: ['MistralForCausalLM'], num_key_value_heads: 1, head_dim: 20, sliding_window: 4 },
   // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (half of each head), untied.
   phi3: { model_type: 'phi3', architectures: ['Phi3ForCausalLM'], partial_rotary_factor: 0.5, sliding_window: null },
+  // SmolLM3: the Llama layer, with no RoPE on every fourth layer (NoPE: layer 3 of 4), tied.
+  smollm3: { model_type: 'smollm3', architectures: ['SmolLM3ForCausalLM'], num_hidden_layers: 4, no_rope_layer_interval: 4, tie_word_embeddings: true },
 } as const satisfies Record<string, Record<string, unknown>>;
 
 /** A generated variant's name. */

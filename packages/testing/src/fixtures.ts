@@ -103,7 +103,7 @@ export function permuteToLlamaCpp(data: Float32Array, heads: number, headDim: nu
 
 /**
  * The variant as a GGUF file in llama.cpp's layout: canonical tensor names, `<arch>.*` metadata, q/k rows
- * permuted for normal-rope architectures (llama, mistral), Phi-3's fused attn_qkv and (2F, C) ffn_up kept
+ * permuted for normal-rope architectures (llama, mistral, smollm3), Phi-3's fused attn_qkv and (2F, C) ffn_up kept
  * fused, llama3 scaling as `rope.scaling.*` keys, no tokenizer. All tensors F32. GeGLU has no GGUF
  * spelling here: 'gelu' throws UnsupportedModelError.
  * @example
@@ -117,7 +117,7 @@ export function fixtureGguf(variant: FixtureVariant, seed = DEFAULT_SEED): Uint8
     throw new UnsupportedModelError(file, 'hidden_act', String(json.hidden_act), 'GGUF metadata has no activation key; write this variant as Hugging Face files (fixtureFiles)');
   }
   const a = config.arch;
-  const normalRope = a === 'llama' || a === 'mistral'; // llama.cpp's non-NEOX architectures
+  const normalRope = a === 'llama' || a === 'mistral' || a === 'smollm3'; // llama.cpp's non-NEOX architectures
   const md: [string, GgufWriteValue][] = [
     ['general.architecture', a],
     ['general.name', `intab fixture ${variant} seed ${seed}`],

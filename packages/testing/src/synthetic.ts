@@ -18,8 +18,11 @@ export interface SyntheticShape {
   vocab: number;
   ropeTheta: number;
   context: number;
-  /** GGUF architecture (default 'llama'); 'qwen3' adds the per-head q/k RMS norms. */
-  arch?: 'llama' | 'qwen3';
+  /**
+   * GGUF architecture (default 'llama'); 'qwen3' adds the per-head q/k RMS norms; 'smollm3' is the llama layout, which
+   * llama.cpp runs without RoPE on every fourth layer.
+   */
+  arch?: 'llama' | 'qwen3' | 'smollm3';
 }
 
 export interface SyntheticOptions {
@@ -28,6 +31,11 @@ export interface SyntheticOptions {
    * shape's (the rows of token_embd are the vocabulary; no dtype constrains their count, only the row length).
    */
   tokenizer?: Tokenizer;
+  /**
+   * q and k weights this many times larger than the others [1]: sharp attention, so that where a key sits matters
+   * (tests of what a family does to positions; with the default, attention is near uniform and RoPE barely shows).
+   */
+  qkScale?: number;
 }
 
 /** Shapes from each model's config.json. */
@@ -37,6 +45,7 @@ export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
   'llama-3.2-1b': { hidden: 2048, ffn: 8192, layers: 16, heads: 32, kvHeads: 8, headDim: 64, vocab: 128256, ropeTheta: 500000, context: 131072 },
   // heads * headDim (2048) is twice hidden: q and o are not square.
   'qwen3-0.6b': { hidden: 1024, ffn: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128, vocab: 151936, ropeTheta: 1000000, context: 40960, arch: 'qwen3' },
+  'smollm3-3b': { hidden: 2048, ffn: 11008, layers: 36, heads: 16, kvHeads: 4, headDim: 128, vocab: 128256, ropeTheta: 5000000, context: 65536, arch: 'smollm3' },
 };
 
 /**
@@ -57,9 +66,9 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
   }
   // A few distinct random row blocks per matrix shape, repeated: generating ~100 MB of random blocks one
   // byte at a time would dominate; repetition does not change what a benchmark measures.
-  const matrix = (name: string, n: number, k: number): GgufWriteTensor => {
+  const matrix = (name: string, n: number, k: number, scale = 1): GgufWriteTensor => {
     const rb = rowBytes(dtype, k);
-    const pattern = randomWeights(dtype, Math.min(n, 64), k, rng);
+    const pattern = randomWeights(dtype, Math.min(n, 64), k, rng, 0.05 * scale);
     const data = new Uint8Array(n * rb);
     for (let r = 0; r < n; r += 64) data.set(pattern.subarray(0, Math.min(64, n - r) * rb), r * rb);
     return { name, type: dtype, shape: [n, k], data };
@@ -73,8 +82,8 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     const b = `blk.${i}.`;
     tensors.push(
       norm(`${b}attn_norm.weight`, s.hidden),
-      matrix(`${b}attn_q.weight`, s.heads * s.headDim, s.hidden),
-      matrix(`${b}attn_k.weight`, s.kvHeads * s.headDim, s.hidden),
+      matrix(`${b}attn_q.weight`, s.heads * s.headDim, s.hidden, options.qkScale),
+      matrix(`${b}attn_k.weight`, s.kvHeads * s.headDim, s.hidden, options.qkScale),
       matrix(`${b}attn_v.weight`, s.kvHeads * s.headDim, s.hidden),
       matrix(`${b}attn_output.weight`, s.hidden, s.heads * s.headDim),
       norm(`${b}ffn_norm.weight`, s.hidden),
@@ -96,7 +105,7 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     [`${p}attention.head_count_kv`]: s.kvHeads,
     [`${p}attention.key_length`]: s.headDim,
     [`${p}attention.value_length`]: s.headDim,
-    [`${p}attention.layer_norm_rms_epsilon`]: arch === 'qwen3' ? 1e-6 : 1e-5,
+    [`${p}attention.layer_norm_rms_epsilon`]: arch === 'llama' ? 1e-5 : 1e-6,
     [`${p}rope.freq_base`]: s.ropeTheta,
     [`${p}rope.dimension_count`]: s.headDim,
     [`${p}vocab_size`]: s.vocab,

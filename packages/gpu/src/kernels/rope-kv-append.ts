@@ -82,6 +82,8 @@ const TABLE_PAIRS = 128;
 export interface RopeKvAppendOptions extends RopeConfig, AttentionShape {
   /** Per-head RMSNorm of q and k before RoPE (Qwen3); each encode passes `norm` and `eps`. */
   qkNorm?: boolean;
+  /** q and k pass unrotated (a NoPE layer, SmolLM3): every pair turns by 0 at every position. */
+  noRope?: boolean;
   workgroupSize?: number;
   label?: string;
 }
@@ -126,7 +128,7 @@ export function createRopeKvAppend(gpu: Gpu, o: RopeKvAppendOptions): RopeKvAppe
   if (sc && !(sc.factor > 0 && sc.lowFreqFactor > 0 && sc.highFreqFactor > sc.lowFreqFactor && sc.originalMaxPositionEmbeddings > 0)) {
     throw new ShapeError(name, 'scaling', 'factor > 0, 0 < lowFreqFactor < highFreqFactor, originalMaxPositionEmbeddings > 0', JSON.stringify(sc));
   }
-  const invFreq = ropeInvFreq({ ...o, rotaryDim: rot });
+  const invFreq = o.noRope ? new Float64Array(rot / 2) : ropeInvFreq({ ...o, rotaryDim: rot });
   const label = o.label ?? 'rope.freq';
   const table = gpu.device.createBuffer({ label, size: TABLE_PAIRS * 8, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
   new Uint32Array(table.getMappedRange()).set(ropeTurnTable(invFreq));

@@ -144,6 +144,9 @@ export class LlamaForward {
   private readonly gemv = new Map<string, Gemv>();
   private readonly gemm = new Map<string, ReturnType<typeof createGemm>>();
   private readonly ropeAppend: RopeKvAppend;
+  /** The append of the layers without RoPE (config.rope.noRopeLayers), when the model has any. */
+  private readonly noRopeAppend?: RopeKvAppend;
+  private readonly noRope: ReadonlySet<number>;
   private readonly decode: AttentionDecode;
   private readonly prefill: AttentionPrefill;
   private readonly embedding;
@@ -165,16 +168,10 @@ export class LlamaForward {
     const c = config;
     this.gemvMaxRows = gemvMaxRows(gpu);
     const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
-    this.ropeAppend = createRopeKvAppend(gpu, {
-      ...shape,
-      rotaryDim: c.rope.rotaryDim,
-      theta: c.rope.theta,
-      style: c.rope.style,
-      scaling: c.rope.scaling,
-      freqFactors: weights.ropeFreqs,
-      qkNorm: c.qkNorm,
-      label: 'rope',
-    });
+    const rope = { ...shape, rotaryDim: c.rope.rotaryDim, theta: c.rope.theta, style: c.rope.style, scaling: c.rope.scaling, freqFactors: weights.ropeFreqs, qkNorm: c.qkNorm };
+    this.ropeAppend = createRopeKvAppend(gpu, { ...rope, label: 'rope' });
+    this.noRope = new Set(c.rope.noRopeLayers ?? []);
+    if (this.noRope.size > 0) this.noRopeAppend = createRopeKvAppend(gpu, { ...rope, noRope: true, label: 'rope.none' });
     this.decode = createAttentionDecode(gpu, shape, { label: 'attn.decode' });
     this.prefill = createAttentionPrefill(gpu, shape);
     this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype });
@@ -232,7 +229,8 @@ export class LlamaForward {
         column += weight.n;
       }
       const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l] };
-      this.ropeAppend.encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
+      const append = this.noRope.has(l) ? this.noRopeAppend! : this.ropeAppend;
+      append.encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
       // keys j with pos - j >= slidingWindow are skipped (Mistral); window 0 = full causal
       if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, maxContext: plan.maxContext, window, scratch: s.partials });
       else this.prefill.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, window });
@@ -281,6 +279,7 @@ export class LlamaForward {
     this.destroyed = true;
     for (const b of Object.values(this.state)) b.destroy();
     this.ropeAppend.destroy();
+    this.noRopeAppend?.destroy();
     this.decode.destroy();
   }
 

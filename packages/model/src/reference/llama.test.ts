@@ -286,7 +286,7 @@ describe('fixtures.ts (in-memory builders)', () => {
   const prompt = Array.from({ length: 11 }, () => Math.floor(rng() * 128));
 
   test('fixtureFiles writes the CLI\'s bytes (config.json and model.safetensors) for every variant', () => {
-    expect(FIXTURE_VARIANTS).toEqual(['llama', 'llama3', 'gelu', 'qwen2', 'qwen3', 'mistral', 'phi3']);
+    expect(FIXTURE_VARIANTS).toEqual(['llama', 'llama3', 'gelu', 'qwen2', 'qwen3', 'mistral', 'phi3', 'smollm3']);
     for (const name of FIXTURE_VARIANTS) {
       const { configJson, safetensorsBytes } = fixtureFiles(name, 7);
       expect(configJson, name).toBe(readFileSync(join(dir, name, 'config.json'), 'utf8'));
@@ -313,7 +313,7 @@ describe('fixtures.ts (in-memory builders)', () => {
       const hf = fixtureWeights(name, 7);
       const gguf = readGgufLite(fixtureGguf(name, 7), `${name}.gguf`);
       const config = configFromGguf(gguf.metadata, `${name}.gguf`, gguf.tensorInfos);
-      const normal = name === 'llama' || name === 'llama3' || name === 'mistral';
+      const normal = name === 'llama' || name === 'llama3' || name === 'mistral' || name === 'smollm3';
       expect(config).toMatchObject({
         ...hf.config,
         rmsEps: expect.closeTo(hf.config.rmsEps, 12),

@@ -181,6 +181,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
 
   const invFreq = referenceInvFreq(config, freqFactors); // (rotaryDim/2)
   const neox = config.rope.style === 'neox';
+  const noRope = new Set(config.rope.noRopeLayers ?? []); // SmolLM3's NoPE layers
   const act = config.activation === 'silu' ? silu : geluTanh;
   const scale = 1 / Math.sqrt(D);
   const group = H / Hkv;
@@ -231,8 +232,10 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
         for (let h = 0; h < H; h++) rmsnorm(q, q, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
         for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
       }
-      rope(q, H, D, pos, invFreq, neox);
-      rope(k, Hkv, D, pos, invFreq, neox);
+      if (!noRope.has(l)) {
+        rope(q, H, D, pos, invFreq, neox);
+        rope(k, Hkv, D, pos, invFreq, neox);
+      }
       kCache[l].set(k, rows[pos]);
       vCache[l].set(v, rows[pos]);
       for (let h = 0; h < H; h++) {
