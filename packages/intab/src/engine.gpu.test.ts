@@ -342,12 +342,21 @@ describe('in-thread engine (worker: false)', () => {
 });
 
 describe('prefix cache in the worker', () => {
+  /**
+   * A generated model of its own (seed): its saved cache is keyed by its weights, apart from other tests' saves; a
+   * system prompt of `tokens` ids, and a greedy request that starts with it.
+   */
+  const fixture = (seed: number, tokens: number) => {
+    const system = Array.from({ length: tokens }, (_, i) => 3 + ((i * 7) % 120));
+    return {
+      model: () => new File([fixtureGguf('llama', seed) as BlobPart], `prefix-fixture-${seed}.gguf`),
+      system,
+      request: { promptIds: [...system, 30, 31], maxTokens: 8, temperature: 0, ignoreEos: true },
+    };
+  };
+
   test('createEngine({ preload }) pins a prefix; saveCache in the worker; the next createEngine restores it', async () => {
-    // A generated model of its own: its saved cache is keyed by its weights, apart from other test files' saves.
-    const model = () => new File([fixtureGguf('llama', 4321) as BlobPart], 'prefix-fixture.gguf');
-    const system = Array.from({ length: 69 }, (_, i) => 3 + ((i * 7) % 120)); // 4 pages of 16 and a partial one
-    const request = { promptIds: [...system, 30, 31], maxTokens: 8, temperature: 0, ignoreEos: true };
-    // Saving the cache reads KV pages: intab's WebGPU kernels hold them (onnxruntime keeps its K/V in tensors).
+    const { model, system, request } = fixture(4321, 69); // 4 pages of 16 and a partial one
     const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system }, backend: 'webgpu' });
     try {
       expect(first.info.prefixCache).toBe(true);
@@ -378,6 +387,28 @@ describe('prefix cache in the worker', () => {
         await expect(off.preload({ promptIds: system })).rejects.toMatchObject({ name: 'EngineStateError' });
       } finally {
         await off.destroy();
+      }
+    } finally {
+      await first.destroy();
+    }
+  }, 180_000);
+
+  test("on onnx-wasm too: preload, saveCache, and the next createEngine of the same model restores it", async () => {
+    const { model, system, request } = fixture(4322, 41); // 2 pages of 16 and a partial one
+    const first = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, preload: { promptIds: system }, backend: 'onnx-wasm' });
+    try {
+      expect(first.info).toMatchObject({ backend: { name: 'onnx-wasm' }, prefixCache: true });
+      const a = await collect(first.generate(request));
+      expect(a.at(-1)!.metrics!.cachedTokens).toBe(41);
+      expect(await first.saveCache()).toMatchObject({ pages: 3, tokens: 41 });
+      const second = await createEngine({ model: model(), kvBudgetBytes: 4 << 20, backend: 'onnx-wasm' });
+      try {
+        expect(second.info.restored).toMatchObject({ pages: 3, tokens: 41 });
+        const b = await collect(second.generate(request));
+        expect(ids(b)).toEqual(ids(a));
+        expect(b.at(-1)!.metrics!.cachedTokens).toBe(41);
+      } finally {
+        await second.destroy();
       }
     } finally {
       await first.destroy();

@@ -5,6 +5,7 @@
 // so the first request does not pay for them.
 
 import type { LoadProgress, ModelFiles } from '@intab/model';
+import { createXXHash128 } from 'hash-wasm';
 import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
 import { graphLayout } from './graph-layout.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
@@ -43,6 +44,9 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   // its graph is written.
   providerOf(o.backend, o.runtime);
   const c = model.config;
+  // The weights' hash (as the K/V pages of a saved prefix cache are keyed by it): xxh128 of what is read, as read.
+  const hash = await createXXHash128();
+  hash.init();
   let bytes: Uint8Array;
   let externalData = new Map<string, Uint8Array>();
   let weightBytes: number;
@@ -51,6 +55,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   if (model.onnx) {
     file = model.onnx.model.name;
     bytes = await model.onnx.model.read(0, model.onnx.model.size, o.signal);
+    hash.update(bytes);
     info = readOnnxModel(bytes, file);
     const wanted = info.externalFiles;
     // Progress: the graph file, then each external data file, in bytes.
@@ -60,7 +65,10 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     for (const name of wanted) {
       const src = model.onnx.externalData.get(name);
       if (!src) throw new OnnxFormatError(file, 'external data', `its weights are in '${name}', which is not among the files given (${[...model.onnx.externalData.keys()].join(', ') || 'none'}); put it beside the .onnx file`);
-      externalData.set(name, await src.read(0, src.size, o.signal));
+      const data = await src.read(0, src.size, o.signal);
+      hash.update(`|${name}|`);
+      hash.update(data);
+      externalData.set(name, data);
       o.onProgress?.({ loaded: (loaded += src.size), total });
     }
     weightBytes = info.graph.initializers.reduce((n, t) => n + (t.external?.length ?? t.raw?.length ?? 0), 0);
@@ -72,6 +80,11 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
     let loaded = 0;
     const weights = async (name: string) => {
       const w = await read(name);
+      const t = model.tensors.get(name);
+      if (t && w) {
+        hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
+        hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
+      }
       o.onProgress?.({ loaded: (loaded += model.tensors.get(name)?.byteLength ?? 0), total });
       return w;
     };
@@ -82,7 +95,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   }
   o.signal?.throwIfAborted();
   const onnx = await createSession(bytes, { backend: o.backend, externalData, file, info, runtime: o.runtime });
-  const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, { ...o, kvLocation: onnx.kvLocation });
+  const runner = new OnnxRunner(onnx, graphLayout(onnx.session, c, file), c, { ...o, kvLocation: onnx.kvLocation, weightsHash: `xxh128:${hash.digest('hex')}` });
   try {
     await warmup(runner, c.bosId ?? 0, c.maxContext);
   } catch (err) {

@@ -33,14 +33,20 @@ beforeAll(async () => {
 /** Greedy ids of one sequence through step(): the prompt in one step, then a token per step. */
 async function greedy(seq: number, prompt: number[], n: number): Promise<number[]> {
   runner.alloc(seq);
+  const out = await decode(runner, seq, prompt, n);
+  runner.free(seq);
+  return out;
+}
+
+/** n greedy ids of an allocated sequence: `tokens` in one step, then each id fed back. */
+async function decode(on: OnnxRunner, seq: number, tokens: number[], n: number): Promise<number[]> {
   const out: number[] = [];
-  let next = prompt;
+  let next = tokens;
   for (let i = 0; i < n; i++) {
-    const [r] = await runner.step([{ seq, tokens: next }]);
+    const [r] = await on.step([{ seq, tokens: next }]);
     out.push(r.id);
     next = [r.id];
   }
-  runner.free(seq);
   return out;
 }
 
@@ -112,13 +118,7 @@ describe('OnnxRunner on ORT wasm', () => {
     // The cache holds the prompt and all 5 tokens: drop the one rejected proposal, then continue.
     expect(runner.kv.length(3)).toBe(c.prompt.length + 5);
     runner.rewind(3, 1);
-    const rest: number[] = [];
-    let next = [c.greedy[4]];
-    for (let i = 0; i < 10; i++) {
-      const [s] = await runner.step([{ seq: 3, tokens: next }]);
-      rest.push(s.id);
-      next = [s.id];
-    }
+    const rest = await decode(runner, 3, [c.greedy[4]], 10);
     runner.free(3);
     expect(rest).toEqual(c.greedy.slice(5, 15));
   });
@@ -168,15 +168,10 @@ describe('OnnxRunner on ORT wasm', () => {
     const fed = [...c.prompt, ...ids];
     const continueFrom = async (seq: number, tokens: number) => {
       runner.adopt(seq, pages.slice(0, Math.ceil(tokens / P)), tokens);
-      const out: number[] = [];
-      let next = fed.slice(tokens);
-      for (let i = 0; i < 6; i++) {
-        const [r] = await runner.step([{ seq, tokens: next }], { logits: i === 0 });
-        // The first logits are the writer's last ones, to float rounding (ORT's kernels differ by the number of tokens fed).
-        if (i === 0) for (let v = 0; v < config.vocab; v++) expect(Math.abs(r.logits![v] - more.logits![v])).toBeLessThan(1e-4);
-        out.push(r.id);
-        next = [r.id];
-      }
+      const [first] = await runner.step([{ seq, tokens: fed.slice(tokens) }], { logits: true });
+      // Its logits are the writer's last ones, to float rounding (ORT's kernels differ by the number of tokens fed).
+      for (let v = 0; v < config.vocab; v++) expect(Math.abs(first.logits![v] - more.logits![v])).toBeLessThan(1e-4);
+      const out = [first.id, ...(await decode(runner, seq, [first.id], 5))];
       runner.free(seq);
       return out;
     };
@@ -201,6 +196,39 @@ describe('OnnxRunner on ORT wasm', () => {
     for (const p of pages) runner.kv.release(p);
     expect(runner.kv.freePageCount).toBe(runner.kv.pages);
     expect(() => runner.adopt(12, [pages[0]], 1)).toThrow(OnnxUnsupportedError);
+  });
+
+  test('pageIO: kept pages read out, written into another runner\'s acquired pages, and adopted there decode the same', async () => {
+    expect(runner.pageIO).toBeUndefined(); // no weights hash given: nothing to key a saved cache by
+    const model = await openGguf(await pathSource(join(STORIES, 'stories260K.gguf')));
+    const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors));
+    const make = async () => {
+      const onnx = await createSession(graph.model, { backend: 'onnx-wasm' });
+      return new OnnxRunner(onnx, graphLayout(onnx.session, config, 'stories260K.onnx'), { ...config, eosIds: [] }, { kvBudgetBytes: 4 << 20, maxBatch: 4, weightsHash: 'xxh128:test' });
+    };
+    const [a, b] = [await make(), await make()];
+    expect(await a.pageIO!.key()).toEqual(await b.pageIO!.key());
+    expect(a.pageIO!.pageBytes).toBe(2 * config.layers * config.kvHeads * config.headDim * 4 * a.kv.pageSize);
+    const c = golden.cases[1];
+    const fed = [...c.prompt, ...c.greedy.slice(0, 30)]; // 35 tokens: two pages and part of a third
+    a.alloc(1);
+    await a.step([{ seq: 1, tokens: fed }]);
+    const pages = [...a.kv.pagesOf(1)];
+    for (const p of pages) a.kv.retain(p);
+    a.free(1);
+    const bytes = await a.pageIO!.read(pages);
+    expect(bytes.byteLength).toBe(pages.length * a.pageIO!.pageBytes);
+    // The other runner: pages acquired as a restoring cache does, the bytes written, then a sequence adopting them.
+    const restored = pages.map(() => b.kv.acquire());
+    await b.pageIO!.write(restored, bytes);
+    expect(await b.pageIO!.read(restored)).toEqual(bytes);
+    b.adopt(2, restored, fed.length);
+    expect(await decode(b, 2, [c.greedy[30]], 8)).toEqual(c.greedy.slice(31, 39));
+    b.free(2);
+    for (const p of restored) b.kv.release(p);
+    expect(b.keptPages).toEqual([]);
+    a.destroy();
+    b.destroy();
   });
 
   test('logits come back when asked, and logprobs are log-softmax of them', async () => {

@@ -6,11 +6,12 @@
 // A PagePool does the accounting in pages, as on the WebGPU Runner, so the scheduler admits sequences by the same rules.
 // Pages are not where K/V live here, so sharing them (the prefix cache) works through what the pool is told: a page the
 // cache retains is kept with its K/V as they are then (a copy of its positions on wasm; on the GPU, the tensors that
-// hold them), and a sequence that adopts cached pages starts from those K/V put together.
+// hold them), and a sequence that adopts cached pages starts from those K/V put together. Given the weights' hash, the
+// kept pages are also read and written as bytes (pageIO), so a saved prefix cache is restored at the next load.
 
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
-import { PagePool, checkStep, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
+import { PagePool, checkStep, type KvKey, type PageIO, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
 import { sampleLogits } from './cpu-sampler.ts';
 import { OnnxRunError, OnnxUnsupportedError } from './errors.ts';
 import type { GraphLayout } from './graph-layout.ts';
@@ -36,6 +37,11 @@ export interface OnnxRunnerOptions {
    * steps then run one call per sequence, as padding a batch would read them back) or 'cpu' ['cpu'].
    */
   kvLocation?: 'cpu' | 'gpu-buffer';
+  /**
+   * A hash of the weights (as the loader read them): with it, and f32 K/V, the runner has a pageIO, so a prefix cache
+   * can be saved and restored. Its key says 'onnx' as the layout: a file saved by intab's WebGPU kernels is not read here.
+   */
+  weightsHash?: string;
 }
 
 /** What the runner needs of the model: the StepRunner's config. */
@@ -104,6 +110,8 @@ export class OnnxRunner implements StepRunner {
   /** K/V of the pages the prefix cache retained, by page (dropped once the page is free). */
   private readonly kept = new Map<number, PageKv>();
   private readonly batching: 'per-sequence' | 'batched';
+  /** Saving and restoring the prefix cache's pages, when the loader gave a weights hash and K/V are f32. */
+  readonly pageIO?: PageIO;
   /** Where present.* stay between steps (OnnxRunnerOptions.kvLocation). */
   readonly kvLocation: 'cpu' | 'gpu-buffer';
   private destroyed = false;
@@ -128,6 +136,15 @@ export class OnnxRunner implements StepRunner {
     const pages = Math.floor((options.kvBudgetBytes ?? 64 << 20) / pageBytes);
     if (pages < 1) throw new OnnxUnsupportedError('kvBudgetBytes', `${options.kvBudgetBytes} bytes hold no page of ${pageBytes} bytes: give at least one page's worth.`);
     this.kv = new SharingPool(pages, pageSize, (page) => this.keep(page), () => this.dropFreed());
+    if (options.weightsHash && layout.kvType === 'float32') {
+      const key: KvKey = { weights: options.weightsHash, quantize: null, kvDtype: 'f32', pageSize, arch: { ...config, kvLayout: 'onnx' } };
+      this.pageIO = {
+        pageBytes,
+        key: async () => key,
+        read: (pages) => this.readPages(pages),
+        write: async (pages, bytes) => this.writePages(pages, bytes),
+      };
+    }
   }
 
   alloc(seq: number): void {
@@ -303,6 +320,46 @@ export class OnnxRunner implements StepRunner {
     }
     const cut = (t: Tensor) => slicePositions(this.ort, t, at, filled);
     this.kept.set(page, { keys: kv.keys.map(cut), values: kv.values.map(cut), at: 0 });
+  }
+
+  /**
+   * The kept K/V of `pages` (PageIO.read): per page, per layer, its K block then its V block, each (Hkv, PAGE, D) f32,
+   * the positions a page does not hold as zeros.
+   */
+  private async readPages(pages: readonly number[]): Promise<Uint8Array> {
+    const P = this.kv.pageSize;
+    const { layers, kvHeads: H, headDim: D } = this.layout;
+    const block = H * P * D;
+    const out = new Float32Array(pages.length * layers * 2 * block);
+    for (const [i, page] of pages.entries()) {
+      const kv = this.kept.get(page);
+      if (!kv) throw new OnnxUnsupportedError('pageIO.read', `page ${page} holds no kept K/V: read only pages the prefix cache holds.`);
+      for (let l = 0; l < layers; l++) {
+        for (const [j, t] of [kv.keys[l], kv.values[l]].entries()) {
+          const S = t.dims[2];
+          const n = Math.min(P, S - kv.at);
+          const src = (t.location === 'gpu-buffer' ? await t.getData() : t.data) as Float32Array;
+          const base = ((i * layers + l) * 2 + j) * block;
+          for (let h = 0; h < H; h++) out.set(src.subarray((h * S + kv.at) * D, (h * S + kv.at + n) * D), base + h * P * D);
+        }
+      }
+    }
+    return new Uint8Array(out.buffer);
+  }
+
+  /** Keeps `bytes` (as readPages gives them) as the K/V of `pages`, pages the holder acquired (PageIO.write). */
+  private writePages(pages: readonly number[], bytes: Uint8Array): void {
+    const P = this.kv.pageSize;
+    const { layers, kvHeads: H, headDim: D } = this.layout;
+    const block = H * P * D;
+    if (bytes.byteLength !== pages.length * layers * 2 * block * 4) {
+      throw new OnnxUnsupportedError('pageIO.write', `${bytes.byteLength} bytes for ${pages.length} pages of ${layers * 2 * block * 4}: give pages.length · pageBytes.`);
+    }
+    const all = new Float32Array(bytes.slice().buffer);
+    for (const [i, page] of pages.entries()) {
+      const tensor = (l: number, j: number) => new this.ort.Tensor('float32', all.slice(((i * layers + l) * 2 + j) * block, ((i * layers + l) * 2 + j + 1) * block), [1, H, P, D]);
+      this.kept.set(page, { keys: Array.from({ length: layers }, (_, l) => tensor(l, 0)), values: Array.from({ length: layers }, (_, l) => tensor(l, 1)), at: 0 });
+    }
   }
 
   /** Forgets what was kept for pages now free (the cache let them go, and no sequence maps them). */
