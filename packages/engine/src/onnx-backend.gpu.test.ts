@@ -3,7 +3,8 @@
 // golden.json's greedy ids, and so does an ONNX folder in the onnx-community layout (the test hub serves one that
 // @intab/onnx's builder wrote, with external data) by folder URL and by its hub files; engine features (stop strings, logprobs, ngram speculation) give the same ids as on
 // intab's WebGPU kernels; abort frees the sequence; 'auto' picks ORT wasm on this machine's software adapter and says
-// why; what the backend cannot do (the prefix cache, self-speculation) is refused with a typed error.
+// why; the prefix cache and preload work there too; what the backend cannot do (self-speculation, quantize) is refused
+// with a typed error.
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import { sharedUrl, fetchShared } from '@intab/testing/gpu';
 import type { GenerateRequest, LoadOptions, ModelSource } from './contract.ts';
@@ -93,16 +94,18 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
   });
 
   test("'auto' takes ORT wasm on a software adapter and says why; what only intab's kernels do is skipped with a warning", async () => {
-    // A page written for WebGPU (quantize, preload) still loads where 'auto' picks onnxruntime.
+    // A page written for WebGPU (quantize, preload) still loads where 'auto' picks onnxruntime; the preload is kept.
     const engine = await load(GGUF, { backend: 'auto', quantize: 'q8_0', preload: { promptIds: [1, 403, 261] } });
     const info = engine.modelInfo!;
     expect(info.backend.name).toBe('onnx-wasm');
     expect(info.backend.reason).toMatch(/software/);
-    expect(info.preloaded).toBeUndefined();
-    expect(info.warnings).toEqual(expect.arrayContaining([expect.stringContaining("quantize 'q8_0' was ignored"), expect.stringContaining('preload was skipped')]));
-    // Asked for by name, the same options are errors.
+    expect(info.preloaded).toEqual([expect.objectContaining({ tokens: 3 })]);
+    expect(info.warnings).toEqual([expect.stringContaining("quantize 'q8_0' was ignored")]);
+    // Asked for by name, quantize is an error; a preload is not.
     await expect(Engine.load(GGUF, { backend: 'onnx-wasm', quantize: 'q8_0' })).rejects.toMatchObject({ name: 'InvalidRequestError', field: 'quantize' });
-    await expect(Engine.load(GGUF, { backend: 'onnx-wasm', preload: { promptIds: [1] } })).rejects.toMatchObject({ name: 'EngineStateError' });
+    const named = await Engine.load(GGUF, { backend: 'onnx-wasm', preload: { promptIds: [1] } });
+    expect(named.modelInfo!.preloaded).toEqual([expect.objectContaining({ tokens: 1 })]);
+    await named.destroy();
   });
 
   test('stop strings, logprobs, ngram speculation, sampling and a JSON schema give the same ids as on the WebGPU kernels; abort frees the sequence', async () => {
@@ -152,7 +155,6 @@ describe('the engine on onnxruntime-web (stories260K)', () => {
 
   test('what ORT cannot do is refused with a typed error', async () => {
     const engine = await load(GGUF, { backend: 'onnx-wasm' });
-    await expect(engine.preload({ promptIds: [1, 2, 3] })).rejects.toThrow(/cannot share prefixes/);
     await expect(engine.start(greedy([1], 4, { speculative: 'self' }))).rejects.toMatchObject({ name: 'InvalidRequestError' });
   });
 });
