@@ -11,7 +11,7 @@ const MODEL = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'
 
 test('chat page: local model offline, streaming, stop, next message', async ({ page }) => {
   const { offsite, errors } = await offline(page);
-  // intab's WebGPU kernels: the prefix cache this test checks is theirs ('auto' takes onnxruntime on SwiftShader).
+  // intab's WebGPU kernels ('auto' takes onnxruntime on SwiftShader; the ONNX backends' prefix cache is tested apart).
   await page.goto('/examples/chat/?backend=webgpu');
   // The page's default of 512 new tokens on stories260K's 512-token context: clamped to what is left, never refused.
   await expect(page.locator('#max-tokens')).toHaveValue('512');

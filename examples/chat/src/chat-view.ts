@@ -276,7 +276,7 @@ export function transcriptLine(m: ChatMessage): string {
  */
 export async function preloadSystemPrompt(engine: IntabEngine, text: string, previous?: Preloaded, tools?: FunctionTool[]): Promise<Preloaded | undefined> {
   await previous?.release();
-  // A backend without a prefix cache (onnxruntime) sends the system prompt with each request instead.
+  // Without a prefix cache (createEngine({ prefixCache: false })), the system prompt goes with each request instead.
   if (!text || !engine.info.prefixCache) return undefined;
   try {
     const system: ChatMessage[] = [{ role: 'system', content: text }];
