@@ -331,6 +331,7 @@ export class OnnxRunner implements StepRunner {
     const { layers, kvHeads: H, headDim: D } = this.layout;
     const block = H * P * D;
     const out = new Float32Array(pages.length * layers * 2 * block);
+    const data = dataOf();
     for (const [i, page] of pages.entries()) {
       const kv = this.kept.get(page);
       if (!kv) throw new OnnxUnsupportedError('pageIO.read', `page ${page} holds no kept K/V: read only pages the prefix cache holds.`);
@@ -338,7 +339,7 @@ export class OnnxRunner implements StepRunner {
         for (const [j, t] of [kv.keys[l], kv.values[l]].entries()) {
           const S = t.dims[2];
           const n = Math.min(P, S - kv.at);
-          const src = (t.location === 'gpu-buffer' ? await t.getData() : t.data) as Float32Array;
+          const src = (await data(t)) as Float32Array;
           const base = ((i * layers + l) * 2 + j) * block;
           for (let h = 0; h < H; h++) out.set(src.subarray((h * S + kv.at) * D, (h * S + kv.at + n) * D), base + h * P * D);
         }
@@ -377,6 +378,7 @@ export class OnnxRunner implements StepRunner {
   private async assemble(pages: readonly PageKv[], length: number): Promise<SeqKv> {
     const P = this.kv.pageSize;
     const L = this.layout;
+    const data = dataOf();
     const join = async (of: (kv: PageKv) => Tensor): Promise<Tensor> => {
       const Arr = L.kvType === 'float16' ? Uint16Array : Float32Array;
       const [H, D] = [L.kvHeads, L.headDim];
@@ -386,7 +388,7 @@ export class OnnxRunner implements StepRunner {
         if (n <= 0) break;
         const t = of(kv);
         const S = t.dims[2];
-        const src = (t.location === 'gpu-buffer' ? await t.getData() : t.data) as Float32Array | Uint16Array;
+        const src = await data(t);
         for (let h = 0; h < H; h++) out.set(src.subarray((h * S + kv.at) * D, (h * S + kv.at + n) * D), (h * length + i * P) * D);
       }
       return new this.ort.Tensor(L.kvType, out, [1, H, length, D]);
@@ -421,6 +423,7 @@ export class OnnxRunner implements StepRunner {
 
   /** Disposes those of `candidates` that are GPU tensors no sequence and no kept page holds. */
   private disposeUnheld(candidates: Tensor[]): void {
+    if (!candidates.some((t) => t.location === 'gpu-buffer')) return;
     const held = new Set<Tensor>();
     const hold = (kv: { keys: Tensor[]; values: Tensor[] }) => [...kv.keys, ...kv.values].forEach((t) => held.add(t));
     for (const kv of this.seqs.values()) {
@@ -436,6 +439,20 @@ export class OnnxRunner implements StepRunner {
     const empty = () => new this.ort.Tensor(L.kvType, L.kvType === 'float16' ? new Uint16Array(0) : new Float32Array(0), [1, L.kvHeads, 0, L.headDim]);
     return { keys: Array.from({ length: L.layers }, empty), values: Array.from({ length: L.layers }, empty) };
   }
+}
+
+/**
+ * A reader of tensors' values that reads each GPU tensor back once (kept pages on the WebGPU EP share their
+ * sequence's tensors: one readback for all of them).
+ */
+function dataOf(): (t: Tensor) => Promise<Float32Array | Uint16Array> {
+  const read = new Map<Tensor, Promise<Float32Array | Uint16Array>>();
+  return (t) => {
+    if (t.location !== 'gpu-buffer') return Promise.resolve(t.data as Float32Array | Uint16Array);
+    let p = read.get(t);
+    if (!p) read.set(t, (p = t.getData() as Promise<Float32Array | Uint16Array>));
+    return p;
+  };
 }
 
 /** Positions from..from+n of a [B, Hkv, S, D] tensor in JS memory (a copy). */
