@@ -11,18 +11,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
+import type { Token } from 'node-llama-cpp';
 import { dequantize, type WeightDtype } from '@intab/gpu';
 import { openGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
 import { createReferenceModel, readGgufLite } from '@intab/model/reference';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
 import { SHARED } from './repo.ts';
+import { greedyIds, llamaCpp as oracle } from './test-llamacpp.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'intab-families-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let llama: Promise<Llama> | undefined;
-const oracle = () => (llama ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error }));
 
 const STORIES_VOCAB = join(SHARED, 'models/stories260K/stories260K-vocab-ud.gguf');
 const PROMPT = [1, 403, 261, 310, 263, 411];
@@ -35,11 +33,7 @@ async function llamaCpp(file: string): Promise<{ ids: number[]; probabilities: M
     // K and V in f32 (llama.cpp's default is f16), as intab keeps them.
     const context = await model.createContext({ contextSize: 128, sequences: 2, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', threads: 1 });
     try {
-      const ids: number[] = [];
-      for await (const id of context.getSequence().evaluate(PROMPT as Token[], { temperature: 0 })) {
-        ids.push(id);
-        if (ids.length === STEPS) break;
-      }
+      const ids = await greedyIds(context, PROMPT, STEPS);
       const sampled = context.getSequence().evaluateWithMetadata(PROMPT as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0 });
       const first = (await sampled.next()).value;
       await sampled.return();

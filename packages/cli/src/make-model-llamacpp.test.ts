@@ -7,15 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
 import { SYNTHETIC_SHAPES } from '@intab/testing/synthetic';
 import { MODEL_TOKENIZERS, writeSyntheticModel } from './make-model.ts';
+import { greedyIds, llamaCpp as oracle } from './test-llamacpp.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'intab-make-model-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-let llama: Promise<Llama> | undefined;
-const oracle = () => (llama ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error }));
 
 describe('make-model files load in llama.cpp', () => {
   // Each shape once, the tokenizers taken in turn (every shape's keys, and every tokenizer's, are checked).
@@ -30,11 +27,7 @@ describe('make-model files load in llama.cpp', () => {
         expect(model.tokens.bos ?? model.tokens.eos).not.toBeNull();
         const context = await model.createContext({ contextSize: 64 });
         try {
-          const ids: Token[] = [];
-          for await (const id of context.getSequence().evaluate([1, 2, 3] as Token[], { temperature: 0 })) {
-            ids.push(id);
-            if (ids.length === 4) break;
-          }
+          const ids = await greedyIds(context, [1, 2, 3], 4);
           expect(ids).toHaveLength(4);
           for (const id of ids) expect(id).toBeLessThan(written.vocab);
         } finally {
