@@ -68,13 +68,13 @@ interface PageKv {
   at: number;
 }
 
-/** The pool of an OnnxRunner: it tells the runner when a page gains the holder's reference and when a page is free. */
+/** The pool of an OnnxRunner: it tells the runner when a page gains the holder's reference and when the holder lets one go. */
 class SharingPool extends PagePool {
   constructor(
     pages: number,
     pageSize: number,
     private readonly onRetain: (page: number) => void,
-    private readonly onRelease: () => void,
+    private readonly onRelease: (page: number) => void,
   ) {
     super(pages, pageSize);
   }
@@ -86,7 +86,7 @@ class SharingPool extends PagePool {
 
   override release(page: number): void {
     super.release(page);
-    this.onRelease();
+    this.onRelease(page);
   }
 }
 
@@ -135,7 +135,7 @@ export class OnnxRunner implements StepRunner {
     const pageBytes = 2 * layout.layers * layout.kvHeads * layout.headDim * layout.kvBytes * pageSize;
     const pages = Math.floor((options.kvBudgetBytes ?? 64 << 20) / pageBytes);
     if (pages < 1) throw new OnnxUnsupportedError('kvBudgetBytes', `${options.kvBudgetBytes} bytes hold no page of ${pageBytes} bytes: give at least one page's worth.`);
-    this.kv = new SharingPool(pages, pageSize, (page) => this.keep(page), () => this.dropFreed());
+    this.kv = new SharingPool(pages, pageSize, (page) => this.keep(page), (page) => this.forgetFree([page]));
     if (options.weightsHash && layout.kvType === 'float32') {
       const key: KvKey = { weights: options.weightsHash, quantize: null, kvDtype: 'f32', pageSize, arch: { ...config, kvLayout: 'onnx' } };
       this.pageIO = {
@@ -169,15 +169,17 @@ export class OnnxRunner implements StepRunner {
   }
 
   free(seq: number): void {
+    const pages = this.kv.has(seq) ? [...this.kv.pagesOf(seq)] : [];
     this.kv.free(seq);
     this.replace(seq, undefined);
-    this.dropFreed();
+    this.forgetFree(pages);
   }
 
   rewind(seq: number, n: number): void {
+    const pages = [...this.kv.pagesOf(seq)];
     this.kv.rewind(seq, n);
     this.kv.takeCopies();
-    this.dropFreed();
+    this.forgetFree(pages.slice(this.kv.pagesOf(seq).length));
   }
 
   fork(src: number, dst: number): void {
@@ -363,11 +365,12 @@ export class OnnxRunner implements StepRunner {
     }
   }
 
-  /** Forgets what was kept for pages now free (the cache let them go, and no sequence maps them). */
-  private dropFreed(): void {
+  /** Forgets what was kept for those of `pages` that are now free (the cache let them go, and no sequence maps them). */
+  private forgetFree(pages: readonly number[]): void {
     const dropped: Tensor[] = [];
-    for (const [page, kv] of this.kept) {
-      if (this.kv.refCount(page) > 0) continue;
+    for (const page of pages) {
+      const kv = this.kept.get(page);
+      if (!kv || this.kv.refCount(page) > 0) continue;
       this.kept.delete(page);
       dropped.push(...kv.keys, ...kv.values);
     }
