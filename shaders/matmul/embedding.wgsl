@@ -1,4 +1,4 @@
-// embedding: out[t, :] = dequant(W[ids[t], :])     (token embedding gather)
+// embedding: out[t, :] = dequant(W[ids[t], :]) * SCALE     (token embedding gather; Gemma scales by √C)
 //   W: rows [row0, row0 + rows) of a (V, C) weight in any ggml format, raw bytes as u32
 //      (joined with lib/bytes.wgsl and one lib/weights/<dtype>.wgsl, which defines CHUNK and load_chunk)
 //   ids: (T) u32      out: (T, C) f32, written as vec4
@@ -13,6 +13,7 @@
 // f32 subnormal weights survive GPUs that flush them in arithmetic (SwiftShader does, not in moves).
 
 override WG_SIZE: u32 = 64u;
+override SCALE: f32 = 1.0;  // 1: the values are moved, never multiplied (see above)
 
 struct Params {
   v: u32,          // V: rows of the full weight
@@ -46,5 +47,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   if (id < p.row0 || id - p.row0 >= p.rows) { return; }  // another part holds this row
   load_chunk((id - p.row0) * p.row_bytes, c);
-  for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i]; }
+  if (SCALE == 1.0) {
+    for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i]; }
+  } else {
+    for (var i = 0u; i < CHUNK_V4; i++) { out[o + i] = wq[i] * SCALE; }
+  }
 }

@@ -7,6 +7,8 @@
 // Joined with lib/reduce.wgsl.
 
 override WG_SIZE: u32 = 64u;
+// 1: y[t, c] += the normed value (Gemma's post-norms: the stream takes the normed sublayer output).
+override ACCUMULATE: u32 = 0u;
 
 struct Params { rows: u32, cols: u32, eps: f32, _pad: u32 }
 
@@ -29,6 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let total = wg_sum(ss, lid);
   let scale = inverseSqrt(total / f32(p.cols) + p.eps);
   for (var c = lid; c < p.cols; c += WG_SIZE) {
-    y[base + c] = x[base + c] * scale * w[c];
+    let v = x[base + c] * scale * w[c];
+    if (ACCUMULATE == 1u) { y[base + c] += v; } else { y[base + c] = v; }
   }
 }

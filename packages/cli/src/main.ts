@@ -150,7 +150,7 @@ export const USAGE = `usage:
       (what the page saw during the hidden decodes),"visibleTimerHz","hiddenTimerHz","hiddenRafHz" (setTimeout(0)
       wake-ups and frames per second meanwhile),"identicalIds",...}; --json adds a "hidden-run" line per run first.
       Exits 1 when the page was not hidden throughout or the ids differ.
-  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b|smollm3-3b --dtype q4_0|q8_0|f16|... --out FILE
+  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b|smollm3-3b|gemma3-270m|gemma3-1b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3] [--layers N]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
       tokenizer (tokenizer.ggml.*, chat template) and makes the vocabulary the tokenizer's (Qwen3 151,669,

@@ -61,6 +61,7 @@ export {
   type RopeConfig,
   type RopeStyle,
   type Llama3Scaling,
+  type LinearScaling,
 } from './kernels/rope-kv-append.ts';
 export { DEFAULT_PAGE_SIZE, MAX_HEAD_DIM, type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens } from './kernels/paged-kv.ts';
 export {

@@ -3,13 +3,13 @@
 // GPU forward and the loaders all read the same object. configFromHf / configFromGguf build it from a
 // Hugging Face config.json or GGUF metadata and throw typed errors naming the file and the key at fault.
 
-import type { Llama3Scaling, RopeStyle } from '@intab/gpu';
+import type { Llama3Scaling, LinearScaling, RopeStyle } from '@intab/gpu';
 import { ModelFormatError, UnsupportedModelError } from './errors.ts';
 
-export type { Llama3Scaling, RopeStyle };
+export type { Llama3Scaling, LinearScaling, RopeStyle };
 
 /** The architectures this config describes, as named by GGUF's general.architecture. */
-export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'smollm3';
+export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'smollm3' | 'gemma3';
 
 /** Feed-forward activation: 'silu' is SwiGLU (silu(gate) * up), 'gelu_tanh' is GeGLU with the tanh approximation. */
 export type Activation = 'silu' | 'gelu_tanh';
@@ -21,12 +21,17 @@ export interface RopeSpec {
   style: RopeStyle;
   /** Rotated dimensions of each head (even, ≤ D); the rest pass through. */
   rotaryDim: number;
-  /** Llama 3.1 frequency scaling, when the config asks for it. */
-  scaling?: Llama3Scaling;
+  /** Llama 3.1 frequency scaling, or linear scaling (positions divided by a factor), when the config asks for it. */
+  scaling?: Llama3Scaling | LinearScaling;
   /** True when the weights hold `rope_freqs.weight` (rotaryDim/2): inv_freq[i] /= f[i] (llama.cpp's form of llama3 scaling). */
   freqFactors?: boolean;
   /** Layers (ascending) whose q and k take no RoPE at all (SmolLM3's NoPE layers: every fourth); absent: none. */
   noRopeLayers?: readonly number[];
+  /**
+   * Base theta of the sliding-window layers (Gemma 3's local layers: 10,000), which take no scaling; absent: `theta`
+   * (and `scaling`) on every layer.
+   */
+  localTheta?: number;
 }
 
 export interface LlamaConfig {
@@ -60,6 +65,20 @@ export interface LlamaConfig {
   maxContext: number;
   /** Attention looks back at most this many positions (pos - j < window), or null for full causal attention. */
   slidingWindow: number | null;
+  /**
+   * The layers (ascending) that use slidingWindow, the others attending to every position (Gemma 3: five local layers
+   * to one global); absent: every layer.
+   */
+  slidingLayers?: readonly number[];
+  /** Scale of the attention scores q·k (1/√headDim in most families; Gemma 3: 1/√query_pre_attn_scalar). */
+  attnScale: number;
+  /** The token embedding is multiplied by this before the first layer (Gemma: √hidden); 1 elsewhere. */
+  embedScale: number;
+  /**
+   * An RMSNorm on the attention output and on the feed-forward output before each is added to the stream (Gemma 3's
+   * post_attention_norm and post_ffw_norm).
+   */
+  postNorms: boolean;
   activation: Activation;
   /** Beginning-of-sequence id, or null when the model has none. */
   bosId: number | null;
@@ -73,7 +92,7 @@ export interface TensorShapeLike {
   readonly shape: readonly number[];
 }
 
-const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama): pick a model of one of these architectures';
+const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama) and Gemma 3 (gemma3, text only): pick a model of one of these architectures';
 
 // ---- field readers: each names the key that is missing or wrong ----
 
@@ -155,6 +174,8 @@ const HF_ARCH: Record<string, LlamaArch> = {
   qwen3: 'qwen3',
   phi3: 'phi3',
   smollm3: 'smollm3',
+  gemma3_text: 'gemma3',
+  gemma3: 'gemma3',
 };
 const HF_CLASS: Record<string, LlamaArch> = {
   LlamaForCausalLM: 'llama',
@@ -163,6 +184,8 @@ const HF_CLASS: Record<string, LlamaArch> = {
   Qwen3ForCausalLM: 'qwen3',
   Phi3ForCausalLM: 'phi3',
   SmolLM3ForCausalLM: 'smollm3',
+  Gemma3ForCausalLM: 'gemma3',
+  Gemma3ForConditionalGeneration: 'gemma3',
 };
 
 /**
@@ -175,7 +198,12 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
   if (typeof configJson !== 'object' || configJson === null || Array.isArray(configJson)) {
     throw new ModelFormatError(file, '(root)', 'should be a JSON object');
   }
-  const j = configJson as Json;
+  let j = configJson as Json;
+  // Gemma3ForConditionalGeneration: the language model's config is its text_config (the vision tower is not run).
+  if (j.model_type === 'gemma3' || (Array.isArray(j.architectures) && j.architectures[0] === 'Gemma3ForConditionalGeneration')) {
+    if (typeof j.text_config !== 'object' || j.text_config === null) throw new ModelFormatError(file, 'text_config', 'is missing (a Gemma 3 multimodal config keeps its language model there)');
+    j = { model_type: 'gemma3_text', tie_word_embeddings: j.tie_word_embeddings, eos_token_id: j.eos_token_id, bos_token_id: j.bos_token_id, ...(j.text_config as Json) };
+  }
   let arch: LlamaArch | undefined;
   if (typeof j.model_type === 'string') {
     arch = HF_ARCH[j.model_type];
@@ -197,20 +225,23 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     headDim = hidden / heads;
   }
 
-  const activationName = j.hidden_act ?? 'silu';
+  const activationName = j.hidden_activation ?? j.hidden_act ?? (arch === 'gemma3' ? 'gelu_pytorch_tanh' : 'silu');
   let activation: Activation;
   if (activationName === 'silu' || activationName === 'swish') activation = 'silu';
   else if (activationName === 'gelu_pytorch_tanh' || activationName === 'gelu_tanh') activation = 'gelu_tanh';
-  else throw new UnsupportedModelError(file, 'hidden_act', String(activationName), 'intab implements silu (SwiGLU) and gelu_pytorch_tanh feed-forwards');
+  else throw new UnsupportedModelError(file, j.hidden_activation !== undefined ? 'hidden_activation' : 'hidden_act', String(activationName), 'intab implements silu (SwiGLU) and gelu_pytorch_tanh feed-forwards');
 
   // transformers ≥ 5 moves rope_theta / rope_type into rope_parameters; older configs use rope_theta + rope_scaling.
-  const ropeParams = (j.rope_parameters && typeof j.rope_parameters === 'object' ? j.rope_parameters : null) as Json | null;
+  let ropeParams = (j.rope_parameters && typeof j.rope_parameters === 'object' ? j.rope_parameters : null) as Json | null;
+  // Gemma 3 under transformers ≥ 5: one rope_parameters per layer type.
+  const localRope = ropeParams?.sliding_attention as Json | undefined;
+  if (ropeParams && typeof ropeParams.full_attention === 'object' && ropeParams.full_attention !== null) ropeParams = ropeParams.full_attention as Json;
   const theta = ropeParams && ropeParams.rope_theta !== undefined
     ? readNum(ropeParams, 'rope_theta', file, { min: 0 })
     : readNum(j, 'rope_theta', file, { min: 0, def: 10000 });
   const scalingObj = (ropeParams ?? (j.rope_scaling && typeof j.rope_scaling === 'object' ? j.rope_scaling : null)) as Json | null;
   const scalingKey = ropeParams ? 'rope_parameters' : 'rope_scaling';
-  let scaling: Llama3Scaling | undefined;
+  let scaling: Llama3Scaling | LinearScaling | undefined;
   if (j.rope_scaling !== undefined && j.rope_scaling !== null && typeof j.rope_scaling !== 'object') {
     throw new ModelFormatError(file, 'rope_scaling', 'should be an object or null');
   }
@@ -228,8 +259,10 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
         file,
         scalingKey,
       );
+    } else if (type === 'linear') {
+      scaling = { type: 'linear', factor: readNum(scalingObj, 'factor', file, { min: Number.MIN_VALUE }) };
     } else if (type !== 'default') {
-      throw new UnsupportedModelError(file, `${scalingKey}.rope_type`, String(type), 'intab implements plain rope and llama3 scaling: use a variant of the model without long-context rope scaling');
+      throw new UnsupportedModelError(file, `${scalingKey}.rope_type`, String(type), 'intab implements plain rope, linear and llama3 scaling: use a variant of the model without long-context rope scaling');
     }
   }
   const partial = readNum(j, 'partial_rotary_factor', file, { min: 0, def: 1 });
@@ -250,6 +283,8 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     }
   }
 
+  const gemma = arch === 'gemma3' ? hfGemma3(j, file, headDim, localRope) : undefined;
+  if (gemma) slidingWindow = gemma.slidingWindow;
   const config: LlamaConfig = {
     arch,
     hidden,
@@ -260,18 +295,53 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     headDim,
     vocab: readNum(j, 'vocab_size', file, { int: true, min: 1 }),
     rmsEps: readNum(j, 'rms_norm_eps', file, { min: 0, def: arch === 'phi3' ? 1e-5 : 1e-6 }),
-    rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}), ...hfNoRope(j, arch, file) },
-    tiedEmbeddings: readBool(j, 'tie_word_embeddings', file, false),
+    rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}), ...hfNoRope(j, arch, file), ...(gemma ? { localTheta: gemma.localTheta } : {}) },
+    tiedEmbeddings: readBool(j, 'tie_word_embeddings', file, arch === 'gemma3'),
     qkvBias: arch === 'qwen2',
-    qkNorm: arch === 'qwen3',
+    qkNorm: arch === 'qwen3' || arch === 'gemma3',
     fusedProjections: arch === 'phi3',
     maxContext: readNum(j, 'max_position_embeddings', file, { int: true, min: 1 }),
     slidingWindow,
+    ...(gemma ? { slidingLayers: gemma.slidingLayers } : {}),
+    attnScale: 1 / Math.sqrt(gemma?.queryPreAttnScalar ?? headDim),
+    embedScale: gemma ? Math.fround(Math.sqrt(hidden)) : 1,
+    postNorms: arch === 'gemma3',
     activation,
     bosId: readIds(j, 'bos_token_id', file)[0] ?? null,
     eosIds: readIds(j, 'eos_token_id', file),
   };
   return checkShape(config, file, { heads: 'num_attention_heads', kvHeads: 'num_key_value_heads', rotary: 'partial_rotary_factor' });
+}
+
+/**
+ * Gemma 3's own keys: the sliding window and which layers use it (`layer_types`, else every
+ * `sliding_window_pattern`-th layer is global, 6 by default), the local layers' RoPE base (`rope_local_base_freq`,
+ * 10,000), `query_pre_attn_scalar`; soft-capped logits (Gemma 2's) are refused.
+ */
+function hfGemma3(j: Json, file: string, headDim: number, localRope: Json | undefined): { slidingWindow: number; slidingLayers: number[]; localTheta: number; queryPreAttnScalar: number } {
+  const layers = readNum(j, 'num_hidden_layers', file, { int: true, min: 1 });
+  for (const key of ['final_logit_softcapping', 'attn_logit_softcapping']) {
+    if (j[key] !== undefined && j[key] !== null) throw new UnsupportedModelError(file, key, String(j[key]), 'intab runs Gemma 3, which has no soft-capping (Gemma 2 has): use a Gemma 3 checkpoint');
+  }
+  let slidingLayers: number[];
+  const types = j.layer_types;
+  if (types !== undefined && types !== null) {
+    if (!Array.isArray(types) || types.length !== layers || types.some((t) => t !== 'sliding_attention' && t !== 'full_attention')) {
+      throw new ModelFormatError(file, 'layer_types', `should be ${layers} entries of 'sliding_attention' or 'full_attention' (one per layer)`);
+    }
+    slidingLayers = types.flatMap((t, i) => (t === 'sliding_attention' ? [i] : []));
+  } else slidingLayers = swaPattern(readNum(j, 'sliding_window_pattern', file, { int: true, min: 1, def: 6 }), layers);
+  return {
+    slidingWindow: readNum(j, 'sliding_window', file, { int: true, min: 1, def: 4096 }),
+    slidingLayers,
+    localTheta: localRope?.rope_theta !== undefined ? readNum(localRope, 'rope_theta', file, { min: 0 }) : readNum(j, 'rope_local_base_freq', file, { min: 0, def: 10000 }),
+    queryPreAttnScalar: readNum(j, 'query_pre_attn_scalar', file, { min: Number.MIN_VALUE, def: headDim }),
+  };
+}
+
+/** Layers i with (i + 1) % pattern !== 0 slide (llama.cpp's set_swa_pattern; transformers' sliding_window_pattern). */
+function swaPattern(pattern: number, layers: number): number[] {
+  return Array.from({ length: layers }, (_, i) => i).filter((i) => (i + 1) % pattern !== 0);
 }
 
 /**
@@ -299,11 +369,11 @@ function nopeEvery(step: number, layers: number): number[] {
 
 // ---- GGUF metadata ----
 
-const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3', smollm3: 'smollm3' };
+const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3', smollm3: 'smollm3', gemma3: 'gemma3' };
 /** llama.cpp's n_no_rope_layer_step, which it sets from the architecture (no GGUF key says it). */
 const GGUF_NO_ROPE_STEP: Partial<Record<LlamaArch, number>> = { smollm3: 4 };
 /** llama.cpp's LLAMA_ROPE_TYPE_NEOX list, restricted to what intab runs; the rest use adjacent pairs. */
-const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3']);
+const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3', 'gemma3']);
 
 /**
  * Builds a LlamaConfig from GGUF metadata. `tensors` (names and row-major shapes, e.g. the reader's
@@ -355,10 +425,12 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
     vocab = embd.shape[0];
   }
 
-  let scaling: Llama3Scaling | undefined;
+  let scaling: Llama3Scaling | LinearScaling | undefined;
   const scalingType = m[`${p}rope.scaling.type`];
   if (scalingType !== undefined && scalingType !== 'none') {
-    if (scalingType === 'llama3') {
+    if (scalingType === 'linear') {
+      scaling = { type: 'linear', factor: readNum(m, `${p}rope.scaling.factor`, file, { min: Number.MIN_VALUE }) };
+    } else if (scalingType === 'llama3') {
       scaling = checkScaling(
         {
           type: 'llama3',
@@ -371,7 +443,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
         `${p}rope.scaling`,
       );
     } else {
-      throw new UnsupportedModelError(file, `${p}rope.scaling.type`, String(scalingType), 'intab implements plain rope and llama3 scaling (rope_freqs): use a variant of the model without long-context rope scaling');
+      throw new UnsupportedModelError(file, `${p}rope.scaling.type`, String(scalingType), 'intab implements plain rope, linear and llama3 scaling (rope_freqs): use a variant of the model without long-context rope scaling');
     }
   }
   if (names && (names.has('rope_factors_long.weight') || names.has('rope_factors_short.weight'))) {
@@ -384,6 +456,13 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
 
   const swaKey = `${p}attention.sliding_window`;
   const sw = m[swaKey] === undefined ? 0 : readNum(m, swaKey, file, { int: true, min: 0 });
+  const layers = readNum(m, `${p}block_count`, file, { int: true, min: 1 });
+  const gemma = arch === 'gemma3';
+  if (gemma) {
+    for (const key of [`${p}final_logit_softcapping`, `${p}attn_logit_softcapping`]) {
+      if (m[key] !== undefined && readNum(m, key, file) !== 0) throw new UnsupportedModelError(file, key, String(m[key]), 'intab runs Gemma 3, which has no soft-capping: use a Gemma 3 file');
+    }
+  }
 
   const bos = m['tokenizer.ggml.bos_token_id'];
   const eosIds = [...readIds(m, 'tokenizer.ggml.eos_token_id', file), ...readIds(m, 'tokenizer.ggml.eot_token_id', file)];
@@ -392,7 +471,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
     arch,
     hidden,
     ffn: readNum(m, `${p}feed_forward_length`, file, { int: true, min: 1 }),
-    layers: readNum(m, `${p}block_count`, file, { int: true, min: 1 }),
+    layers,
     heads,
     kvHeads,
     headDim,
@@ -404,15 +483,23 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
       rotaryDim: readNum(m, `${p}rope.dimension_count`, file, { int: true, def: headDim }),
       ...(scaling ? { scaling } : {}),
       ...(freqFactors ? { freqFactors } : {}),
-      ...(GGUF_NO_ROPE_STEP[arch] ? { noRopeLayers: nopeEvery(GGUF_NO_ROPE_STEP[arch], readNum(m, `${p}block_count`, file, { int: true, min: 1 })) } : {}),
+      ...(GGUF_NO_ROPE_STEP[arch] ? { noRopeLayers: nopeEvery(GGUF_NO_ROPE_STEP[arch], layers) } : {}),
+      // llama.cpp's fixed base of Gemma 3's local layers (rope_freq_base_train_swa; no GGUF key says it).
+      ...(gemma ? { localTheta: 10000 } : {}),
     },
     tiedEmbeddings: names ? !names.has('output.weight') : false,
     qkvBias: names ? names.has('blk.0.attn_q.bias') : arch === 'qwen2',
-    qkNorm: names ? names.has('blk.0.attn_q_norm.weight') : arch === 'qwen3',
+    qkNorm: names ? names.has('blk.0.attn_q_norm.weight') : arch === 'qwen3' || gemma,
     fusedProjections: names ? names.has('blk.0.attn_qkv.weight') : arch === 'phi3',
     maxContext: readNum(m, `${p}context_length`, file, { int: true, min: 1 }),
     slidingWindow: sw > 0 ? sw : null,
-    activation: 'silu',
+    // Gemma 3: llama.cpp's fixed pattern of five local layers to one global (set_swa_pattern(6)).
+    ...(gemma && sw > 0 ? { slidingLayers: swaPattern(6, layers) } : {}),
+    // llama.cpp's f_attention_scale: 1/√(C/H) for the 62-layer (27B) Gemma 3, else 1/√D, as everywhere.
+    attnScale: gemma && layers === 62 ? 1 / Math.sqrt(hidden / heads) : 1 / Math.sqrt(headDim),
+    embedScale: gemma ? Math.fround(Math.sqrt(hidden)) : 1,
+    postNorms: gemma,
+    activation: gemma ? 'gelu_tanh' : 'silu',
     bosId: bos === undefined ? null : readIds(m, 'tokenizer.ggml.bos_token_id', file)[0],
     eosIds: [...new Set(eosIds)],
   };

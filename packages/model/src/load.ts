@@ -7,7 +7,7 @@ import { ModelFormatError } from './errors.ts';
 import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
 import { ggufTypeWarnings } from './formats/gguf-keys.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
-import { canonicalHfName, fusedRows } from './tensor-names.ts';
+import { canonicalHfName, fusedRows, hfValueOffset } from './tensor-names.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
 import { fileBaseName } from './source.ts';
 import { loadTokenizer, type Tokenizer } from './tokenizer/tokenizer.ts';
@@ -75,10 +75,11 @@ export async function openHfFolder(files: Map<string, ByteSource> | ((name: stri
   const config = configFromHf(hf.config, 'config.json');
   const tensors = new Map<string, TensorInfo>();
   for (const t of hf.tensors) {
-    const canonical = canonicalHfName(t.name);
+    const canonical = canonicalHfName(t.name, config.arch);
     if (canonical === null) continue; // not a weight the forward uses (e.g. rotary inv_freq buffers)
     if (typeof canonical === 'string') {
-      tensors.set(canonical, t);
+      const valueOffset = hfValueOffset(config.arch, canonical);
+      tensors.set(canonical, valueOffset ? { ...t, valueOffset } : t);
       continue;
     }
     tensors.set(t.name, t);

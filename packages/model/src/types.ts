@@ -27,6 +27,11 @@ export interface TensorInfo {
   readonly offset: number;
   /** Bytes of the tensor. */
   readonly byteLength: number;
+  /**
+   * Added to every value as it is read (1-D tensors only): Gemma's Hugging Face RMSNorm weights are stored as w and
+   * used as 1 + w (see hfValueOffset). Absent: 0.
+   */
+  readonly valueOffset?: number;
 }
 
 /** A scalar, string or array value of a GGUF metadata key. */

@@ -78,7 +78,9 @@ export async function readVector(info: TensorInfo, o: UploadOptions = {}): Promi
   const bytes = await info.source.read(info.offset, info.byteLength, o.signal);
   o.hash?.update(bytes);
   o.onBytes?.(info.byteLength);
-  return dequantizeRow(info.dtype, bytes, 0, n);
+  const values = dequantizeRow(info.dtype, bytes, 0, n);
+  if (info.valueOffset) for (let i = 0; i < n; i++) values[i] += info.valueOffset;
+  return values;
 }
 
 /** A 1-D tensor as an f32 storage buffer. */

@@ -97,7 +97,10 @@ export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options:
     if (t.dtype.startsWith('unsupported:')) {
       throw new UnsupportedModelError(t.source.name, `tensor '${name}' dtype`, t.dtype.slice('unsupported:'.length), 'intab reads f32, f16, bf16, q8_0, q4_0, q4_K and q6_K tensors: pick another quantization of the model');
     }
-    return { dtype: t.dtype as WeightDtype, data: await t.source.read(t.offset, t.byteLength, options.signal) };
+    const data = await t.source.read(t.offset, t.byteLength, options.signal);
+    if (!t.valueOffset) return { dtype: t.dtype as WeightDtype, data };
+    // Gemma's HF norm weights: used as stored + 1.
+    return dequantize(t.dtype as WeightDtype, data, 1, t.shape.reduce((a, b) => a * b, 1)).map((v) => v + t.valueOffset!);
   };
 }
 
@@ -232,47 +235,56 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const queryIdx = g.op1('Range', [pScalar, sScalar, oneI], { name: 'mask.queries' }); // (T): P+t
   const queryCol = g.op1('Unsqueeze', [queryIdx, i64('const.axes.1', [1])], { name: 'mask.queries_col' }); // (T, 1)
   const dist = g.op1('Sub', [queryCol, keyIdx], { name: 'mask.dist' }); // (T, S): P+t − j
-  let visible = g.op1('GreaterOrEqual', [dist, zeroI], { name: 'mask.causal' }); // j ≤ P+t
-  if (config.slidingWindow !== null) {
-    const inWindow = g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.window' });
-    visible = g.op1('And', [visible, inWindow], { name: 'mask.causal_window' });
-  }
+  const causal = g.op1('GreaterOrEqual', [dist, zeroI], { name: 'mask.causal' }); // j ≤ P+t
   const keep = g.op1('Cast', [io.attentionMask], { name: 'mask.padding', attributes: [attr.int('to', DataType.BOOL)] }); // (B, S)
   const keep4 = g.op1('Unsqueeze', [keep, i64('const.axes.1_2', [1, 2])], { name: 'mask.padding4' }); // (B, 1, 1, S)
-  const allowed = g.op1('And', [visible, keep4], { name: 'mask.allowed' }); // (B, 1, T, S)
-  const mask = g.op1('Where', [allowed, f32('const.f32.0', [0], []), f32('const.masked', [MASKED], [])], { name: 'mask' }); // (B, 1, T, S) additive
+  /** The additive (B, 1, T, S) mask of a layer that sees every earlier key (suffix '') or only the window's. */
+  const additive = (visible: string, suffix: string) => {
+    const allowed = g.op1('And', [visible, keep4], { name: `mask.allowed${suffix}` }); // (B, 1, T, S)
+    return g.op1('Where', [allowed, f32('const.f32.0', [0], []), f32('const.masked', [MASKED], [])], { name: `mask${suffix}` });
+  };
+  // Each layer's window: every layer's (Mistral), or only slidingLayers' (Gemma 3), the others seeing every key.
+  const sliding = new Set(config.slidingLayers ?? Array.from({ length: L }, (_, l) => l));
+  const windowed = (l: number) => config.slidingWindow !== null && sliding.has(l);
+  const anyGlobal = Array.from({ length: L }, (_, l) => l).some((l) => !windowed(l));
+  const fullMask = anyGlobal ? additive(causal, '') : '';
+  let windowMask = '';
+  if (config.slidingWindow !== null && sliding.size > 0) {
+    const inWindow = g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.in_window' });
+    windowMask = additive(g.op1('And', [causal, inWindow], { name: 'mask.causal_window' }), '.window');
+  }
 
   // ---- RoPE cos/sin ----
   const freqFactors = config.rope.freqFactors ? await vector('rope_freqs.weight', rot / 2) : undefined;
-  const invFreq = ropeInvFreq({ headDim: D, rotaryDim: rot, theta: config.rope.theta, scaling: config.rope.scaling, freqFactors }); // (rot/2) float64
   const half = rot / 2;
   const ropeMode = options.ropeCache ?? (config.maxContext * rot * 4 <= ROPE_TABLE_MAX_BYTES ? 'table' : 'compute');
-  let cos: string;
-  let sin: string;
-  let ropePositions: string[]; // RotaryEmbedding's optional position_ids input: given with tables, not with per-token cos/sin
-  if (ropeMode === 'table') {
-    const P = config.maxContext;
-    const c = new Float32Array(P * half);
-    const s = new Float32Array(P * half);
-    for (let p = 0; p < P; p++) {
-      for (let i = 0; i < half; i++) {
-        const a = p * invFreq[i]; // float64, as the reference
-        c[p * half + i] = Math.cos(a);
-        s[p * half + i] = Math.sin(a);
+  // RotaryEmbedding's optional position_ids input: given with tables, not with per-token cos/sin
+  const ropePositions = ropeMode === 'table' ? [io.positionIds] : [];
+  /** cos and sin for one base (tables of maxContext positions, or computed per token); `tag` names their values. */
+  const ropeTables = (theta: number, scaling: LlamaConfig['rope']['scaling'], tag: string): [string, string] => {
+    const invFreq = ropeInvFreq({ headDim: D, rotaryDim: rot, theta, scaling, freqFactors }); // (rot/2) float64
+    if (ropeMode === 'table') {
+      const P = config.maxContext;
+      const c = new Float32Array(P * half);
+      const s = new Float32Array(P * half);
+      for (let p = 0; p < P; p++) {
+        for (let i = 0; i < half; i++) {
+          const a = p * invFreq[i]; // float64, as the reference
+          c[p * half + i] = Math.cos(a);
+          s[p * half + i] = Math.sin(a);
+        }
       }
+      return [g.init(f32Tensor(`rope${tag}.cos`, [P, half], c)), g.init(f32Tensor(`rope${tag}.sin`, [P, half], s))]; // (maxContext, rot/2)
     }
-    cos = g.init(f32Tensor('rope.cos', [P, half], c)); // (maxContext, rot/2)
-    sin = g.init(f32Tensor('rope.sin', [P, half], s));
-    ropePositions = [io.positionIds];
-  } else {
-    const posF = g.op1('Cast', [io.positionIds], { name: 'rope.pos', attributes: [attr.int('to', DataType.FLOAT)] }); // (B, T)
-    const pos3 = g.op1('Unsqueeze', [posF, i64('const.axes.2', [2])], { name: 'rope.pos3' }); // (B, T, 1)
-    const angles = g.op1('Mul', [pos3, g.init(f32Tensor('rope.inv_freq', [half], Float32Array.from(invFreq)))], { name: 'rope.angles' }); // (B, T, rot/2)
-    cos = g.op1('Cos', [angles], { name: 'rope.cos' });
-    sin = g.op1('Sin', [angles], { name: 'rope.sin' });
-    ropePositions = [];
-  }
-  const rope = (x: string, heads: number, name: string) =>
+    const posF = g.op1('Cast', [io.positionIds], { name: `rope${tag}.pos`, attributes: [attr.int('to', DataType.FLOAT)] }); // (B, T)
+    const pos3 = g.op1('Unsqueeze', [posF, i64('const.axes.2', [2])], { name: `rope${tag}.pos3` }); // (B, T, 1)
+    const angles = g.op1('Mul', [pos3, g.init(f32Tensor(`rope${tag}.inv_freq`, [half], Float32Array.from(invFreq)))], { name: `rope${tag}.angles` }); // (B, T, rot/2)
+    return [g.op1('Cos', [angles], { name: `rope${tag}.cos` }), g.op1('Sin', [angles], { name: `rope${tag}.sin` })];
+  };
+  const globalRope = ropeTables(config.rope.theta, config.rope.scaling, '');
+  // Gemma 3's sliding-window layers turn by their own base, unscaled.
+  const localRope = config.rope.localTheta !== undefined && sliding.size > 0 ? ropeTables(config.rope.localTheta, undefined, '.local') : globalRope;
+  const rope = (x: string, heads: number, name: string, [cos, sin]: [string, string]) =>
     g.op1('RotaryEmbedding', [x, cos, sin, ...ropePositions], {
       name,
       attributes: [attr.int('num_heads', heads), attr.int('rotary_embedding_dim', rot), attr.int('interleaved', config.rope.style === 'normal' ? 1 : 0)],
@@ -335,6 +347,7 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const embedF32 = toF32(embed);
   const embedTable = g.init(f32Tensor('token_embd.weight', [V, C], embedF32));
   let x = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed' }); // (B, T, C): x = embed[token]
+  if (config.embedScale !== 1) x = g.op1('Mul', [x, f32('const.embed_scale', [config.embedScale], [])], { name: 'embed.scale' }); // Gemma: x *= √C
 
   const qkSize = [H * D, Hkv * D, Hkv * D];
   const noRope = new Set(config.rope.noRopeLayers ?? []); // SmolLM3's NoPE layers
@@ -358,16 +371,19 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
       k = await headNorm(k, Hkv, 'k');
     }
     if (!noRope.has(l)) {
-      q = rope(q, H, `${n}attn.rope_q`);
-      k = rope(k, Hkv, `${n}attn.rope_k`);
+      const tables = windowed(l) ? localRope : globalRope;
+      q = rope(q, H, `${n}attn.rope_q`, tables);
+      k = rope(k, Hkv, `${n}attn.rope_k`, tables);
     }
-    // softmax(q·kᵀ/√D + mask)·v over past|new keys; GQA: query head h reads kv head h / (H/Hkv).
-    const [att] = g.op('Attention', [q, k, v, mask, io.pastKey(l), io.pastValue(l)], {
+    // softmax(q·kᵀ·scale + mask)·v over past|new keys (scale 1/√D, Gemma's 1/√query_pre_attn_scalar); GQA: query
+    // head h reads kv head h / (H/Hkv).
+    const [att] = g.op('Attention', [q, k, v, windowed(l) ? windowMask : fullMask, io.pastKey(l), io.pastValue(l)], {
       name: `${n}attn`,
       outputs: [`${n}attn/out`, io.presentKey(l), io.presentValue(l)],
-      attributes: [attr.int('q_num_heads', H), attr.int('kv_num_heads', Hkv), attr.float('scale', 1 / Math.sqrt(D))],
+      attributes: [attr.int('q_num_heads', H), attr.int('kv_num_heads', Hkv), attr.float('scale', config.attnScale)],
     }); // (B, T, H·D)
-    const o = await linear(att, [{ name: `${b}attn_output.weight`, n: C }], H * D, `${n}attn.o`); // Wo att
+    let o = await linear(att, [{ name: `${b}attn_output.weight`, n: C }], H * D, `${n}attn.o`); // Wo att
+    if (config.postNorms) o = rmsnorm(o, await vector(`${b}post_attention_norm.weight`, C), `${n}attn_post_norm`); // Gemma
     x = g.op1('Add', [x, o], { name: `${n}attn.residual` }); // x += Wo att
     // ---- feed-forward ----
     const xf = rmsnorm(x, await vector(`${b}ffn_norm.weight`, C), `${n}ffn_norm`); // xb = rmsnorm(x) * ffn_norm
@@ -381,7 +397,8 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
       act = g.op1('Gelu', [gate], { name: `${n}ffn.gelu`, attributes: [attr.string('approximate', 'tanh')] });
     }
     const h = g.op1('Mul', [act, up], { name: `${n}ffn.gated` }); // h = act(g) * u
-    const down = await linear(h, [{ name: `${b}ffn_down.weight`, n: C }], F, `${n}ffn.down`);
+    let down = await linear(h, [{ name: `${b}ffn_down.weight`, n: C }], F, `${n}ffn.down`);
+    if (config.postNorms) down = rmsnorm(down, await vector(`${b}post_ffw_norm.weight`, C), `${n}ffn_post_norm`); // Gemma
     x = g.op1('Add', [x, down], { name: `${n}ffn.residual` }); // x += Wd h
   }
 

@@ -50,6 +50,22 @@ export const VARIANTS = {
   phi3: { model_type: 'phi3', architectures: ['Phi3ForCausalLM'], partial_rotary_factor: 0.5, sliding_window: null },
   // SmolLM3: the Llama layer, with no RoPE on every fourth layer (NoPE: layer 3 of 4), tied.
   smollm3: { model_type: 'smollm3', architectures: ['SmolLM3ForCausalLM'], num_hidden_layers: 4, no_rope_layer_interval: 4, tie_word_embeddings: true },
+  // Gemma 3: √C embedding, (1 + w) norms (stored as w), q/k norms, post-norms, GeGLU; layers 0 and 1 slide a window of
+  // 4 with their own RoPE base, layer 2 is global; scores scaled by 1/√24, not 1/√D; tied.
+  gemma3: {
+    model_type: 'gemma3_text',
+    architectures: ['Gemma3ForCausalLM'],
+    num_hidden_layers: 3,
+    head_dim: 16,
+    hidden_activation: 'gelu_pytorch_tanh',
+    sliding_window: 4,
+    sliding_window_pattern: 3,
+    rope_theta: 1000000,
+    rope_local_base_freq: 10000,
+    query_pre_attn_scalar: 24,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: true,
+  },
 } as const satisfies Record<string, Record<string, unknown>>;
 
 /** A generated variant's name. */
@@ -103,7 +119,9 @@ export function makeTensors(config: FixtureConfigJson, seed: number): Map<string
     return { shape, data };
   };
   const matrix = (n: number, k: number) => normal([n, k], 1 / Math.sqrt(k));
-  const norm = (n: number) => normal([n], 0.1, 1);
+  // Gemma's checkpoints store w of its (1 + w) norms: near 0 there, near 1 elsewhere.
+  const gemma = config.model_type === 'gemma3_text';
+  const norm = (n: number) => normal([n], 0.1, gemma ? 0 : 1);
   const concatRows = (...parts: FixtureTensor[]): FixtureTensor => {
     const data = new Float32Array(parts.reduce((a, p) => a + p.data.length, 0));
     let o = 0;
@@ -134,12 +152,16 @@ export function makeTensors(config: FixtureConfigJson, seed: number): Map<string
       tensors.set(`${b}self_attn.k_proj.bias`, normal([Hkv * D], 0.2));
       tensors.set(`${b}self_attn.v_proj.bias`, normal([Hkv * D], 0.2));
     }
-    if (config.model_type === 'qwen3') {
+    if (config.model_type === 'qwen3' || gemma) {
       tensors.set(`${b}self_attn.q_norm.weight`, norm(D));
       tensors.set(`${b}self_attn.k_norm.weight`, norm(D));
     }
     tensors.set(`${b}self_attn.o_proj.weight`, matrix(C, H * D));
     tensors.set(`${b}post_attention_layernorm.weight`, norm(C));
+    if (gemma) {
+      tensors.set(`${b}pre_feedforward_layernorm.weight`, norm(C));
+      tensors.set(`${b}post_feedforward_layernorm.weight`, norm(C));
+    }
     const gate = matrix(F, C);
     const up = matrix(F, C);
     if (phi3) tensors.set(`${b}mlp.gate_up_proj.weight`, concatRows(gate, up));

@@ -15,7 +15,7 @@ import {
   type GgufWriteValue,
   type LlamaConfig,
 } from '@intab/model';
-import { splitFused } from '@intab/model/reference';
+import { canonicalHfTensors } from '@intab/model/reference';
 import { FIXTURE_METADATA, VARIANTS, fixtureConfig, makeTensors, variantSeed, type FixtureVariant } from './fixture-generator.ts';
 
 export { VARIANTS, BASE_CONFIG, fixtureConfig, makeTensors, variantSeed } from './fixture-generator.ts';
@@ -72,14 +72,7 @@ export function fixtureFiles(variant: FixtureVariant, seed = DEFAULT_SEED): { co
 export function fixtureWeights(variant: FixtureVariant, seed = DEFAULT_SEED): { config: LlamaConfig; tensors: Map<string, Float32Array> } {
   const { json, tensors } = generate(variant, seed);
   const config = configFromHf(json, `${variant}/config.json`);
-  const out = new Map<string, Float32Array>();
-  for (const [name, t] of tensors) {
-    const c = canonicalHfName(name);
-    if (c === null) continue;
-    if (typeof c === 'string') out.set(c, t.data);
-    else for (const [part, data] of splitFused(config, c, t.data, `${variant}/model.safetensors`)) out.set(part, data);
-  }
-  return { config, tensors: out };
+  return { config, tensors: canonicalHfTensors(config, tensors, `${variant}/model.safetensors`) };
 }
 
 /**
@@ -113,6 +106,9 @@ export function fixtureGguf(variant: FixtureVariant, seed = DEFAULT_SEED): Uint8
   const file = `${variant}.gguf`;
   const { json, tensors } = generate(variant, seed);
   const config = configFromHf(json, `${variant}/config.json`);
+  if (config.arch === 'gemma3') {
+    throw new UnsupportedModelError(file, 'general.architecture', 'gemma3', "llama.cpp's gemma3 fixes the local layers (five of six), their RoPE base and the attention scale, which this fixture sets otherwise; write it as Hugging Face files (fixtureFiles)");
+  }
   if (config.activation !== 'silu') {
     throw new UnsupportedModelError(file, 'hidden_act', String(json.hidden_act), 'GGUF metadata has no activation key; write this variant as Hugging Face files (fixtureFiles)');
   }
@@ -135,7 +131,8 @@ export function fixtureGguf(variant: FixtureVariant, seed = DEFAULT_SEED): Uint8
     [`${a}.vocab_size`, config.vocab],
   ];
   const s = config.rope.scaling;
-  if (s) {
+  if (s?.type === 'linear') md.push([`${a}.rope.scaling.type`, s.type], [`${a}.rope.scaling.factor`, ggufTyped('f32', s.factor)]);
+  else if (s) {
     md.push(
       [`${a}.rope.scaling.type`, s.type],
       [`${a}.rope.scaling.factor`, ggufTyped('f32', s.factor)],

@@ -20,9 +20,12 @@ export interface SyntheticShape {
   context: number;
   /**
    * GGUF architecture (default 'llama'); 'qwen3' adds the per-head q/k RMS norms; 'smollm3' is the llama layout, which
-   * llama.cpp runs without RoPE on every fourth layer.
+   * llama.cpp runs without RoPE on every fourth layer; 'gemma3' adds the q/k norms and the norms after attention and
+   * the feed-forward (llama.cpp then scales the embedding by √C, runs GeGLU, and slides a window on five layers of six).
    */
-  arch?: 'llama' | 'qwen3' | 'smollm3';
+  arch?: 'llama' | 'qwen3' | 'smollm3' | 'gemma3';
+  /** gemma3: the local layers' window (gemma3.attention.sliding_window) [512]. */
+  window?: number;
 }
 
 export interface SyntheticOptions {
@@ -46,6 +49,9 @@ export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
   // heads * headDim (2048) is twice hidden: q and o are not square.
   'qwen3-0.6b': { hidden: 1024, ffn: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128, vocab: 151936, ropeTheta: 1000000, context: 40960, arch: 'qwen3' },
   'smollm3-3b': { hidden: 2048, ffn: 11008, layers: 36, heads: 16, kvHeads: 4, headDim: 128, vocab: 128256, ropeTheta: 5000000, context: 65536, arch: 'smollm3' },
+  // One kv head of 256 dimensions, 4 query heads; every sixth layer global, the others a window of 512.
+  'gemma3-270m': { hidden: 640, ffn: 2048, layers: 18, heads: 4, kvHeads: 1, headDim: 256, vocab: 262144, ropeTheta: 1000000, context: 32768, arch: 'gemma3', window: 512 },
+  'gemma3-1b': { hidden: 1152, ffn: 6912, layers: 26, heads: 4, kvHeads: 1, headDim: 256, vocab: 262144, ropeTheta: 1000000, context: 32768, arch: 'gemma3', window: 512 },
 };
 
 /**
@@ -91,7 +97,8 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
       matrix(`${b}ffn_up.weight`, s.ffn, s.hidden),
       matrix(`${b}ffn_down.weight`, s.hidden, s.ffn),
     );
-    if (arch === 'qwen3') tensors.push(norm(`${b}attn_q_norm.weight`, s.headDim), norm(`${b}attn_k_norm.weight`, s.headDim));
+    if (arch === 'qwen3' || arch === 'gemma3') tensors.push(norm(`${b}attn_q_norm.weight`, s.headDim), norm(`${b}attn_k_norm.weight`, s.headDim));
+    if (arch === 'gemma3') tensors.push(norm(`${b}post_attention_norm.weight`, s.hidden), norm(`${b}post_ffw_norm.weight`, s.hidden));
   }
   const p = `${arch}.`;
   const metadata: Record<string, GgufWriteValue> = {
@@ -109,6 +116,7 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     [`${p}rope.freq_base`]: s.ropeTheta,
     [`${p}rope.dimension_count`]: s.headDim,
     [`${p}vocab_size`]: s.vocab,
+    ...(arch === 'gemma3' ? { [`${p}attention.sliding_window`]: s.window ?? 512 } : {}),
     ...(tok ? tokenizerToGgufMetadata(tok) : {}),
   };
   return writeGguf({ metadata, tensors });

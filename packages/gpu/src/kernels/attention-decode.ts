@@ -22,7 +22,7 @@ import {
   type AttentionShape, type PagedKv, type StepTokens, checkAttentionShape, checkContext, checkPaged, checkWindow, headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
   type AttentionVariant, attentionVariant,
 } from './paged-kv.ts';
-import type { AttentionOptions } from './attention-prefill.ts';
+import { attentionScale, type AttentionOptions } from './attention-prefill.ts';
 
 /**
  * SPLIT and workgroup size per variant when not given. 'rows' from a SwiftShader sweep (H/Hkv/D 32/8/64 and
@@ -82,7 +82,7 @@ export function createAttentionDecode(gpu: Gpu, shape: AttentionShape, options: 
   requireDim(name, 'split', split);
   const hpw = rows ? 1 : headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
   const hpi = rows ? headsPerInvocation(name, s, options.headsPerInvocation) : 1;
-  const scale = 1 / Math.sqrt(s.headDim); // scores are q·k / sqrt(D) in every supported family
+  const scale = attentionScale(name, s, options);
   const label = options.label ?? name;
   const cached = gpu.pipelines.get({
     name: 'attention-decode',

@@ -13,12 +13,22 @@ import paramsLib from '../../../../shaders/lib/attention-params.wgsl?raw';
 import type { Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBytes, withParams } from '../kernel.ts';
+import { ShapeError } from '../errors.ts';
 import {
   type AttentionShape, type AttentionVariant, type PagedKv, type StepTokens, attentionVariant, checkAttentionShape, checkPaged, checkWindow,
   headsPerInvocation, headsPerWorkgroup, requireWorkgroupSize,
 } from './paged-kv.ts';
 
+/** options.scale, checked, or 1/√D. */
+export function attentionScale(kernel: string, s: { headDim: number }, options: AttentionOptions): number {
+  const scale = options.scale ?? 1 / Math.sqrt(s.headDim);
+  if (!(scale > 0 && Number.isFinite(scale))) throw new ShapeError(kernel, 'scale', 'a positive finite number', String(options.scale));
+  return scale;
+}
+
 export interface AttentionOptions {
+  /** Scale of the scores q·k (default 1/√D, as most families; Gemma 3: 1/√query_pre_attn_scalar). */
+  scale?: number;
   /** Invocations per workgroup (default 64 for 'workgroup', 8 for 'rows'). */
   workgroupSize?: number;
   /**
@@ -70,7 +80,7 @@ export function createAttentionPrefill(gpu: Gpu, shape: AttentionShape, options:
   requireWorkgroupSize(gpu, name, wg);
   const hpw = rows ? 1 : headsPerWorkgroup(gpu, name, s, wg, options.headsPerWorkgroup);
   const hpi = rows ? headsPerInvocation(name, s, options.headsPerInvocation) : 1;
-  const scale = 1 / Math.sqrt(s.headDim); // scores are q·k / sqrt(D) in every supported family
+  const scale = attentionScale(name, s, options);
   const cached = gpu.pipelines.get({
     name: 'attention-prefill',
     variant: `f32+${variant}`,

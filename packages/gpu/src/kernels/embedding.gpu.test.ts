@@ -67,6 +67,23 @@ describe('embedding', () => {
     });
   }
 
+  test('scale (Gemma\'s √C): each gathered value times the f32 scale, one rounding, split or not; a non-f32 scale is a ShapeError', async () => {
+    const gpu = await testGpu();
+    const [v, t, scale] = [53, 13, Math.fround(Math.sqrt(640))];
+    for (const dtype of ['f32', 'q4_0', 'q6_K'] as const) {
+      const c = cFor(dtype);
+      const bytes = randomWeights(dtype, v, c, mulberry32(3 * v + c));
+      const ids = randomIds(t, v, c + 1);
+      const split = createWeight(gpu, { dtype, n: v, k: c, data: bytes, label: 'emb', maxPartBytes: 16 * rowBytes(dtype, c) + 4 });
+      const out = upload(gpu, new Float32Array(t * c).fill(7));
+      await run(gpu, (pass) => createEmbedding(gpu, { dtype, scale }).encode(pass, { weight: split, ids: upload(gpu, ids), out, tokens: t }));
+      // f32 × f32 is rounded once (IEEE), as Math.fround of the exact product; ids out of range stay 0.
+      expectBits(await readF32(gpu, out, t * c), embedding(dtype, bytes, v, c, ids).map((x) => Math.fround(x * scale)), `${dtype} scaled`);
+      split.destroy();
+    }
+    expect(() => createEmbedding(gpu, { dtype: 'f32', scale: Math.sqrt(640) })).toThrow(expect.objectContaining({ name: 'ShapeError', argument: 'scale' }));
+  });
+
   test('extreme values: huge, tiny (subnormal), infinite and signed-zero weights stay bit-exact', async () => {
     const gpu = await testGpu();
     const [v, c] = [4, 8];

@@ -13,6 +13,8 @@ export interface EmbeddingOptions {
   dtype: WeightDtype | string;
   /** Invocations per workgroup, each one format chunk of a row (default 64). */
   workgroupSize?: number;
+  /** Every gathered value is multiplied by this (an f32; Gemma: √C). Default 1: values are moved, not multiplied. */
+  scale?: number;
 }
 
 export interface EmbeddingArgs {
@@ -43,6 +45,8 @@ export function createEmbedding(gpu: Gpu, options: EmbeddingOptions): Embedding 
   const dtype = options.dtype;
   const name = `embedding(${dtype})`;
   const wg = options.workgroupSize ?? 64;
+  const scale = options.scale ?? 1;
+  if (!Number.isFinite(scale) || Math.fround(scale) !== scale) throw new ShapeError(name, 'scale', 'a finite f32 value', String(options.scale));
   if (!Number.isInteger(wg) || wg < 1 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw new ShapeError(name, 'workgroupSize', `an integer in 1..${gpu.limits.maxComputeInvocationsPerWorkgroup}`, String(wg));
   }
@@ -51,7 +55,7 @@ export function createEmbedding(gpu: Gpu, options: EmbeddingOptions): Embedding 
     variant: dtype,
     code: `${src}\n${weightFormatWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage'),
-    constants: { WG_SIZE: wg },
+    constants: { WG_SIZE: wg, SCALE: scale },
   });
   return {
     dtype,

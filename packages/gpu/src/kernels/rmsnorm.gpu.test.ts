@@ -18,6 +18,18 @@ describe('rmsnorm', () => {
     });
   }
 
+  test('accumulate: out += the normed rows (Gemma\'s post-norms onto the stream)', async () => {
+    const gpu = await testGpu();
+    const [rows, cols] = [3, 640];
+    const x = randomF32(rows * cols, 21, 3);
+    const w = randomF32(cols, 22);
+    const h = randomF32(rows * cols, 23);
+    const out = upload(gpu, h);
+    await run(gpu, (pass) => createRmsNorm(gpu, { accumulate: true }).encode(pass, { x: upload(gpu, x), weight: upload(gpu, w), out, rows, cols, eps: 1e-6 }));
+    const normed = rmsnorm(x, w, rows, cols, 1e-6);
+    expectClose(await readF32(gpu, out, rows * cols), h.map((v, i) => v + normed[i]), { atol: 1e-5, rtol: 1e-4 });
+  });
+
   test('large outliers', async () => {
     const gpu = await testGpu();
     const [rows, cols] = [4, 300];

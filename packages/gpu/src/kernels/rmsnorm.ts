@@ -28,8 +28,10 @@ export interface RmsNorm {
  * @example
  * const norm = createRmsNorm(gpu);
  * norm.encode(pass, { x: h, weight: attnNorm, out: xn, rows: T, cols: C, eps: 1e-5 });
+ * // accumulate: out += the normed rows (x and out must be different buffers)
+ * createRmsNorm(gpu, { accumulate: true }).encode(pass, { x: attnOut, weight: postNorm, out: h, rows: T, cols: C, eps });
  */
-export function createRmsNorm(gpu: Gpu, options: { workgroupSize?: number } = {}): RmsNorm {
+export function createRmsNorm(gpu: Gpu, options: { workgroupSize?: number; accumulate?: boolean } = {}): RmsNorm {
   const wg = options.workgroupSize ?? 64;
   if (!Number.isInteger(wg) || wg < 2 || (wg & (wg - 1)) !== 0 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw new ShapeError('createRmsNorm', 'workgroupSize', `a power of two in 2..${gpu.limits.maxComputeInvocationsPerWorkgroup} (lib/reduce.wgsl halves it to one pair)`, String(wg));
@@ -39,7 +41,7 @@ export function createRmsNorm(gpu: Gpu, options: { workgroupSize?: number } = {}
     variant: 'f32',
     code: `${src}\n${reduce}`,
     bindings: withParams('read', 'read', 'storage'),
-    constants: { WG_SIZE: wg },
+    constants: { WG_SIZE: wg, ACCUMULATE: options.accumulate ? 1 : 0 },
   });
   const name = 'rmsnorm';
   return {

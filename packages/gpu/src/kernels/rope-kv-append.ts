@@ -24,6 +24,12 @@ export interface Llama3Scaling {
   originalMaxPositionEmbeddings: number;
 }
 
+/** Linear scaling (Hugging Face rope_scaling with rope_type 'linear', GGUF rope.scaling.type 'linear'): positions / factor. */
+export interface LinearScaling {
+  type: 'linear';
+  factor: number;
+}
+
 export interface RopeConfig {
   /** D: head dimension. */
   headDim: number;
@@ -32,7 +38,7 @@ export interface RopeConfig {
   /** Base theta (rope_theta / rope.freq_base), e.g. 10000 or 500000. */
   theta: number;
   style: RopeStyle;
-  scaling?: Llama3Scaling;
+  scaling?: Llama3Scaling | LinearScaling;
   /** (rotaryDim/2) llama.cpp rope_freqs factors: inv_freq[i] /= freqFactors[i]. */
   freqFactors?: ArrayLike<number>;
 }
@@ -44,7 +50,8 @@ export function ropeInvFreq(config: Pick<RopeConfig, 'headDim' | 'rotaryDim' | '
   const inv = new Float64Array(half);
   for (let i = 0; i < half; i++) inv[i] = 1 / config.theta ** ((2 * i) / rot);
   const s = config.scaling;
-  if (s) {
+  if (s?.type === 'linear') for (let i = 0; i < half; i++) inv[i] /= s.factor;
+  else if (s) {
     const lowFreqWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
     const highFreqWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
     for (let i = 0; i < half; i++) {
@@ -125,7 +132,8 @@ export function createRopeKvAppend(gpu: Gpu, o: RopeKvAppendOptions): RopeKvAppe
     throw new ShapeError(name, 'freqFactors', `${rot / 2} values (one per rotated pair)`, `${o.freqFactors.length} values`);
   }
   const sc = o.scaling;
-  if (sc && !(sc.factor > 0 && sc.lowFreqFactor > 0 && sc.highFreqFactor > sc.lowFreqFactor && sc.originalMaxPositionEmbeddings > 0)) {
+  if (sc?.type === 'linear' && !(sc.factor > 0)) throw new ShapeError(name, 'scaling', 'a linear factor > 0', JSON.stringify(sc));
+  if (sc?.type === 'llama3' && !(sc.factor > 0 && sc.lowFreqFactor > 0 && sc.highFreqFactor > sc.lowFreqFactor && sc.originalMaxPositionEmbeddings > 0)) {
     throw new ShapeError(name, 'scaling', 'factor > 0, 0 < lowFreqFactor < highFreqFactor, originalMaxPositionEmbeddings > 0', JSON.stringify(sc));
   }
   const invFreq = o.noRope ? new Float64Array(rot / 2) : ropeInvFreq({ ...o, rotaryDim: rot });

@@ -19,7 +19,11 @@ export interface LayerWeights {
   /** (2 D) f32: [q_norm | k_norm], the per-head RMSNorm weights (config.qkNorm). */
   qkNorm?: GPUBuffer;
   o: WeightTensor; // (C, H D)
+  /** (C) f32: the norm of the attention output before the residual add (config.postNorms). */
+  attnPostNorm?: GPUBuffer;
   ffnNorm: GPUBuffer; // (C) f32
+  /** (C) f32: the norm of the feed-forward output before the residual add (config.postNorms). */
+  ffnPostNorm?: GPUBuffer;
   /** gate and up: one [gate; up] (2F, C) tensor in one binding when their formats match, else the two. */
   gateUp: readonly WeightTensor[];
   down: WeightTensor; // (C, F)
@@ -70,6 +74,7 @@ function expectedTensors(c: LlamaConfig): [string, number[]][] {
     );
     if (c.qkvBias) expect.push([`${b}attn_q.bias`, [H * D]], [`${b}attn_k.bias`, [Hkv * D]], [`${b}attn_v.bias`, [Hkv * D]]);
     if (c.qkNorm) expect.push([`${b}attn_q_norm.weight`, [D]], [`${b}attn_k_norm.weight`, [D]]);
+    if (c.postNorms) expect.push([`${b}post_attention_norm.weight`, [C]], [`${b}post_ffw_norm.weight`, [C]]);
   }
   return expect;
 }
@@ -178,7 +183,9 @@ export async function loadLlamaWeights(
       const ffnNorm = await vector(`${b}ffn_norm.weight`, `${L}ffn_norm`);
       const gateUp = await stacked([`${b}ffn_gate.weight`, `${b}ffn_up.weight`], [`${L}ffn.gate`, `${L}ffn.up`], `${L}ffn.gate_up`, true);
       const down = await matrix(`${b}ffn_down.weight`, `${L}ffn.down`);
-      layers.push({ attnNorm, qkv, qkvBias, qkNorm, o, ffnNorm, gateUp, down });
+      const attnPostNorm = c.postNorms ? await vector(`${b}post_attention_norm.weight`, `${L}attn_post_norm`) : undefined;
+      const ffnPostNorm = c.postNorms ? await vector(`${b}post_ffw_norm.weight`, `${L}ffn_post_norm`) : undefined;
+      layers.push({ attnNorm, qkv, qkvBias, qkNorm, o, attnPostNorm, ffnNorm, ffnPostNorm, gateUp, down });
     }
     const outputNorm = await vector('output_norm.weight', 'output_norm');
     const output = c.tiedEmbeddings ? embed : await matrix('output.weight', 'output');

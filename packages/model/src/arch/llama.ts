@@ -26,6 +26,7 @@ import {
   type Gemv,
   isSoftwareAdapter,
   type Gpu,
+  type RmsNorm,
   type RopeKvAppend,
   type WeightDtype,
   type WeightTensor,
@@ -143,14 +144,19 @@ export function runStateBytes(c: LlamaConfig, limits: StepLimits, maxPages: numb
 export class LlamaForward {
   private readonly gemv = new Map<string, Gemv>();
   private readonly gemm = new Map<string, ReturnType<typeof createGemm>>();
-  private readonly ropeAppend: RopeKvAppend;
-  /** The append of the layers without RoPE (config.rope.noRopeLayers), when the model has any. */
-  private readonly noRopeAppend?: RopeKvAppend;
-  private readonly noRope: ReadonlySet<number>;
+  /**
+   * Each layer's RoPE + KV append: the model's RoPE; none (config.rope.noRopeLayers, SmolLM3); the local base on
+   * sliding-window layers (config.rope.localTheta, Gemma 3). One instance per distinct table.
+   */
+  private readonly appendOf: RopeKvAppend[];
+  /** Each layer's attention window (0: every position). */
+  private readonly windowOf: number[];
   private readonly decode: AttentionDecode;
   private readonly prefill: AttentionPrefill;
   private readonly embedding;
   private readonly norm;
+  /** out += rmsnorm(x) * w: Gemma's norms of the sublayer outputs (config.postNorms). */
+  private readonly postNorm?: RmsNorm;
   private readonly act;
   private readonly state: RunState;
   private readonly maxPages: number;
@@ -169,13 +175,25 @@ export class LlamaForward {
     this.gemvMaxRows = gemvMaxRows(gpu);
     const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
     const rope = { ...shape, rotaryDim: c.rope.rotaryDim, theta: c.rope.theta, style: c.rope.style, scaling: c.rope.scaling, freqFactors: weights.ropeFreqs, qkNorm: c.qkNorm };
-    this.ropeAppend = createRopeKvAppend(gpu, { ...rope, label: 'rope' });
-    this.noRope = new Set(c.rope.noRopeLayers ?? []);
-    if (this.noRope.size > 0) this.noRopeAppend = createRopeKvAppend(gpu, { ...rope, noRope: true, label: 'rope.none' });
-    this.decode = createAttentionDecode(gpu, shape, { label: 'attn.decode' });
-    this.prefill = createAttentionPrefill(gpu, shape);
-    this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype });
+    const sliding = new Set(c.slidingLayers ?? Array.from({ length: c.layers }, (_, l) => l));
+    this.windowOf = Array.from({ length: c.layers }, (_, l) => (c.slidingWindow !== null && sliding.has(l) ? c.slidingWindow : 0));
+    const noRope = new Set(c.rope.noRopeLayers ?? []);
+    const appends = new Map<string, RopeKvAppend>();
+    const append = (kind: 'rope' | 'none' | 'local') => {
+      let a = appends.get(kind);
+      if (!a) {
+        const o = kind === 'none' ? { ...rope, noRope: true } : kind === 'local' ? { ...rope, theta: c.rope.localTheta!, scaling: undefined } : rope;
+        appends.set(kind, (a = createRopeKvAppend(gpu, { ...o, label: kind === 'rope' ? 'rope' : `rope.${kind}` })));
+      }
+      return a;
+    };
+    this.appendOf = this.windowOf.map((w, l) => append(noRope.has(l) ? 'none' : w > 0 && c.rope.localTheta !== undefined ? 'local' : 'rope'));
+    const attention = { label: 'attn.decode', scale: c.attnScale };
+    this.decode = createAttentionDecode(gpu, shape, attention);
+    this.prefill = createAttentionPrefill(gpu, shape, { scale: c.attnScale });
+    this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype, scale: c.embedScale });
     this.norm = createRmsNorm(gpu);
+    if (c.postNorms) this.postNorm = createRmsNorm(gpu, { accumulate: true });
     this.act = c.activation === 'gelu_tanh' ? createGeluTanh(gpu) : createSwiglu(gpu);
     // The longest sequence a step can see: the model's context, or all the cache's pages.
     const longest = Math.min(c.maxContext, kv.pages * kv.pageSize);
@@ -214,7 +232,6 @@ export class LlamaForward {
     const gemv = T <= this.gemvMaxRows;
     const qkvRow = (H + 2 * Hkv) * D;
     const paged = { pageTable: s.pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: s.seqRows, positions: s.positions, tokens: T };
-    const window = c.slidingWindow ?? 0;
 
     let pass = encoder.beginComputePass({ label: `step T=${T}` });
     // x = embed[ids]
@@ -229,13 +246,13 @@ export class LlamaForward {
         column += weight.n;
       }
       const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l] };
-      const append = this.noRope.has(l) ? this.noRopeAppend! : this.ropeAppend;
-      append.encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
-      // keys j with pos - j >= slidingWindow are skipped (Mistral); window 0 = full causal
+      this.appendOf[l].encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
+      // keys j with pos - j >= the layer's window are skipped (Mistral, Gemma 3's local layers); window 0 = full causal
+      const window = this.windowOf[l];
       if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, maxContext: plan.maxContext, window, scratch: s.partials });
       else this.prefill.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, window });
-      // h += Wo att
-      this.matmul(pass, L.o, s.att, s.h, T, { accumulate: true });
+      // h += Wo att (Gemma: h += rmsnorm(Wo att) * post_attention_norm)
+      this.residual(pass, L.o, s.att, T, L.attnPostNorm);
       // mlp: h += Wdown act(Wgate rmsnorm(h), Wup rmsnorm(h))
       if (gemv && L.gateUp.length === 1) {
         this.matmul(pass, L.gateUp[0], s.h, s.ff, T, { norm: L.ffnNorm, gated: c.activation });
@@ -248,7 +265,7 @@ export class LlamaForward {
         }
         this.act.encode(pass, { x: s.gateUp, up: s.gateUp, out: s.ff, rows: T, cols: F, stride: 2 * F, upStride: 2 * F, upOffset: F });
       }
-      this.matmul(pass, L.down, s.ff, s.h, T, { accumulate: true });
+      this.residual(pass, L.down, s.ff, T, L.ffnPostNorm);
     }
     // logits of the wanted tokens: gather those rows of h (unless they are all T in order), norm, lm_head
     let rows = s.h;
@@ -278,9 +295,21 @@ export class LlamaForward {
     if (this.destroyed) return;
     this.destroyed = true;
     for (const b of Object.values(this.state)) b.destroy();
-    this.ropeAppend.destroy();
-    this.noRopeAppend?.destroy();
+    for (const a of new Set(this.appendOf)) a.destroy();
     this.decode.destroy();
+  }
+
+  /**
+   * h += W x for T rows; with a post-norm (Gemma), W x goes to the scratch row block xn (free here: the sublayer's
+   * input norm has been read) and h += rmsnorm(W x) * postNorm.
+   */
+  private residual(pass: GPUComputePassEncoder, weight: WeightTensor, x: GPUBuffer, T: number, postNorm?: GPUBuffer): void {
+    if (!postNorm) {
+      this.matmul(pass, weight, x, this.state.h, T, { accumulate: true });
+      return;
+    }
+    this.matmul(pass, weight, x, this.state.xn, T);
+    this.postNorm!.encode(pass, { x: this.state.xn, weight: postNorm, out: this.state.h, rows: T, cols: this.config.hidden, eps: this.config.rmsEps });
   }
 
   /**

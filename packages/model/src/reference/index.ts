@@ -8,6 +8,7 @@ export {
   argmax,
   referenceInvFreq,
   splitFused,
+  canonicalHfTensors,
   type ReferenceModel,
   type ReferenceModelOptions,
   type ReferenceKv,
@@ -17,7 +18,7 @@ export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type 
 
 // Production definitions the twin uses (the config it runs, the names it reads weights by), re-exported so tests
 // written against this entry keep compiling; they live in (and new code imports them from) '@intab/model'.
-export { canonicalHfName, fusedRows, type FusedTensor } from '../tensor-names.ts';
+export { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from '../tensor-names.ts';
 export {
   configFromHf,
   configFromGguf,

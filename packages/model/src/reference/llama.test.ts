@@ -13,8 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { mulberry32, ropeInvFreq, ShapeError } from '@intab/gpu';
 import { configFromGguf, configFromHf, type LlamaConfig } from '../config.ts';
 import { ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
-import { canonicalHfName } from '../tensor-names.ts';
-import { argmax, createReferenceModel, greedy, referenceInvFreq, splitFused, type ReferenceModel } from './llama.ts';
+import { argmax, canonicalHfTensors, createReferenceModel, greedy, referenceInvFreq, splitFused, type ReferenceModel } from './llama.ts';
 import { readGgufLite, readSafetensors, writeSafetensors } from './safetensors-lite.ts';
 import { FIXTURE_VARIANTS, fixtureFiles, fixtureGguf, fixtureWeights } from '@intab/testing/fixtures';
 
@@ -43,14 +42,7 @@ function loadGguf(path: string): Loaded {
 function loadHf(dir: string): Loaded {
   const config = configFromHf(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')), join(dir, 'config.json'));
   const file = join(dir, 'model.safetensors');
-  const tensors = new Map<string, Float32Array>();
-  for (const [name, t] of readSafetensors(new Uint8Array(readFileSync(file)), file)) {
-    const c = canonicalHfName(name);
-    if (c === null) continue;
-    if (typeof c === 'string') tensors.set(c, t.data);
-    else for (const [part, data] of splitFused(config, c, t.data, file)) tensors.set(part, data);
-  }
-  return { config, tensors };
+  return { config, tensors: canonicalHfTensors(config, readSafetensors(new Uint8Array(readFileSync(file)), file), file) };
 }
 
 const modelOf = (m: Loaded, config = m.config) => createReferenceModel(config, (n) => m.tensors.get(n));
@@ -140,6 +132,7 @@ const VARIANT_FLAGS: Record<string, Partial<LlamaConfig>> = {
   qwen2: { arch: 'qwen2', qkvBias: true, tiedEmbeddings: false, slidingWindow: null },
   qwen3: { arch: 'qwen3', qkNorm: true, qkvBias: false, headDim: 24, tiedEmbeddings: true },
   mistral: { arch: 'mistral', kvHeads: 1, headDim: 20, slidingWindow: 4 },
+  gemma3: { arch: 'gemma3', activation: 'gelu_tanh', qkNorm: true, postNorms: true, embedScale: 8, attnScale: 1 / Math.sqrt(24), slidingWindow: 4, slidingLayers: [0, 1], tiedEmbeddings: true },
   phi3: { arch: 'phi3', fusedProjections: true, headDim: 16, tiedEmbeddings: false },
 };
 
@@ -286,7 +279,7 @@ describe('fixtures.ts (in-memory builders)', () => {
   const prompt = Array.from({ length: 11 }, () => Math.floor(rng() * 128));
 
   test('fixtureFiles writes the CLI\'s bytes (config.json and model.safetensors) for every variant', () => {
-    expect(FIXTURE_VARIANTS).toEqual(['llama', 'llama3', 'gelu', 'qwen2', 'qwen3', 'mistral', 'phi3', 'smollm3']);
+    expect(FIXTURE_VARIANTS).toEqual(['llama', 'llama3', 'gelu', 'qwen2', 'qwen3', 'mistral', 'phi3', 'smollm3', 'gemma3']);
     for (const name of FIXTURE_VARIANTS) {
       const { configJson, safetensorsBytes } = fixtureFiles(name, 7);
       expect(configJson, name).toBe(readFileSync(join(dir, name, 'config.json'), 'utf8'));
@@ -308,7 +301,7 @@ describe('fixtures.ts (in-memory builders)', () => {
 
   // The GGUF layout of a variant is the same model: configs agree and the CPU reference gives the same
   // logits from llama.cpp's rows (permuted q/k under 'normal' rope, fused Phi-3 tensors) as from HF's.
-  for (const name of FIXTURE_VARIANTS.filter((n) => n !== 'gelu')) {
+  for (const name of FIXTURE_VARIANTS.filter((n) => n !== 'gelu' && n !== 'gemma3')) {
     test(`fixtureGguf(${name}): same config and logits as the HF layout`, () => {
       const hf = fixtureWeights(name, 7);
       const gguf = readGgufLite(fixtureGguf(name, 7), `${name}.gguf`);
@@ -343,6 +336,7 @@ describe('fixtures.ts (in-memory builders)', () => {
   test('fixtureGguf rejects GeGLU (no GGUF spelling) and fixtureConfig unknown names', () => {
     expect(() => fixtureGguf('gelu')).toThrow(UnsupportedModelError);
     expect(() => fixtureGguf('gelu')).toThrow(/gelu\.gguf: hidden_act/);
+    expect(() => fixtureGguf('gemma3')).toThrow(/gemma3\.gguf: general\.architecture/);
     expect(() => fixtureFiles('gpt2' as never)).toThrow(/unknown fixture variant 'gpt2'/);
   });
 });

@@ -7,7 +7,7 @@
 import { ShapeError } from '@intab/gpu';
 import type { LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
-import { fusedRows, type FusedTensor } from '../tensor-names.ts';
+import { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from '../tensor-names.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -58,7 +58,9 @@ interface LayerWeights {
   qNorm?: Float32Array; // (D)
   kNorm?: Float32Array; // (D)
   wo: Float32Array; // (C, H*D)
+  attnPostNorm?: Float32Array; // (C) (config.postNorms)
   ffnNorm: Float32Array; // (C)
+  ffnPostNorm?: Float32Array; // (C) (config.postNorms)
   wGate: Float32Array; // (F, C)
   wUp: Float32Array; // (F, C)
   wDown: Float32Array; // (C, F)
@@ -88,15 +90,19 @@ const silu = (x: number) => x / (1 + Math.exp(-x));
 const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
 
 /**
- * (rotaryDim/2) inverse frequencies in float64: theta^(-2i/rot), then llama3 scaling (as Hugging Face's
- * _compute_llama3_parameters) and llama.cpp's rope_freqs factors when given.
+ * (rotaryDim/2) inverse frequencies in float64: theta^(-2i/rot), then linear or llama3 scaling (as Hugging Face's
+ * _compute_linear_scaling_rope_parameters and _compute_llama3_parameters) and llama.cpp's rope_freqs factors when
+ * given. `local`: a sliding-window layer's (rope.localTheta, no scaling).
  */
-export function referenceInvFreq(config: LlamaConfig, freqFactors?: Float32Array): Float64Array {
-  const { theta, rotaryDim: rot, scaling: s } = config.rope;
+export function referenceInvFreq(config: LlamaConfig, freqFactors?: Float32Array, local = false): Float64Array {
+  const { rotaryDim: rot } = config.rope;
+  const theta = local ? (config.rope.localTheta ?? config.rope.theta) : config.rope.theta;
+  const s = local && config.rope.localTheta !== undefined ? undefined : config.rope.scaling;
   const half = rot / 2;
   const inv = new Float64Array(half);
   for (let i = 0; i < half; i++) inv[i] = 1 / theta ** ((2 * i) / rot);
-  if (s) {
+  if (s?.type === 'linear') for (let i = 0; i < half; i++) inv[i] /= s.factor;
+  else if (s) {
     const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
     const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
     for (let i = 0; i < half; i++) {
@@ -173,6 +179,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
       ...(config.qkNorm ? { qNorm: get(`${b}attn_q_norm.weight`, D), kNorm: get(`${b}attn_k_norm.weight`, D) } : {}),
       wo: get(`${b}attn_output.weight`, C * H * D),
       ffnNorm: get(`${b}ffn_norm.weight`, C),
+      ...(config.postNorms ? { attnPostNorm: get(`${b}post_attention_norm.weight`, C), ffnPostNorm: get(`${b}post_ffw_norm.weight`, C) } : {}),
       wGate: get(`${b}ffn_gate.weight`, F * C),
       wUp: get(`${b}ffn_up.weight`, F * C),
       wDown: get(`${b}ffn_down.weight`, C * F),
@@ -180,12 +187,16 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   }
 
   const invFreq = referenceInvFreq(config, freqFactors); // (rotaryDim/2)
+  const localInvFreq = referenceInvFreq(config, freqFactors, true); // the sliding-window layers' (Gemma 3)
   const neox = config.rope.style === 'neox';
   const noRope = new Set(config.rope.noRopeLayers ?? []); // SmolLM3's NoPE layers
   const act = config.activation === 'silu' ? silu : geluTanh;
-  const scale = 1 / Math.sqrt(D);
+  const scale = config.attnScale; // 1/√D, or Gemma's 1/√query_pre_attn_scalar
   const group = H / Hkv;
-  const window = config.slidingWindow ?? Infinity;
+  // Each layer's window: every layer's (Mistral), or only slidingLayers' (Gemma 3), the others attending to all.
+  const sliding = new Set(config.slidingLayers ?? Array.from({ length: L }, (_, l) => l));
+  const windowOf = (l: number) => (config.slidingWindow !== null && sliding.has(l) ? config.slidingWindow : Infinity);
+  const widest = Math.max(...Array.from({ length: L }, (_, l) => windowOf(l)));
 
   // RunState: scratch of one token, and the KV cache (own: grown by doubling up to maxContext; or external rows).
   const x = new Float32Array(C); // residual stream
@@ -217,12 +228,13 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   /** Runs one token at `pos` through layers 0..layers−1; leaves the final hidden state in x. */
   const step = (token: number, pos: number, layers: number) => {
     x.set(tokenEmbd.subarray(token * C, (token + 1) * C)); // x = embed[token]
+    if (config.embedScale !== 1) for (let i = 0; i < C; i++) x[i] *= config.embedScale; // Gemma: x *= √C
     const scores = new Float64Array(pos + 1);
     if (rows.length < pos + 1) rows = new Int32Array(Math.max(pos + 1, rows.length * 2));
-    const first = Math.max(0, pos - window + 1); // sliding window: pos - j < window
-    for (let j = first; j <= pos; j++) rows[j] = rowOf(j) * row;
+    for (let j = Math.max(0, pos - widest + 1); j <= pos; j++) rows[j] = rowOf(j) * row;
     for (let l = 0; l < layers; l++) {
       const w = weightsOf[l];
+      const first = Math.max(0, pos - windowOf(l) + 1); // sliding window: pos - j < window
       // ---- attention ----
       rmsnorm(xb, x, w.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
       matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
@@ -233,8 +245,9 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
         for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
       }
       if (!noRope.has(l)) {
-        rope(q, H, D, pos, invFreq, neox);
-        rope(k, Hkv, D, pos, invFreq, neox);
+        const inv = windowOf(l) !== Infinity ? localInvFreq : invFreq;
+        rope(q, H, D, pos, inv, neox);
+        rope(k, Hkv, D, pos, inv, neox);
       }
       kCache[l].set(k, rows[pos]);
       vCache[l].set(v, rows[pos]);
@@ -257,14 +270,16 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
           att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
         }
       }
-      matvec(proj, w.wo, att, C, H * D); // x += Wo att
+      matvec(proj, w.wo, att, C, H * D); // x += Wo att (Gemma: x += rmsnorm(Wo att) * post_attention_norm)
+      if (w.attnPostNorm) rmsnorm(proj, proj, w.attnPostNorm, 0, C, eps);
       for (let i = 0; i < C; i++) x[i] += proj[i];
       // ---- feed-forward ----
       rmsnorm(xb, x, w.ffnNorm, 0, C, eps); // xb = rmsnorm(x) * ffn_norm
       matvec(gate, w.wGate, xb, F, C); // g = Wg xb
       matvec(up, w.wUp, xb, F, C); // u = Wu xb
       for (let i = 0; i < F; i++) gate[i] = act(gate[i]) * up[i]; // h = act(g) * u
-      matvec(proj, w.wDown, gate, C, F); // x += Wd h
+      matvec(proj, w.wDown, gate, C, F); // x += Wd h (Gemma: x += rmsnorm(Wd h) * post_ffw_norm)
+      if (w.ffnPostNorm) rmsnorm(proj, proj, w.ffnPostNorm, 0, C, eps);
       for (let i = 0; i < C; i++) x[i] += proj[i];
     }
   };
@@ -348,6 +363,27 @@ export function greedy(model: ReferenceModel, prompt: readonly number[], n: numb
 }
 
 // ---- fused Hugging Face tensors (tests build their weights from HF files) ----
+
+/**
+ * A Hugging Face checkpoint's tensors (as f32) under canonical names, as openHfFolder maps them: names the forward
+ * does not use dropped, fused Phi-3 projections split, Gemma's norm weights as 1 + w.
+ * @example
+ * const tensors = canonicalHfTensors(config, readSafetensors(bytes, file), file);
+ */
+export function canonicalHfTensors(config: LlamaConfig, hf: Iterable<readonly [string, { data: Float32Array }]>, file = 'weights'): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const [name, t] of hf) {
+    const c = canonicalHfName(name, config.arch);
+    if (c === null) continue;
+    if (typeof c !== 'string') {
+      for (const [part, data] of splitFused(config, c, t.data, file)) out.set(part, data);
+      continue;
+    }
+    const offset = hfValueOffset(config.arch, c);
+    out.set(c, offset ? t.data.map((v) => v + offset) : t.data);
+  }
+  return out;
+}
 
 /**
  * Splits a fused (rows, K) row-major tensor into its canonical parts.
