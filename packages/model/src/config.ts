@@ -1,7 +1,8 @@
 // LlamaConfig: the one description every Llama-family model (Llama 2/3/3.2, Mistral, Qwen2/2.5, Qwen3,
-// SmolLM2, Phi-3) is run from. Family differences are fields, not subclasses, so the CPU reference, the
-// GPU forward and the loaders all read the same object. configFromHf / configFromGguf build it from a
-// Hugging Face config.json or GGUF metadata and throw typed errors naming the file and the key at fault.
+// SmolLM2, SmolLM3, Phi-3) and Gemma 3 (a Llama layer with a few more fields) is run from. Family differences are
+// fields, not subclasses, so the CPU reference, the GPU forward and the loaders all read the same object.
+// configFromHf / configFromGguf build it from a Hugging Face config.json or GGUF metadata and throw typed errors
+// naming the file and the key at fault.
 
 import type { Llama3Scaling, LinearScaling, RopeStyle } from '@intab/gpu';
 import { ModelFormatError, UnsupportedModelError } from './errors.ts';

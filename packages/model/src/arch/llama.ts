@@ -2,7 +2,8 @@
 // (llama-weights.ts: loaded once, stored format kept), RunState (every activation of a step, allocated once at load
 // for the most tokens and logits rows a step may have) and one function that records the whole step layer by layer
 // into one command encoder. Family differences (qkv bias, q/k norm, tied embeddings, rope style and scaling, head
-// dim, the gated activation) are config fields, not subclasses.
+// dim, the gated activation; Gemma 3's scaled embedding, post-norms, attention scale and per-layer windows and RoPE
+// bases) are config fields, not subclasses.
 //
 // A decode step (up to gemvMaxRows tokens) runs 6 dispatches per layer, plus one more when attention needs its
 // split-K reduce: norm + q|k|v GEMV, RoPE + KV append, attention, o GEMV + residual, norm + gate|up GEMV + SwiGLU,
@@ -188,8 +189,7 @@ export class LlamaForward {
       return a;
     };
     this.appendOf = this.windowOf.map((w, l) => append(noRope.has(l) ? 'none' : w > 0 && c.rope.localTheta !== undefined ? 'local' : 'rope'));
-    const attention = { label: 'attn.decode', scale: c.attnScale };
-    this.decode = createAttentionDecode(gpu, shape, attention);
+    this.decode = createAttentionDecode(gpu, shape, { label: 'attn.decode', scale: c.attnScale });
     this.prefill = createAttentionPrefill(gpu, shape, { scale: c.attnScale });
     this.embedding = createEmbedding(gpu, { dtype: weights.embed.dtype, scale: c.embedScale });
     this.norm = createRmsNorm(gpu);
