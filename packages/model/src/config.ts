@@ -87,6 +87,17 @@ export interface LlamaConfig {
   eosIds: number[];
 }
 
+/**
+ * Each layer's attention window: config.slidingWindow on config.slidingLayers (on every layer when that is absent,
+ * as Mistral), 0 (every earlier position) elsewhere. The forward, the CPU reference and the ONNX graph read this.
+ * @example
+ * layerWindows(gemma3_1b); // [512, 512, 512, 512, 512, 0, 512, ...]
+ */
+export function layerWindows(c: Pick<LlamaConfig, 'layers' | 'slidingWindow' | 'slidingLayers'>): number[] {
+  const sliding = c.slidingLayers ? new Set(c.slidingLayers) : undefined;
+  return Array.from({ length: c.layers }, (_, l) => (c.slidingWindow !== null && (!sliding || sliding.has(l)) ? c.slidingWindow : 0));
+}
+
 /** What configFromGguf needs of a tensor: its name and its row-major shape (TensorInfo fits). */
 export interface TensorShapeLike {
   readonly name: string;
@@ -331,18 +342,13 @@ function hfGemma3(j: Json, file: string, headDim: number, localRope: Json | unde
       throw new ModelFormatError(file, 'layer_types', `should be ${layers} entries of 'sliding_attention' or 'full_attention' (one per layer)`);
     }
     slidingLayers = types.flatMap((t, i) => (t === 'sliding_attention' ? [i] : []));
-  } else slidingLayers = swaPattern(readNum(j, 'sliding_window_pattern', file, { int: true, min: 1, def: 6 }), layers);
+  } else slidingLayers = everyNthLayer(readNum(j, 'sliding_window_pattern', file, { int: true, min: 1, def: 6 }), layers, false);
   return {
     slidingWindow: readNum(j, 'sliding_window', file, { int: true, min: 1, def: 4096 }),
     slidingLayers,
     localTheta: localRope?.rope_theta !== undefined ? readNum(localRope, 'rope_theta', file, { min: 0 }) : readNum(j, 'rope_local_base_freq', file, { min: 0, def: 10000 }),
     queryPreAttnScalar: readNum(j, 'query_pre_attn_scalar', file, { min: Number.MIN_VALUE, def: headDim }),
   };
-}
-
-/** Layers i with (i + 1) % pattern !== 0 slide (llama.cpp's set_swa_pattern; transformers' sliding_window_pattern). */
-function swaPattern(pattern: number, layers: number): number[] {
-  return Array.from({ length: layers }, (_, i) => i).filter((i) => (i + 1) % pattern !== 0);
 }
 
 /**
@@ -360,12 +366,16 @@ function hfNoRope(j: Json, arch: LlamaArch, file: string): { noRopeLayers?: numb
     return { noRopeLayers: flags.flatMap((f, i) => (f === 0 ? [i] : [])) };
   }
   const interval = readNum(j, 'no_rope_layer_interval', file, { int: true, min: 1, def: 4 });
-  return { noRopeLayers: nopeEvery(interval, layers) };
+  return { noRopeLayers: everyNthLayer(interval, layers) };
 }
 
-/** Layers i with (i + 1) % step === 0: llama.cpp's n_no_rope_layer_step and transformers' no_rope_layer_interval. */
-function nopeEvery(step: number, layers: number): number[] {
-  return Array.from({ length: layers }, (_, i) => i).filter((i) => (i + 1) % step === 0);
+/**
+ * Layers i with (i + 1) % step === 0, counting from 1 (`nth` true), or all the others (`nth` false): SmolLM3's NoPE
+ * layers (llama.cpp's n_no_rope_layer_step, transformers' no_rope_layer_interval) and Gemma 3's sliding layers
+ * (llama.cpp's set_swa_pattern, transformers' sliding_window_pattern).
+ */
+function everyNthLayer(step: number, layers: number, nth = true): number[] {
+  return Array.from({ length: layers }, (_, i) => i).filter((i) => ((i + 1) % step === 0) === nth);
 }
 
 // ---- GGUF metadata ----
@@ -484,7 +494,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
       rotaryDim: readNum(m, `${p}rope.dimension_count`, file, { int: true, def: headDim }),
       ...(scaling ? { scaling } : {}),
       ...(freqFactors ? { freqFactors } : {}),
-      ...(GGUF_NO_ROPE_STEP[arch] ? { noRopeLayers: nopeEvery(GGUF_NO_ROPE_STEP[arch], layers) } : {}),
+      ...(GGUF_NO_ROPE_STEP[arch] ? { noRopeLayers: everyNthLayer(GGUF_NO_ROPE_STEP[arch], layers) } : {}),
       // llama.cpp's fixed base of Gemma 3's local layers (rope_freq_base_train_swa; no GGUF key says it).
       ...(gemma ? { localTheta: 10000 } : {}),
     },
@@ -495,7 +505,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
     maxContext: readNum(m, `${p}context_length`, file, { int: true, min: 1 }),
     slidingWindow: sw > 0 ? sw : null,
     // Gemma 3: llama.cpp's fixed pattern of five local layers to one global (set_swa_pattern(6)).
-    ...(gemma && sw > 0 ? { slidingLayers: swaPattern(6, layers) } : {}),
+    ...(gemma && sw > 0 ? { slidingLayers: everyNthLayer(6, layers, false) } : {}),
     // llama.cpp's f_attention_scale: 1/√(C/H) for the 62-layer (27B) Gemma 3, else 1/√D, as everywhere.
     attnScale: gemma && layers === 62 ? 1 / Math.sqrt(hidden / heads) : 1 / Math.sqrt(headDim),
     embedScale: gemma ? Math.fround(Math.sqrt(hidden)) : 1,

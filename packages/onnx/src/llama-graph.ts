@@ -5,7 +5,7 @@
 // Attention) keep the node count small; q4_0 / q8_0 matrices may stay quantized as com.microsoft MatMulNBits.
 
 import { dequantize, f16ToF32, quantize, ropeInvFreq, rowBytes, type WeightDtype } from '@intab/gpu';
-import { ModelMismatchError, UnsupportedModelError, type LlamaConfig, type TensorInfo } from '@intab/model';
+import { ModelMismatchError, UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
 import { OnnxWriteError } from './errors.ts';
 import {
   DataType,
@@ -244,12 +244,12 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     return g.op1('Where', [allowed, f32('const.f32.0', [0], []), f32('const.masked', [MASKED], [])], { name: `mask${suffix}` });
   };
   // Each layer's window: every layer's (Mistral), or only slidingLayers' (Gemma 3), the others seeing every key.
-  const sliding = new Set(config.slidingLayers ?? Array.from({ length: L }, (_, l) => l));
-  const windowed = (l: number) => config.slidingWindow !== null && sliding.has(l);
-  const anyGlobal = Array.from({ length: L }, (_, l) => l).some((l) => !windowed(l));
-  const fullMask = anyGlobal ? additive(causal, '') : '';
+  const windows = layerWindows(config);
+  const windowed = (l: number) => windows[l] > 0;
+  const anySliding = windows.some((w) => w > 0);
+  const fullMask = windows.some((w) => w === 0) ? additive(causal, '') : '';
   let windowMask = '';
-  if (config.slidingWindow !== null && sliding.size > 0) {
+  if (config.slidingWindow !== null && anySliding) {
     const inWindow = g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.in_window' });
     windowMask = additive(g.op1('And', [causal, inWindow], { name: 'mask.causal_window' }), '.window');
   }
@@ -283,7 +283,7 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   };
   const globalRope = ropeTables(config.rope.theta, config.rope.scaling, '');
   // Gemma 3's sliding-window layers turn by their own base, unscaled.
-  const localRope = config.rope.localTheta !== undefined && sliding.size > 0 ? ropeTables(config.rope.localTheta, undefined, '.local') : globalRope;
+  const localRope = config.rope.localTheta !== undefined && anySliding ? ropeTables(config.rope.localTheta, undefined, '.local') : globalRope;
   const rope = (x: string, heads: number, name: string, [cos, sin]: [string, string]) =>
     g.op1('RotaryEmbedding', [x, cos, sin, ...ropePositions], {
       name,

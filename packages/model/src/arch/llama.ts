@@ -32,7 +32,7 @@ import {
   type WeightDtype,
   type WeightTensor,
 } from '@intab/gpu';
-import type { LlamaConfig } from '../config.ts';
+import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError } from '../errors.ts';
 import type { PagedKvCache } from '../kv-cache.ts';
 import type { LlamaWeights } from './llama-weights.ts';
@@ -176,8 +176,7 @@ export class LlamaForward {
     this.gemvMaxRows = gemvMaxRows(gpu);
     const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
     const rope = { ...shape, rotaryDim: c.rope.rotaryDim, theta: c.rope.theta, style: c.rope.style, scaling: c.rope.scaling, freqFactors: weights.ropeFreqs, qkNorm: c.qkNorm };
-    const sliding = new Set(c.slidingLayers ?? Array.from({ length: c.layers }, (_, l) => l));
-    this.windowOf = Array.from({ length: c.layers }, (_, l) => (c.slidingWindow !== null && sliding.has(l) ? c.slidingWindow : 0));
+    this.windowOf = layerWindows(c);
     const noRope = new Set(c.rope.noRopeLayers ?? []);
     const appends = new Map<string, RopeKvAppend>();
     const append = (kind: 'rope' | 'none' | 'local') => {

@@ -5,7 +5,7 @@
 // so the GPU forward and the engine's tests have one slow, obviously-correct twin to compare with.
 
 import { ShapeError } from '@intab/gpu';
-import type { LlamaConfig } from '../config.ts';
+import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
 import { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from '../tensor-names.ts';
 
@@ -194,9 +194,8 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const scale = config.attnScale; // 1/√D, or Gemma's 1/√query_pre_attn_scalar
   const group = H / Hkv;
   // Each layer's window: every layer's (Mistral), or only slidingLayers' (Gemma 3), the others attending to all.
-  const sliding = new Set(config.slidingLayers ?? Array.from({ length: L }, (_, l) => l));
-  const windowOf = (l: number) => (config.slidingWindow !== null && sliding.has(l) ? config.slidingWindow : Infinity);
-  const widest = Math.max(...Array.from({ length: L }, (_, l) => windowOf(l)));
+  const windows = layerWindows(config).map((w) => w || Infinity);
+  const widest = Math.max(...windows);
 
   // RunState: scratch of one token, and the KV cache (own: grown by doubling up to maxContext; or external rows).
   const x = new Float32Array(C); // residual stream
@@ -234,7 +233,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     for (let j = Math.max(0, pos - widest + 1); j <= pos; j++) rows[j] = rowOf(j) * row;
     for (let l = 0; l < layers; l++) {
       const w = weightsOf[l];
-      const first = Math.max(0, pos - windowOf(l) + 1); // sliding window: pos - j < window
+      const first = Math.max(0, pos - windows[l] + 1); // sliding window: pos - j < window
       // ---- attention ----
       rmsnorm(xb, x, w.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
       matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
@@ -245,7 +244,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
         for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
       }
       if (!noRope.has(l)) {
-        const inv = windowOf(l) !== Infinity ? localInvFreq : invFreq;
+        const inv = windows[l] !== Infinity ? localInvFreq : invFreq;
         rope(q, H, D, pos, inv, neox);
         rope(k, Hkv, D, pos, inv, neox);
       }
