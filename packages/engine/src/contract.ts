@@ -412,6 +412,11 @@ export interface EngineStats {
   /** Free pages plus those the prefix cache would give back (what requests can use): totalPages when nothing runs and nothing is pinned. */
   availablePages: number;
   totalPages: number;
+  /**
+   * Models with sliding-window layers beside full ones (Gemma 3) on WebGPU: those layers' own store, which keeps only
+   * the positions a token still sees. `free` / `total` window pages.
+   */
+  windowPages?: { free: number; total: number };
   /** When the prefix cache is on. */
   prefixCache?: PrefixCacheStats;
   /** The draft model's own prefix cache (speculative decoding with a draft model). */

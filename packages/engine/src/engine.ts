@@ -317,6 +317,7 @@ export class Engine implements EngineApi {
       freePages: this.runner?.kv.freePageCount ?? 0,
       availablePages: this.runner?.kv.availablePageCount ?? 0,
       totalPages: this.runner?.kv.pages ?? 0,
+      ...(this.runner?.kv.window ? { windowPages: { free: this.runner.kv.availableWindowCount, total: this.runner.kv.window.pages } } : {}),
       ...(this.cache ? { prefixCache: this.cache.stats() } : {}),
       ...(this.speculator?.draftCache ? { draftPrefixCache: this.speculator.draftCache.stats() } : {}),
       ...(this.gpu ? { gpuBuffers: this.gpu.liveBuffers } : {}),

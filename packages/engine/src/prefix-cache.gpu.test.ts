@@ -134,7 +134,7 @@ describe('prefix cache in the Origin Private File System', () => {
   async function clean(): Promise<FileSystemDirectoryHandle> {
     const folder = (await opfsFolder())!;
     const { runner, engine } = await setup();
-    const name = await kvFileName(JSON.stringify({ format: 1, ...(await runner.pageIO.key()) }));
+    const name = await kvFileName(JSON.stringify({ format: 1, ...(await runner.pageIO!.key()) }));
     await engine.destroy();
     await folder.removeEntry(name).catch(() => {});
     return folder;
@@ -148,8 +148,8 @@ describe('prefix cache in the Origin Private File System', () => {
     const expected = await run(a.engine, request);
     const saved = await a.engine.saveCache();
     expect(saved).toMatchObject({ pages: 7, tokens: 101 });
-    expect(saved.bytes).toBeGreaterThan(7 * a.runner.pageIO.pageBytes);
-    expect(saved.file).toBe(`intab/kv-cache/${await kvFileName(JSON.stringify({ format: 1, ...(await a.runner.pageIO.key()) }))}`);
+    expect(saved.bytes).toBeGreaterThan(7 * a.runner.pageIO!.pageBytes);
+    expect(saved.file).toBe(`intab/kv-cache/${await kvFileName(JSON.stringify({ format: 1, ...(await a.runner.pageIO!.key()) }))}`);
     await a.engine.destroy();
 
     const b = await setup();

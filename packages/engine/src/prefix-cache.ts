@@ -11,12 +11,18 @@
 // to the pool when it runs short (PageHolder.reclaim: leaves first, least recently used first); pinned nodes
 // (preloaded prefixes) never are.
 //
+// Sliding-window layers with a store of their own (Gemma 3; PoolWindow): a hit of m tokens also needs the window
+// pages of the positions its next token sees. A finished sequence's nodes keep the window pages it still had (its
+// last window: a continued chat hits there); a match is cut back to where they are all kept; and when window pages
+// run short the cache gives up its own (LRU) while keeping the pages.
+//
 // Invariant (what makes counting evictable pages simple): a sequence that maps a node maps its ancestors too,
 // and a pin covers a node's ancestors too, so a node referenced by the cache alone and unpinned has a subtree
 // that is all evictable.
 
 import type { KvPages, PageHolder } from '@intab/model';
 import type { PrefixCacheStats } from './contract.ts';
+import type { AdmissionCost } from './scheduler.ts';
 
 /** One page of a cached prefix. */
 export interface CacheNode {
@@ -31,6 +37,8 @@ export interface CacheNode {
   pins: number;
   /** Last use (a tick of the cache's clock): LRU eviction. */
   used: number;
+  /** Whether the cache keeps the page's window page too (sliding-window layers with a store of their own). */
+  window: boolean;
 }
 
 /** What a prompt matches in the cache. */
@@ -73,7 +81,7 @@ function commonPrefix(a: readonly number[], b: readonly number[], from: number, 
  */
 export class PrefixCache implements PageHolder {
   readonly pageSize: number;
-  private readonly root: CacheNode = { parent: undefined, tokens: [], page: -1, full: new Map(), byFirst: new Map(), pins: 0, used: 0 };
+  private readonly root: CacheNode = { parent: undefined, tokens: [], page: -1, full: new Map(), byFirst: new Map(), pins: 0, used: 0, window: false };
   private readonly nodes = new Set<CacheNode>();
   private tick = 0;
   private hits = 0;
@@ -115,7 +123,25 @@ export class PrefixCache implements PageHolder {
         matched += bestLength;
       }
     }
-    return { tokens: matched, nodes };
+    return this.withinWindow({ tokens: matched, nodes });
+  }
+
+  /**
+   * The longest part of a match whose pages the sliding-window layers still have where the next token looks
+   * (from kv.windowFrom(tokens) on): cut back to before the last page missing there, until none is.
+   */
+  private withinWindow(match: PrefixMatch): PrefixMatch {
+    const kv = this.runner.kv;
+    if (!kv.window) return match;
+    let { tokens, nodes } = match;
+    for (;;) {
+      const from = kv.windowFrom(tokens);
+      let missing = -1;
+      for (let i = nodes.length - 1; i >= from && missing < 0; i--) if (kv.windowOf(nodes[i].page) < 0) missing = i;
+      if (missing < 0) return { tokens, nodes };
+      tokens = missing * this.pageSize;
+      nodes = nodes.slice(0, missing);
+    }
   }
 
   /**
@@ -123,11 +149,15 @@ export class PrefixCache implements PageHolder {
    * copy of a partly matched page), and the pages available to it: free ones plus evictable ones, less the
    * evictable ones it would map (they stop being evictable).
    */
-  cost(match: PrefixMatch, reserve: number): { need: number; available: number } {
+  cost(match: PrefixMatch, reserve: number): AdmissionCost {
     const kv = this.runner.kv;
     const need = Math.ceil(reserve / this.pageSize) - Math.floor(match.tokens / this.pageSize);
     const mappedEvictable = match.nodes.filter((n) => this.evictable(n)).length;
-    return { need, available: kv.availablePageCount - mappedEvictable };
+    const cost = { need, available: kv.availablePageCount - mappedEvictable };
+    if (!kv.window) return cost;
+    // (window pages it maps stop being the cache's to give up)
+    const mappedWindow = match.nodes.filter((n) => n.window && this.windowReclaimable(n)).length;
+    return { ...cost, window: { need: kv.windowToCome(undefined, reserve), available: kv.availableWindowCount - mappedWindow } };
   }
 
   /** Starts sequence `seq` over the matched pages (it holds match.tokens tokens) and counts the hit. */
@@ -168,6 +198,7 @@ export class PrefixCache implements PageHolder {
         child = this.addChild(node, t, pages[i]);
       }
       child.used = ++this.tick;
+      if (mode === 'finished' && child.page === pages[i]) this.keepWindow(child);
       path.push(child);
       node = child;
     }
@@ -183,6 +214,7 @@ export class PrefixCache implements PageHolder {
         this.dropCoveredPartials(node, t);
         const child = this.addChild(node, t, pages[full]);
         child.used = ++this.tick;
+        this.keepWindow(child);
         path.push(child);
       }
     }
@@ -249,6 +281,23 @@ export class PrefixCache implements PageHolder {
     return released;
   }
 
+  /** Window pages only the cache keeps, of unpinned nodes (PageHolder). */
+  get reclaimableWindow(): number {
+    let n = 0;
+    for (const node of this.nodes) if (node.window && this.windowReclaimable(node)) n++;
+    return n;
+  }
+
+  /** Gives up up to `n` window pages only the cache keeps, least recently used first, keeping the pages (PageHolder). */
+  reclaimWindow(n: number): number {
+    const nodes = [...this.nodes].filter((node) => node.window && this.windowReclaimable(node)).sort((a, b) => a.used - b.used);
+    for (const node of nodes.slice(0, n)) {
+      node.window = false;
+      this.runner.kv.releaseWindow(node.page);
+    }
+    return Math.min(n, nodes.length);
+  }
+
   /** Evicts every evictable page (a cache cleared by the user, or turned off). */
   clear(): number {
     return this.reclaim(Infinity);
@@ -269,6 +318,11 @@ export class PrefixCache implements PageHolder {
   /** The pages the cache references, each once (PagePool.audit's `held`). */
   heldPages(): Map<number, number> {
     return new Map([...this.nodes].map((n) => [n.page, 1]));
+  }
+
+  /** The pages whose window pages the cache keeps, each once (PagePool.audit's `heldWindow`). */
+  heldWindowPages(): Map<number, number> {
+    return new Map([...this.nodes].filter((n) => n.window).map((n) => [n.page, 1]));
   }
 
   /** Every node, parents before children (saving to disk); `pinnedOnly` keeps pinned nodes alone. */
@@ -293,13 +347,23 @@ export class PrefixCache implements PageHolder {
     return node.pins === 0 && this.runner.kv.refCount(node.page) === 1;
   }
 
+  /** A node's window page is the cache's alone to give up: unpinned, and no sequence maps the page. */
+  private windowReclaimable(node: CacheNode): boolean {
+    return node.pins === 0 && this.runner.kv.refCount(node.page) === 1;
+  }
+
+  /** A finished sequence's node keeps the window page its page still has (a hit right after it reads it). */
+  private keepWindow(node: CacheNode): void {
+    if (!node.window && this.runner.kv.window) node.window = this.runner.kv.retainWindow(node.page);
+  }
+
   private isLeaf(node: CacheNode): boolean {
     return node.byFirst.size === 0;
   }
 
   private addChild(parent: CacheNode, tokens: readonly number[], page: number, retain = true): CacheNode {
     if (retain) this.runner.kv.retain(page);
-    const node: CacheNode = { parent, tokens: [...tokens], page, full: new Map(), byFirst: new Map(), pins: 0, used: 0 };
+    const node: CacheNode = { parent, tokens: [...tokens], page, full: new Map(), byFirst: new Map(), pins: 0, used: 0, window: false };
     if (tokens.length === this.pageSize) parent.full.set(key(tokens), node);
     const list = parent.byFirst.get(tokens[0]);
     if (list) list.push(node);
@@ -322,6 +386,7 @@ export class PrefixCache implements PageHolder {
     list.splice(list.indexOf(node), 1);
     if (list.length === 0) parent.byFirst.delete(node.tokens[0]);
     this.nodes.delete(node);
+    if (node.window) this.runner.kv.releaseWindow(node.page);
     this.runner.kv.release(node.page);
   }
 }

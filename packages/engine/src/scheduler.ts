@@ -13,10 +13,19 @@
 import type { StepRunner } from '@intab/model';
 import type { Sequence } from './sequence.ts';
 
+/**
+ * Pages a request takes from the pool if admitted now, and the pages available to it (before reservations); with
+ * sliding-window layers in a store of their own (kv.window), the same for window pages.
+ */
+export interface AdmissionCost {
+  need: number;
+  available: number;
+  window?: { need: number; available: number };
+}
+
 /** How waiting requests get their KV: the pages each would take now, and the allocation itself. */
 export interface Admission {
-  /** Pages `seq` takes from the pool if admitted now, and the pages available to it (before reservations). */
-  cost(seq: Sequence): { need: number; available: number };
+  cost(seq: Sequence): AdmissionCost;
   /** Allocates `seq` in the runner (right after cost() said it fits). */
   admit(seq: Sequence): void;
 }
@@ -24,7 +33,11 @@ export interface Admission {
 /** Admission without a prefix cache: every request starts empty. */
 export function plainAdmission(runner: Pick<StepRunner, 'kv' | 'alloc'>): Admission {
   return {
-    cost: (seq) => ({ need: Math.ceil(seq.reserveLength / runner.kv.pageSize), available: runner.kv.availablePageCount }),
+    cost: (seq) => ({
+      need: Math.ceil(seq.reserveLength / runner.kv.pageSize),
+      available: runner.kv.availablePageCount,
+      ...(runner.kv.window ? { window: { need: runner.kv.windowToCome(undefined, seq.reserveLength), available: runner.kv.availableWindowCount } } : {}),
+    }),
     admit: (seq) => runner.alloc(seq.id),
   };
 }
@@ -82,10 +95,17 @@ export class Scheduler {
     return n;
   }
 
+  /** Window pages (sliding-window layers' store) the admitted sequences may still take to reach their reserved length. */
+  reservedWindowPages(): number {
+    let n = 0;
+    for (const s of this.running) n += this.runner.kv.windowToCome(s.id, s.reserveLength);
+    return n;
+  }
+
   /** Whether `seq` (not admitted) fits beside every admitted sequence's reservation right now. */
   fits(seq: Sequence): boolean {
-    const { need, available } = this.admission.cost(seq);
-    return need <= available - this.reservedPages();
+    const { need, available, window } = this.admission.cost(seq);
+    return need <= available - this.reservedPages() && (!window || window.need <= window.available - this.reservedWindowPages());
   }
 
   /** Whether plan() would return a non-empty step right now. */

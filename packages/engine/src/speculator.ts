@@ -371,16 +371,19 @@ export class Speculator {
 
   /** The items whose draft sequence can grow by its text's backlog and k proposals now; the others get none. */
   private withDraftRoom(runner: StepRunner, items: SpeculationItem[], out: Map<Sequence, number[]>): SpeculationItem[] {
-    let available = runner.kv.availablePageCount;
+    const kv = runner.kv;
+    let available = kv.availablePageCount;
+    let window = kv.availableWindowCount;
     return items.filter((it) => {
-      const kv = runner.kv;
       const length = it.seq.text.length + it.k;
       const need = kv.has(it.seq.id) ? kv.pagesNeeded(it.seq.id, length) : Math.ceil(length / kv.pageSize);
-      if (need > available) {
+      const needWindow = kv.windowToCome(kv.has(it.seq.id) ? it.seq.id : undefined, length);
+      if (need > available || needWindow > window) {
         out.set(it.seq, []);
         return false;
       }
       available -= need;
+      window -= needWindow;
       return true;
     });
   }

@@ -51,8 +51,9 @@ export class KvCacheFullError extends errorClass(IntabModelError, 'KvCacheFullEr
   readonly needed: number;
   readonly free: number;
 }> {
-  constructor(needed: number, free: number, total: number) {
-    super({ needed, free }, `The KV-cache has ${free} free pages of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
+  /** `what`: the store that is short ('pages', or the sliding-window layers' 'window pages'). */
+  constructor(needed: number, free: number, total: number, what = 'pages') {
+    super({ needed, free }, `The KV-cache has ${free} free ${what} of ${total} but the step needs ${needed}: wait for running sequences to finish, or raise the KV budget.`);
   }
 }
 

@@ -4,10 +4,13 @@
 // sequences of any lengths never copies; the only copies are the copy-on-write ones, recorded before a step.
 // The budget becomes whole pages, clamped (and the clamp reported) where one layer's K or V would pass the adapter's
 // largest buffer or storage binding: a big budget on a small adapter loads with fewer pages instead of failing.
+// Sliding-window layers beside full ones (Gemma 3) get their own, smaller store (PoolWindow): enough window pages
+// for `sequences` sequences, never more than full attention would have had, and the rest of the budget goes to the
+// full layers' pages, so a long sequence holds about (full layers + windowed layers · window / length) of its K/V.
 
 import { DEFAULT_PAGE_SIZE, LimitError, formatBytes, type Gpu, type GpuLimits } from '@intab/gpu';
 import { IntabModelError } from './errors.ts';
-import { PagePool } from './page-pool.ts';
+import { PagePool, type PoolWindow } from './page-pool.ts';
 
 export { KvCacheFullError } from './errors.ts';
 
@@ -20,6 +23,14 @@ export interface KvCacheShape {
   headDim: number;
   /** Tokens per page (default 16). */
   pageSize?: number;
+  /** Each layer's attention window (0: every position; config.ts layerWindows). */
+  windows?: readonly number[];
+  /**
+   * Gives the windowed layers their own store of window pages (when some layers are windowed and some are not):
+   * `reach`, the longest rewind after a step; `step`, the most tokens of one step; `sequences`, how many
+   * sequences at once the store is sized for.
+   */
+  windowStore?: { reach: number; step: number; sequences: number };
 }
 
 export interface KvCacheOptions {
@@ -48,6 +59,20 @@ export interface KvPlan {
   /** Bytes on the GPU: every layer's K and V, and the staging buffer. */
   bytes: number;
   budget: KvBudget;
+  /** The windowed layers' own store; absent when every layer keeps every position. */
+  window?: PoolWindow;
+  /** Per layer: whether its K/V live in the window store. */
+  windowed: boolean[];
+}
+
+/** The windowed layers of `shape` that get their own store, and their window (undefined: none do). */
+function windowLayers(shape: KvCacheShape): { windowed: boolean[]; window: number } | undefined {
+  const windows = shape.windows ?? [];
+  const windowed = Array.from({ length: shape.layers }, (_, l) => (windows[l] ?? 0) > 0);
+  const count = windowed.filter(Boolean).length;
+  // Every layer windowed (Mistral's sliding window): left as full attention, as there is no full layer to size by.
+  if (!shape.windowStore || count === 0 || count === shape.layers) return undefined;
+  return { windowed, window: Math.max(...windows) };
 }
 
 /**
@@ -67,7 +92,21 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
   const allowed = limits[limit];
   const byBudget = Math.floor(budgetBytes / perPageAllLayers);
   const byLimit = Math.floor(allowed / pageBytes);
-  const pages = Math.min(byBudget, byLimit);
+  const split = windowLayers(shape);
+  let pages = Math.min(byBudget, byLimit);
+  let window: PoolWindow | undefined;
+  let granted = pages * perPageAllLayers;
+  if (split && pages >= 1) {
+    const { reach, step, sequences } = shape.windowStore!;
+    const windowedLayers = split.windowed.filter(Boolean).length;
+    const perSequence = Math.ceil((split.window + reach + step) / pageSize) + 1;
+    const windowPages = Math.min(pages, sequences * perSequence);
+    const windowBytes = windowPages * pageBytes * 2 * windowedLayers;
+    const fullPerPage = pageBytes * 2 * (shape.layers - windowedLayers);
+    pages = Math.min(Math.floor((budgetBytes - windowBytes) / fullPerPage), byLimit);
+    window = { window: split.window, reach, step, pages: windowPages };
+    granted = windowBytes + pages * fullPerPage;
+  }
   if (pages < 1) {
     throw new LimitError(
       'KV-cache page',
@@ -78,7 +117,6 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
     );
   }
   const stagingPages = Math.min(COW_STAGING_PAGES, byLimit);
-  const granted = pages * perPageAllLayers;
   return {
     pages,
     pageSize,
@@ -86,6 +124,8 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
     stagingPages,
     bytes: granted + stagingPages * pageBytes,
     budget: { asked: budgetBytes, granted, ...(byLimit < byBudget ? { limit } : {}) },
+    ...(window ? { window } : {}),
+    windowed: split?.windowed ?? Array(shape.layers).fill(false),
   };
 }
 
@@ -98,6 +138,8 @@ export class PagedKvCache extends PagePool {
   private readonly stagingPages: number;
   /** The budget as asked and as granted (clamped to the adapter's limits). */
   readonly budget: KvBudget;
+  /** Per layer: whether its K/V live in the window store (pages through windowOf()). */
+  readonly windowed: readonly boolean[];
   private destroyed = false;
 
   constructor(
@@ -106,40 +148,56 @@ export class PagedKvCache extends PagePool {
     options: KvCacheOptions,
   ) {
     const plan = planKvCache(gpu.limits, shape, options.budgetBytes);
-    super(plan.pages, plan.pageSize);
+    super(plan.pages, plan.pageSize, plan.window);
     this.budget = plan.budget;
     this.stagingPages = plan.stagingPages;
+    this.windowed = plan.windowed;
     const label = options.label ?? 'kv';
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     for (let l = 0; l < shape.layers; l++) {
-      this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size: plan.pages * plan.pageBytes, usage }));
-      this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size: plan.pages * plan.pageBytes, usage }));
+      const size = (plan.windowed[l] ? plan.window!.pages : plan.pages) * plan.pageBytes;
+      this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size, usage }));
+      this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size, usage }));
     }
     this.staging = gpu.device.createBuffer({ label: `${label}.cow`, size: plan.stagingPages * plan.pageBytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   }
 
   /** Bytes on the GPU. */
   get bytes(): number {
-    return this.pages * this.pageBytes * 2 * this.shape.layers;
+    return this.budget.granted;
   }
 
-  /** The page table rows of `seqs`, (B, maxPages) u32, padded with page 0 (never read past a length). */
-  pageTable(seqs: readonly number[]): { table: Uint32Array; maxPages: number } {
+  /** Bytes of K/V the sequence's positions take now: its pages in the full layers, its window pages in the windowed ones. */
+  bytesOf(seq: number): number {
+    const windowedLayers = this.windowed.filter(Boolean).length;
+    return this.pageBytes * 2 * (this.pagesOf(seq).length * (this.shape.layers - windowedLayers) + this.windowPagesOf(seq) * windowedLayers);
+  }
+
+  /**
+   * The page table rows of `seqs`, (B, maxPages) u32, padded with page 0 (never read past a length); with
+   * `window`, the window pages of the same positions (0 where given back: the windowed layers never read there).
+   */
+  pageTable(seqs: readonly number[], window = false): { table: Uint32Array; maxPages: number } {
     const maxPages = Math.max(1, ...seqs.map((s) => this.pagesOf(s).length));
     const table = new Uint32Array(seqs.length * maxPages);
-    seqs.forEach((s, b) => table.set(this.pagesOf(s), b * maxPages));
+    seqs.forEach((s, b) => table.set(window ? this.pagesOf(s).map((p) => Math.max(0, this.windowOf(p))) : this.pagesOf(s), b * maxPages));
     return { table, maxPages };
   }
 
   /** Record the pending copy-on-write page copies (every layer's K and V) into `encoder`, before the step. */
   recordCopies(encoder: GPUCommandEncoder): void {
-    const copies = this.takeCopies();
+    const layers = [...this.windowed.keys()];
+    this.recordCopiesOf(encoder, this.takeCopies(), layers.filter((l) => !this.windowed[l]));
+    this.recordCopiesOf(encoder, this.takeWindowCopies(), layers.filter((l) => this.windowed[l]));
+  }
+
+  private recordCopiesOf(encoder: GPUCommandEncoder, copies: [number, number][], layers: number[]): void {
     const bytes = this.pageBytes;
     // WebGPU copies never have the same buffer at both ends: go through the staging buffer (made at load), in
     // rounds of as many pages as it holds, so a step never allocates.
     for (let first = 0; first < copies.length; first += this.stagingPages) {
       const round = copies.slice(first, first + this.stagingPages);
-      for (const buffer of [...this.k, ...this.v]) {
+      for (const buffer of layers.flatMap((l) => [this.k[l], this.v[l]])) {
         round.forEach(([from], i) => encoder.copyBufferToBuffer(buffer, from * bytes, this.staging, i * bytes, bytes));
         round.forEach(([, to], i) => encoder.copyBufferToBuffer(this.staging, i * bytes, buffer, to * bytes, bytes));
       }
@@ -156,6 +214,7 @@ export class PagedKvCache extends PagePool {
    * most `chunkBytes` each and read back one after the other, so JS memory holds one chunk beyond the result.
    */
   async readPages(pages: readonly number[], chunkBytes = 16 << 20): Promise<Uint8Array> {
+    this.wholePages();
     const perPage = this.pageBytesAllLayers;
     const out = new Uint8Array(pages.length * perPage);
     const perChunk = Math.max(1, Math.floor(chunkBytes / perPage));
@@ -178,6 +237,7 @@ export class PagedKvCache extends PagePool {
 
   /** Overwrites the pages with `bytes` in readPages' layout (restoring saved pages). */
   writePages(pages: readonly number[], bytes: Uint8Array): void {
+    this.wholePages();
     const perPage = this.pageBytesAllLayers;
     if (bytes.byteLength !== pages.length * perPage) {
       throw new IntabModelError(`KV-cache: ${bytes.byteLength} bytes for ${pages.length} pages of ${perPage}: give the bytes readPages() returned for the same number of pages.`);
@@ -201,6 +261,11 @@ export class PagedKvCache extends PagePool {
   /** Bytes of one page of one layer's K (or V). */
   private get pageBytes(): number {
     return this.pageSize * this.shape.kvHeads * this.shape.headDim * 4;
+  }
+
+  /** readPages/writePages move pages of every layer: a cache with a window store has no such pages. */
+  private wholePages(): void {
+    if (this.window) throw new IntabModelError('KV-cache: the sliding-window layers keep their own pages, so pages cannot be read or written whole: this cache is kept in memory only.');
   }
 
   /** Each layer's K and V buffer with its block index in a page's bytes (K of layer l = 2l, V = 2l + 1). */

@@ -17,7 +17,7 @@ describe('KV pages on the GPU', () => {
     const b = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: 1 << 20 });
     try {
       expect(a.weights.hash).toMatch(/^xxh128:[0-9a-f]{32}$/);
-      expect(await b.pageIO.key()).toEqual(await a.pageIO.key()); // same weights, same layout
+      expect(await b.pageIO!.key()).toEqual(await a.pageIO!.key()); // same weights, same layout
       const prompt = [1, ...Array.from({ length: 40 }, (_, i) => 3 + ((i * 131) % 500))]; // 41 tokens: 3 pages of 16
       const last = 77;
       // A: prefill, then the logits after one more token.
@@ -26,20 +26,20 @@ describe('KV pages on the GPU', () => {
       const fresh = (await a.step([{ seq: 0, tokens: [last] }], { logits: true }))[0].logits!;
       a.rewind(0, 1);
       const pages = [...a.kv.pagesOf(0)];
-      const saved = await a.pageIO.read(pages);
-      expect(saved.byteLength).toBe(pages.length * a.pageIO.pageBytes);
+      const saved = await a.pageIO!.read(pages);
+      expect(saved.byteLength).toBe(pages.length * a.pageIO!.pageBytes);
       // B: the same pages written into pages of its own, mapped into a sequence of 41 tokens.
       const mine = pages.map(() => b.kv.acquire());
-      await b.pageIO.write(mine, saved);
+      await b.pageIO!.write(mine, saved);
       b.adopt(1, mine, prompt.length);
       const restored = (await b.step([{ seq: 1, tokens: [last] }], { logits: true }))[0].logits!;
       expect(restored).toEqual(fresh);
       // The last page was shared (B's cache holds it too): B's write went into a copy; the page itself is unchanged.
       expect(b.kv.pagesOf(1)[2]).not.toBe(mine[2]);
-      expect(await b.pageIO.read([mine[2]])).toEqual(saved.slice(2 * b.pageIO.pageBytes));
+      expect(await b.pageIO!.read([mine[2]])).toEqual(saved.slice(2 * b.pageIO!.pageBytes));
       // A quantized load of the same file is another key.
       const q = await Runner.load(gpu, model.config, model.tensors, { kvBudgetBytes: 1 << 20, quantize: 'q8_0' });
-      expect((await q.pageIO.key()).quantize).toBe('q8_0');
+      expect((await q.pageIO!.key()).quantize).toBe('q8_0');
       q.destroy();
     } finally {
       a.destroy();

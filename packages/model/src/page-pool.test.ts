@@ -134,3 +134,83 @@ describe('PagePool with a holder (prefix cache)', () => {
     expect(() => pool.audit(new Map([[pool.pagesOf(0)[0], 1]]))).toThrow(/audit/);
   });
 });
+
+describe('PagePool with sliding-window layers', () => {
+  // window 8 positions, pages of 4: a sequence reads its last two or three pages in the windowed layers
+  const windowed = (reach = 0, windowPages = 12) => new PagePool(32, 4, { window: 8, reach, step: 4, pages: windowPages });
+
+  test('gives back window pages a token can no longer see, and keeps every page for the full layers', () => {
+    const pool = windowed();
+    pool.alloc(1);
+    for (let i = 0; i < 40; i++) pool.grow(1, 1);
+    expect(pool.pagesOf(1)).toHaveLength(10);
+    // the next token (position 40) sees 33..40: pages 8 and 9, and page 7 for position 32 kept by the margin
+    expect(pool.pagesOf(1).map((p) => pool.windowOf(p) >= 0)).toEqual([false, false, false, false, false, false, false, true, true, true]);
+    expect(pool.windowPagesOf(1)).toBeLessThanOrEqual(pool.windowPagesPerSequence);
+    expect(pool.freeWindowCount).toBe(12 - 3);
+    pool.audit();
+    pool.free(1);
+    expect([pool.freePageCount, pool.freeWindowCount]).toEqual([32, 12]);
+    pool.audit();
+  });
+
+  test('a rewind within reach stays exact; one past the pages given back is refused and changes nothing', () => {
+    const pool = windowed(4);
+    pool.alloc(1);
+    for (let i = 0; i < 10; i++) pool.grow(1, 4); // 40 tokens, trimmed at 36 - 12 = 24: pages 6.. kept
+    pool.rewind(1, 4); // back to 36: it sees 29..36, kept
+    expect(pool.length(1)).toBe(36);
+    pool.audit();
+    expect(() => pool.rewind(1, 12)).toThrow(/sliding-window pages given back/);
+    expect(pool.length(1)).toBe(36);
+    pool.audit();
+  });
+
+  test('fork shares window pages; the copy-on-write copies a shared one and moves one read by the writer alone', () => {
+    const pool = windowed();
+    pool.alloc(0);
+    pool.grow(0, 6); // pages [a, b], b half full
+    pool.fork(0, 1);
+    expect(pool.freeWindowCount).toBe(10);
+    expect(pool.windowNeeded(1, 7)).toBe(1);
+    pool.grow(1, 1);
+    const [[from, to]] = pool.takeWindowCopies();
+    expect(from).toBe(pool.windowOf(pool.pagesOf(0)[1]));
+    expect(to).toBe(pool.windowOf(pool.pagesOf(1)[1]));
+    pool.audit();
+    // the holder keeps b's window page; sequence 0 alone reads it then, so its copy-on-write moves it
+    const b = pool.pagesOf(0)[1];
+    pool.retain(b);
+    pool.free(1);
+    pool.audit(new Map([[b, 1]]));
+    pool.grow(0, 1);
+    expect(pool.takeWindowCopies()).toEqual([]);
+    expect([pool.windowOf(b), pool.windowOf(pool.pagesOf(0)[1]) >= 0]).toEqual([-1, true]);
+    pool.audit(new Map([[b, 1]]));
+  });
+
+  test('adopting pages needs their window pages from the adopted length minus the window on; the holder keeps them on request', () => {
+    const pool = windowed();
+    pool.alloc(0);
+    for (let i = 0; i < 6; i++) pool.grow(0, 4); // 24 tokens, pages 0..5, window pages from page 2 (trimmed at 20 - 8)
+    const pages = [...pool.pagesOf(0)];
+    for (const p of pages) pool.retain(p);
+    const kept = pages.map((p) => pool.retainWindow(p));
+    expect(kept).toEqual([false, false, false, true, true, true]);
+    pool.free(0);
+    pool.adopt(1, pages, 24); // sees 16..23 and one more: pages 4, 5 (window pages held)
+    expect(() => pool.adopt(2, pages.slice(0, 3), 12)).toThrow(/has no window page/);
+    pool.audit(new Map(pages.map((p) => [p, 1])), new Map(pages.filter((_, i) => kept[i]).map((p) => [p, 1])));
+  });
+
+  test('a short store asks the holder to give up window pages, then refuses with a typed error', () => {
+    const pool = windowed(0, 2);
+    let asked = 0;
+    pool.setHolder({ reclaimable: 0, reclaim: () => 0, reclaimableWindow: 0, reclaimWindow: (n) => ((asked += n), 0) });
+    pool.alloc(1);
+    pool.grow(1, 8);
+    expect(() => pool.grow(1, 4)).toThrow(KvCacheFullError);
+    expect(asked).toBe(1);
+    expect(pool.length(1)).toBe(8);
+  });
+});

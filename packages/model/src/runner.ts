@@ -20,7 +20,7 @@ import {
   type SampleResult,
   type SamplingParams,
 } from '@intab/gpu';
-import type { LlamaConfig } from './config.ts';
+import { layerWindows, type LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { LoadScopes, loadNeeds } from './gpu-memory.ts';
 import { PagedKvCache } from './kv-cache.ts';
@@ -42,6 +42,11 @@ export interface RunnerOptions {
    */
   maxRows?: number;
   pageSize?: number;
+  /**
+   * The most tokens a sequence is rewound by after a step (speculative drafts; default 32). Sliding-window layers
+   * keep the pages that far back, and refuse a longer rewind.
+   */
+  maxRewind?: number;
   /** Quantize f32/f16/bf16 matrices on load, so a Hugging Face checkpoint runs in 8 or 4 bits. */
   quantize?: 'q8_0' | 'q4_0';
   onProgress?: (p: LoadProgress) => void;
@@ -60,8 +65,8 @@ export class Runner implements StepRunner {
   private gpuError?: GPUError;
   private readonly onGpuError: (e: Event) => void;
 
-  /** Reading and writing whole KV pages, for a prefix cache saved to disk. */
-  readonly pageIO: PageIO;
+  /** Reading and writing whole KV pages, for a prefix cache saved to disk (absent with a window store: kept in memory only). */
+  readonly pageIO?: PageIO;
 
   private constructor(
     private readonly gpu: Gpu,
@@ -74,12 +79,14 @@ export class Runner implements StepRunner {
     quantize: 'q8_0' | 'q4_0' | undefined,
   ) {
     const key: KvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
-    this.pageIO = {
-      pageBytes: kv.pageBytesAllLayers,
-      key: async () => key,
-      read: (pages) => kv.readPages(pages),
-      write: async (pages, bytes) => kv.writePages(pages, bytes),
-    };
+    if (!kv.window) {
+      this.pageIO = {
+        pageBytes: kv.pageBytesAllLayers,
+        key: async () => key,
+        read: (pages) => kv.readPages(pages),
+        write: async (pages, bytes) => kv.writePages(pages, bytes),
+      };
+    }
     this.forward = new LlamaForward(gpu, config, weights, kv, { maxTokens, maxBatch, maxRows });
     let sampler: Sampler | undefined;
     try {
@@ -119,7 +126,17 @@ export class Runner implements StepRunner {
     if (!Number.isInteger(maxRows) || maxRows < maxBatch) {
       throw new IntabModelError(`Runner: maxRows = ${maxRows} must be an integer ≥ maxBatch (${maxBatch}): every sequence of a step needs at least one logits row.`);
     }
-    const shape = { layers: config.layers, kvHeads: config.kvHeads, headDim: config.headDim, pageSize: o.pageSize };
+    const maxRewind = o.maxRewind ?? 32;
+    if (!Number.isInteger(maxRewind) || maxRewind < 0) throw new IntabModelError(`Runner: maxRewind = ${maxRewind} must be an integer ≥ 0.`);
+    // Sliding-window layers beside full ones keep only their window (and maxRewind) in a store of their own.
+    const shape = {
+      layers: config.layers,
+      kvHeads: config.kvHeads,
+      headDim: config.headDim,
+      pageSize: o.pageSize,
+      windows: layerWindows(config),
+      windowStore: { reach: maxRewind, step: maxTokens, sequences: maxBatch },
+    };
     const budgetBytes = o.kvBudgetBytes ?? 64 << 20;
     // Before anything is uploaded: a budget no page fits is refused now, and the figures an out-of-memory error gives.
     const needs = loadNeeds(gpu, config, tensors, { kv: { ...shape, budgetBytes }, maxTokens, maxBatch, maxRows, quantize: o.quantize });
@@ -332,8 +349,10 @@ export class Runner implements StepRunner {
       if (!e.verify) outputs.push(t - 1); // a plain entry its last token's
       maxContext = Math.max(maxContext, start + e.tokens.length);
     });
-    const { table, maxPages } = this.kv.pageTable(entries.map((e) => e.seq));
-    return { ids, rows, positions, pageTable: table, maxPages, sequences: entries.length, outputs: Uint32Array.from(outputs), maxContext };
+    const seqs = entries.map((e) => e.seq);
+    const { table, maxPages } = this.kv.pageTable(seqs);
+    const windowTable = this.kv.window ? this.kv.pageTable(seqs, true).table : undefined;
+    return { ids, rows, positions, pageTable: table, windowTable, maxPages, sequences: entries.length, outputs: Uint32Array.from(outputs), maxContext };
   }
 
   private readonly inputs = new Map<string, GPUBuffer>();

@@ -154,6 +154,69 @@ describe('GPU forward = CPU reference, every fixture variant (f32)', () => {
   });
 });
 
+// Gemma 3's sliding-window layers keep their K/V in a store of their own that holds only what a token still sees
+// (PoolWindow): the fixture's window is 4 positions, pages hold 4 tokens, and a rewind may go 4 back.
+describe('sliding-window layers keep only their window (gemma3, window 4, pages of 4)', () => {
+  test('3× the window of prompt and 20 decode steps equal the reference while window pages out of reach go back; rewinds across a page boundary and a fork stay exact', async () => {
+    const gpu = await testGpu();
+    const files = await hfModel('gemma3');
+    const runner = await Runner.load(gpu, files.config, files.tensors, { kvBudgetBytes: 1 << 20, pageSize: 4, maxRewind: 4, maxBatch: 2, maxTokensPerStep: 16 });
+    const kv = runner.kv;
+    const V = files.config.vocab;
+    const refs = [referenceOf('gemma3')(), referenceOf('gemma3')()];
+    const history: number[][] = [[], []];
+    let worst = 0;
+    /** One step on the GPU and the same tokens on each sequence's reference (from `start`: a rewind); returns each reference's next token. */
+    const step = async (entries: { seq: number; tokens: number[]; start?: number }[]) => {
+      const got = await runner.step(entries.map(({ seq, tokens }) => ({ seq, tokens })), { logits: true });
+      kv.audit();
+      return entries.map(({ seq, tokens, start }, i) => {
+        const at = start ?? refs[seq].length;
+        history[seq].splice(at, Infinity, ...tokens);
+        const want = refs[seq].forward(tokens, at);
+        worst = Math.max(worst, relError(got[i].logits!, want));
+        expect(kv.windowPagesOf(seq)).toBeLessThanOrEqual(kv.windowPagesPerSequence);
+        return argmax(want);
+      });
+    };
+    try {
+      expect(kv.window).toMatchObject({ window: 4, reach: 4, step: 16 });
+      expect(kv.windowed).toEqual([true, true, false]); // two local layers, then the global one
+      runner.alloc(0);
+      let [next] = await step([{ seq: 0, tokens: Array.from({ length: 12 }, (_, i) => (5 + 37 * i) % V) }]);
+      for (let i = 0; i < 20; i++) [next] = await step([{ seq: 0, tokens: [next] }]);
+      // 32 positions on 8 pages in the global layer; the local layers read positions 28.. (and keep 4 more)
+      expect(kv.pagesOf(0)).toHaveLength(8);
+      expect(kv.pagesOf(0).map((p) => kv.windowOf(p) >= 0)).toEqual([false, false, false, false, false, true, true, true]);
+      expect(kv.freeWindowCount).toBe(kv.window!.pages - 3);
+
+      // a rejected draft at a page boundary (32 + 3 tokens into a new page), then one across it (33 + 4)
+      await step([{ seq: 0, tokens: [next, 7, 9] }]);
+      runner.rewind(0, 3);
+      [next] = await step([{ seq: 0, tokens: [next], start: 32 }]);
+      await step([{ seq: 0, tokens: [next, 11, 13, 17] }]);
+      runner.rewind(0, 4);
+      [next] = await step([{ seq: 0, tokens: [next], start: 33 }]);
+      expect(() => runner.rewind(0, 12)).toThrow(/given back/);
+
+      // a fork in the middle of a page: the first write of each copies the shared page, window part included
+      runner.fork(0, 1);
+      refs[1].forward(history[0], 0);
+      history[1] = [...history[0]];
+      let nexts = await step([{ seq: 0, tokens: [next] }, { seq: 1, tokens: [(next + 1) % V] }]);
+      for (let i = 0; i < 6; i++) nexts = await step(nexts.map((t, seq) => ({ seq, tokens: [t] })));
+      console.log(JSON.stringify({ test: 'window pages', maxRelError: worst, length: kv.length(0), pages: kv.pagesOf(0).length, windowPages: kv.windowPagesOf(0), windowStore: kv.window!.pages }));
+      expect(worst).toBeLessThanOrEqual(TOL);
+      runner.free(0);
+      runner.free(1);
+      kv.audit();
+      expect([kv.freePageCount, kv.freeWindowCount]).toEqual([kv.pages, kv.window!.pages]);
+    } finally {
+      runner.destroy();
+    }
+  });
+});
+
 // ---- on-load quantization: top-1 agreement with f32 ----
 
 const fetchBytes = (name: string) => fetchShared(`models/stories260K/${name}`);

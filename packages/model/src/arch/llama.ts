@@ -51,6 +51,8 @@ export interface StepPlan {
   positions: Uint32Array;
   /** (B, maxPages) page table of the step's sequences. */
   pageTable: Uint32Array;
+  /** The same positions' window pages, for the layers whose K/V live in the cache's window store (kv.windowed). */
+  windowTable?: Uint32Array;
   maxPages: number;
   /** B. */
   sequences: number;
@@ -102,6 +104,7 @@ export interface RunState {
   seqRows: GPUBuffer; // (T) u32 each token's row of the page table (its sequence in the step)
   positions: GPUBuffer; // (T) u32 each token's position in its sequence
   pageTable: GPUBuffer; // (B, maxPages) u32 the step's sequences' pages
+  windowTable: GPUBuffer; // (B, maxPages) u32 their window pages (sliding-window layers with their own store)
   h: GPUBuffer; // (T, C) the residual stream
   xn: GPUBuffer; // (T, C) the normalized stream, input of the prefill GEMMs (decode GEMVs normalize on the fly)
   qkv: GPUBuffer; // (T, (H + 2 Hkv) D) the q, k and v projections side by side
@@ -127,6 +130,7 @@ export function runStateBytes(c: LlamaConfig, limits: StepLimits, maxPages: numb
     seqRows: T * 4,
     positions: T * 4,
     pageTable: B * maxPages * 4,
+    windowTable: B * maxPages * 4,
     h: T * C * 4,
     xn: T * C * 4,
     qkv: T * (H + 2 * Hkv) * D * 4,
@@ -228,6 +232,10 @@ export class LlamaForward {
     queue.writeBuffer(s.seqRows, 0, plan.rows);
     queue.writeBuffer(s.positions, 0, plan.positions);
     queue.writeBuffer(s.pageTable, 0, plan.pageTable);
+    if (this.kv.window) {
+      if (!plan.windowTable) throw new IntabModelError('step plan: this KV-cache keeps sliding-window layers in a store of their own: give plan.windowTable (kv.pageTable(seqs, true)).');
+      queue.writeBuffer(s.windowTable, 0, plan.windowTable);
+    }
     const gemv = T <= this.gemvMaxRows;
     const qkvRow = (H + 2 * Hkv) * D;
     const paged = { pageTable: s.pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: s.seqRows, positions: s.positions, tokens: T };
@@ -244,12 +252,12 @@ export class LlamaForward {
         this.matmul(pass, weight, gemv ? s.h : s.xn, s.qkv, T, { bias: L.qkvBias, yStride: qkvRow, yColumn: column, norm: gemv ? L.attnNorm : undefined });
         column += weight.n;
       }
-      const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l] };
-      this.appendOf[l].encode(pass, { qkv: s.qkv, q: s.q, ...cache, ...paged, norm: L.qkNorm, eps: c.rmsEps });
+      const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l], ...(this.kv.windowed[l] ? { pageTable: s.windowTable } : {}) };
+      this.appendOf[l].encode(pass, { qkv: s.qkv, q: s.q, ...paged, ...cache, norm: L.qkNorm, eps: c.rmsEps });
       // keys j with pos - j >= the layer's window are skipped (Mistral, Gemma 3's local layers); window 0 = full causal
       const window = this.windowOf[l];
-      if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, maxContext: plan.maxContext, window, scratch: s.partials });
-      else this.prefill.encode(pass, { q: s.q, out: s.att, ...cache, ...paged, window });
+      if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, maxContext: plan.maxContext, window, scratch: s.partials });
+      else this.prefill.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, window });
       // h += Wo att (Gemma: h += rmsnorm(Wo att) * post_attention_norm)
       this.residual(pass, L.o, s.att, T, L.attnPostNorm);
       // mlp: h += Wdown act(Wgate rmsnorm(h), Wup rmsnorm(h))
@@ -355,6 +363,7 @@ export class LlamaForward {
         seqRows: buffer('seqRows'),
         positions: buffer('positions'),
         pageTable: buffer('pageTable'),
+        windowTable: buffer('windowTable'),
         h: buffer('h', true),
         xn: buffer('xn'),
         qkv: buffer('qkv'),
