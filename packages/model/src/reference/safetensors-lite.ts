@@ -125,7 +125,7 @@ export function readGgufLite(bytes: Uint8Array, file: string): LiteGguf {
     const n = u64(field);
     need(n, field);
     p += n;
-    return new TextDecoder().decode(bytes.subarray(p - n, p));
+    return new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes.subarray(p - n, p)); // a leading U+FEFF is text
   };
   const value = (type: number, field: string): unknown => {
     switch (type) {

@@ -139,6 +139,47 @@ describe('stories260K-vocab-ud.gguf (synthetic user-defined vocabulary)', () => 
   });
 });
 
+describe("user-defined pieces of spaces (Gemma 3's '▁▁' ... '▁'×31)", () => {
+  // A SentencePiece vocabulary of 7 pieces, '▁▁' user-defined (an added token, as in Gemma's tokenizer.json).
+  const SP = {
+    version: '1.0',
+    added_tokens: [
+      ...['<unk>', '<s>', '</s>'].map((content, id) => ({ id, content, special: true, normalized: false, lstrip: false, rstrip: false, single_word: false })),
+      { id: 5, content: '\u2581\u2581', special: false, normalized: false, lstrip: false, rstrip: false, single_word: false },
+    ],
+    normalizer: { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' },
+    pre_tokenizer: null,
+    post_processor: null,
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'Fuse' }] },
+    model: { type: 'BPE', unk_token: '<unk>', fuse_unk: true, byte_fallback: false, vocab: { '<unk>': 0, '<s>': 1, '</s>': 2, '\u2581': 3, a: 4, '\u2581\u2581': 5, '\u2581a': 6 }, merges: [['\u2581', '\u2581'], ['\u2581', 'a']] },
+  };
+
+  it("are written with real spaces, as convert_hf_to_gguf.py does, and read back to the same ids", async () => {
+    const original = loadTokenizer({ tokenizerJson: SP });
+    expect(original.encode('a  a')).toEqual([4, 5, 4]);
+    const metadata = tokenizerToGgufMetadata(original);
+    const g = await parseGguf(bytesSource('sp.gguf', writeGguf({ metadata })));
+    expect((g.metadata.get('tokenizer.ggml.tokens') as string[])[5]).toBe('  ');
+    expect((g.metadata.get('tokenizer.ggml.token_type') as number[])[5]).toBe(GGUF_TOKEN_TYPE.userDefined);
+    const converted = tokenizerFromGguf(g.metadata, 'sp.gguf');
+    for (const text of ['a  a', '  a', 'a   a', ' a ']) expect({ text, ids: converted.encode(text) }).toEqual({ text, ids: original.encode(text) });
+    expect(converted.decode([4, 5, 4])).toBe('a  a');
+  });
+
+  it("written as '▁▁', they still form from two spaces by their score, as llama.cpp looks every pair up in the whole vocabulary", () => {
+    const metadata = {
+      'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.add_space_prefix': false, 'tokenizer.ggml.add_bos_token': false,
+      'tokenizer.ggml.tokens': ['<unk>', '<s>', '</s>', '\u2581', 'a', '\u2581\u2581', '\u2581a'],
+      'tokenizer.ggml.token_type': [2, 3, 3, 1, 1, GGUF_TOKEN_TYPE.userDefined, 1],
+      'tokenizer.ggml.scores': [0, 0, 0, -5, -6, 0, -1],
+    };
+    // llama.cpp: '▁▁' (score 0) merges before '▁a' (-1); a user-defined piece left out of the merges gave [4, 3, 6].
+    expect(tokenizerFromGguf(metadata, 'sp.gguf').encode('a  a')).toEqual([4, 5, 4]);
+    const lower = { ...metadata, 'tokenizer.ggml.scores': [0, 0, 0, -5, -6, -1000, -1] };
+    expect(tokenizerFromGguf(lower, 'sp.gguf').encode('a  a')).toEqual([4, 3, 6]);
+  });
+});
+
 describe('damaged GGUF tokenizer metadata', () => {
   const base = (): Record<string, unknown> => ({
     'tokenizer.ggml.model': 'llama',

@@ -147,6 +147,15 @@ function isNormalType(t: number): boolean {
   return t === GGUF_TOKEN_TYPE.normal || t === 0; // 0 = undefined in old files
 }
 
+/**
+ * Pieces that SentencePiece merging may form: normal and user-defined ones. llama.cpp looks each adjacent pair up in
+ * the whole vocabulary, so a user-defined '▁▁' (Gemma's runs of spaces, where a converter left them as '▁') forms
+ * from two spaces, as SentencePiece itself matches user-defined pieces in the normalized text.
+ */
+function isMergeableType(t: number): boolean {
+  return isNormalType(t) || t === GGUF_TOKEN_TYPE.userDefined;
+}
+
 /** First id of each token text (GGUFs may repeat a text, e.g. padding pieces). */
 function vocabObject(tokens: readonly string[]): Record<string, number> {
   const vocab: Record<string, number> = {};
@@ -192,9 +201,9 @@ function postProcessor(tokens: readonly string[], bos: number | undefined, eos: 
 }
 
 /**
- * The BPE merges equivalent to SentencePiece's score-driven merging: for every normal piece, each split into two
- * normal pieces, ordered by the joined piece's score (best first), then piece id, then the parts' ids — the order
- * transformers' SentencePieceExtractor writes.
+ * The BPE merges equivalent to SentencePiece's score-driven merging: for every normal or user-defined piece, each
+ * split into two such pieces, ordered by the joined piece's score (best first), then piece id, then the parts' ids —
+ * the order transformers' SentencePieceExtractor writes.
  */
 export function mergesFromScores(tokens: readonly string[], scores: readonly number[], types: readonly number[], file = 'model.gguf'): [string, string][] {
   const ids = new Map<string, number>();
@@ -203,7 +212,7 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
   // pieces would need hours.
   let work = 0;
   tokens.forEach((t, i) => {
-    if (isNormalType(types[i]) && !ids.has(t)) {
+    if (isMergeableType(types[i]) && !ids.has(t)) {
       ids.set(t, i);
       work += t.length * t.length;
     }
@@ -367,13 +376,16 @@ export function tokenizerToGgufMetadata(tokenizer: Tokenizer | Record<string, un
   const added = new Map(tok.addedTokens.map((t) => [t.id, t]));
   for (let id = 0; id < n; id++) {
     const t = tok.idToToken(id);
-    tokens.push(t ?? `[PAD${id}]`);
     const a = added.get(id);
-    if (t === undefined) types.push(GGUF_TOKEN_TYPE.unused);
-    else if (kind === 'llama' && id === tok.unkId) types.push(GGUF_TOKEN_TYPE.unknown);
-    else if (a) types.push(a.special ? GGUF_TOKEN_TYPE.control : GGUF_TOKEN_TYPE.userDefined);
-    else if (kind === 'llama' && BYTE_PIECE.test(t)) types.push(GGUF_TOKEN_TYPE.byte);
-    else types.push(GGUF_TOKEN_TYPE.normal);
+    const type = t === undefined ? GGUF_TOKEN_TYPE.unused
+      : kind === 'llama' && id === tok.unkId ? GGUF_TOKEN_TYPE.unknown
+      : a ? (a.special ? GGUF_TOKEN_TYPE.control : GGUF_TOKEN_TYPE.userDefined)
+      : kind === 'llama' && BYTE_PIECE.test(t) ? GGUF_TOKEN_TYPE.byte
+      : GGUF_TOKEN_TYPE.normal;
+    types.push(type);
+    // convert_hf_to_gguf.py writes a SentencePiece vocabulary's user-defined pieces with real spaces (Gemma's '▁▁' as
+    // '  '): llama.cpp matches user-defined tokens in the raw text, before spaces become '▁'.
+    tokens.push(t === undefined ? `[PAD${id}]` : kind === 'llama' && type === GGUF_TOKEN_TYPE.userDefined ? t.replaceAll(SPACE, ' ') : t);
   }
   const rawMerges = model.merges as (string | [string, string])[];
   const merges = rawMerges.map((m) => (typeof m === 'string' ? m : `${m[0]} ${m[1]}`));
