@@ -8,6 +8,7 @@ import { fixtureWeights } from '@intab/testing/fixtures';
 import { mulberry32 } from '@intab/gpu';
 import { PrefixCache, type Pin } from './prefix-cache.ts';
 import { ReferenceRunner } from './reference/runner.ts';
+import { PagePool } from '@intab/model';
 
 const { config, tensors } = fixtureWeights('llama'); // vocab 128, 2 layers, context 256
 
@@ -185,4 +186,52 @@ describe('PrefixCache', () => {
     runner.kv.audit(new Map());
     expect([runner.kv.freePageCount, runner.kv.sequences, cache.stats().cachedPages]).toEqual([40, 0, 0]);
   }, 120_000);
+});
+
+// Sliding-window layers with a store of their own (PoolWindow): the cache keeps a finished sequence's window pages,
+// cuts a match back to where the window pages its next token reads are kept, and gives its own up under pressure.
+describe('PrefixCache over a pool with window pages (window 4, pages of 4, reach 0)', () => {
+  function windowed(windowPages = 8) {
+    const pool = new PagePool(16, 4, { window: 4, reach: 0, step: 4, pages: windowPages });
+    const cache = new PrefixCache({ kv: pool, adopt: (seq, pages, length) => pool.adopt(seq, pages, length) });
+    return { pool, cache };
+  }
+  const grow = (pool: PagePool, seq: number, n: number) => {
+    for (let i = 0; i < n; i += 4) pool.grow(seq, Math.min(4, n - i));
+  };
+
+  test('a continued chat maps all the finished turn computed; a match ending where window pages went back is cut to before them', () => {
+    const { pool, cache } = windowed();
+    const a = range(10, 20);
+    pool.alloc(0);
+    grow(pool, 0, 20); // window pages kept from page 3 on (trimmed at 16 - 4)
+    cache.insert(0, a, 'finished');
+    pool.free(0);
+    expect(cache.ordered().map((n) => n.window)).toEqual([false, false, false, true, true]);
+    pool.audit(cache.heldPages(), cache.heldWindowPages());
+    // the whole turn: its next token reads pages 3 and 4
+    expect(cache.lookup([...a, 1, 2], 21).tokens).toBe(20);
+    // 10 tokens: the next token reads positions 6..9 on pages 1 and 2, given back: back to page 1's start, and so on
+    expect(cache.lookup([...a.slice(0, 10), 1], 10).tokens).toBe(0);
+    // adopting the cut match is exact: the sequence holds window pages for all it reads
+    const m = cache.lookup([...a, 1, 2], 21);
+    cache.attach(1, m, 22);
+    pool.grow(1, 1);
+    pool.audit(cache.heldPages(), cache.heldWindowPages());
+    pool.free(1);
+  });
+
+  test('short of window pages, the cache gives its own up least recently used first and keeps the pages', () => {
+    const { pool, cache } = windowed(3);
+    pool.alloc(0);
+    grow(pool, 0, 8);
+    cache.insert(0, range(10, 8), 'finished');
+    pool.free(0);
+    expect([pool.freeWindowCount, cache.reclaimableWindow]).toEqual([1, 2]);
+    pool.alloc(1);
+    grow(pool, 1, 12); // its second page takes the cache's older window page; by its third it gave its first back
+    expect(cache.stats().cachedPages).toBe(2);
+    expect(cache.ordered().map((n) => n.window)).toEqual([false, true]);
+    pool.audit(cache.heldPages(), cache.heldWindowPages());
+  });
 });
