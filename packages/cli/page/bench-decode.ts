@@ -33,6 +33,7 @@ export async function benchBatches(engine: Engine, job: Job, benchPrompt: () => 
       prefill_tok_s: round(mean(results.map((r) => r.metrics?.prefillTokensPerSecond ?? 0))),
       wall_ms: round(wallMs),
       weight_bytes_per_token: facts.perToken,
+      kv_bytes_4k: facts.kv4k,
       load_ms: round(facts.loadMs),
       model: facts.modelFacts,
       backend: facts.backend,

@@ -79,6 +79,7 @@ export async function generate(engine: Engine, job: Job, request: GenerateReques
       ...(m?.speculative ? { speculative: speculativeFigures(m.speculative, r.ids.length) } : {}),
       ...(job.format?.responseFormat && tokenizer ? { json: parsedOrNull(tokenizer.decode(r.ids, { skipSpecialTokens: true })) } : {}),
       weight_bytes_per_token: facts.perToken,
+      kv_bytes_4k: facts.kv4k,
       ...perToken,
       ...perStep,
       decode_gbps: decodeTokS !== null && decoded > 0 ? round((facts.perToken * decodeTokS) / 1e9) : null,

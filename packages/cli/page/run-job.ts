@@ -18,7 +18,7 @@ import { benchBatches } from './bench-decode.ts';
 import { benchGrammarDecode } from './bench-grammar.ts';
 import { benchSpeculative } from './bench-speculative.ts';
 import { generate, requestOf } from './generate.ts';
-import { bytesPerToken, loadEngine, report, type Facts, type Job, type ModelRef } from './shared.ts';
+import { bytesPerToken, kvBytes4k, loadEngine, report, type Facts, type Job, type ModelRef } from './shared.ts';
 
 /**
  * Runs `job` (any mode but 'store') on the backend it names (--backend), opening its model files with `open` and
@@ -61,7 +61,7 @@ export async function runModelJob(
     quantize: job.quantize ?? null,
     ...(draft && info.draft ? { draft: { arch: info.draft.arch, layers: info.draft.layers, hidden: info.draft.hidden, dtype: draft instanceof Runner ? draft.weights.layers[0]?.qkv[0].dtype : null } } : {}),
   };
-  const facts: Facts = { perToken, modelFacts, backend: info.backend.name, adapter, loadMs, steps: () => steps };
+  const facts: Facts = { perToken, kv4k: kvBytes4k(runner), modelFacts, backend: info.backend.name, adapter, loadMs, steps: () => steps };
   try {
     if (job.mode === 'grammar') await benchGrammarDecode(engine, job, tokenizer, facts);
     else if (job.mode === 'speculative') await benchSpeculative(engine, job, tokenizer, c.bosId, benchPrompt, facts);

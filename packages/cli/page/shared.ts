@@ -186,9 +186,21 @@ export function bytesPerToken(runner: StepRunner, info: ModelInfo): number {
   return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
 }
 
+/**
+ * K/V bytes one sequence of 4,096 tokens holds on the WebGPU runner (`bytes`), and with every layer keeping every
+ * position (`full_attention`): sliding-window layers keep only their window. Null on the ONNX backends.
+ */
+export function kvBytes4k(runner: StepRunner): { tokens: number; bytes: number; full_attention: number; ratio: number } | null {
+  if (!(runner instanceof Runner)) return null;
+  const { bytes, fullAttention } = runner.kv.sequenceBytes(4096);
+  return { tokens: 4096, bytes, full_attention: fullAttention, ratio: Math.round((bytes / fullAttention) * 1e4) / 1e4 };
+}
+
 /** What every bench record says about the run besides its own figures: the model, the backend and adapter, load time. */
 export interface Facts {
   perToken: number;
+  /** kvBytes4k of the runner. */
+  kv4k: ReturnType<typeof kvBytes4k>;
   /** What ran the model (ModelInfo.backend.name). */
   backend: string;
   /** Runner steps run so far (target model). */

@@ -15,7 +15,10 @@ async function keyOf(io: PageIO): Promise<string> {
 }
 
 function pageIOOf(runner: StepRunner): PageIO {
-  if (!runner.pageIO) throw new EngineStateError('This runner cannot read or write KV pages, so its prefix cache cannot be saved: it is kept in memory only.');
+  if (!runner.pageIO) {
+    const why = runner.kv.window ? "this model's sliding-window layers keep pages of their own" : 'this runner cannot read or write KV pages';
+    throw new EngineStateError(`The prefix cache cannot be saved (${why}): it is kept in memory only.`);
+  }
   return runner.pageIO;
 }
 

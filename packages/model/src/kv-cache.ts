@@ -174,6 +174,25 @@ export class PagedKvCache extends PagePool {
   }
 
   /**
+   * K/V bytes one sequence holds once it has `tokens` tokens (a `prompt`-token prefill, then one token a step), and
+   * what it would hold if every layer kept every position: counted by this cache's own page accounting, replayed on
+   * a scratch pool of the same geometry (benchmarks: `kv_bytes` at 4k context).
+   */
+  sequenceBytes(tokens: number, prompt = Math.min(tokens, 64)): { bytes: number; fullAttention: number } {
+    const pages = Math.ceil(tokens / this.pageSize) + 1;
+    const pool = new PagePool(pages, this.pageSize, this.window && { ...this.window, pages });
+    pool.alloc(0);
+    pool.grow(0, prompt);
+    while (pool.length(0) < tokens) pool.grow(0, 1);
+    const windowedLayers = this.windowed.filter(Boolean).length;
+    const perLayerPage = this.pageBytes * 2;
+    return {
+      bytes: perLayerPage * (pool.pagesOf(0).length * (this.shape.layers - windowedLayers) + pool.windowPagesOf(0) * windowedLayers),
+      fullAttention: perLayerPage * pool.pagesOf(0).length * this.shape.layers,
+    };
+  }
+
+  /**
    * The page table rows of `seqs`, (B, maxPages) u32, padded with page 0 (never read past a length); with
    * `window`, the window pages of the same positions (0 where given back: the windowed layers never read there).
    */
