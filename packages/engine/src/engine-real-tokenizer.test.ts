@@ -7,7 +7,7 @@ import type { LlamaConfig, Tokenizer } from '@intab/model';
 import type { GenerateRequest } from './contract.ts';
 import { Engine } from './engine.ts';
 import { ReferenceRunner } from './reference/runner.ts';
-import { qwen3VocabModel } from './test-models.ts';
+import { gemma3VocabModel, qwen3VocabModel } from './test-models.ts';
 import { collect } from './test-streams.ts';
 
 let tokenizer: Tokenizer;
@@ -64,6 +64,19 @@ describe('engine with a real tokenizer (Qwen3 vocabulary)', () => {
     expect(stopped.last.finishReason).toBe('stop');
     expect(stopped.text).toBe(free.text.slice(0, free.text.indexOf(stop)));
     expect(stopped.text.includes(stop)).toBe(false);
+    await e.destroy();
+  });
+});
+
+describe('engine with a tokenizer that has more ids than the model has logits (Gemma 3: 262,145 and 262,144)', () => {
+  test('a JSON-schema request decodes: the grammar vocabulary stops at the logits, and the text parses', { timeout: 120_000 }, async () => {
+    const m = gemma3VocabModel();
+    expect([m.tokenizer.vocabSize, m.config.vocab]).toEqual([262_145, 262_144]);
+    const runner = new ReferenceRunner(m.config, (n) => m.tensors.get(n), { pages: 16, pageSize: 16, maxBatch: 2 });
+    const e = new Engine({ runner, tokenizer: m.tokenizer, options: { seed: 5 } });
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
+    const out = await collect(e, await e.start({ prompt: 'Answer in JSON:', maxTokens: 12, temperature: 0, responseFormat: { type: 'json_schema', schema } }));
+    expect(JSON.parse(out.text)).toHaveProperty('ok');
     await e.destroy();
   });
 });

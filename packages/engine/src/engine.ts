@@ -497,17 +497,20 @@ export class Engine implements EngineApi {
 
   /**
    * The grammar vocabulary: the tokenizer's token bytes, with a tool format's `spelled` special tokens given their text
-   * (kept per format). Masks are as wide as the model's logits rows (which may be padded past the tokenizer's ids).
+   * (kept per format). Masks are as wide as the model's logits rows (which may be padded past the tokenizer's ids);
+   * tokenizer ids past them (Gemma 3's tokenizer has 262,145 ids for 262,144 logits) are not in it: never sampled.
    */
   private vocabularyFor(tok: Tokenizer, runner: StepRunner, format?: ToolFormat, spelled: ReadonlyMap<number, string> = new Map()): TokenVocabulary {
-    const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < runner.config.vocab);
-    const special = [...spelled].filter(([id]) => tok.isSpecial(id));
-    if (!format || special.length === 0) return (this.vocabulary ??= TokenVocabulary.from(tokenBytes(tok), { eos, size: runner.config.vocab }));
+    const V = runner.config.vocab;
+    const eos = [...new Set([...runner.config.eosIds, ...tok.stopIds])].filter((id) => id < V);
+    const special = [...spelled].filter(([id]) => tok.isSpecial(id) && id < V);
+    const modelIds = (bytes: (Uint8Array | null)[]) => (bytes.length > V ? bytes.slice(0, V) : bytes);
+    if (!format || special.length === 0) return (this.vocabulary ??= TokenVocabulary.from(modelIds(tokenBytes(tok)), { eos, size: V }));
     let v = this.toolVocabularies.get(format.name);
     if (!v) {
-      const bytes = tokenBytes(tok);
+      const bytes = modelIds(tokenBytes(tok));
       for (const [id, text] of special) bytes[id] = new TextEncoder().encode(text);
-      v = TokenVocabulary.from(bytes, { eos, size: runner.config.vocab });
+      v = TokenVocabulary.from(bytes, { eos, size: V });
       this.toolVocabularies.set(format.name, v);
     }
     return v;

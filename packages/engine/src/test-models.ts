@@ -24,6 +24,14 @@ export function llama31VocabModel(contextLength = 4096, layers = 1): { tokenizer
   return realVocabModel('llama3_1', LLAMA_3_2_CHAT_TEMPLATE, contextLength, layers);
 }
 
+/**
+ * Gemma 3's real tokenizer (262,145 ids: 262,144 pieces and an added image token) over a generated one-layer model with
+ * Gemma 3's 262,144 logits, as the real checkpoints have them (seed 7).
+ */
+export function gemma3VocabModel(): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
+  return realVocabModel('gemma3', undefined, undefined, 1, 262_144);
+}
+
 /** Qwen3's tokenizer, or Llama 3.1's with Meta's Llama 3.2 chat template (as the models above have them). */
 export function toolTokenizer(name: 'qwen3' | 'llama3_1'): Tokenizer {
   return realTokenizer(name, name === 'llama3_1' ? LLAMA_3_2_CHAT_TEMPLATE : undefined);
@@ -35,9 +43,9 @@ function realTokenizer(name: RealTokenizerName, chatTemplate?: string): Tokenize
   return loadTokenizer({ ...files, file: `${name}/tokenizer.json` });
 }
 
-function realVocabModel(name: RealTokenizerName, chatTemplate?: string, contextLength?: number, layers = 1): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
+function realVocabModel(name: RealTokenizerName, chatTemplate?: string, contextLength?: number, layers = 1, vocab?: number): { tokenizer: Tokenizer; config: LlamaConfig; tensors: Map<string, Float32Array> } {
   const tokenizer = realTokenizer(name, chatTemplate);
-  const json = { ...fixtureConfig('qwen2'), vocab_size: tokenizer.vocabSize, num_hidden_layers: layers, tie_word_embeddings: true, ...(contextLength ? { max_position_embeddings: contextLength } : {}) };
+  const json = { ...fixtureConfig('qwen2'), vocab_size: vocab ?? tokenizer.vocabSize, num_hidden_layers: layers, tie_word_embeddings: true, ...(contextLength ? { max_position_embeddings: contextLength } : {}) };
   const config = configFromHf(json, `${name}-vocab/config.json`);
   const tensors = new Map<string, Float32Array>();
   for (const [tensorName, t] of makeTensors(json, 7)) {

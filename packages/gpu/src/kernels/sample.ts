@@ -15,14 +15,12 @@ import { isSoftwareAdapter, type Gpu } from '../device.ts';
 import type { BufferRef } from '../kernel.ts';
 import { Params, dispatch, grid2d, requireBindable, requireBytes, requireDim, unusedBinding, withParams } from '../kernel.ts';
 import { IntabGpuError, LimitError, ShapeError } from '../errors.ts';
-import { biasEntries, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
+import { biasEntries, checkSamplingParams, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
 
-export { NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
+export { MAX_HISTORY, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
 
 /** Bytes of one per-sequence record (struct SeqParams in the WGSL). */
 export const SEQ_PARAMS_BYTES = 64;
-/** Largest history one sequence may carry (the kernel counts in 16 bits). */
-export const MAX_HISTORY = 0xffff;
 const NONE = 0xffffffff;
 
 // ---- packing ----
@@ -85,43 +83,6 @@ export interface PackedSampling {
   candidates: boolean;
 }
 
-function check(ok: boolean, argument: string, expected: string, actual: unknown): void {
-  if (!ok) throw new ShapeError('packSamplingBatch', argument, expected, String(actual));
-}
-
-function checkParams(p: SamplingParams, b: number, vocab: number, maxTopLogprobs: number): void {
-  const at = (f: string) => `seqs[${b}].${f}`;
-  const finite = Number.isFinite;
-  check(finite(p.temperature) && p.temperature >= 0, at('temperature'), 'a finite number ≥ 0 (0 = greedy)', p.temperature);
-  const k = p.topK ?? 0;
-  check(Number.isInteger(k) && k >= 0 && k <= 0xffffffff, at('topK'), 'an integer ≥ 0 (0 = off)', k);
-  const topP = p.topP ?? 1;
-  check(topP > 0 && topP <= 1, at('topP'), 'in (0, 1] (1 = off)', topP);
-  const minP = p.minP ?? 0;
-  check(minP >= 0 && minP <= 1, at('minP'), 'in [0, 1] (0 = off)', minP);
-  const rep = p.repetitionPenalty ?? 1;
-  check(finite(rep) && rep > 0, at('repetitionPenalty'), 'a finite number > 0 (1 = off)', rep);
-  check(finite(p.presencePenalty ?? 0), at('presencePenalty'), 'a finite number', p.presencePenalty);
-  check(finite(p.frequencyPenalty ?? 0), at('frequencyPenalty'), 'a finite number', p.frequencyPenalty);
-  check(p.u >= 0 && p.u < 1, at('u'), 'a uniform draw in [0, 1) from the seeded RNG', p.u);
-  const n = p.topLogprobs ?? 0;
-  const nMax = Math.min(maxTopLogprobs, vocab);
-  check(Number.isInteger(n) && n >= 0 && n <= nMax, at('topLogprobs'), `an integer in [0, ${nMax}] (the sampler's maxTopLogprobs)`, n);
-  const h = p.history ?? [];
-  check(h.length <= MAX_HISTORY, at('history.length'), `at most ${MAX_HISTORY} tokens (keep the last N for penalties)`, h.length);
-  for (let i = 0; i < h.length; i++) {
-    check(Number.isInteger(h[i]) && h[i] >= 0 && h[i] < vocab, `${at('history')}[${i}]`, `a token id in [0, ${vocab})`, h[i]);
-  }
-  for (const [id, v] of biasEntries(p.logitBias)) {
-    check(Number.isInteger(id) && id >= 0 && id < vocab, at('logitBias'), `token ids in [0, ${vocab})`, id);
-    check(finite(v) || v === -Infinity, `${at('logitBias')}[${id}]`, 'a finite bias or -Infinity (ban)', v);
-  }
-  if (p.allowed) {
-    const words = Math.ceil(vocab / 32);
-    check(p.allowed.length === words, at('allowed.length'), `ceil(V/32) = ${words} words`, p.allowed.length);
-  }
-}
-
 /**
  * Packs per-sequence sampling parameters into the sampler's input buffers (validating each field).
  *
@@ -146,7 +107,7 @@ export function packSamplingBatch(
   let adjust = false;
   let candidates = false;
   seqs.forEach((p, b) => {
-    checkParams(p, b, vocab, maxTop);
+    checkSamplingParams(p, b, vocab, maxTop);
     const h = Array.from(p.history ?? []);
     const entries = biasEntries(p.logitBias);
     let maskOffset: number | undefined;

@@ -3,7 +3,7 @@
 // candidate cap (kmax), so for the same (logits, params, u) it picks the same token id. The parameter and
 // result types are production's (../sampling-params.ts), shared with the GPU wrapper.
 
-import { biasEntries, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
+import { biasEntries, checkSamplingParams, DEFAULT_KMAX, NO_TOKEN, type SampleResult, type SamplingParams } from '../sampling-params.ts';
 
 /** Whether any of top-k / top-p / min-p truncates (top-k ≥ V alone does not). */
 export function truncates(p: SamplingParams, vocab: number): boolean {
@@ -88,6 +88,7 @@ function pick(e: number[], u: number): number {
  */
 export function sampleRow(row: Float32Array, p: SamplingParams, kmax = DEFAULT_KMAX): SampleResult {
   const vocab = row.length;
+  checkSamplingParams(p, 0, vocab, vocab); // refused as the GPU sampler refuses it
   const z = processLogits(row, p);
   const n = Math.min(p.topLogprobs ?? 0, vocab);
   let m = -Infinity;
