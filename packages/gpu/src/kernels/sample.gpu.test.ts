@@ -202,6 +202,21 @@ describe('sample', () => {
     sampler.destroy();
   });
 
+  test("Gemma 3's vocabulary (V = 262,144): top-k/top-p, min-p with a mask, and greedy with top logprobs match the twin", async () => {
+    const gpu = await testGpu();
+    const [B, V] = [3, 262_144];
+    const sampler = createSampler(gpu, { vocab: V, maxBatch: B });
+    const logits = logitRows(B, V, 8);
+    const rng = mulberry32(9);
+    const seqs: SamplingParams[] = [
+      { temperature: 0.8, topK: 64, topP: 0.95, u: rng(), topLogprobs: 5, history: [5, 262_143], repetitionPenalty: 1.1 },
+      { temperature: 1, minP: 0.05, u: rng(), allowed: randomMask(V, rng, 0.2) },
+      { temperature: 0, u: rng(), topLogprobs: 20 },
+    ];
+    expectSame(await sampleOnGpu(gpu, sampler, logits, seqs), sampleReference(logits, V, seqs), 'V=262144');
+    sampler.destroy();
+  });
+
   test('the bitmask forbids tokens, whatever their logits and biases', async () => {
     const gpu = await testGpu();
     const [B, V] = [9, 1000];
