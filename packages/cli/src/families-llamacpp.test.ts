@@ -5,7 +5,8 @@
 // distribution after the prompt too (log-probabilities of llama.cpp's likeliest tokens, to rounding); in q8_0 and
 // q4_0 the likeliest next token. q and k weights are written large, so attention is sharp and positions matter: a
 // family's own layer (SmolLM3: no RoPE on every fourth layer) moves that distribution far more than rounding, so a
-// family run as its plain-Llama neighbour is caught.
+// family run as its plain-Llama neighbour is caught. Qwen3.5 (Gated DeltaNet layers beside gated attention) runs 64
+// greedy steps, so its recurrent state carries through a long decode.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { Token } from 'node-llama-cpp';
 import { dequantize, type WeightDtype } from '@intab/gpu';
-import { openGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
+import { hfValueTransform, openGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
 import { createReferenceModel, readGgufLite } from '@intab/model/reference';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
 import { SHARED } from './repo.ts';
@@ -26,14 +27,14 @@ const STORIES_VOCAB = join(SHARED, 'models/stories260K/stories260K-vocab-ud.gguf
 const PROMPT = [1, 403, 261, 310, 263, 411];
 const STEPS = 16;
 
-/** llama.cpp's STEPS greedy ids after PROMPT, and its next-token probabilities after PROMPT (temperature 1, nothing cut). */
-async function llamaCpp(file: string): Promise<{ ids: number[]; probabilities: Map<number, number> }> {
+/** llama.cpp's `steps` greedy ids after PROMPT, and its next-token probabilities after PROMPT (temperature 1, nothing cut). */
+async function llamaCpp(file: string, steps = STEPS): Promise<{ ids: number[]; probabilities: Map<number, number> }> {
   const model = await (await oracle()).loadModel({ modelPath: file });
   try {
     // K and V in f32 (llama.cpp's default is f16), as intab keeps them.
     const context = await model.createContext({ contextSize: 128, sequences: 2, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', threads: 1 });
     try {
-      const ids = await greedyIds(context, PROMPT, STEPS);
+      const ids = await greedyIds(context, PROMPT, steps);
       const sampled = context.getSequence().evaluateWithMetadata(PROMPT as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0 });
       const first = (await sampled.next()).value;
       await sampled.return();
@@ -60,12 +61,12 @@ function logProbGap(probabilities: Map<number, number>, logits: Float32Array, n 
  * intab's CPU reference: greedy ids after PROMPT (the lowest id among equal logits, as llama.cpp takes: rows the
  * generator repeats tie exactly), and the logits after PROMPT.
  */
-function intabGreedy(config: LlamaConfig, tensors: Map<string, Float32Array>): { ids: number[]; logits: Float32Array } {
+function intabGreedy(config: LlamaConfig, tensors: Map<string, Float32Array>, steps = STEPS): { ids: number[]; logits: Float32Array } {
   const model = createReferenceModel(config, (n) => tensors.get(n));
   let logits = model.forward(PROMPT, 0);
   const first = logits;
   const ids: number[] = [];
-  for (let i = 0; i < STEPS; i++) {
+  for (let i = 0; i < steps; i++) {
     let best = 0;
     for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
     ids.push(best);
@@ -82,6 +83,17 @@ const SMOLLM3: SyntheticShape = { hidden: 64, ffn: 128, layers: 8, heads: 4, kvH
  * sixth global), one kv head, so the window, the local RoPE base, the post-norms and √C all act within the prompt.
  */
 const GEMMA3: SyntheticShape = { hidden: 64, ffn: 128, layers: 6, heads: 4, kvHeads: 1, headDim: 16, vocab: 0, ropeTheta: 1000000, context: 256, arch: 'gemma3', window: 4 };
+
+/**
+ * Qwen3.5's layers at a size the CPU reference runs in a moment: 4 layers (three Gated DeltaNet, the fourth gated
+ * attention), 2 key heads to 4 value heads (so llama.cpp's tiled head order matters), a quarter of each attention head
+ * rotated.
+ */
+const QWEN35: SyntheticShape = {
+  hidden: 64, ffn: 128, layers: 4, heads: 4, kvHeads: 2, headDim: 32, vocab: 0, ropeTheta: 10000000, context: 256, arch: 'qwen35',
+  rotaryDim: 8, linear: { interval: 4, convKernel: 4, kHeads: 2, vHeads: 4, headDim: 16 },
+};
+const QWEN35_STEPS = 64;
 
 /** The shape as a GGUF with stories260K's vocabulary (seed 11, sharp attention), and what intab reads of it (as f32). */
 async function write(name: string, shape: SyntheticShape, dtype: WeightDtype): Promise<{ file: string; config: LlamaConfig; tensors: Map<string, Float32Array> }> {
@@ -139,9 +151,37 @@ describe('model families: intab gives llama.cpp\'s greedy ids', () => {
     for (const g of Object.values(gaps)) expect(g).toBeGreaterThan(5 * gap);
   });
 
+  test('qwen35 (3 Gated DeltaNet layers + 1 gated attention layer): GGUF keys, conv, delta rule, gates and head order as llama.cpp runs them, over 64 steps', { timeout: 120_000 }, async () => {
+    const { file, config, tensors } = await write('qwen35', QWEN35, 'f32');
+    expect(config).toMatchObject({ arch: 'qwen35', attnOutputGate: true, qkNorm: true, fusedProjections: false, rope: { style: 'neox', rotaryDim: 8 }, linearAttention: { layers: [0, 1, 2], convKernel: 4, kHeads: 2, vHeads: 4, kDim: 16, vDim: 16 } });
+    const ours = intabGreedy(config, tensors, QWEN35_STEPS);
+    const theirs = await llamaCpp(file, QWEN35_STEPS);
+    expect(theirs.ids.length).toBeGreaterThanOrEqual(8);
+    expect(ours.ids.slice(0, theirs.ids.length)).toEqual(theirs.ids);
+    const gap = logProbGap(theirs.probabilities, ours.logits);
+    // Each part of the layer matters: with it changed, the distribution leaves llama.cpp's by far more.
+    const edit = (name: RegExp, f: (data: Float32Array, tensor: string) => Float32Array) => new Map([...tensors].map(([n, d]) => [n, name.test(n) ? f(d, n) : d]));
+    const K = QWEN35.linear!.convKernel;
+    const without = {
+      // The conv reduced to its current-token tap of 1 (silu(x) of the projection alone).
+      conv: edit(/ssm_conv1d/, (d) => d.map((_, i) => (i % K === K - 1 ? 1 : 0))),
+      // No decay (g = 0): the state never forgets.
+      decay: edit(/ssm_a$/, (d) => d.map(() => 0)),
+      // The attention output gate at sigmoid(0) = ½ on every channel (its rows of attn_q zeroed).
+      output_gate: edit(/blk\.3\.attn_q\.weight/, (d) => d.map((v, i) => (Math.floor(i / QWEN35.hidden / QWEN35.headDim) % 2 === 1 ? 0 : v))),
+      // Transformers' grouped value heads (value head h reads key head ⌊h / 2⌋) instead of llama.cpp's tiled ones
+      // (h mod 2): the same as tiling the value heads of the weights once more (hfValueTransform's reorder).
+      tiled_heads: edit(/attn_qkv|attn_gate|ssm_(beta|alpha|conv1d|dt|out)/, (d, n) => hfValueTransform(config, n, d)),
+    };
+    const gaps = Object.fromEntries(Object.entries(without).map(([k, t]) => [k, logProbGap(theirs.probabilities, intabGreedy(config, t, 1).logits)]));
+    console.log(JSON.stringify({ test: 'families', family: 'qwen35', steps: theirs.ids.length, log_prob_gap: gap, gap_without: gaps }));
+    expect(gap).toBeLessThan(0.01);
+    for (const g of Object.values(gaps)) expect(g).toBeGreaterThan(10 * gap);
+  });
+
   // Quantized, llama.cpp multiplies by q8_0-rounded activations where intab's reference keeps f32: the likeliest next
   // token after the prompt agrees (the distributions differ by that rounding).
-  for (const [family, shape, dtype] of [['smollm3', SMOLLM3, 'q8_0'], ['smollm3', SMOLLM3, 'q4_0'], ['gemma3', GEMMA3, 'q8_0'], ['gemma3', GEMMA3, 'q4_0']] as const) {
+  for (const [family, shape, dtype] of [['smollm3', SMOLLM3, 'q8_0'], ['smollm3', SMOLLM3, 'q4_0'], ['gemma3', GEMMA3, 'q8_0'], ['gemma3', GEMMA3, 'q4_0'], ['qwen35', QWEN35, 'q8_0'], ['qwen35', QWEN35, 'q4_0']] as const) {
     test(`${family} in ${dtype}: the same likeliest next token as llama.cpp`, { timeout: 120_000 }, async () => {
       const { file, config, tensors } = await write(family, shape, dtype);
       const ours = intabGreedy(config, tensors);

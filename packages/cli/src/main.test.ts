@@ -8,7 +8,7 @@ import { compareOptions } from './bench-compare.ts';
 import { jobFromFlags } from './generate.ts';
 import { USAGE as USAGE_FOR_TESTS, main, parseArgs } from './main.ts';
 import { flagsByCommand } from './flags.ts';
-import { makeModelOptions } from './make-model.ts';
+import { makeModelOptions, writeSyntheticModel } from './make-model.ts';
 import { benchServeOptions } from './bench-serve.ts';
 import { CHATML, serveOptions } from './serve.ts';
 
@@ -212,6 +212,8 @@ describe('intab CLI arguments', () => {
     expect(() => opts(['--tokenizer', 'qwen3'])).toThrow(/--out <file.gguf> is required/);
     expect(opts(['--layers', '2', '--out', 'm.gguf']).layers).toBe(2);
     expect(() => opts(['--layers', '0', '--out', 'm.gguf'])).toThrow(/--layers needs a whole number from 1 to 256, e.g. --layers 2/);
+    // Qwen3.5 below one period of its pattern (3 Gated DeltaNet layers, then attention) has no attention layer: refused.
+    expect(() => writeSyntheticModel({ ...opts(['--like', 'qwen3.5-0.8b', '--layers', '3', '--out', join(tmpdir(), 'never.gguf')]) })).toThrow(/--layers 3: a qwen3.5-0.8b file needs at least 4 layers/);
   });
 });
 

@@ -150,12 +150,13 @@ export const USAGE = `usage:
       (what the page saw during the hidden decodes),"visibleTimerHz","hiddenTimerHz","hiddenRafHz" (setTimeout(0)
       wake-ups and frames per second meanwhile),"identicalIds",...}; --json adds a "hidden-run" line per run first.
       Exits 1 when the page was not hidden throughout or the ids differ.
-  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b|smollm3-3b|gemma3-270m|gemma3-1b --dtype q4_0|q8_0|f16|... --out FILE
+  intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b|smollm3-3b|gemma3-270m|gemma3-1b|qwen3.5-0.8b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3] [--layers N]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
       tokenizer (tokenizer.ggml.*, chat template) and makes the vocabulary the tokenizer's (Qwen3 151,669,
       Llama 3 128,256 rows: no dtype needs padding of the row count), for text prompts and constrained output.
-      --layers N keeps the widths and vocabulary with N layers (checks on real shapes at a size a test runs).
+      --layers N keeps the widths and vocabulary with N layers (checks on real shapes at a size a test runs),
+      and the family's layer pattern from the first layer (qwen3.5: three Gated DeltaNet layers, then one attention).
       Every key is written in the type the GGUF spec and llama.cpp give it: the file loads in llama.cpp.
   intab bench compare --model <gguf file | HF folder | ONNX folder> [--systems LIST] [--prompt-tokens N (32)]
                  [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--json]

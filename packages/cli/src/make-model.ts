@@ -41,6 +41,10 @@ export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: s
   const like = SYNTHETIC_SHAPES[o.like];
   const shape = like && o.layers ? { ...like, layers: o.layers } : like;
   if (!shape) throw new Error(`--like ${o.like}: known shapes are ${Object.keys(SYNTHETIC_SHAPES).join(', ')}`);
+  if (shape.linear && shape.layers < shape.linear.interval) {
+    // The pattern from the first layer holds no attention layer below one period, and llama.cpp aborts on such a file.
+    throw new Error(`--layers ${shape.layers}: a ${o.like} file needs at least ${shape.linear.interval} layers (${shape.linear.interval - 1} Gated DeltaNet layers, then the first attention layer; llama.cpp cannot run a model without one), e.g. --layers ${shape.linear.interval}`);
+  }
   if (!isWeightDtype(o.dtype)) throw new Error(`--dtype ${o.dtype}: make-model writes ${WEIGHT_DTYPES.join(', ')}, e.g. --dtype q4_0`);
   const tokenizer = o.tokenizer ? loadTokenizer(realTokenizerFiles(o.tokenizer as RealTokenizerName)) : undefined;
   const bytes = syntheticGguf(shape, o.dtype, o.seed, tokenizer ? { tokenizer } : {});

@@ -130,14 +130,18 @@ export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles,
     return { name: 'webgpu', reason: "backend 'webgpu' was asked for", gpu: await request() };
   }
   if (asked !== 'auto') throw new InvalidRequestError('backend', asked, "'auto', 'webgpu', 'onnx-webgpu' or 'onnx-wasm'");
+  // Qwen3.5's Gated DeltaNet layers have no ONNX graph: they run on intab's kernels, whatever the adapter.
+  const recurrent = model?.config.linearAttention ? `${model.config.arch}'s Gated DeltaNet layers run on intab's WebGPU kernels only (no ONNX graph writes them)` : undefined;
   let gpu: Gpu;
   try {
     gpu = await request();
   } catch (err) {
+    if (recurrent) throw err;
     return { name: 'onnx-wasm', reason: `auto: WebGPU is unavailable here (${err instanceof Error ? err.message : String(err)}), so ${cpu} runs it`, ...ort };
   }
   const a = gpu.adapterInfo;
   const adapter = [a.vendor, a.architecture].filter(Boolean).join(' ') || a.device || a.description || 'unknown';
+  if (recurrent && !onnxFolder) return { name: 'webgpu', reason: `auto: ${recurrent}, here on ${adapter}`, gpu };
   if (isSoftwareAdapter(a)) {
     gpu.destroy();
     return { name: 'onnx-wasm', reason: `auto: the only WebGPU adapter is a software one (${adapter}), where ${cpu} decodes faster`, ...ort };

@@ -1,5 +1,6 @@
 // LlamaConfig: the one description every Llama-family model (Llama 2/3/3.2, Mistral, Qwen2/2.5, Qwen3,
-// SmolLM2, SmolLM3, Phi-3) and Gemma 3 (a Llama layer with a few more fields) is run from. Family differences are
+// SmolLM2, SmolLM3, Phi-3), Gemma 3 (a Llama layer with a few more fields) and Qwen3.5 (Gated DeltaNet layers beside
+// gated attention ones: `linearAttention`, `attnOutputGate`) is run from. Family differences are
 // fields, not subclasses, so the CPU reference, the GPU forward and the loaders all read the same object.
 // configFromHf / configFromGguf build it from a Hugging Face config.json or GGUF metadata and throw typed errors
 // naming the file and the key at fault.
@@ -10,7 +11,7 @@ import { ModelFormatError, UnsupportedModelError } from './errors.ts';
 export type { Llama3Scaling, LinearScaling, RopeStyle };
 
 /** The architectures this config describes, as named by GGUF's general.architecture. */
-export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'smollm3' | 'gemma3';
+export type LlamaArch = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'smollm3' | 'gemma3' | 'qwen35';
 
 /** Feed-forward activation: 'silu' is SwiGLU (silu(gate) * up), 'gelu_tanh' is GeGLU with the tanh approximation. */
 export type Activation = 'silu' | 'gelu_tanh';
@@ -33,6 +34,26 @@ export interface RopeSpec {
    * (and `scaling`) on every layer.
    */
   localTheta?: number;
+}
+
+/**
+ * Gated DeltaNet (Qwen3.5's linear attention) on some layers: q|k|v from one projection through a causal depthwise
+ * conv1d (K taps) and SiLU, q and k l2-normed, then the gated delta rule over a (Dk × Dv) state per value head, a gated
+ * RMSNorm with silu(z) and an out projection (reference/qwen35.ts, @intab/gpu/reference gated-delta.ts).
+ */
+export interface LinearAttentionSpec {
+  /** Layers (ascending) that run Gated DeltaNet; the others run (gated) attention. */
+  layers: readonly number[];
+  /** K: conv1d taps (HF linear_conv_kernel_dim, GGUF ssm.conv_kernel), 4 in Qwen3.5. */
+  convKernel: number;
+  /** Hk: key (and query) heads (linear_num_key_heads, GGUF ssm.group_count). */
+  kHeads: number;
+  /** Hv: value heads, each with its own state (linear_num_value_heads, GGUF ssm.time_step_rank); Hv % Hk == 0. */
+  vHeads: number;
+  /** Dk: key head dimension (linear_key_head_dim, GGUF ssm.state_size). */
+  kDim: number;
+  /** Dv: value head dimension (linear_value_head_dim; GGUF ssm.inner_size / Hv). */
+  vDim: number;
 }
 
 export interface LlamaConfig {
@@ -81,6 +102,13 @@ export interface LlamaConfig {
    */
   postNorms: boolean;
   activation: Activation;
+  /** Gated DeltaNet layers (Qwen3.5); absent: every layer is attention. */
+  linearAttention?: LinearAttentionSpec;
+  /**
+   * The q projection yields (H, 2, D): each head's query and, after it, an output gate; the attention output is
+   * multiplied by sigmoid(gate) before o_proj (Qwen3.5's attn_output_gate). Absent: false.
+   */
+  attnOutputGate?: boolean;
   /** Beginning-of-sequence id, or null when the model has none. */
   bosId: number | null;
   /** Every id that ends generation (Llama 3 instruct has several). */
@@ -104,7 +132,9 @@ export interface TensorShapeLike {
   readonly shape: readonly number[];
 }
 
-const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama) and Gemma 3 (gemma3, text only): pick a model of one of these architectures';
+const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama), Gemma 3 (gemma3, text only) and dense Qwen3.5 (qwen35, text only): pick a model of one of these architectures';
+/** Qwen3.5's mixture-of-experts variant (GGUF qwen35moe, HF qwen3_5_moe): named so the refusal says what is missing. */
+const MOE_ADVICE = 'intab runs the dense Qwen3.5 models (qwen35: 0.8B, 2B, 4B, 9B, 27B) but not mixture-of-experts ones (qwen35moe); it runs llama, mistral, qwen2, qwen3, phi3, smollm3, gemma3 and qwen35: pick a dense model';
 
 // ---- field readers: each names the key that is missing or wrong ----
 
@@ -188,7 +218,11 @@ const HF_ARCH: Record<string, LlamaArch> = {
   smollm3: 'smollm3',
   gemma3_text: 'gemma3',
   gemma3: 'gemma3',
+  qwen3_5_text: 'qwen35',
+  qwen3_5: 'qwen35',
 };
+/** Mixture-of-experts relatives of Qwen3.5 (model types and classes), refused with MOE_ADVICE. */
+const HF_MOE = new Set(['qwen3_5_moe', 'qwen3_5_moe_text', 'qwen3_next', 'Qwen3_5MoeForCausalLM', 'Qwen3_5MoeForConditionalGeneration', 'Qwen3NextForCausalLM']);
 const HF_CLASS: Record<string, LlamaArch> = {
   LlamaForCausalLM: 'llama',
   MistralForCausalLM: 'mistral',
@@ -198,6 +232,8 @@ const HF_CLASS: Record<string, LlamaArch> = {
   SmolLM3ForCausalLM: 'smollm3',
   Gemma3ForCausalLM: 'gemma3',
   Gemma3ForConditionalGeneration: 'gemma3',
+  Qwen3_5ForCausalLM: 'qwen35',
+  Qwen3_5ForConditionalGeneration: 'qwen35',
 };
 
 /**
@@ -211,10 +247,15 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     throw new ModelFormatError(file, '(root)', 'should be a JSON object');
   }
   let j = configJson as Json;
-  // Gemma3ForConditionalGeneration: the language model's config is its text_config (the vision tower is not run).
-  if (j.model_type === 'gemma3' || (Array.isArray(j.architectures) && j.architectures[0] === 'Gemma3ForConditionalGeneration')) {
-    if (typeof j.text_config !== 'object' || j.text_config === null) throw new ModelFormatError(file, 'text_config', 'is missing (a Gemma 3 multimodal config keeps its language model there)');
-    j = { model_type: 'gemma3_text', tie_word_embeddings: j.tie_word_embeddings, eos_token_id: j.eos_token_id, bos_token_id: j.bos_token_id, ...(j.text_config as Json) };
+  const cls = Array.isArray(j.architectures) ? j.architectures[0] : undefined;
+  const moeField = HF_MOE.has(String(j.model_type)) ? 'model_type' : HF_MOE.has(String(cls)) ? 'architectures[0]' : undefined;
+  if (moeField) throw new UnsupportedModelError(file, moeField, String(moeField === 'model_type' ? j.model_type : cls), MOE_ADVICE);
+  // Gemma3ForConditionalGeneration and Qwen3_5ForConditionalGeneration (what the hub ships for Qwen3.5): the language
+  // model's config is their text_config (the vision tower is not run).
+  const multimodal = j.model_type === 'gemma3' || cls === 'Gemma3ForConditionalGeneration' ? 'gemma3_text' : j.model_type === 'qwen3_5' || cls === 'Qwen3_5ForConditionalGeneration' ? 'qwen3_5_text' : undefined;
+  if (multimodal) {
+    if (typeof j.text_config !== 'object' || j.text_config === null) throw new ModelFormatError(file, 'text_config', `is missing (a ${multimodal === 'gemma3_text' ? 'Gemma 3' : 'Qwen3.5'} multimodal config keeps its language model there)`);
+    j = { tie_word_embeddings: j.tie_word_embeddings, eos_token_id: j.eos_token_id, bos_token_id: j.bos_token_id, ...(j.text_config as Json), model_type: multimodal };
   }
   let arch: LlamaArch | undefined;
   if (typeof j.model_type === 'string') {
@@ -277,7 +318,11 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
       throw new UnsupportedModelError(file, `${scalingKey}.rope_type`, String(type), 'intab implements plain rope, linear and llama3 scaling: use a variant of the model without long-context rope scaling');
     }
   }
-  const partial = readNum(j, 'partial_rotary_factor', file, { min: 0, def: 1 });
+  // Qwen3.5 keeps partial_rotary_factor (0.25) in rope_parameters. Its mrope_section splits the rotary pairs between
+  // text, height and width positions: for text all three are the token's position, which is plain neox rope.
+  const partial = ropeParams && ropeParams.partial_rotary_factor !== undefined
+    ? readNum(ropeParams, 'partial_rotary_factor', file, { min: 0 })
+    : readNum(j, 'partial_rotary_factor', file, { min: 0, def: 1 });
   const rotaryDim = Math.floor(headDim * partial / 2) * 2; // transformers: int(head_dim * factor), even in practice
 
   // attention_bias also puts a bias on o_proj (llama, qwen3), mlp_bias on the feed-forward: not in the canonical tensor set.
@@ -296,6 +341,7 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
   }
 
   const gemma = arch === 'gemma3' ? hfGemma3(j, file, headDim, localRope) : undefined;
+  const qwen35 = arch === 'qwen35' ? hfQwen35(j, file) : undefined;
   if (gemma) slidingWindow = gemma.slidingWindow;
   const config: LlamaConfig = {
     arch,
@@ -310,7 +356,7 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     rope: { theta, style: 'neox', rotaryDim, ...(scaling ? { scaling } : {}), ...hfNoRope(j, arch, file), ...(gemma ? { localTheta: gemma.localTheta } : {}) },
     tiedEmbeddings: readBool(j, 'tie_word_embeddings', file, arch === 'gemma3'),
     qkvBias: arch === 'qwen2',
-    qkNorm: arch === 'qwen3' || arch === 'gemma3',
+    qkNorm: arch === 'qwen3' || arch === 'gemma3' || arch === 'qwen35',
     fusedProjections: arch === 'phi3',
     maxContext: readNum(j, 'max_position_embeddings', file, { int: true, min: 1 }),
     slidingWindow,
@@ -319,6 +365,7 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
     embedScale: gemma ? Math.fround(Math.sqrt(hidden)) : 1,
     postNorms: arch === 'gemma3',
     activation,
+    ...(qwen35 ? { linearAttention: qwen35.linearAttention, attnOutputGate: qwen35.attnOutputGate } : {}),
     bosId: readIds(j, 'bos_token_id', file)[0] ?? null,
     eosIds: readIds(j, 'eos_token_id', file),
   };
@@ -335,14 +382,7 @@ function hfGemma3(j: Json, file: string, headDim: number, localRope: Json | unde
   for (const key of ['final_logit_softcapping', 'attn_logit_softcapping']) {
     if (j[key] !== undefined && j[key] !== null) throw new UnsupportedModelError(file, key, String(j[key]), 'intab runs Gemma 3, which has no soft-capping (Gemma 2 has): use a Gemma 3 checkpoint');
   }
-  let slidingLayers: number[];
-  const types = j.layer_types;
-  if (types !== undefined && types !== null) {
-    if (!Array.isArray(types) || types.length !== layers || types.some((t) => t !== 'sliding_attention' && t !== 'full_attention')) {
-      throw new ModelFormatError(file, 'layer_types', `should be ${layers} entries of 'sliding_attention' or 'full_attention' (one per layer)`);
-    }
-    slidingLayers = types.flatMap((t, i) => (t === 'sliding_attention' ? [i] : []));
-  } else slidingLayers = everyNthLayer(readNum(j, 'sliding_window_pattern', file, { int: true, min: 1, def: 6 }), layers, false);
+  const slidingLayers = typedLayers(j, file, layers, 'sliding_attention') ?? everyNthLayer(readNum(j, 'sliding_window_pattern', file, { int: true, min: 1, def: 6 }), layers, false);
   return {
     slidingWindow: readNum(j, 'sliding_window', file, { int: true, min: 1, def: 4096 }),
     slidingLayers,
@@ -370,6 +410,47 @@ function hfNoRope(j: Json, arch: LlamaArch, file: string): { noRopeLayers?: numb
 }
 
 /**
+ * The layers whose `layer_types` entry is `kind` (the others being 'full_attention'), or undefined when the config has
+ * no layer_types.
+ */
+function typedLayers(j: Json, file: string, layers: number, kind: 'sliding_attention' | 'linear_attention'): number[] | undefined {
+  const types = j.layer_types;
+  if (types === undefined || types === null) return undefined;
+  if (!Array.isArray(types) || types.length !== layers || types.some((t) => t !== kind && t !== 'full_attention')) {
+    throw new ModelFormatError(file, 'layer_types', `should be ${layers} entries of '${kind}' or 'full_attention' (one per layer)`);
+  }
+  return types.flatMap((t, i) => (t === kind ? [i] : []));
+}
+
+/**
+ * Qwen3.5's own keys: which layers are Gated DeltaNet (`layer_types`, else all but every `full_attention_interval`-th,
+ * 4 by default, as transformers derives the list), the DeltaNet widths, and the attention output gate.
+ */
+function hfQwen35(j: Json, file: string): { linearAttention: LinearAttentionSpec; attnOutputGate: boolean } {
+  const layers = readNum(j, 'num_hidden_layers', file, { int: true, min: 1 });
+  const linear = typedLayers(j, file, layers, 'linear_attention') ?? everyNthLayer(readNum(j, 'full_attention_interval', file, { int: true, min: 1, def: 4 }), layers, false);
+  if (j.num_experts !== undefined && j.num_experts !== null && readNum(j, 'num_experts', file, { int: true, min: 0 }) > 0) {
+    throw new UnsupportedModelError(file, 'num_experts', String(j.num_experts), MOE_ADVICE);
+  }
+  const spec: LinearAttentionSpec = {
+    layers: linear,
+    convKernel: readNum(j, 'linear_conv_kernel_dim', file, { int: true, min: 1, def: 4 }),
+    kHeads: readNum(j, 'linear_num_key_heads', file, { int: true, min: 1 }),
+    vHeads: readNum(j, 'linear_num_value_heads', file, { int: true, min: 1 }),
+    kDim: readNum(j, 'linear_key_head_dim', file, { int: true, min: 1 }),
+    vDim: readNum(j, 'linear_value_head_dim', file, { int: true, min: 1 }),
+  };
+  checkLinear(spec, file, { kHeads: 'linear_num_key_heads', vHeads: 'linear_num_value_heads' });
+  return { linearAttention: spec, attnOutputGate: readBool(j, 'attn_output_gate', file, true) };
+}
+
+function checkLinear(spec: LinearAttentionSpec, file: string, keys: { kHeads: string; vHeads: string }): void {
+  if (spec.vHeads % spec.kHeads !== 0) {
+    throw new ModelFormatError(file, keys.vHeads, `should be a multiple of the key head count ${spec.kHeads} (${keys.kHeads}) but is ${spec.vHeads}`);
+  }
+}
+
+/**
  * Layers i with (i + 1) % step === 0, counting from 1 (`nth` true), or all the others (`nth` false): SmolLM3's NoPE
  * layers (llama.cpp's n_no_rope_layer_step, transformers' no_rope_layer_interval) and Gemma 3's sliding layers
  * (llama.cpp's set_swa_pattern, transformers' sliding_window_pattern).
@@ -380,11 +461,13 @@ function everyNthLayer(step: number, layers: number, nth = true): number[] {
 
 // ---- GGUF metadata ----
 
-const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3', smollm3: 'smollm3', gemma3: 'gemma3' };
+const GGUF_ARCH: Record<string, LlamaArch> = { llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', phi3: 'phi3', smollm3: 'smollm3', gemma3: 'gemma3', qwen35: 'qwen35' };
 /** llama.cpp's n_no_rope_layer_step, which it sets from the architecture (no GGUF key says it). */
 const GGUF_NO_ROPE_STEP: Partial<Record<LlamaArch, number>> = { smollm3: 4 };
 /** llama.cpp's LLAMA_ROPE_TYPE_NEOX list, restricted to what intab runs; the rest use adjacent pairs. */
-const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3', 'gemma3']);
+// qwen35 is LLAMA_ROPE_TYPE_IMROPE (interleaved multimodal rope): for text every section takes the token's position,
+// which is neox rope over rope.dimension_count dimensions.
+const GGUF_NEOX: ReadonlySet<LlamaArch> = new Set<LlamaArch>(['qwen2', 'qwen3', 'phi3', 'gemma3', 'qwen35']);
 
 /**
  * Builds a LlamaConfig from GGUF metadata. `tensors` (names and row-major shapes, e.g. the reader's
@@ -399,7 +482,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
   if (archName === undefined) throw new ModelFormatError(file, 'general.architecture', 'is missing');
   if (typeof archName !== 'string') throw new ModelFormatError(file, 'general.architecture', 'should be a string');
   const arch = GGUF_ARCH[archName];
-  if (!arch) throw new UnsupportedModelError(file, 'general.architecture', archName, ARCH_ADVICE);
+  if (!arch) throw new UnsupportedModelError(file, 'general.architecture', archName, archName === 'qwen35moe' || archName === 'qwen3next' ? MOE_ADVICE : ARCH_ADVICE);
   const p = `${archName}.`;
   const m = metadata as Json;
 
@@ -467,13 +550,20 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
 
   const swaKey = `${p}attention.sliding_window`;
   const sw = m[swaKey] === undefined ? 0 : readNum(m, swaKey, file, { int: true, min: 0 });
-  const layers = readNum(m, `${p}block_count`, file, { int: true, min: 1 });
+  // Multi-token-prediction blocks (Qwen3.5's MTP, nextn_predict_layers) are stored after the decoder's as extra blocks
+  // that the forward does not run (llama.cpp's n_layer() leaves them out too).
+  const blocks = readNum(m, `${p}block_count`, file, { int: true, min: 1 });
+  const nextn = readNum(m, `${p}nextn_predict_layers`, file, { int: true, min: 0, def: 0 });
+  if (nextn >= blocks) throw new ModelFormatError(file, `${p}nextn_predict_layers`, `should be less than ${p}block_count ${blocks} but is ${nextn}`);
+  const layers = blocks - nextn;
   const gemma = arch === 'gemma3';
   if (gemma) {
     for (const key of [`${p}final_logit_softcapping`, `${p}attn_logit_softcapping`]) {
       if (m[key] !== undefined && readNum(m, key, file) !== 0) throw new UnsupportedModelError(file, key, String(m[key]), 'intab runs Gemma 3, which has no soft-capping: use a Gemma 3 file');
     }
   }
+
+  const qwen35 = arch === 'qwen35' ? ggufQwen35(m, p, file, layers) : undefined;
 
   const bos = m['tokenizer.ggml.bos_token_id'];
   const eosIds = [...readIds(m, 'tokenizer.ggml.eos_token_id', file), ...readIds(m, 'tokenizer.ggml.eot_token_id', file)];
@@ -500,8 +590,10 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
     },
     tiedEmbeddings: names ? !names.has('output.weight') : false,
     qkvBias: names ? names.has('blk.0.attn_q.bias') : arch === 'qwen2',
-    qkNorm: names ? names.has('blk.0.attn_q_norm.weight') : arch === 'qwen3' || gemma,
-    fusedProjections: names ? names.has('blk.0.attn_qkv.weight') : arch === 'phi3',
+    // Qwen3.5: layer 0 is a DeltaNet layer (whose q|k|v projection is also named attn_qkv); its attention layers
+    // always have q/k norms.
+    qkNorm: qwen35 ? true : names ? names.has('blk.0.attn_q_norm.weight') : arch === 'qwen3' || gemma,
+    fusedProjections: qwen35 ? false : names ? names.has('blk.0.attn_qkv.weight') : arch === 'phi3',
     maxContext: readNum(m, `${p}context_length`, file, { int: true, min: 1 }),
     slidingWindow: sw > 0 ? sw : null,
     // Gemma 3: llama.cpp's fixed pattern of five local layers to one global (set_swa_pattern(6)).
@@ -511,8 +603,37 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
     embedScale: gemma ? Math.fround(Math.sqrt(hidden)) : 1,
     postNorms: gemma,
     activation: gemma ? 'gelu_tanh' : 'silu',
+    ...(qwen35 ? { linearAttention: qwen35, attnOutputGate: true } : {}),
     bosId: bos === undefined ? null : readIds(m, 'tokenizer.ggml.bos_token_id', file)[0],
     eosIds: [...new Set(eosIds)],
   };
   return checkShape(config, file, { heads: `${p}attention.head_count`, kvHeads: kvKey, rotary: `${p}rope.dimension_count` });
+}
+
+/**
+ * Qwen3.5's DeltaNet keys as llama.cpp reads them (llama_model_qwen35::load_arch_hparams): ssm.conv_kernel,
+ * ssm.state_size (Dk), ssm.group_count (Hk), ssm.time_step_rank (Hv), ssm.inner_size (Hv·Dv); the recurrent layers
+ * from attention.recurrent_layers (one flag a layer) or, as llama.cpp does without it, all but every
+ * full_attention_interval-th layer (4 by default).
+ */
+function ggufQwen35(m: Json, p: string, file: string, layers: number): LinearAttentionSpec {
+  let linear: number[];
+  const flags = m[`${p}attention.recurrent_layers`];
+  if (flags !== undefined) {
+    if (!Array.isArray(flags) || flags.length < layers) throw new ModelFormatError(file, `${p}attention.recurrent_layers`, `should be ${layers} flags (one per layer)`);
+    linear = flags.slice(0, layers).flatMap((f, i) => (f === true || f === 1 ? [i] : []));
+  } else linear = everyNthLayer(readNum(m, `${p}full_attention_interval`, file, { int: true, min: 1, def: 4 }), layers, false);
+  const vHeads = readNum(m, `${p}ssm.time_step_rank`, file, { int: true, min: 1 });
+  const inner = readNum(m, `${p}ssm.inner_size`, file, { int: true, min: 1 });
+  if (inner % vHeads !== 0) throw new ModelFormatError(file, `${p}ssm.inner_size`, `should be a multiple of ${p}ssm.time_step_rank ${vHeads} (value heads × their width) but is ${inner}`);
+  const spec: LinearAttentionSpec = {
+    layers: linear,
+    convKernel: readNum(m, `${p}ssm.conv_kernel`, file, { int: true, min: 1 }),
+    kHeads: readNum(m, `${p}ssm.group_count`, file, { int: true, min: 1 }),
+    vHeads,
+    kDim: readNum(m, `${p}ssm.state_size`, file, { int: true, min: 1 }),
+    vDim: inner / vHeads,
+  };
+  checkLinear(spec, file, { kHeads: `${p}ssm.group_count`, vHeads: `${p}ssm.time_step_rank` });
+  return spec;
 }

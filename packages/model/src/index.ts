@@ -8,8 +8,8 @@ export { parseGguf, parseGgufSplits, parseGgufSplitName, type GgufFile, type Ggu
 export { parseSafetensors, parseSafetensorsIndex, writeSafetensors, type SafetensorsWriteTensor } from './formats/safetensors.ts';
 export { writeGguf, ggufTyped, type GgufWriteTensor, type GgufWriteValue, type GgufTypedValue } from './formats/gguf-writer.ts';
 export { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
-export { configFromGguf, configFromHf, layerWindows, type LlamaConfig, type LlamaArch, type RopeSpec, type Activation } from './config.ts';
-export { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from './tensor-names.ts';
+export { configFromGguf, configFromHf, layerWindows, type LlamaConfig, type LlamaArch, type LinearAttentionSpec, type RopeSpec, type Activation } from './config.ts';
+export { canonicalHfName, fusedRows, hfValueOffset, hfValueTransform, ffnNormName, type FusedTensor } from './tensor-names.ts';
 export { openGguf, openHfFolder, openOnnxFolder, openTokenizer, type ModelFiles } from './load.ts';
 export { PagedKvCache, type KvCacheShape, type KvCacheOptions } from './kv-cache.ts';
 export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './page-pool.ts';

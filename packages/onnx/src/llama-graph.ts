@@ -6,6 +6,7 @@
 
 import { dequantize, f16ToF32, quantize, ropeInvFreq, rowBytes, type WeightDtype } from '@intab/gpu';
 import { ModelMismatchError, UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
+import { OnnxUnsupportedError } from './errors.ts';
 import { OnnxWriteError } from './errors.ts';
 import {
   DataType,
@@ -174,6 +175,9 @@ interface Matrix {
  */
 export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights, options: LlamaGraphOptions = {}): Promise<LlamaGraph> {
   const file = options.file ?? 'weights';
+  if (config.linearAttention) {
+    throw new OnnxUnsupportedError('linearAttention', `${config.arch}'s Gated DeltaNet layers keep a recurrent state that this graph builder does not write: load the model with backend 'webgpu' (backend 'auto' does).`);
+  }
   const { hidden: C, ffn: F, layers: L, heads: H, kvHeads: Hkv, headDim: D, vocab: V, rmsEps: eps } = config;
   const rot = config.rope.rotaryDim;
   const nbits = options.matmulNBits ?? false;

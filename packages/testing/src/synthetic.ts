@@ -2,7 +2,8 @@
 // benchmarks of sizes no real file is available for here. Weights are valid random blocks of the asked
 // dtype (seeded: same seed, same bytes); norms are near 1 so activations stay in range. With a tokenizer,
 // its vocabulary goes into the GGUF metadata (as convert_hf_to_gguf.py writes it) and the model's vocabulary
-// becomes the tokenizer's size, so the file runs prompts as text and grammar-constrained requests.
+// becomes the tokenizer's size, so the file runs prompts as text and grammar-constrained requests. Qwen3.5 ('qwen35')
+// is written with llama.cpp's Gated DeltaNet tensors and keys (llama_model_qwen35::load_arch_hparams / _tensors).
 
 import { BLOCK, mulberry32, rowBytes, type WeightDtype } from '@intab/gpu';
 import { randomWeights } from '@intab/gpu/reference';
@@ -23,9 +24,16 @@ export interface SyntheticShape {
    * llama.cpp runs without RoPE on every fourth layer; 'gemma3' adds the q/k norms and the norms after attention and
    * the feed-forward (llama.cpp then scales the embedding by √C, runs GeGLU, and slides a window on five layers of six).
    */
-  arch?: 'llama' | 'qwen3' | 'smollm3' | 'gemma3';
+  arch?: 'llama' | 'qwen3' | 'smollm3' | 'gemma3' | 'qwen35';
   /** gemma3: the local layers' window (gemma3.attention.sliding_window) [512]. */
   window?: number;
+  /** Rotated dimensions of each head (rope.dimension_count) [headDim]; qwen35 rotates a quarter. */
+  rotaryDim?: number;
+  /**
+   * qwen35: the Gated DeltaNet layers: all but every `interval`-th (full_attention_interval, counting from 1), with Hk
+   * key heads and Hv value heads of D dimensions (llama.cpp needs key and value heads equally wide) and a conv of K taps.
+   */
+  linear?: { interval: number; convKernel: number; kHeads: number; vHeads: number; headDim: number };
 }
 
 export interface SyntheticOptions {
@@ -52,7 +60,23 @@ export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
   // One kv head of 256 dimensions, 4 query heads; every sixth layer global, the others a window of 512.
   'gemma3-270m': { hidden: 640, ffn: 2048, layers: 18, heads: 4, kvHeads: 1, headDim: 256, vocab: 262144, ropeTheta: 1000000, context: 32768, arch: 'gemma3', window: 512 },
   'gemma3-1b': { hidden: 1152, ffn: 6912, layers: 26, heads: 4, kvHeads: 1, headDim: 256, vocab: 262144, ropeTheta: 1000000, context: 32768, arch: 'gemma3', window: 512 },
+  // Qwen/Qwen3.5-0.8B's text_config: three Gated DeltaNet layers (16 key and 16 value heads of 128) to one gated
+  // attention layer (8 query heads of 256, 2 kv heads, a quarter of each head rotated, theta 1e7); tied embeddings.
+  'qwen3.5-0.8b': {
+    hidden: 1024, ffn: 3584, layers: 24, heads: 8, kvHeads: 2, headDim: 256, vocab: 248320, ropeTheta: 10000000, context: 262144, arch: 'qwen35',
+    rotaryDim: 64, linear: { interval: 4, convKernel: 4, kHeads: 16, vHeads: 16, headDim: 128 },
+  },
 };
+
+/**
+ * llama.cpp's qwen35.rope.dimension_sections for `rotaryDim`: the rotary pairs split between the text, height and
+ * width positions as its interleaved rope reads them (pair i takes section i mod 3), so that every pair is covered:
+ * [11, 11, 10, 0] for Qwen3.5's 64. For text all three are the token's position (plain neox rope).
+ */
+export function ropeSections(rotaryDim: number): number[] {
+  const n = rotaryDim / 2;
+  return [Math.ceil(n / 3), Math.floor((n + 1) / 3), Math.floor(n / 3), 0];
+}
 
 /**
  * A GGUF (the shape's architecture, tied embeddings; no tokenizer unless options.tokenizer) of `shape` with every
@@ -67,13 +91,18 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
   const arch = s.arch ?? 'llama';
   const rng = mulberry32(seed);
   const mult = BLOCK[dtype].elems;
-  for (const k of [s.hidden, s.ffn, s.heads * s.headDim]) {
+  const lin = arch === 'qwen35' ? s.linear : undefined;
+  if (arch === 'qwen35' && !lin) throw new RangeError('a qwen35 shape needs its linear (Gated DeltaNet) widths');
+  for (const k of [s.hidden, s.ffn, s.heads * s.headDim, ...(lin ? [lin.vHeads * lin.headDim] : [])]) {
     if (k % mult !== 0) throw new RangeError(`${dtype} needs K % ${mult} == 0; this shape has K = ${k}`);
   }
   // A few distinct random row blocks per matrix shape, repeated: generating ~100 MB of random blocks one
   // byte at a time would dominate; repetition does not change what a benchmark measures.
+  // qwen35 at test sizes (≤ 64k values a matrix): every row its own (heads that repeat would hide a head-order mistake).
+  const distinctRows = (name: string, n: number, k: number) => arch === 'qwen35' && name !== 'token_embd.weight' && n * k <= 1 << 16;
   const matrix = (name: string, n: number, k: number, scale = 1): GgufWriteTensor => {
     const rb = rowBytes(dtype, k);
+    if (distinctRows(name, n, k)) return { name, type: dtype, shape: [n, k], data: randomWeights(dtype, n, k, rng, 0.05 * scale) };
     const pattern = randomWeights(dtype, Math.min(n, 64), k, rng, 0.05 * scale);
     const data = new Uint8Array(n * rb);
     for (let r = 0; r < n; r += 64) data.set(pattern.subarray(0, Math.min(64, n - r) * rb), r * rb);
@@ -84,8 +113,48 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     return { name, type: 'f32', shape: [n], data: new Uint8Array(v.buffer) };
   };
   const tensors: GgufWriteTensor[] = [matrix('token_embd.weight', s.vocab, s.hidden), norm('output_norm.weight', s.hidden)];
+  const f32 = (name: string, shape: number[], value: () => number): GgufWriteTensor => {
+    const v = new Float32Array(shape.reduce((a, b) => a * b, 1)).map(value);
+    return { name, type: 'f32', shape, data: new Uint8Array(v.buffer) };
+  };
   for (let i = 0; i < s.layers; i++) {
     const b = `blk.${i}.`;
+    if (lin) {
+      // Qwen3.5: a Gated DeltaNet layer, or gated attention every `interval`-th; post_attention_norm is the
+      // feed-forward's input norm. The small tensors stay f32 (llama.cpp's quantizer keeps them so too).
+      const { kHeads: Hk, vHeads: Hv, headDim: Dh, convKernel: K } = lin;
+      const channels = 2 * Hk * Dh + Hv * Dh;
+      tensors.push(norm(`${b}attn_norm.weight`, s.hidden));
+      if ((i + 1) % lin.interval !== 0) {
+        tensors.push(
+          matrix(`${b}attn_qkv.weight`, channels, s.hidden),
+          matrix(`${b}attn_gate.weight`, Hv * Dh, s.hidden),
+          matrix(`${b}ssm_beta.weight`, Hv, s.hidden, 4),
+          matrix(`${b}ssm_alpha.weight`, Hv, s.hidden, 4),
+          f32(`${b}ssm_conv1d.weight`, [channels, K], () => (rng() - 0.5) * 2),
+          f32(`${b}ssm_dt.bias`, [Hv], () => (rng() - 0.5) * 2),
+          f32(`${b}ssm_a`, [Hv], () => -(0.2 + rng())), // −exp(A_log)
+          norm(`${b}ssm_norm.weight`, Dh),
+          matrix(`${b}ssm_out.weight`, s.hidden, Hv * Dh),
+        );
+      } else {
+        tensors.push(
+          matrix(`${b}attn_q.weight`, 2 * s.heads * s.headDim, s.hidden, options.qkScale), // each head's q, then its gate
+          matrix(`${b}attn_k.weight`, s.kvHeads * s.headDim, s.hidden, options.qkScale),
+          matrix(`${b}attn_v.weight`, s.kvHeads * s.headDim, s.hidden),
+          matrix(`${b}attn_output.weight`, s.hidden, s.heads * s.headDim),
+          norm(`${b}attn_q_norm.weight`, s.headDim),
+          norm(`${b}attn_k_norm.weight`, s.headDim),
+        );
+      }
+      tensors.push(
+        norm(`${b}post_attention_norm.weight`, s.hidden),
+        matrix(`${b}ffn_gate.weight`, s.ffn, s.hidden),
+        matrix(`${b}ffn_up.weight`, s.ffn, s.hidden),
+        matrix(`${b}ffn_down.weight`, s.hidden, s.ffn),
+      );
+      continue;
+    }
     tensors.push(
       norm(`${b}attn_norm.weight`, s.hidden),
       matrix(`${b}attn_q.weight`, s.heads * s.headDim, s.hidden, options.qkScale),
@@ -114,9 +183,20 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     [`${p}attention.value_length`]: s.headDim,
     [`${p}attention.layer_norm_rms_epsilon`]: arch === 'llama' ? 1e-5 : 1e-6,
     [`${p}rope.freq_base`]: s.ropeTheta,
-    [`${p}rope.dimension_count`]: s.headDim,
+    [`${p}rope.dimension_count`]: s.rotaryDim ?? s.headDim,
     [`${p}vocab_size`]: s.vocab,
     ...(arch === 'gemma3' ? { [`${p}attention.sliding_window`]: s.window ?? 512 } : {}),
+    ...(lin
+      ? {
+          [`${p}rope.dimension_sections`]: ropeSections(s.rotaryDim ?? s.headDim), // i32, as gguf-keys.ts types it
+          [`${p}ssm.conv_kernel`]: lin.convKernel,
+          [`${p}ssm.state_size`]: lin.headDim,
+          [`${p}ssm.group_count`]: lin.kHeads,
+          [`${p}ssm.time_step_rank`]: lin.vHeads,
+          [`${p}ssm.inner_size`]: lin.vHeads * lin.headDim,
+          [`${p}full_attention_interval`]: lin.interval,
+        }
+      : {}),
     ...(tok ? tokenizerToGgufMetadata(tok) : {}),
   };
   return writeGguf({ metadata, tensors });

@@ -9,6 +9,7 @@ export * from './rope.ts';
 export * from './attention.ts';
 export * from './sampling.ts';
 export * from './accept.ts';
+export * from './gated-delta.ts';
 
 // Production definitions the twins use, re-exported so tests written against this entry keep compiling;
 // they live in (and new code imports them from) '@intab/gpu'.

@@ -35,6 +35,15 @@ const ARCH_KEYS: Readonly<Record<string, readonly KeyType[]>> = {
   'rope.scaling.factor': ['f32'],
   'rope.scaling.attn_factor': ['f32'],
   'rope.scaling.original_context_length': ['u32'],
+  'rope.dimension_sections': ['array<i32>', 'array<u32>'],
+  // State-space / linear-attention widths (Mamba, Qwen3.5's Gated DeltaNet).
+  'ssm.conv_kernel': ['u32'],
+  'ssm.inner_size': ['u32'],
+  'ssm.state_size': ['u32'],
+  'ssm.time_step_rank': ['u32'],
+  'ssm.group_count': ['u32'],
+  full_attention_interval: ['u32'],
+  nextn_predict_layers: ['u32'],
 };
 
 /** Keys spelled in full. */

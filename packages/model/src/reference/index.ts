@@ -18,12 +18,13 @@ export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type 
 
 // Production definitions the twin uses (the config it runs, the names it reads weights by), re-exported so tests
 // written against this entry keep compiling; they live in (and new code imports them from) '@intab/model'.
-export { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from '../tensor-names.ts';
+export { canonicalHfName, fusedRows, hfValueOffset, hfValueTransform, ffnNormName, type FusedTensor } from '../tensor-names.ts';
 export {
   configFromHf,
   configFromGguf,
   type LlamaConfig,
   type LlamaArch,
+  type LinearAttentionSpec,
   type RopeSpec,
   type Activation,
   type TensorShapeLike,

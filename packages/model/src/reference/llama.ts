@@ -1,13 +1,16 @@
 // CPU reference forward pass of the Llama family, written like llama2.c's run.c: plain loops, one token
 // at a time, its own contiguous KV cache, float64 accumulation in every dot product, softmax and norm,
 // f32 storage between steps (as on the GPU). Every LlamaConfig variant (GQA, qkv bias, q/k norm, tied
-// or untied output, normal/neox/partial rope, llama3 scaling, sliding window, SwiGLU/GeGLU) runs here,
-// so the GPU forward and the engine's tests have one slow, obviously-correct twin to compare with.
+// or untied output, normal/neox/partial rope, llama3 scaling, sliding window, SwiGLU/GeGLU; Qwen3.5's gated
+// attention and Gated DeltaNet layers, deltanet.ts) runs here, so the GPU forward and the engine's tests have one
+// slow, obviously-correct twin to compare with.
 
 import { ShapeError } from '@intab/gpu';
 import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
-import { canonicalHfName, fusedRows, hfValueOffset, type FusedTensor } from '../tensor-names.ts';
+import { canonicalHfName, ffnNormName, fusedRows, hfValueTransform, type FusedTensor } from '../tensor-names.ts';
+import { createDeltaNet } from './deltanet.ts';
+import { geluTanh, matvec, rmsnorm, silu } from './ops.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -49,7 +52,17 @@ export interface ReferenceKv {
 
 interface LayerWeights {
   attnNorm: Float32Array; // (C)
-  wq: Float32Array; // (H*D, C)
+  /** Attention's weights, absent on a Gated DeltaNet layer (config.linearAttention.layers). */
+  attn?: AttentionWeights;
+  ffnNorm: Float32Array; // (C)
+  ffnPostNorm?: Float32Array; // (C) (config.postNorms)
+  wGate: Float32Array; // (F, C)
+  wUp: Float32Array; // (F, C)
+  wDown: Float32Array; // (C, F)
+}
+
+interface AttentionWeights {
+  wq: Float32Array; // (H*D, C), or (H*2D, C) with config.attnOutputGate: each head's q rows, then its gate rows
   wk: Float32Array; // (Hkv*D, C)
   wv: Float32Array; // (Hkv*D, C)
   bq?: Float32Array; // (H*D)
@@ -59,35 +72,7 @@ interface LayerWeights {
   kNorm?: Float32Array; // (D)
   wo: Float32Array; // (C, H*D)
   attnPostNorm?: Float32Array; // (C) (config.postNorms)
-  ffnNorm: Float32Array; // (C)
-  ffnPostNorm?: Float32Array; // (C) (config.postNorms)
-  wGate: Float32Array; // (F, C)
-  wUp: Float32Array; // (F, C)
-  wDown: Float32Array; // (C, F)
 }
-
-// ---- math: each op reads f32, accumulates in float64, writes f32 ----
-
-/** out (N) = W (N, K) · x (K) [+ bias (N)] */
-function matvec(out: Float32Array, w: Float32Array, x: Float32Array, n: number, k: number, bias?: Float32Array): void {
-  for (let i = 0; i < n; i++) {
-    let s = 0;
-    const row = i * k;
-    for (let j = 0; j < k; j++) s += w[row + j] * x[j];
-    out[i] = bias ? s + bias[i] : s;
-  }
-}
-
-/** out[o..o+n) = x[o..o+n) / sqrt(mean(x²) + eps) * w */
-function rmsnorm(out: Float32Array, x: Float32Array, w: Float32Array, o: number, n: number, eps: number): void {
-  let ss = 0;
-  for (let i = 0; i < n; i++) ss += x[o + i] * x[o + i];
-  const inv = 1 / Math.sqrt(ss / n + eps);
-  for (let i = 0; i < n; i++) out[o + i] = x[o + i] * inv * w[i];
-}
-
-const silu = (x: number) => x / (1 + Math.exp(-x));
-const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
 
 /**
  * (rotaryDim/2) inverse frequencies in float64: theta^(-2i/rot), then linear or llama3 scaling (as Hugging Face's
@@ -167,19 +152,26 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const outputNorm = get('output_norm.weight', C); // (C)
   const output = config.tiedEmbeddings ? tokenEmbd : get('output.weight', V * C); // (V, C)
   const freqFactors = config.rope.freqFactors ? get('rope_freqs.weight', config.rope.rotaryDim / 2) : undefined;
+  const linearLayers = new Set(config.linearAttention?.layers ?? []);
+  const deltaNet = config.linearAttention ? createDeltaNet(config, config.linearAttention, get) : undefined;
+  const gated = config.attnOutputGate === true;
   const weightsOf: LayerWeights[] = [];
   for (let l = 0; l < L; l++) {
     const b = `blk.${l}.`;
-    weightsOf.push({
-      attnNorm: get(`${b}attn_norm.weight`, C),
-      wq: get(`${b}attn_q.weight`, H * D * C),
+    const attn: AttentionWeights | undefined = linearLayers.has(l) ? undefined : {
+      wq: get(`${b}attn_q.weight`, (gated ? 2 : 1) * H * D * C),
       wk: get(`${b}attn_k.weight`, Hkv * D * C),
       wv: get(`${b}attn_v.weight`, Hkv * D * C),
       ...(config.qkvBias ? { bq: get(`${b}attn_q.bias`, H * D), bk: get(`${b}attn_k.bias`, Hkv * D), bv: get(`${b}attn_v.bias`, Hkv * D) } : {}),
       ...(config.qkNorm ? { qNorm: get(`${b}attn_q_norm.weight`, D), kNorm: get(`${b}attn_k_norm.weight`, D) } : {}),
       wo: get(`${b}attn_output.weight`, C * H * D),
-      ffnNorm: get(`${b}ffn_norm.weight`, C),
-      ...(config.postNorms ? { attnPostNorm: get(`${b}post_attention_norm.weight`, C), ffnPostNorm: get(`${b}post_ffw_norm.weight`, C) } : {}),
+      ...(config.postNorms ? { attnPostNorm: get(`${b}post_attention_norm.weight`, C) } : {}),
+    };
+    weightsOf.push({
+      attnNorm: get(`${b}attn_norm.weight`, C),
+      ...(attn ? { attn } : {}),
+      ffnNorm: get(ffnNormName(config, l), C),
+      ...(config.postNorms ? { ffnPostNorm: get(`${b}post_ffw_norm.weight`, C) } : {}),
       wGate: get(`${b}ffn_gate.weight`, F * C),
       wUp: get(`${b}ffn_up.weight`, F * C),
       wDown: get(`${b}ffn_down.weight`, C * F),
@@ -201,6 +193,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const x = new Float32Array(C); // residual stream
   const xb = new Float32Array(C); // normed input of a sublayer
   const q = new Float32Array(H * D);
+  const qGate = gated ? new Float32Array(H * 2 * D) : q; // the q projection with each head's output gate after its q
   const k = new Float32Array(Hkv * D);
   const v = new Float32Array(Hkv * D);
   const att = new Float32Array(H * D); // attention output, heads concatenated
@@ -232,53 +225,64 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     if (rows.length < pos + 1) rows = new Int32Array(Math.max(pos + 1, rows.length * 2));
     for (let j = Math.max(0, pos - widest + 1); j <= pos; j++) rows[j] = rowOf(j) * row;
     for (let l = 0; l < layers; l++) {
-      const w = weightsOf[l];
-      const first = Math.max(0, pos - windows[l] + 1); // sliding window: pos - j < window
-      // ---- attention ----
-      rmsnorm(xb, x, w.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
-      matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
-      matvec(k, w.wk, xb, Hkv * D, C, w.bk); // k = Wk xb (+ bk)
-      matvec(v, w.wv, xb, Hkv * D, C, w.bv); // v = Wv xb (+ bv)
-      if (w.qNorm && w.kNorm) {
-        for (let h = 0; h < H; h++) rmsnorm(q, q, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
-        for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
-      }
-      if (!noRope.has(l)) {
-        const inv = windows[l] !== Infinity ? localInvFreq : invFreq;
-        rope(q, H, D, pos, inv, neox);
-        rope(k, Hkv, D, pos, inv, neox);
-      }
-      kCache[l].set(k, rows[pos]);
-      vCache[l].set(v, rows[pos]);
-      for (let h = 0; h < H; h++) {
-        const qo = h * D;
-        const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
-        let max = -Infinity;
-        for (let j = first; j <= pos; j++) {
-          let s = 0;
-          const ko = rows[j] + kvo;
-          for (let i = 0; i < D; i++) s += q[qo + i] * kCache[l][ko + i];
-          scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
-          if (scores[j] > max) max = scores[j];
+      const lw = weightsOf[l];
+      rmsnorm(xb, x, lw.attnNorm, 0, C, eps); // xb = rmsnorm(x) * attn_norm
+      const w = lw.attn;
+      if (!w) {
+        // ---- Gated DeltaNet (Qwen3.5's linear layers) ----
+        deltaNet!.step(l, xb, proj); // x += DeltaNet(xb), advancing layer l's recurrent state
+        for (let i = 0; i < C; i++) x[i] += proj[i];
+      } else {
+        const first = Math.max(0, pos - windows[l] + 1); // sliding window: pos - j < window
+        // ---- attention ----
+        if (gated) {
+          matvec(qGate, w.wq, xb, H * 2 * D, C); // [q_h | gate_h] per head = Wq xb (Qwen3.5)
+          for (let h = 0; h < H; h++) q.set(qGate.subarray(h * 2 * D, h * 2 * D + D), h * D);
+        } else matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
+        matvec(k, w.wk, xb, Hkv * D, C, w.bk); // k = Wk xb (+ bk)
+        matvec(v, w.wv, xb, Hkv * D, C, w.bv); // v = Wv xb (+ bv)
+        if (w.qNorm && w.kNorm) {
+          for (let h = 0; h < H; h++) rmsnorm(q, q, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
+          for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
         }
-        let sum = 0;
-        for (let j = first; j <= pos; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
-        for (let i = 0; i < D; i++) {
-          let o = 0;
-          for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][rows[j] + kvo + i];
-          att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
+        if (!noRope.has(l)) {
+          const inv = windows[l] !== Infinity ? localInvFreq : invFreq;
+          rope(q, H, D, pos, inv, neox);
+          rope(k, Hkv, D, pos, inv, neox);
         }
+        kCache[l].set(k, rows[pos]);
+        vCache[l].set(v, rows[pos]);
+        for (let h = 0; h < H; h++) {
+          const qo = h * D;
+          const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
+          let max = -Infinity;
+          for (let j = first; j <= pos; j++) {
+            let s = 0;
+            const ko = rows[j] + kvo;
+            for (let i = 0; i < D; i++) s += q[qo + i] * kCache[l][ko + i];
+            scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
+            if (scores[j] > max) max = scores[j];
+          }
+          let sum = 0;
+          for (let j = first; j <= pos; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
+          for (let i = 0; i < D; i++) {
+            let o = 0;
+            for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][rows[j] + kvo + i];
+            att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
+          }
+          if (gated) for (let i = 0; i < D; i++) att[qo + i] *= 1 / (1 + Math.exp(-qGate[h * 2 * D + D + i])); // att_h *= sigmoid(gate_h)
+        }
+        matvec(proj, w.wo, att, C, H * D); // x += Wo att (Gemma: x += rmsnorm(Wo att) * post_attention_norm)
+        if (w.attnPostNorm) rmsnorm(proj, proj, w.attnPostNorm, 0, C, eps);
+        for (let i = 0; i < C; i++) x[i] += proj[i];
       }
-      matvec(proj, w.wo, att, C, H * D); // x += Wo att (Gemma: x += rmsnorm(Wo att) * post_attention_norm)
-      if (w.attnPostNorm) rmsnorm(proj, proj, w.attnPostNorm, 0, C, eps);
-      for (let i = 0; i < C; i++) x[i] += proj[i];
       // ---- feed-forward ----
-      rmsnorm(xb, x, w.ffnNorm, 0, C, eps); // xb = rmsnorm(x) * ffn_norm
-      matvec(gate, w.wGate, xb, F, C); // g = Wg xb
-      matvec(up, w.wUp, xb, F, C); // u = Wu xb
+      rmsnorm(xb, x, lw.ffnNorm, 0, C, eps); // xb = rmsnorm(x) * ffn_norm (Qwen3.5's post_attention_norm)
+      matvec(gate, lw.wGate, xb, F, C); // g = Wg xb
+      matvec(up, lw.wUp, xb, F, C); // u = Wu xb
       for (let i = 0; i < F; i++) gate[i] = act(gate[i]) * up[i]; // h = act(g) * u
-      matvec(proj, w.wDown, gate, C, F); // x += Wd h (Gemma: x += rmsnorm(Wd h) * post_ffw_norm)
-      if (w.ffnPostNorm) rmsnorm(proj, proj, w.ffnPostNorm, 0, C, eps);
+      matvec(proj, lw.wDown, gate, C, F); // x += Wd h (Gemma: x += rmsnorm(Wd h) * post_ffw_norm)
+      if (lw.ffnPostNorm) rmsnorm(proj, proj, lw.ffnPostNorm, 0, C, eps);
       for (let i = 0; i < C; i++) x[i] += proj[i];
     }
   };
@@ -304,15 +308,34 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     matvec(out.subarray(offset, offset + V), output, xb, V, C); // logits = Wout xf
   };
 
+  // Linear layers carry a recurrent state, which a rewind cannot take back: the model keeps the ids it has run
+  // (history) and the position its state stands at (stateAt, −1 after a draft that ran only the first layers), and
+  // replays history[0, startPos) from a fresh state when asked to start elsewhere. Slow, obviously exact.
+  const history: number[] = [];
+  let stateAt = 0;
+  const restoreState = (startPos: number) => {
+    if (!deltaNet || stateAt === startPos) return;
+    if (startPos > history.length) {
+      throw new IntabModelError(`reference-llama: a model with linear-attention layers (${config.arch}) carries a recurrent state built from every earlier token, and this one has run ${history.length} positions: start at most there (startPos ${startPos}).`);
+    }
+    deltaNet.reset();
+    for (let p = 0; p < startPos; p++) step(history[p], p, L);
+    stateAt = startPos;
+  };
+
   const run = (tokens: readonly number[], startPos: number, all: boolean, layers = L): Float32Array => {
     check(tokens, startPos, layers);
     ensure(startPos + tokens.length);
+    restoreState(startPos);
     const out = new Float32Array((all ? tokens.length : 1) * V);
     for (let t = 0; t < tokens.length; t++) {
       step(tokens[t], startPos + t, layers);
       length = startPos + t + 1;
+      history[startPos + t] = tokens[t];
       if (all) logitsOf(out, t * V);
     }
+    history.length = length;
+    stateAt = layers === L ? length : -1;
     if (!all) logitsOf(out, 0);
     return out;
   };
@@ -326,6 +349,9 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     logitsAll: (tokens, startPos, layers) => run(tokens, startPos, true, layers),
     reset() {
       length = 0;
+      history.length = 0;
+      stateAt = 0;
+      deltaNet?.reset();
     },
   };
 }
@@ -365,7 +391,8 @@ export function greedy(model: ReferenceModel, prompt: readonly number[], n: numb
 
 /**
  * A Hugging Face checkpoint's tensors (as f32) under canonical names, as openHfFolder maps them: names the forward
- * does not use dropped, fused Phi-3 projections split, Gemma's norm weights as 1 + w.
+ * does not use dropped, fused Phi-3 projections split, values as convert_hf_to_gguf.py writes them (hfValueTransform:
+ * Gemma's and Qwen3.5's norm weights as 1 + w, Qwen3.5's −exp(A_log) and value heads in tiled order).
  * @example
  * const tensors = canonicalHfTensors(config, readSafetensors(bytes, file), file);
  */
@@ -378,8 +405,7 @@ export function canonicalHfTensors(config: LlamaConfig, hf: Iterable<readonly [s
       for (const [part, data] of splitFused(config, c, t.data, file)) out.set(part, data);
       continue;
     }
-    const offset = hfValueOffset(config.arch, c);
-    out.set(c, offset ? t.data.map((v) => v + offset) : t.data);
+    out.set(c, hfValueTransform(config, c, t.data));
   }
   return out;
 }
