@@ -1,7 +1,8 @@
 // The kernel benchmark: baselines (copyBufferToBuffer bandwidth, the best streaming-read kernel of a
-// sweep), then one JSON record per case (GEMV, GEMM, decode attention, and the kernels that reduce across a
-// workgroup: RMSNorm and the sampler's pick) with median_ms, gbps (bytes the kernel must read / time),
-// gflops and both ratios. Runs on whatever GPU the page gets; `intab bench kernels` runs it headless.
+// sweep), then one JSON record per case (GEMV, GEMM, decode attention, the kernels that reduce across a
+// workgroup: RMSNorm and the sampler's pick, and Qwen3.5's causal conv and gated delta rule) with median_ms, gbps
+// (bytes the kernel must read / time), gflops and both ratios. Runs on whatever GPU the page gets; `intab bench
+// kernels` runs it headless.
 
 import {
   BLOCK,
@@ -9,6 +10,8 @@ import {
   mulberry32,
   packSamplingBatch,
   createAttentionDecode,
+  createCausalConv1d,
+  createGatedDelta,
   createGemm,
   createGemv,
   createRmsNorm,
@@ -133,7 +136,64 @@ export async function runKernelBench(gpu: Gpu, report: Report, o: BenchOptions =
     }
   }
 
+  // ---- Qwen3.5's linear attention: the causal conv and the gated delta rule (decode T = 1, prefill scan) ----
+  for (const t of quick ? [16] : [1, 16, 64, 256]) {
+    for (const kernel of ['causal-conv1d', 'gated-delta'] as const) {
+      const label = `${kernel} ${QWEN35_LINEAR.name} T=${t}`;
+      if (!o.filter || label.includes(o.filter)) await guarded(report, label, async () => report(await benchLinearAttention(gpu, kernel, t, copyGbps, topConfigs, quick)));
+    }
+  }
+
   report({ type: 'done' });
+}
+
+/** Qwen3.5-0.8B's linear-attention layer (config.json: linear_num_{key,value}_heads 16, head dims 128, conv 4). */
+const QWEN35_LINEAR = { name: 'Qwen3.5-0.8B', vHeads: 16, kHeads: 16, keyDim: 128, valueDim: 128, convSize: 4 };
+
+/** One sequence of T tokens from a state slot: the conv over its q|k|v channels, or the delta rule's scan. */
+async function benchLinearAttention(gpu: Gpu, kernel: 'causal-conv1d' | 'gated-delta', tokens: number, copyGbps: number, topConfigs: ReadConfig[], quick: boolean): Promise<BenchRecord> {
+  const m = QWEN35_LINEAR;
+  const channels = 2 * m.kHeads * m.keyDim + m.vHeads * m.valueDim;
+  const u32 = (a: Uint32Array) => {
+    const b = gpu.device.createBuffer({ label: 'bench.u32', size: Math.max(16, a.byteLength), usage: STORAGE });
+    gpu.device.queue.writeBuffer(b, 0, a);
+    return b;
+  };
+  const x = buffer(gpu, randomF32(tokens * channels, 9));
+  const seqIds = u32(new Uint32Array(tokens));
+  const slotIds = u32(new Uint32Array([0]));
+  const owned = [x, seqIds, slotIds];
+  try {
+    let record: (pass: GPUComputePassEncoder) => void;
+    let bytes: number;
+    let flops: number;
+    if (kernel === 'causal-conv1d') {
+      const conv = createCausalConv1d(gpu, { channels, kernelSize: m.convSize });
+      const weight = buffer(gpu, randomF32(channels * m.convSize, 10));
+      const state = gpu.device.createBuffer({ label: 'bench.conv-state', size: conv.slotBytes, usage: STORAGE });
+      const out = gpu.device.createBuffer({ label: 'out', size: tokens * channels * 4, usage: STORAGE });
+      owned.push(weight, state, out);
+      record = (pass) => conv.encode(pass, { x, weight, state, out, seqIds, slotIds, tokens, sequences: 1 });
+      bytes = (tokens + m.convSize) * channels * 4; // x, weight, state
+      flops = 2 * m.convSize * tokens * channels;
+    } else {
+      const delta = createGatedDelta(gpu, m);
+      const g = buffer(gpu, randomF32(tokens * m.vHeads, 11, 0.1).map((v) => -Math.abs(v)));
+      const beta = buffer(gpu, randomF32(tokens * m.vHeads, 12, 0.1).map((v) => 0.5 + v));
+      const state = gpu.device.createBuffer({ label: 'bench.delta-state', size: delta.slotBytes, usage: STORAGE });
+      const out = gpu.device.createBuffer({ label: 'out', size: tokens * m.vHeads * m.valueDim * 4, usage: STORAGE });
+      owned.push(g, beta, state, out);
+      record = (pass) => delta.encode(pass, { qkv: x, g, beta, state, out, seqIds, slotIds, tokens, sequences: 1 });
+      bytes = delta.slotBytes + tokens * (channels + 2 * m.vHeads) * 4; // the state once, q|k|v, g and beta
+      flops = 8 * m.vHeads * m.keyDim * m.valueDim * tokens; // per state element and token: decay+write, Sᵀk, Sᵀq
+    }
+    const t = await timeRecording(gpu, record, { samples: quick ? 3 : 5, maxReps: 20 });
+    const readGbps = await readBandwidth(gpu, bytes, topConfigs, quick);
+    const shape = `T=${tokens} Hv=${m.vHeads} Hk=${m.kHeads} Dk=${m.keyDim} Dv=${m.valueDim}`;
+    return caseRecord(kernel, 'f32', kernel === 'gated-delta' ? shape : `T=${tokens} C=${channels} K=${m.convSize}`, m.name, 'linear-attn', t, bytes, flops, copyGbps, readGbps);
+  } finally {
+    for (const b of owned) b.destroy();
+  }
 }
 
 async function benchRmsNorm(gpu: Gpu, model: (typeof MODELS)[number], rows: number, copyGbps: number, topConfigs: ReadConfig[], quick: boolean): Promise<BenchRecord> {

@@ -49,6 +49,7 @@ export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOpti
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
 export { createSwiglu, type SwigluArgs } from './kernels/swiglu.ts';
 export { createGeluTanh } from './kernels/gelu-tanh.ts';
+export { createSigmoidGate } from './kernels/sigmoid-gate.ts';
 export type { GatedArgs } from './kernels/activation.ts';
 export { createStreamRead, streamReadOutBytes, type StreamReadArgs } from './kernels/stream-read.ts';
 export {
@@ -76,6 +77,17 @@ export {
   type AttentionPrefillArgs,
   type AttentionOptions,
 } from './kernels/attention-prefill.ts';
+export { type RecurrentStep } from './kernels/recurrent-state.ts';
+export { createCausalConv1d, MAX_CONV_TAPS, type CausalConv1d, type CausalConv1dArgs, type CausalConv1dOptions } from './kernels/causal-conv1d.ts';
+export {
+  createGatedDelta,
+  MAX_DELTA_KEY_DIM,
+  type GatedDelta,
+  type GatedDeltaArgs,
+  type GatedDeltaOptions,
+  type GatedDeltaShape,
+  type DeltaHeadOrder,
+} from './kernels/gated-delta.ts';
 export {
   createSampler,
   packSamplingBatch,

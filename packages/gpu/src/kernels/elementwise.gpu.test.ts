@@ -1,9 +1,10 @@
-// swiglu and gelu-tanh (GEGLU) against their float64 twins, with ragged sizes, strided (fused gate_up) inputs and
+// swiglu, gelu-tanh (GEGLU) and the sigmoid gate against their float64 twins, with ragged sizes, strided (fused gate_up) inputs and
 // outliers that overflow naive exp/tanh.
 import { describe, expect, test } from 'vitest';
 import { createSwiglu } from './swiglu.ts';
 import { createGeluTanh } from './gelu-tanh.ts';
-import { gated, geluTanh, silu } from '../reference/elementwise.ts';
+import { createSigmoidGate } from './sigmoid-gate.ts';
+import { gated, geluTanh, sigmoid, silu } from '../reference/elementwise.ts';
 import { expectClose, randomF32, readF32, run, scratch, testGpu, upload } from '@intab/testing/gpu';
 
 describe('elementwise', () => {
@@ -59,6 +60,21 @@ describe('elementwise', () => {
       createGeluTanh(gpu).encode(pass, { x: buf, up: buf, out, rows, cols, stride: 2 * cols, upStride: 2 * cols, upOffset: cols }),
     );
     expectClose(await readF32(gpu, out, rows * cols), gated(geluTanh, gu, gu, rows, cols, 2 * cols, 2 * cols, cols), { atol: 1e-6, rtol: 1e-5 });
+  });
+
+  test('sigmoid gate with saturating gates, reading a strided up', async () => {
+    const gpu = await testGpu();
+    const [rows, cols] = [3, 130];
+    const x = randomF32(rows * cols, 9, 4);
+    x[0] = 1e5; // 1
+    x[1] = -1e5; // about 1e-35, not NaN
+    const u = randomF32(rows * 2 * cols, 10, 2);
+    const out = scratch(gpu, rows * cols * 4);
+    await run(gpu, (pass) => createSigmoidGate(gpu).encode(pass, { x: upload(gpu, x), up: upload(gpu, u), out, rows, cols, upStride: 2 * cols, upOffset: cols }));
+    const got = await readF32(gpu, out, rows * cols);
+    expect(got[0]).toBe(u[cols]);
+    expect(Math.abs(got[1])).toBeLessThan(1e-30);
+    expectClose(got, gated(sigmoid, x, u, rows, cols, cols, 2 * cols, cols), { atol: 1e-6, rtol: 1e-5 });
   });
 
   test('shape errors name the argument', async () => {

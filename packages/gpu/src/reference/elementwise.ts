@@ -1,6 +1,7 @@
 // CPU twins of the gated activations (shaders/elementwise/*.wgsl and the GEMV's fused epilogue), in float64.
 
 export const silu = (x: number) => x / (1 + Math.exp(-x));
+export const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 export const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 
 /** out[t, i] = act(x[t*stride + i]) * up[t*upStride + upOffset + i]. */
