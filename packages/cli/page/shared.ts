@@ -182,7 +182,7 @@ export function bytesPerToken(runner: StepRunner, info: ModelInfo): number {
   if (!(runner instanceof Runner)) return info.weightBytes;
   const w = runner.weights;
   let bytes = w.output.rowBytes * w.output.n + w.embed.rowBytes;
-  for (const l of w.layers) for (const m of [...l.qkv, l.o, ...l.gateUp, l.down]) bytes += m.rowBytes * m.n;
+  for (const l of w.layers) for (const m of [...l.qkv, l.o, ...l.gateUp, l.down, ...(l.qGate ? [l.qGate] : []), ...(l.linear?.zba ?? [])]) bytes += m.rowBytes * m.n;
   return bytes + (2 * w.layers.length + 1) * runner.config.hidden * 4;
 }
 

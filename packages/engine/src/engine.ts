@@ -237,6 +237,7 @@ export class Engine implements EngineApi {
       hasDraft: this.draft !== undefined,
       layers: runner.config.layers,
       earlyExit: runner.capabilities?.earlyExit !== false,
+      why: runner.capabilities?.why,
     });
     const truncated = fitted.dropped > 0 ? { messages: fitted.dropped, tokens: fitted.tokens } : undefined;
     return this.begin(prompt, options, signal, { constraint, spec, truncated, tools: tools?.sequence }).id;

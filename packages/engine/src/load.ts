@@ -12,6 +12,7 @@ import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRun
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel, modelFacts } from './open-model.ts';
+import { noCacheAdvice } from './prefix-cache-api.ts';
 
 // The rule the kernels pick their variants by (@intab/gpu): the backend choice below uses the same one.
 export { isSoftwareAdapter };
@@ -91,7 +92,10 @@ export interface LoadedModel {
  */
 export async function loadModel(gpu: Gpu, opened: OpenedModels, o: RunnersOptions & { prefixCache?: boolean; reason?: string }): Promise<LoadedModel> {
   const { runner, draft } = await loadRunners(gpu, opened.model, opened.draftModel, o);
-  return { runner, draft, info: { ...describeModel(gpu, runner, opened.tokenizer, draft, o.reason), prefixCache: o.prefixCache !== false } };
+  const info: ModelInfo = { ...describeModel(gpu, runner, opened.tokenizer, draft, o.reason), prefixCache: o.prefixCache !== false && runner.capabilities?.sharedPages !== false };
+  // Qwen3.5: no prefix cache, and info says why (it stays exact: every request prefills its whole prompt)
+  if (o.prefixCache !== false && !info.prefixCache) info.warnings = [...(info.warnings ?? []), `the prefix cache is off: ${noCacheAdvice(runner)}.`];
+  return { runner, draft, info };
 }
 
 // ---- backends ----

@@ -3,7 +3,7 @@
 // about a loaded model, and the check that a draft model shares the target's tokenizer.
 
 import { formatBytes, type Gpu } from '@intab/gpu';
-import { blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { UnsupportedModelError, blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 import { listModelFolder, modelFetch } from './model-fetch.ts';
@@ -95,6 +95,10 @@ export function describeModel(gpu: Gpu, runner: Runner, tokenizer: Tokenizer | u
  */
 export function checkDraft(target: ModelFiles, targetTokenizer: Tokenizer | undefined, draft: ModelFiles, draftTokenizer: Tokenizer | undefined): void {
   if (target.config.vocab !== draft.config.vocab) throw new DraftMismatchError('vocabulary size', String(target.config.vocab), String(draft.config.vocab));
+  if (draft.config.linearAttention) {
+    const file = [...draft.tensors.values()][0]?.source.name ?? 'draft model';
+    throw new UnsupportedModelError(file, 'general.architecture', draft.config.arch, "a draft model is rewound across several of its own steps, which its Gated DeltaNet layers' recurrent state cannot be: use a Llama-family draft model, or ngram speculation");
+  }
   if (!targetTokenizer || !draftTokenizer) return;
   const vocabOf = (t: Tokenizer) => JSON.stringify((t.json as { model?: { vocab?: unknown } }).model?.vocab ?? null);
   if (vocabOf(targetTokenizer) !== vocabOf(draftTokenizer)) throw new DraftMismatchError('tokenizer vocabulary', targetTokenizer.file, draftTokenizer.file);

@@ -131,6 +131,9 @@ export class PrefixCacheApi {
 
 /** Why the prefix cache is off for `runner`, and what turns it on. */
 export function noCacheAdvice(runner: StepRunner | undefined): string {
-  if (runner?.capabilities?.sharedPages === false) return "this backend keeps each sequence's K/V apart and cannot share prefixes: load the model with backend 'webgpu' to use it";
+  if (runner?.capabilities?.sharedPages === false) {
+    if (runner.capabilities.why) return `${runner.capabilities.why}: this model has no prefix cache on any backend (every request prefills its whole prompt)`;
+    return "this backend keeps each sequence's K/V apart and cannot share prefixes: load the model with backend 'webgpu' to use it";
+  }
   return 'load it with prefixCache: true (the default)';
 }

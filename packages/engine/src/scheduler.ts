@@ -70,7 +70,7 @@ export class Scheduler {
   private cursor = 0;
 
   constructor(
-    private readonly runner: Pick<StepRunner, 'kv' | 'alloc'>,
+    private readonly runner: Pick<StepRunner, 'kv' | 'alloc' | 'freeSequenceSlots'>,
     readonly limits: SchedulerLimits,
     private readonly admission: Admission = plainAdmission(runner),
   ) {}
@@ -104,6 +104,7 @@ export class Scheduler {
 
   /** Whether `seq` (not admitted) fits beside every admitted sequence's reservation right now. */
   fits(seq: Sequence): boolean {
+    if ((this.runner.freeSequenceSlots ?? Infinity) < 1) return false; // a recurrent state slot each (Qwen3.5)
     const { need, available, window } = this.admission.cost(seq);
     return need <= available - this.reservedPages() && (!window || window.need <= window.available - this.reservedWindowPages());
   }

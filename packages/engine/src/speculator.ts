@@ -44,7 +44,7 @@ const PROBE_BUDGET = 0.015;
  */
 export function resolveSpeculative(
   value: SpeculativeMethod | SpeculativeOptions | false | undefined,
-  context: { hasDraft: boolean; layers: number; earlyExit?: boolean },
+  context: { hasDraft: boolean; layers: number; earlyExit?: boolean; why?: string },
 ): SpeculationConfig | undefined {
   const bad = (field: string, v: unknown, expected: string): never => {
     throw new InvalidRequestError(field, v, expected);
@@ -58,6 +58,7 @@ export function resolveSpeculative(
     return bad('speculative.method', o.method, "'ngram', 'self' or 'auto': no draft model is loaded (load one with createEngine({ model, draft }))");
   }
   if (o.method === 'self' && context.earlyExit === false) {
+    if (context.why) return bad('speculative.method', o.method, `'ngram', 'draft' or 'auto': ${context.why}, so the model cannot draft with its first layers`);
     return bad('speculative.method', o.method, "'ngram', 'draft' or 'auto': this backend runs every layer in each step, so the model cannot draft for itself (self-speculation needs the WebGPU backend)");
   }
   const method = o.method === 'auto' ? (context.hasDraft ? 'draft' : 'ngram') : o.method;

@@ -9,6 +9,7 @@ import { runStateBytes } from './arch/llama.ts';
 import type { LlamaConfig } from './config.ts';
 import { IntabModelError } from './errors.ts';
 import { planKvCache, type KvCacheShape } from './kv-cache.ts';
+import { stateSlotBytes } from './sequence-states.ts';
 import type { TensorInfo } from './types.ts';
 import { uploadDtype } from './upload.ts';
 
@@ -59,7 +60,10 @@ export function loadNeeds(gpu: Pick<Gpu, 'limits'>, c: LlamaConfig, tensors: Rea
   let weights = matrix('token_embd.weight') + vector(C) + (c.tiedEmbeddings ? 0 : matrix('output.weight'));
   for (let l = 0; l < c.layers; l++) {
     const b = `blk.${l}.`;
-    for (const m of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) weights += matrix(`${b}${m}.weight`);
+    // (a Gated DeltaNet layer has attn_qkv, attn_gate, ssm_beta, ssm_alpha and ssm_out where attention has q, k, v, o)
+    for (const m of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'attn_qkv', 'attn_gate', 'ssm_beta', 'ssm_alpha', 'ssm_out', 'ffn_gate', 'ffn_up', 'ffn_down']) {
+      weights += matrix(`${b}${m}.weight`);
+    }
     weights += 2 * vector(C);
     if (c.qkvBias) weights += vector((H + 2 * Hkv) * D);
     if (c.qkNorm) weights += vector(2 * D);
@@ -73,7 +77,10 @@ export function loadNeeds(gpu: Pick<Gpu, 'limits'>, c: LlamaConfig, tensors: Rea
   const runState = Object.values(runStateBytes(c, o, Math.ceil(longest / kv.pageSize), partials)).reduce((a, b) => a + b, 0);
   // The sampler's (R, V) scratch and (R, outStride) output, the acceptance output (B, 4).
   const sampling = R * V + R * (2 + 2 * SAMPLER_TOP_LOGPROBS) + B * 4;
-  return { weights, kv: kv.bytes, activations: runState + 4 * sampling };
+  // Gated DeltaNet layers: each sequence's recurrent state, live and snapshot (SequenceStates), with the K/V.
+  const la = c.linearAttention;
+  const states = la ? 2 * B * la.layers.length * Object.values(stateSlotBytes(la)).reduce((a, b) => a + b, 0) : 0;
+  return { weights, kv: kv.bytes + states, activations: runState + 4 * sampling };
 }
 
 interface Failure {

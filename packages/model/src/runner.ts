@@ -25,7 +25,8 @@ import { IntabModelError } from './errors.ts';
 import { LoadScopes, loadNeeds } from './gpu-memory.ts';
 import { PagedKvCache } from './kv-cache.ts';
 import { checkStep } from './page-pool.ts';
-import type { KvKey, PageIO, StepEntry, StepOptions, StepResult, StepRunner } from './step-runner.ts';
+import { SequenceStates } from './sequence-states.ts';
+import type { KvKey, PageIO, RunnerCapabilities, StepEntry, StepOptions, StepResult, StepRunner } from './step-runner.ts';
 import { LlamaForward, checkLayers, loadLlamaWeights, type LlamaWeights, type LoadProgress, type StepPlan, type TensorTable } from './arch/llama.ts';
 
 export interface RunnerOptions {
@@ -67,6 +68,11 @@ export class Runner implements StepRunner {
 
   /** Reading and writing whole KV pages, for a prefix cache saved to disk (absent with a window store: kept in memory only). */
   readonly pageIO?: PageIO;
+  /**
+   * With Gated DeltaNet layers (Qwen3.5), a sequence's state is more than its pages: no page sharing (prefix cache,
+   * adopt) and no early exit (a draft of the first layers would advance their state with tokens that are undone).
+   */
+  readonly capabilities?: RunnerCapabilities;
 
   private constructor(
     private readonly gpu: Gpu,
@@ -77,9 +83,17 @@ export class Runner implements StepRunner {
     readonly maxRows: number,
     readonly maxTokens: number,
     quantize: 'q8_0' | 'q4_0' | undefined,
+    /** The recurrent state of the Gated DeltaNet layers, one slot per sequence (config.linearAttention). */
+    readonly states?: SequenceStates,
   ) {
     const key: KvKey = { weights: weights.hash, quantize: quantize ?? null, kvDtype: 'f32', pageSize: kv.pageSize, arch: config };
-    if (!kv.window) {
+    if (states) {
+      this.capabilities = {
+        sharedPages: false,
+        earlyExit: false,
+        why: `${config.arch}'s Gated DeltaNet layers keep a recurrent state per sequence beside its K/V pages, which pages cannot share`,
+      };
+    } else if (!kv.window) {
       this.pageIO = {
         pageBytes: kv.pageBytesAllLayers,
         key: async () => key,
@@ -87,7 +101,7 @@ export class Runner implements StepRunner {
         write: async (pages, bytes) => kv.writePages(pages, bytes),
       };
     }
-    this.forward = new LlamaForward(gpu, config, weights, kv, { maxTokens, maxBatch, maxRows });
+    this.forward = new LlamaForward(gpu, config, weights, kv, { maxTokens, maxBatch, maxRows }, states);
     let sampler: Sampler | undefined;
     try {
       this.sampler = sampler = createSampler(gpu, { vocab: config.vocab, maxBatch: maxRows, label: 'sampler' });
@@ -144,6 +158,7 @@ export class Runner implements StepRunner {
     const scopes = new LoadScopes(gpu.device, o.signal);
     let weights: LlamaWeights | undefined;
     let kv: PagedKvCache | undefined;
+    let states: SequenceStates | undefined;
     let runner: Runner | undefined;
     try {
       scopes.open('weights', needs.weights);
@@ -160,8 +175,13 @@ export class Runner implements StepRunner {
         scopes.close();
       }
       const loaded = weights;
-      const cache = (kv = scopes.run('kv-cache', needs.kv, () => new PagedKvCache(gpu, shape, { budgetBytes })));
-      runner = scopes.run('activations', needs.activations, () => new Runner(gpu, config, loaded, cache, maxBatch, maxRows, maxTokens, o.quantize));
+      const cache = (kv = scopes.run('kv-cache', needs.kv, () => {
+        const made = new PagedKvCache(gpu, shape, { budgetBytes });
+        // Qwen3.5: a recurrent state slot for each sequence a step can hold
+        if (config.linearAttention) states = new SequenceStates(gpu, config.linearAttention, maxBatch);
+        return made;
+      }));
+      runner = scopes.run('activations', needs.activations, () => new Runner(gpu, config, loaded, cache, maxBatch, maxRows, maxTokens, o.quantize, states));
       const failed = await scopes.failure(needs);
       if (failed) throw failed;
       return runner;
@@ -169,6 +189,7 @@ export class Runner implements StepRunner {
       if (runner) runner.destroy();
       else {
         kv?.destroy();
+        states?.destroy();
         weights?.destroy();
       }
       // A refused allocation is the cause of whatever followed it (an upload stopped through scopes.signal).
@@ -198,26 +219,47 @@ export class Runner implements StepRunner {
     }
   }
 
+  /** Gated DeltaNet layers: the state slots left (maxBatch in all); absent otherwise. */
+  get freeSequenceSlots(): number | undefined {
+    return this.states?.freeSlotCount;
+  }
+
   alloc(seq: number): void {
     this.kv.alloc(seq);
+    try {
+      this.states?.alloc(seq);
+    } catch (err) {
+      this.kv.free(seq);
+      throw err;
+    }
   }
 
   /** A new sequence over pages in use (a prefix cache's), holding `length` tokens (see PagePool.adopt). */
   adopt(seq: number, pages: readonly number[], length: number): void {
+    if (this.states) throw new IntabModelError(`adopt: ${this.capabilities!.why}: start sequence ${seq} with alloc() and prefill it.`);
     this.kv.adopt(seq, pages, length);
   }
 
   free(seq: number): void {
     this.kv.free(seq);
+    this.states?.free(seq);
   }
 
+  /** Drops the last `n` tokens; with Gated DeltaNet layers, within the sequence's last verify step (SequenceStates). */
   rewind(seq: number, n: number): void {
+    if (this.states) this.states.rewind(seq, Math.max(0, this.kv.length(seq) - n));
     this.kv.rewind(seq, n);
   }
 
-  /** A new sequence sharing `src`'s cached tokens (copy-on-write pages). */
+  /** A new sequence sharing `src`'s cached tokens (copy-on-write pages; a copy of its recurrent state). */
   fork(src: number, dst: number): void {
     this.kv.fork(src, dst);
+    try {
+      this.states?.fork(src, dst);
+    } catch (err) {
+      this.kv.free(dst);
+      throw err;
+    }
   }
 
   /**
@@ -247,9 +289,11 @@ export class Runner implements StepRunner {
     const readRows = entries.some((e) => e.verify && e.rows) || rowParams.some((p) => (p.topLogprobs ?? 0) > 0);
     const lazy = entries.some((e) => e.masks);
 
+    if (this.states) this.replay(entries);
     const plan = this.plan(entries);
     let encoder = this.gpu.device.createCommandEncoder({ label: 'step' });
     this.kv.recordCopies(encoder);
+    this.states?.recordPending(encoder);
     const logits = this.forward.encode(encoder, plan, { layers }); // (R, V)
     if (lazy) {
       // Masks from the CPU (grammars): submit the forward first and compute them while the GPU runs it.
@@ -320,6 +364,7 @@ export class Runner implements StepRunner {
     if (this.destroyed) return;
     this.destroyed = true;
     this.gpu.device.removeEventListener('uncapturederror', this.onGpuError);
+    this.states?.destroy();
     this.forward.destroy();
     this.sampler.destroy();
     this.samplesOut.destroy();
@@ -327,6 +372,39 @@ export class Runner implements StepRunner {
     for (const b of this.inputs.values()) b.destroy();
     this.kv.destroy();
     this.weights.destroy();
+  }
+
+  /**
+   * Gated DeltaNet layers, before a step: the sequences a rewind left owing tokens (SequenceStates.rewind restored
+   * their state to the start of their last verify step) run those tokens again with every layer, in a submit of
+   * their own (their K/V are written again, identically; the logits are not read), so the step continues from their
+   * state at the length the rewind left. Then each sequence's snapshot is taken or kept for this step.
+   */
+  private replay(entries: readonly StepEntry[]): void {
+    const states = this.states!;
+    const owing = entries.filter((e) => states.replayOf(e.seq).length > 0);
+    if (owing.length > 0) {
+      const T = owing.reduce((n, e) => n + states.replayOf(e.seq).length, 0);
+      const ids = new Uint32Array(T);
+      const rows = new Uint32Array(T);
+      const positions = new Uint32Array(T);
+      let t = 0;
+      let maxContext = 0;
+      owing.forEach((e, b) => {
+        const replay = states.replayOf(e.seq);
+        const start = this.kv.length(e.seq) - replay.length;
+        replay.forEach((id, i) => ((ids[t] = id), (rows[t] = b), (positions[t++] = start + i)));
+        maxContext = Math.max(maxContext, start + replay.length);
+      });
+      const seqs = owing.map((e) => e.seq);
+      const { table, maxPages } = this.kv.pageTable(seqs);
+      const plan: StepPlan = { ids, rows, positions, pageTable: table, maxPages, sequences: owing.length, outputs: Uint32Array.of(T - 1), maxContext, slots: Uint32Array.from(seqs, (q) => states.slot(q)) };
+      const encoder = this.gpu.device.createCommandEncoder({ label: 'step.replay' });
+      states.recordPending(encoder);
+      this.forward.encode(encoder, plan);
+      this.gpu.submit([encoder.finish()]);
+    }
+    for (const e of entries) states.beforeStep(e.seq, this.kv.length(e.seq), e.tokens, e.verify !== undefined);
   }
 
   /** Grow each sequence in the cache and lay its tokens out for the step (checkStep ran first). */
@@ -352,7 +430,8 @@ export class Runner implements StepRunner {
     const seqs = entries.map((e) => e.seq);
     const { table, maxPages } = this.kv.pageTable(seqs);
     const windowTable = this.kv.window ? this.kv.pageTable(seqs, true).table : undefined;
-    return { ids, rows, positions, pageTable: table, windowTable, maxPages, sequences: entries.length, outputs: Uint32Array.from(outputs), maxContext };
+    const slots = this.states ? Uint32Array.from(seqs, (q) => this.states!.slot(q)) : undefined;
+    return { ids, rows, positions, pageTable: table, windowTable, maxPages, sequences: entries.length, outputs: Uint32Array.from(outputs), maxContext, slots };
   }
 
   private readonly inputs = new Map<string, GPUBuffer>();

@@ -77,6 +77,8 @@ export interface RunnerCapabilities {
   sharedPages: boolean;
   /** StepOptions.layers below config.layers: self-speculative drafts need it. */
   earlyExit: boolean;
+  /** Why the runner cannot do what is false above (the engine's reasons quote it). */
+  why?: string;
 }
 
 export interface StepRunner {
@@ -88,6 +90,11 @@ export interface StepRunner {
   /** Most tokens in one step, of all its entries [unbounded]. */
   readonly maxTokens?: number;
   readonly kv: KvPages;
+  /**
+   * Sequences the runner can still allocate beside the pages (a recurrent state slot each: Qwen3.5); absent: no limit
+   * but the pages'.
+   */
+  readonly freeSequenceSlots?: number;
   /** Saving and restoring pages; absent where the runner cannot (the engine then refuses to persist). */
   readonly pageIO?: PageIO;
   alloc(seq: number): void;

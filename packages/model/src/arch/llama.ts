@@ -11,8 +11,18 @@
 // per group of 4 rows, and q, k, v (or gate, up) take one GEMV each when they cannot share one tensor (different
 // formats on the GPU; a gate|up too large for one binding), split gate and up then running the activation apart.
 // Longer steps (prefill) run a norm and a GEMM where the GEMV fuses the norm, and the activation as its own kernel.
+//
+// Qwen3.5's Gated DeltaNet layers (config.linearAttention) run, in place of attention: the q|k|v and [z | b | a]
+// projections, the causal conv (SiLU) and the gated delta rule over each sequence's state slot (SequenceStates: the
+// step's slot table), the per-head RMSNorm of the output times silu(z), and the out projection. Its attention layers
+// multiply their output by sigmoid of the q projection's gate rows (attnOutputGate) before o.
 
 import {
+  createCausalConv1d,
+  createGatedDelta,
+  createSigmoidGate,
+  type CausalConv1d,
+  type GatedDelta,
   createAttentionDecode,
   createAttentionPrefill,
   createEmbedding,
@@ -35,6 +45,7 @@ import {
 import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError } from '../errors.ts';
 import type { PagedKvCache } from '../kv-cache.ts';
+import type { SequenceStates } from '../sequence-states.ts';
 import type { LlamaWeights } from './llama-weights.ts';
 
 export { loadLlamaWeights, type LayerWeights, type LlamaWeights, type LoadProgress, type TensorTable } from './llama-weights.ts';
@@ -63,8 +74,20 @@ export interface StepPlan {
   outputs: Uint32Array;
   /** Upper bound on position + 1 over the step. */
   maxContext: number;
+  /** (B) each sequence's recurrent state slot (config.linearAttention: SequenceStates.slot). */
+  slots?: Uint32Array;
 }
 
+
+/** A step's paged-attention arguments, shared by the RoPE + KV append and the attention kernels. */
+interface PagedArgs {
+  pageTable: GPUBuffer;
+  sequences: number;
+  maxPagesPerSeq: number;
+  seqIds: GPUBuffer;
+  positions: GPUBuffer;
+  tokens: number;
+}
 
 export interface ForwardOptions {
   /**
@@ -116,6 +139,33 @@ export interface RunState {
   outNorm: GPUBuffer; // (R, C) their final norm (more rows than gemvMaxRows)
   logits: GPUBuffer; // (R, V) f32
   partials: GPUBuffer; // decode attention's split-K partials for B tokens over the longest context the cache holds
+  // Qwen3.5 (16 bytes each when the model has no such layers):
+  slots: GPUBuffer; // (B) u32 each sequence's recurrent state slot
+  qGate: GPUBuffer; // (T, H D) the attention output gates
+  mixed: GPUBuffer; // (T, channels) a DeltaNet layer's q|k|v projection
+  convOut: GPUBuffer; // (T, channels) silu(conv) of it
+  zba: GPUBuffer; // (T, Hv Dv + 2 Hv) its z, b and a projections side by side
+  delta: GPUBuffer; // (T, Hv, Dv) the delta rule's read-out
+  deltaNorm: GPUBuffer; // (T, Hv, Dv) its per-head RMSNorm
+  gated: GPUBuffer; // (T, max(Hv Dv, H D)) a mixer's gated output, input of its out projection
+}
+
+/** The bytes of RunState's Qwen3.5 buffers (0 for a model without gated attention or DeltaNet layers). */
+function recurrentBytes(c: LlamaConfig, T: number, B: number): Pick<Record<keyof RunState, number>, 'slots' | 'qGate' | 'mixed' | 'convOut' | 'zba' | 'delta' | 'deltaNorm' | 'gated'> {
+  const la = c.linearAttention;
+  const channels = la ? 2 * la.kHeads * la.kDim + la.vHeads * la.vDim : 0;
+  const values = la ? la.vHeads * la.vDim : 0;
+  const gate = c.attnOutputGate ? c.heads * c.headDim : 0;
+  return {
+    slots: la ? B * 4 : 0,
+    qGate: T * gate * 4,
+    mixed: T * channels * 4,
+    convOut: T * channels * 4,
+    zba: la ? T * (values + 2 * la.vHeads) * 4 : 0,
+    delta: T * values * 4,
+    deltaNorm: T * values * 4,
+    gated: T * Math.max(values, gate) * 4,
+  };
 }
 
 /**
@@ -140,6 +190,7 @@ export function runStateBytes(c: LlamaConfig, limits: StepLimits, maxPages: numb
     ff: T * F * 4,
     outRows: R * C * 4,
     outNorm: R * C * 4,
+    ...recurrentBytes(c, T, B),
     logits: R * V * 4,
     partials: partialsBytes,
   };
@@ -165,6 +216,11 @@ export class LlamaForward {
   private readonly act;
   private readonly state: RunState;
   private readonly maxPages: number;
+  /** Qwen3.5: the DeltaNet layers' kernels, each layer's index among them, and the output gate. */
+  private readonly conv?: CausalConv1d;
+  private readonly delta?: GatedDelta;
+  private readonly linearIndex = new Map<number, number>();
+  private readonly sigmoidGate?: ReturnType<typeof createSigmoidGate>;
   private destroyed = false;
   /** Steps of up to this many rows run GEMVs (gemvMaxRows), longer ones GEMMs. */
   readonly gemvMaxRows: number;
@@ -175,8 +231,19 @@ export class LlamaForward {
     readonly weights: LlamaWeights,
     readonly kv: PagedKvCache,
     readonly limits: StepLimits,
+    /** The recurrent state of the DeltaNet layers (config.linearAttention). */
+    private readonly states?: SequenceStates,
   ) {
     const c = config;
+    const la = c.linearAttention;
+    if (la) {
+      if (!states) throw new IntabModelError(`${c.arch}: a model with Gated DeltaNet layers needs their SequenceStates.`);
+      if (c.activation !== 'silu') throw new IntabModelError(`${c.arch}: the Gated DeltaNet output gate is silu(z), run by the model's SwiGLU kernel: activation '${c.activation}' has none.`);
+      la.layers.forEach((l, i) => this.linearIndex.set(l, i));
+      this.conv = createCausalConv1d(gpu, { channels: 2 * la.kHeads * la.kDim + la.vHeads * la.vDim, kernelSize: la.convKernel, label: 'linear.conv' });
+      this.delta = createGatedDelta(gpu, { vHeads: la.vHeads, kHeads: la.kHeads, keyDim: la.kDim, valueDim: la.vDim, eps: c.rmsEps, rawGates: true, label: 'linear.delta' });
+    }
+    if (c.attnOutputGate) this.sigmoidGate = createSigmoidGate(gpu);
     this.gemvMaxRows = gemvMaxRows(gpu);
     const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim, pageSize: kv.pageSize };
     const rope = { ...shape, rotaryDim: c.rope.rotaryDim, theta: c.rope.theta, style: c.rope.style, scaling: c.rope.scaling, freqFactors: weights.ropeFreqs, qkNorm: c.qkNorm };
@@ -232,40 +299,32 @@ export class LlamaForward {
     queue.writeBuffer(s.seqRows, 0, plan.rows);
     queue.writeBuffer(s.positions, 0, plan.positions);
     queue.writeBuffer(s.pageTable, 0, plan.pageTable);
+    if (this.states) {
+      if (!plan.slots || plan.slots.length !== B) throw new IntabModelError(`step plan: a model with Gated DeltaNet layers needs each of its ${B} sequences' state slot (plan.slots).`);
+      queue.writeBuffer(s.slots, 0, plan.slots);
+    }
     if (this.kv.window) {
       if (!plan.windowTable) throw new IntabModelError('step plan: this KV-cache keeps sliding-window layers in a store of their own: give plan.windowTable (kv.pageTable(seqs, true)).');
       queue.writeBuffer(s.windowTable, 0, plan.windowTable);
     }
     const gemv = T <= this.gemvMaxRows;
-    const qkvRow = (H + 2 * Hkv) * D;
-    const paged = { pageTable: s.pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: s.seqRows, positions: s.positions, tokens: T };
+    const paged: PagedArgs = { pageTable: s.pageTable, sequences: B, maxPagesPerSeq: plan.maxPages, seqIds: s.seqRows, positions: s.positions, tokens: T };
 
     let pass = encoder.beginComputePass({ label: `step T=${T}` });
     // x = embed[ids]
     this.embedding.encode(pass, { weight: w.embed, ids: s.ids, out: s.h, tokens: T });
     for (let l = 0; l < layers; l++) {
       const L = w.layers[l];
-      // attention: q|k|v = W rmsnorm(h) (+ b); q/k norm, rope, k and v into the cache; att = attention(q)
-      let column = 0;
+      // the mixer: attention, or Qwen3.5's Gated DeltaNet, over rmsnorm(h)
       if (!gemv) this.norm.encode(pass, { x: s.h, weight: L.attnNorm, out: s.xn, rows: T, cols: C, eps: c.rmsEps });
-      for (const weight of L.qkv) {
-        this.matmul(pass, weight, gemv ? s.h : s.xn, s.qkv, T, { bias: L.qkvBias, yStride: qkvRow, yColumn: column, norm: gemv ? L.attnNorm : undefined });
-        column += weight.n;
-      }
-      const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l], ...(this.kv.windowed[l] ? { pageTable: s.windowTable } : {}) };
-      this.appendOf[l].encode(pass, { qkv: s.qkv, q: s.q, ...paged, ...cache, norm: L.qkNorm, eps: c.rmsEps });
-      // keys j with pos - j >= the layer's window are skipped (Mistral, Gemma 3's local layers); window 0 = full causal
-      const window = this.windowOf[l];
-      if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, maxContext: plan.maxContext, window, scratch: s.partials });
-      else this.prefill.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, window });
-      // h += Wo att (Gemma: h += rmsnorm(Wo att) * post_attention_norm)
-      this.residual(pass, L.o, s.att, T, L.attnPostNorm);
+      if (L.linear) this.deltaNet(pass, l, T, B, gemv);
+      else this.attention(pass, l, T, B, gemv, plan, paged);
       // mlp: h += Wdown act(Wgate rmsnorm(h), Wup rmsnorm(h))
       if (gemv && L.gateUp.length === 1) {
         this.matmul(pass, L.gateUp[0], s.h, s.ff, T, { norm: L.ffnNorm, gated: c.activation });
       } else {
         if (!gemv) this.norm.encode(pass, { x: s.h, weight: L.ffnNorm, out: s.xn, rows: T, cols: C, eps: c.rmsEps });
-        column = 0;
+        let column = 0;
         for (const weight of L.gateUp) {
           this.matmul(pass, weight, gemv ? s.h : s.xn, s.gateUp, T, { yStride: 2 * F, yColumn: column, norm: gemv ? L.ffnNorm : undefined });
           column += weight.n;
@@ -304,6 +363,77 @@ export class LlamaForward {
     for (const b of Object.values(this.state)) b.destroy();
     for (const a of new Set(this.appendOf)) a.destroy();
     this.decode.destroy();
+  }
+
+  /**
+   * An attention layer (its input norm already in xn, or fused into the GEMVs): q|k|v = W x (+ b), q/k norm, RoPE and
+   * the K/V append, attention over the cache (the layer's window), Qwen3.5's sigmoid output gate, h += W_o of that.
+   */
+  private attention(pass: GPUComputePassEncoder, l: number, T: number, B: number, gemv: boolean, plan: StepPlan, paged: PagedArgs): void {
+    const c = this.config;
+    const s = this.state;
+    const L = this.weights.layers[l];
+    const [H, Hkv, D] = [c.heads, c.kvHeads, c.headDim];
+    const qkvRow = (H + 2 * Hkv) * D;
+    let column = 0;
+    if (L.qGate) this.matmul(pass, L.qGate, gemv ? s.h : s.xn, s.qGate, T, { norm: gemv ? L.attnNorm : undefined });
+    for (const weight of L.qkv) {
+      this.matmul(pass, weight, gemv ? s.h : s.xn, s.qkv, T, { bias: L.qkvBias, yStride: qkvRow, yColumn: column, norm: gemv ? L.attnNorm : undefined });
+      column += weight.n;
+    }
+    const cache = { kCache: this.kv.k[l], vCache: this.kv.v[l], ...(this.kv.windowed[l] ? { pageTable: s.windowTable } : {}) };
+    this.appendOf[l].encode(pass, { qkv: s.qkv, q: s.q, ...paged, ...cache, norm: L.qkNorm, eps: c.rmsEps });
+    // keys j with pos - j >= the layer's window are skipped (Mistral, Gemma 3's local layers); window 0 = full causal
+    const window = this.windowOf[l];
+    if (B === T) this.decode.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, maxContext: plan.maxContext, window, scratch: s.partials });
+    else this.prefill.encode(pass, { q: s.q, out: s.att, ...paged, ...cache, window });
+    // Qwen3.5: att *= sigmoid(gate)
+    if (L.qGate) this.sigmoidGate!.encode(pass, { x: s.qGate, up: s.att, out: s.gated, rows: T, cols: H * D });
+    // h += Wo att (Gemma: h += rmsnorm(Wo att) * post_attention_norm)
+    this.residual(pass, L.o, L.qGate ? s.gated : s.att, T, L.attnPostNorm);
+  }
+
+  /**
+   * A Gated DeltaNet layer (its input norm already in xn, or fused into the GEMVs): q|k|v and [z | b | a] projections,
+   * silu(causal conv) and the gated delta rule over the step's state slots, rmsnorm(o_h) * w * silu(z_h), and
+   * h += W_out of that.
+   */
+  private deltaNet(pass: GPUComputePassEncoder, l: number, T: number, B: number, gemv: boolean): void {
+    const c = this.config;
+    const la = c.linearAttention!;
+    const s = this.state;
+    const L = this.weights.layers[l];
+    const lin = L.linear!;
+    const states = this.states!;
+    const i = this.linearIndex.get(l)!;
+    const values = la.vHeads * la.vDim;
+    const zbaRow = values + 2 * la.vHeads;
+    const input = gemv ? s.h : s.xn;
+    const norm = gemv ? L.attnNorm : undefined;
+    this.matmul(pass, L.qkv[0], input, s.mixed, T, { norm });
+    let column = 0;
+    for (const weight of lin.zba) {
+      this.matmul(pass, weight, input, s.zba, T, { yStride: zbaRow, yColumn: column, norm });
+      column += weight.n;
+    }
+    const step = { seqIds: s.seqRows, slotIds: s.slots, tokens: T, sequences: B };
+    this.conv!.encode(pass, { x: s.mixed, weight: lin.conv, state: states.conv[i], out: s.convOut, ...step });
+    this.delta!.encode(pass, {
+      qkv: s.convOut,
+      g: s.zba,
+      gStride: zbaRow,
+      gOffset: values + la.vHeads,
+      beta: s.zba,
+      betaStride: zbaRow,
+      betaOffset: values,
+      gateWeights: lin.gates,
+      state: states.delta[i],
+      out: s.delta,
+      ...step,
+    });
+    this.norm.encode(pass, { x: s.delta, weight: lin.norm, out: s.deltaNorm, rows: T * la.vHeads, cols: la.vDim, eps: c.rmsEps });
+    this.act.encode(pass, { x: s.zba, up: s.deltaNorm, out: s.gated, rows: T, cols: values, stride: zbaRow });
+    this.residual(pass, L.o, s.gated, T);
   }
 
   /**
@@ -375,6 +505,14 @@ export class LlamaForward {
         outNorm: buffer('outNorm'),
         logits: buffer('logits', true),
         partials: buffer('partials'),
+        slots: buffer('slots'),
+        qGate: buffer('qGate'),
+        mixed: buffer('mixed'),
+        convOut: buffer('convOut'),
+        zba: buffer('zba'),
+        delta: buffer('delta'),
+        deltaNorm: buffer('deltaNorm'),
+        gated: buffer('gated'),
       };
     } catch (err) {
       for (const b of made) b.destroy();
