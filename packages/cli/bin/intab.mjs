@@ -111,7 +111,8 @@ function viteOptions(entry, outDir, name, oneFile, read) {
       sourcemap: false,
       copyPublicDir: false,
       rolldownOptions: {
-        external: oneFile ? ['webgpu', /^node:/] : ['webgpu', 'vite', 'playwright', 'ws', /^node:/],
+        // node-llama-cpp (bench compare's llama.cpp/cpu, a dev dependency) is imported where it is installed, when asked.
+        external: oneFile ? ['webgpu', 'node-llama-cpp', /^node:/] : ['webgpu', 'vite', 'playwright', 'ws', 'node-llama-cpp', /^node:/],
         output: oneFile ? { entryFileNames: name, codeSplitting: false } : { entryFileNames: name, chunkFileNames: 'intab-[name]-[hash].mjs' },
       },
     },

@@ -106,6 +106,7 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
       prefill_tok_s: round(s.prefill),
       ttft_ms: round(s.ttft),
       ids_equal: reference ? s.ids.length === reference.ids.length && s.ids.every((id, i) => id === reference.ids[i]) : null,
+      ids: s.ids,
       prompt_tokens: promptIds.length,
       generated_tokens: s.ids.length,
       rounds,

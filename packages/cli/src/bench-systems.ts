@@ -9,22 +9,29 @@ import { wholeFlag, type Flags } from './args.ts';
 import { runJob } from './browser.ts';
 import { writeOnnxFolder } from './export-onnx.ts';
 import { ONNX_PREFIX, resolveModel } from './model-files.ts';
+import { llamaCppLine, llamaCppRuns } from './bench-llamacpp.ts';
+import { mulberry32 } from '@intab/gpu';
+import { openGguf, pathSource } from '@intab/model';
 
-/** What --systems takes (system/backend), in report order; the page (bench-systems.ts) runs the list it is sent. */
-export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm'];
+/**
+ * What --systems takes (system/backend), in report order; the page (bench-systems.ts) runs the list it is sent, and
+ * llama.cpp/cpu (native, node-llama-cpp) runs here after it.
+ */
+export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm', 'llama.cpp/cpu'];
+const NATIVE = 'llama.cpp/cpu';
 
 /**
  * The systems to run: --systems, else every one that applies to the model (intab/webgpu needs a checkpoint, wllama a
  * GGUF).
  */
 export function systemsFromFlags(flags: Flags, model: { onnx: boolean; gguf: boolean }): string[] {
-  const applies = (s: string) => (s !== 'intab/webgpu' || !model.onnx) && (s !== 'wllama/wasm' || model.gguf);
+  const applies = (s: string) => (s !== 'intab/webgpu' || !model.onnx) && ((s !== 'wllama/wasm' && s !== NATIVE) || model.gguf);
   if (flags.systems === undefined) return SYSTEMS.filter(applies);
   if (typeof flags.systems !== 'string') throw new Error(`--systems needs a comma-separated list of ${SYSTEMS.join(', ')}`);
   const list = flags.systems.split(',').map((s) => s.trim()).filter(Boolean);
   for (const s of list) {
     if (!SYSTEMS.includes(s)) throw new Error(`--systems: '${s}' is not one of ${SYSTEMS.join(', ')}`);
-    if (!applies(s)) throw new Error(`--systems: ${s} cannot run this model (${s === 'wllama/wasm' ? 'wllama runs GGUF files' : "intab's WebGPU kernels run GGUF and safetensors checkpoints, not ONNX graphs"})`);
+    if (!applies(s)) throw new Error(`--systems: ${s} cannot run this model (${s === 'wllama/wasm' || s === NATIVE ? `${s.split('/')[0]} runs GGUF files` : "intab's WebGPU kernels run GGUF and safetensors checkpoints, not ONNX graphs"})`);
   }
   if (!list.length) throw new Error('--systems is empty');
   return list;
@@ -38,6 +45,8 @@ export async function benchSystems(flags: Flags): Promise<number> {
   const onnx = model.files.some((f) => f.endsWith('.onnx'));
   const gguf = model.kind === 'gguf' && model.files.length === 1;
   const systems = systemsFromFlags(flags, { onnx, gguf });
+  const native = systems.includes(NATIVE);
+  const threads = whole('threads', 1, 1, 256);
   const promptTokens = whole('prompt-tokens', 32, 1, 4096);
   const maxTokens = whole('max-tokens', 64, 2, 4096);
   const rounds = whole('rounds', 3, 1, 20);
@@ -59,14 +68,15 @@ export async function benchSystems(flags: Flags): Promise<number> {
       onnxUrl: tmp ? ONNX_PREFIX : model.urls[0].slice(0, model.urls[0].lastIndexOf('/') + 1),
       onnxFiles,
       ...(gguf ? { ggufUrl: model.urls[0] } : {}),
-      systems,
+      systems: systems.filter((s) => s !== NATIVE),
       rounds,
       promptTokens,
       maxTokens,
       temperature: 0,
       seed,
     };
-    const failed = await runJob({
+    const intab = new Map<string, { decode_tok_s: number; prefill_tok_s: number; ttft_ms: number; ids?: number[] }>();
+    const failed = job.systems.length === 0 ? false : await runJob({
       timeoutS: Number(flags.timeout ?? 3600),
       headed: Boolean(flags.headed),
       modelDir: model.dir,
@@ -75,10 +85,27 @@ export async function benchSystems(flags: Flags): Promise<number> {
       onRecord(r) {
         if (r.type !== 'bench' && r.type !== 'compare-run') return;
         const { type, ...rest } = r;
+        if (type === 'bench' && typeof rest.system === 'string' && rest.system === 'intab') intab.set(`intab/${String(rest.backend)}`, rest as never);
         // Runs only with --json; the per-system lines and the summary always.
         if (type === 'bench' || flags.json) process.stdout.write(`${JSON.stringify(type === 'compare-run' ? { type, ...rest } : rest)}\n`);
       },
     });
+    if (native) {
+      // the page's seeded prompt ids (page/bench-systems.ts), for llama.cpp on this CPU
+      const file = join(model.dir, model.files[0]);
+      const { config } = await openGguf(await pathSource(file));
+      const rng = mulberry32(seed);
+      const promptIds = Array.from({ length: promptTokens }, (_, i) => (i === 0 && config.bosId !== null ? config.bosId : 3 + Math.floor(rng() * (config.vocab - 3))));
+      process.stderr.write(`llama.cpp on the CPU (${threads} thread${threads === 1 ? '' : 's'})\n`);
+      try {
+        const { runs, loadMs } = await llamaCppRuns(file, promptIds, maxTokens, rounds, threads);
+        if (flags.json) runs.forEach((run, round) => process.stdout.write(`${JSON.stringify({ type: 'compare-run', bench: 'compare', system: 'llama.cpp', backend: 'cpu', round, decode_tok_s: run.decodeTokS, prefill_tok_s: run.prefillTokS, ttft_ms: run.ttftMs, tokens: run.ids.length })}\n`));
+        process.stdout.write(`${JSON.stringify(llamaCppLine(runs, { threads, promptTokens, rounds, loadMs, intab }))}\n`);
+      } catch (err) {
+        // as the page reports a system that fails to load: the line says why, the others stand
+        process.stdout.write(`${JSON.stringify({ bench: 'compare', system: 'llama.cpp', backend: 'cpu', error: `${(err as Error).name}: ${(err as Error).message}` })}\n`);
+      }
+    }
     return failed ? 1 : 0;
   } finally {
     if (tmp) rmSync(tmp, { recursive: true, force: true });

@@ -159,7 +159,7 @@ export const USAGE = `usage:
       and the family's layer pattern from the first layer (qwen3.5: three Gated DeltaNet layers, then one attention).
       Every key is written in the type the GGUF spec and llama.cpp give it: the file loads in llama.cpp.
   intab bench compare --model <gguf file | HF folder | ONNX folder> [--systems LIST] [--prompt-tokens N (32)]
-                 [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--json]
+                 [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--threads N (1)] [--json]
       intab against the peers, in one headless Chromium sitting, on the same weights and seeded prompt ids, greedy:
       intab/webgpu (intab's kernels on the checkpoint), intab/onnx-wasm and intab/onnx-webgpu (the engine on
       onnxruntime-web over the ONNX graph), transformers.js/wasm and transformers.js/webgpu (the same ONNX folder),
@@ -170,7 +170,10 @@ export const USAGE = `usage:
       "decode_vs_intab_webgpu","decode_vs_intab_same_backend" (a peer against intab on its kind of backend),...},
       then a summary: {"summary":true,"auto_backend","auto_is_fastest","fastest_intab_backend","fastest_system"}.
       --json adds a "compare-run" line per run. --systems: a comma-separated subset of intab/webgpu,
-      intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm.
+      intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm, llama.cpp/cpu.
+      llama.cpp/cpu (a GGUF) is llama.cpp run natively on this CPU (node-llama-cpp, --threads threads, K/V in f32) after
+      the page's systems, on the same prompt ids; its line adds "threads" and "decode_vs_intab_webgpu",
+      "prefill_vs_intab_webgpu", "ttft_vs_intab_webgpu" (and the same against intab_onnx_wasm).
   intab export-onnx --model <gguf file | HF folder> --out DIR
       Writes the model as an ONNX folder in the onnx-community layout (config.json, tokenizer files, onnx/model.onnx,
       onnx/model.onnx_data): the graph the onnx-wasm and onnx-webgpu backends run, which transformers.js and
