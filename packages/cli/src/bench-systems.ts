@@ -44,21 +44,32 @@ export async function benchSystems(flags: Flags): Promise<number> {
   if (!model.dir) throw new Error('--model: bench compare reads a model on disk (the peers load it from the CLI\'s server)');
   const onnx = model.files.some((f) => f.endsWith('.onnx'));
   const gguf = model.kind === 'gguf' && model.files.length === 1;
-  const systems = systemsFromFlags(flags, { onnx, gguf });
+  let systems = systemsFromFlags(flags, { onnx, gguf });
   const native = systems.includes(NATIVE);
   const threads = whole('threads', 1, 1, 256);
   const promptTokens = whole('prompt-tokens', 32, 1, 4096);
   const maxTokens = whole('max-tokens', 64, 2, 4096);
   const rounds = whole('rounds', 3, 1, 20);
   const seed = whole('seed', 0, 0, 2 ** 31 - 1);
-  // The peers' ONNX folder: the model itself, or the checkpoint written as one (the graph intab's onnx backends run).
-  const tmp = onnx ? undefined : mkdtempSync(join(tmpdir(), 'intab-compare-'));
+  // The peers' ONNX folder: the model itself, or the checkpoint written as one (the graph intab's onnx backends run),
+  // when a system asked runs one.
+  const runsOnnx = (s: string) => s.startsWith('intab/onnx-') || s.startsWith('transformers.js/');
+  const tmp = onnx || !systems.some(runsOnnx) ? undefined : mkdtempSync(join(tmpdir(), 'intab-compare-'));
   try {
     let onnxFiles = model.files;
     if (tmp) {
       process.stderr.write('writing the ONNX folder for the peers\n');
-      const written = await writeOnnxFolder(flags.model, tmp);
-      onnxFiles = written.map((f) => f.path.slice(tmp.length + 1).split('\\').join('/'));
+      try {
+        const written = await writeOnnxFolder(flags.model, tmp);
+        onnxFiles = written.map((f) => f.path.slice(tmp.length + 1).split('\\').join('/'));
+      } catch (err) {
+        // a model no ONNX graph runs (Qwen3.5): each ONNX system's line says why, the others run
+        for (const name of systems.filter(runsOnnx)) {
+          const [system, backend] = name.split('/');
+          process.stdout.write(`${JSON.stringify({ bench: 'compare', system, backend, error: `${(err as Error).name}: ${(err as Error).message}` })}\n`);
+        }
+        systems = systems.filter((s) => !runsOnnx(s));
+      }
     }
     const job = {
       mode: 'compare',
@@ -85,7 +96,7 @@ export async function benchSystems(flags: Flags): Promise<number> {
       onRecord(r) {
         if (r.type !== 'bench' && r.type !== 'compare-run') return;
         const { type, ...rest } = r;
-        if (type === 'bench' && typeof rest.system === 'string' && rest.system === 'intab') intab.set(`intab/${String(rest.backend)}`, rest as never);
+        if (type === 'bench' && rest.system === 'intab' && rest.error === undefined) intab.set(`intab/${String(rest.backend)}`, rest as never);
         // Runs only with --json; the per-system lines and the summary always.
         if (type === 'bench' || flags.json) process.stdout.write(`${JSON.stringify(type === 'compare-run' ? { type, ...rest } : rest)}\n`);
       },

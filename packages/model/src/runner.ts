@@ -208,14 +208,14 @@ export class Runner implements StepRunner {
     const seq = -1;
     const token = this.config.bosId ?? 0;
     const tokens = Array(Math.min(this.forward.gemvMaxRows + 1, this.maxTokens)).fill(token);
-    this.kv.alloc(seq);
+    this.alloc(seq);
     try {
       // A verify entry past gemvMaxRows rows: prefill attention, GEMMs, and the lm_head GEMM over several rows.
       const verify = tokens.length <= this.maxRows ? tokens.map(() => GREEDY) : undefined;
       await this.step([{ seq, tokens, verify }]);
       await this.step([{ seq, tokens: [token] }]);
     } finally {
-      this.kv.free(seq);
+      this.free(seq);
     }
   }
 
