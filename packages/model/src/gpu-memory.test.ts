@@ -25,6 +25,19 @@ describe('planKvCache', () => {
     expect(plan.bytes).toBe(4 * MiB + 16 * 2048);
   });
 
+  test('layers that keep no K/V (Qwen3.5\'s Gated DeltaNet layers) cost no page; windowed ones get their own store', () => {
+    const limits = { maxStorageBufferBindingSize: 128 * MiB, maxBufferSize: 256 * MiB };
+    const four = { layers: 4, kvHeads: 4, headDim: 8 };
+    const hybrid = planKvCache(limits, { ...four, kvLayers: [3] }, 4 * MiB);
+    expect([hybrid.pages, hybrid.keepsKv]).toEqual([1024, [false, false, false, true]]); // 4 MiB / (2048 · 2 · 1 layer)
+    expect(planKvCache(limits, four, 4 * MiB).pages).toBe(256);
+    // five windowed layers to one full (Gemma 3): window pages for 2 sequences, the rest to the full layer
+    const gemma = planKvCache(limits, { layers: 6, kvHeads: 4, headDim: 8, windows: [4, 4, 4, 4, 4, 0], windowStore: { reach: 4, step: 8, sequences: 2 } }, 4 * MiB);
+    expect(gemma.window).toEqual({ window: 4, reach: 4, step: 8, pages: 2 * (Math.ceil(16 / 16) + 1) });
+    expect(gemma.pages).toBe(Math.floor((4 * MiB - 4 * 2048 * 2 * 5) / (2048 * 2)));
+    expect(gemma.budget.granted).toBe(gemma.pages * 2048 * 2 + 4 * 2048 * 2 * 5);
+  });
+
   test('a budget past the limits is clamped to what one buffer and one binding hold, and says which limit', () => {
     const byBinding = planKvCache({ maxStorageBufferBindingSize: 128 * MiB, maxBufferSize: 256 * MiB }, shape, 2 ** 40);
     expect(byBinding.pages).toBe((128 * MiB) / 2048);

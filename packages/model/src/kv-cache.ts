@@ -25,6 +25,8 @@ export interface KvCacheShape {
   pageSize?: number;
   /** Each layer's attention window (0: every position; config.ts layerWindows). */
   windows?: readonly number[];
+  /** The layers that keep K/V (default: every layer); Qwen3.5's Gated DeltaNet layers keep none. */
+  kvLayers?: readonly number[];
   /**
    * Gives the windowed layers their own store of window pages (when some layers are windowed and some are not):
    * `reach`, the longest rewind after a step; `step`, the most tokens of one step; `sequences`, how many
@@ -63,15 +65,24 @@ export interface KvPlan {
   window?: PoolWindow;
   /** Per layer: whether its K/V live in the window store. */
   windowed: boolean[];
+  /** Per layer: whether it keeps K/V at all. */
+  keepsKv: boolean[];
+}
+
+/** Per layer, whether it keeps K/V (KvCacheShape.kvLayers). */
+function keepsKv(shape: KvCacheShape): boolean[] {
+  const kept = shape.kvLayers ? new Set(shape.kvLayers) : undefined;
+  return Array.from({ length: shape.layers }, (_, l) => !kept || kept.has(l));
 }
 
 /** The windowed layers of `shape` that get their own store, and their window (undefined: none do). */
 function windowLayers(shape: KvCacheShape): { windowed: boolean[]; window: number } | undefined {
   const windows = shape.windows ?? [];
-  const windowed = Array.from({ length: shape.layers }, (_, l) => (windows[l] ?? 0) > 0);
+  const kv = keepsKv(shape);
+  const windowed = kv.map((keeps, l) => keeps && (windows[l] ?? 0) > 0);
   const count = windowed.filter(Boolean).length;
   // Every layer windowed (Mistral's sliding window): left as full attention, as there is no full layer to size by.
-  if (!shape.windowStore || count === 0 || count === shape.layers) return undefined;
+  if (!shape.windowStore || count === 0 || count === kv.filter(Boolean).length) return undefined;
   return { windowed, window: Math.max(...windows) };
 }
 
@@ -87,7 +98,8 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
   }
   const pageSize = shape.pageSize ?? DEFAULT_PAGE_SIZE;
   const pageBytes = pageSize * shape.kvHeads * shape.headDim * 4;
-  const perPageAllLayers = pageBytes * 2 * shape.layers;
+  const kvLayers = keepsKv(shape).filter(Boolean).length;
+  const perPageAllLayers = pageBytes * 2 * kvLayers;
   const limit = limits.maxBufferSize < limits.maxStorageBufferBindingSize ? 'maxBufferSize' : 'maxStorageBufferBindingSize';
   const allowed = limits[limit];
   const byBudget = Math.floor(budgetBytes / perPageAllLayers);
@@ -102,7 +114,7 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
     const perSequence = Math.ceil((split.window + reach + step) / pageSize) + 1;
     const windowPages = Math.min(pages, sequences * perSequence);
     const windowBytes = windowPages * pageBytes * 2 * windowedLayers;
-    const fullPerPage = pageBytes * 2 * (shape.layers - windowedLayers);
+    const fullPerPage = pageBytes * 2 * (kvLayers - windowedLayers);
     pages = Math.min(Math.floor((budgetBytes - windowBytes) / fullPerPage), byLimit);
     window = { window: split.window, reach, step, pages: windowPages };
     granted = windowBytes + pages * fullPerPage;
@@ -126,6 +138,7 @@ export function planKvCache(limits: Pick<GpuLimits, 'maxStorageBufferBindingSize
     budget: { asked: budgetBytes, granted, ...(byLimit < byBudget ? { limit } : {}) },
     ...(window ? { window } : {}),
     windowed: split?.windowed ?? Array(shape.layers).fill(false),
+    keepsKv: keepsKv(shape),
   };
 }
 
@@ -140,6 +153,8 @@ export class PagedKvCache extends PagePool {
   readonly budget: KvBudget;
   /** Per layer: whether its K/V live in the window store (pages through windowOf()). */
   readonly windowed: readonly boolean[];
+  /** Per layer: whether it keeps K/V (a layer that does not has a 16-byte placeholder in k and v, never bound). */
+  readonly keepsKv: readonly boolean[];
   private destroyed = false;
 
   constructor(
@@ -152,10 +167,11 @@ export class PagedKvCache extends PagePool {
     this.budget = plan.budget;
     this.stagingPages = plan.stagingPages;
     this.windowed = plan.windowed;
+    this.keepsKv = plan.keepsKv;
     const label = options.label ?? 'kv';
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     for (let l = 0; l < shape.layers; l++) {
-      const size = (plan.windowed[l] ? plan.window!.pages : plan.pages) * plan.pageBytes;
+      const size = plan.keepsKv[l] ? (plan.windowed[l] ? plan.window!.pages : plan.pages) * plan.pageBytes : 16;
       this.k.push(gpu.device.createBuffer({ label: `L${l}.${label}.k`, size, usage }));
       this.v.push(gpu.device.createBuffer({ label: `L${l}.${label}.v`, size, usage }));
     }
@@ -170,7 +186,7 @@ export class PagedKvCache extends PagePool {
   /** Bytes of K/V the sequence's positions take now: its pages in the full layers, its window pages in the windowed ones. */
   bytesOf(seq: number): number {
     const windowedLayers = this.windowed.filter(Boolean).length;
-    return this.pageBytes * 2 * (this.pagesOf(seq).length * (this.shape.layers - windowedLayers) + this.windowPagesOf(seq) * windowedLayers);
+    return this.pageBytes * 2 * (this.pagesOf(seq).length * (this.kvLayers - windowedLayers) + this.windowPagesOf(seq) * windowedLayers);
   }
 
   /**
@@ -187,8 +203,8 @@ export class PagedKvCache extends PagePool {
     const windowedLayers = this.windowed.filter(Boolean).length;
     const perLayerPage = this.pageBytes * 2;
     return {
-      bytes: perLayerPage * (pool.pagesOf(0).length * (this.shape.layers - windowedLayers) + pool.windowPagesOf(0) * windowedLayers),
-      fullAttention: perLayerPage * pool.pagesOf(0).length * this.shape.layers,
+      bytes: perLayerPage * (pool.pagesOf(0).length * (this.kvLayers - windowedLayers) + pool.windowPagesOf(0) * windowedLayers),
+      fullAttention: perLayerPage * pool.pagesOf(0).length * this.kvLayers,
     };
   }
 
@@ -205,7 +221,7 @@ export class PagedKvCache extends PagePool {
 
   /** Record the pending copy-on-write page copies (every layer's K and V) into `encoder`, before the step. */
   recordCopies(encoder: GPUCommandEncoder): void {
-    const layers = [...this.windowed.keys()];
+    const layers = [...this.windowed.keys()].filter((l) => this.keepsKv[l]);
     this.recordCopiesOf(encoder, this.takeCopies(), layers.filter((l) => !this.windowed[l]));
     this.recordCopiesOf(encoder, this.takeWindowCopies(), layers.filter((l) => this.windowed[l]));
   }
@@ -225,7 +241,12 @@ export class PagedKvCache extends PagePool {
 
   /** Bytes of one page across all layers, in readPages' layout: per layer its K block, then its V block. */
   get pageBytesAllLayers(): number {
-    return this.pageBytes * 2 * this.shape.layers;
+    return this.pageBytes * 2 * this.kvLayers;
+  }
+
+  /** Layers that keep K/V. */
+  get kvLayers(): number {
+    return this.keepsKv.filter(Boolean).length;
   }
 
   /**
@@ -289,9 +310,11 @@ export class PagedKvCache extends PagePool {
 
   /** Each layer's K and V buffer with its block index in a page's bytes (K of layer l = 2l, V = 2l + 1). */
   private blocks(f: (buffer: GPUBuffer, block: number) => void): void {
+    let block = 0;
     for (let l = 0; l < this.shape.layers; l++) {
-      f(this.k[l], 2 * l);
-      f(this.v[l], 2 * l + 1);
+      if (!this.keepsKv[l]) continue;
+      f(this.k[l], block++);
+      f(this.v[l], block++);
     }
   }
 }

@@ -40,6 +40,7 @@ describe('Qwen3.5 on WebGPU = the CPU reference', () => {
     const reference = (): ReferenceModel => createReferenceModel(files.config, (n) => lite.tensors.get(n)?.data);
     const runner = await Runner.load(gpu, files.config, files.tensors, { kvBudgetBytes: 1 << 20, pageSize: 8, maxBatch: 5, maxTokensPerStep: 64 });
     expect(runner.capabilities).toMatchObject({ sharedPages: false, earlyExit: false });
+    expect(runner.kv.keepsKv).toEqual([false, false, false, true]); // the DeltaNet layers hold no K/V
     await runner.warmup(); // a throwaway sequence of its own: its slot comes back
     expect(runner.freeSequenceSlots).toBe(5);
     const V = files.config.vocab;

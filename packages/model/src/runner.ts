@@ -150,6 +150,8 @@ export class Runner implements StepRunner {
       pageSize: o.pageSize,
       windows: layerWindows(config),
       windowStore: { reach: maxRewind, step: maxTokens, sequences: maxBatch },
+      // Qwen3.5's Gated DeltaNet layers keep a recurrent state (SequenceStates), no K/V
+      ...(config.linearAttention ? { kvLayers: [...Array(config.layers).keys()].filter((l) => !config.linearAttention!.layers.includes(l)) } : {}),
     };
     const budgetBytes = o.kvBudgetBytes ?? 64 << 20;
     // Before anything is uploaded: a budget no page fits is refused now, and the figures an out-of-memory error gives.
