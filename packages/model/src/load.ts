@@ -73,10 +73,11 @@ function splitRows(tensors: Map<string, TensorInfo>, t: TensorInfo, parts: numbe
 export async function openHfFolder(files: Map<string, ByteSource> | ((name: string) => ByteSource | undefined)): Promise<ModelFiles> {
   const hf = await readHfFolder(files);
   const config = configFromHf(hf.config, 'config.json');
-  if (config.linearAttention) {
-    // Qwen3.5's HF values differ from what the forward reads by more than an offset (−exp(A_log), value heads grouped
-    // → tiled: hfValueTransform), which the lazy tensors here cannot carry yet; refused rather than silently wrong.
-    throw new UnsupportedModelError('config.json', 'model_type', config.arch, 'intab reads Qwen3.5 from GGUF for now: convert the folder with llama.cpp\'s convert_hf_to_gguf.py, or download a GGUF of the model');
+  const la = config.linearAttention;
+  if (la && la.kHeads !== la.vHeads) {
+    // With fewer key than value heads, the value heads of several tensors are reordered grouped → tiled
+    // (hfValueTransform), rows and columns, which these lazy tensors cannot carry: refused rather than silently wrong.
+    throw new UnsupportedModelError('config.json', 'linear_num_value_heads', String(la.vHeads), `intab reads a Qwen3.5 folder whose value heads outnumber its key heads (${la.kHeads}) from GGUF only for now: convert it with llama.cpp's convert_hf_to_gguf.py, or download a GGUF of the model`);
   }
   const tensors = new Map<string, TensorInfo>();
   for (const t of hf.tensors) {
@@ -84,7 +85,11 @@ export async function openHfFolder(files: Map<string, ByteSource> | ((name: stri
     if (canonical === null) continue; // not a weight the forward uses (e.g. rotary inv_freq buffers)
     if (typeof canonical === 'string') {
       const valueOffset = hfValueOffset(config.arch, canonical);
-      tensors.set(canonical, valueOffset ? { ...t, valueOffset } : t);
+      let info: TensorInfo = valueOffset ? { ...t, valueOffset } : t;
+      // Qwen3.5 (llama.cpp's values, as hfValueTransform gives them): ssm_a = −exp(A_log); the conv's (C, 1, K) taps as (C, K)
+      if (la && canonical.endsWith('.ssm_a')) info = { ...info, valueTransform: 'negExp' };
+      if (la && canonical.endsWith('.ssm_conv1d.weight') && t.shape.length === 3) info = { ...info, shape: [t.shape[0], t.shape[2]] };
+      tensors.set(canonical, info);
       continue;
     }
     tensors.set(t.name, t);

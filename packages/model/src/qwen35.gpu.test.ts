@@ -11,7 +11,8 @@ import { Runner } from './runner.ts';
 import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';
 import { argmax, createReferenceModel, type ReferenceModel } from './reference/llama.ts';
-import { readGgufLite } from './reference/safetensors-lite.ts';
+import { readGgufLite, writeSafetensors } from './reference/safetensors-lite.ts';
+import { openHfFolder } from './load.ts';
 
 const SHAPE: SyntheticShape = {
   hidden: 64, ffn: 128, layers: 4, heads: 4, kvHeads: 2, headDim: 32, vocab: 256, ropeTheta: 10000000, context: 256, arch: 'qwen35',
@@ -100,6 +101,64 @@ describe('Qwen3.5 on WebGPU = the CPU reference', () => {
       for (const [phase, e] of Object.entries(errors)) expect(e, phase).toBeLessThanOrEqual(TOL);
     } finally {
       runner.destroy();
+    }
+  });
+
+  test('a Hugging Face folder of the same weights (transformers names and values, key heads = value heads) gives the GGUF\'s logits and ids', async () => {
+    const gpu = await testGpu();
+    const shape: SyntheticShape = { ...SHAPE, linear: { ...SHAPE.linear!, kHeads: 4, vHeads: 4 } };
+    const bytes = syntheticGguf(shape, 'f32', 12, { qkScale: 8 });
+    const gguf = await openGguf(bytesSource('qwen35.gguf', bytes));
+    const c = gguf.config;
+    // The GGUF's tensors as transformers holds them: (1 + w) norms stored as w (not the gated norm), A_log, (C, 1, K) taps.
+    const HF: Record<string, string> = {
+      attn_norm: 'input_layernorm', post_attention_norm: 'post_attention_layernorm', attn_q: 'self_attn.q_proj', attn_k: 'self_attn.k_proj',
+      attn_v: 'self_attn.v_proj', attn_output: 'self_attn.o_proj', attn_q_norm: 'self_attn.q_norm', attn_k_norm: 'self_attn.k_norm',
+      ffn_gate: 'mlp.gate_proj', ffn_up: 'mlp.up_proj', ffn_down: 'mlp.down_proj', attn_qkv: 'linear_attn.in_proj_qkv', attn_gate: 'linear_attn.in_proj_z',
+      ssm_beta: 'linear_attn.in_proj_b', ssm_alpha: 'linear_attn.in_proj_a', ssm_conv1d: 'linear_attn.conv1d', ssm_norm: 'linear_attn.norm', ssm_out: 'linear_attn.out_proj',
+      ssm_a: 'linear_attn.A_log', ssm_dt: 'linear_attn.dt_bias',
+    };
+    const hf: [string, { shape: number[]; data: Float32Array }][] = [];
+    for (const [name, t] of readGgufLite(bytes, 'qwen35.gguf').tensors) {
+      const m = /^blk\.(\d+)\.(\w+?)(\.weight|\.bias)?$/.exec(name);
+      const hfName = m ? `model.layers.${m[1]}.${HF[m[2]]}${m[2] === 'ssm_a' || m[2] === 'ssm_dt' ? '' : '.weight'}` : { 'token_embd.weight': 'model.embed_tokens.weight', 'output_norm.weight': 'model.norm.weight', 'output.weight': 'lm_head.weight' }[name]!;
+      let data = t.data;
+      if (name.endsWith('norm.weight') && !name.endsWith('ssm_norm.weight')) data = data.map((v) => v - 1);
+      if (name.endsWith('.ssm_a')) data = data.map((v) => Math.log(-v));
+      hf.push([hfName, { shape: name.endsWith('ssm_conv1d.weight') ? [t.shape[0], 1, t.shape[1]] : t.shape, data }]);
+    }
+    const la = c.linearAttention!;
+    const config = {
+      architectures: ['Qwen3_5ForCausalLM'], model_type: 'qwen3_5_text', vocab_size: c.vocab, hidden_size: c.hidden, intermediate_size: c.ffn,
+      num_hidden_layers: c.layers, num_attention_heads: c.heads, num_key_value_heads: c.kvHeads, head_dim: c.headDim, attn_output_gate: true,
+      linear_num_key_heads: la.kHeads, linear_num_value_heads: la.vHeads, linear_key_head_dim: la.kDim, linear_value_head_dim: la.vDim,
+      linear_conv_kernel_dim: la.convKernel, rms_norm_eps: c.rmsEps, full_attention_interval: 4, max_position_embeddings: c.maxContext,
+      rope_parameters: { rope_type: 'default', rope_theta: c.rope.theta, partial_rotary_factor: c.rope.rotaryDim / c.headDim }, tie_word_embeddings: c.tiedEmbeddings,
+    };
+    const folder = await openHfFolder(
+      new Map([
+        ['config.json', bytesSource('config.json', new TextEncoder().encode(JSON.stringify(config)))],
+        ['model.safetensors', bytesSource('model.safetensors', writeSafetensors(hf))],
+      ]),
+    );
+    const runners = [await Runner.load(gpu, c, gguf.tensors, { kvBudgetBytes: 1 << 20, maxBatch: 1 }), await Runner.load(gpu, folder.config, folder.tensors, { kvBudgetBytes: 1 << 20, maxBatch: 1 })];
+    try {
+      /** Greedy ids over 8 steps after a prompt, and the last step's logits. */
+      const greedy = async (runner: Runner) => {
+        runner.alloc(0);
+        const ids: number[] = [];
+        let [last] = await runner.step([{ seq: 0, tokens: [3, 40, 77, 121, 9, 200, 14] }], { logits: true });
+        for (let s = 0; s < 8; s++) {
+          ids.push(last.id);
+          [last] = await runner.step([{ seq: 0, tokens: [last.id] }], { logits: true });
+        }
+        return { ids, logits: last.logits! };
+      };
+      const [fromGguf, fromHf] = [await greedy(runners[0]), await greedy(runners[1])];
+      expect(fromHf.ids).toEqual(fromGguf.ids);
+      expect(relError(fromHf.logits, fromGguf.logits)).toBeLessThan(1e-5);
+    } finally {
+      for (const r of runners) r.destroy();
     }
   });
 });

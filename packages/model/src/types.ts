@@ -32,6 +32,8 @@ export interface TensorInfo {
    * used as 1 + w (see hfValueOffset). Absent: 0.
    */
   readonly valueOffset?: number;
+  /** 'negExp': every value read as −exp(value), after valueOffset (Qwen3.5's A_log read as llama.cpp's ssm_a). */
+  readonly valueTransform?: 'negExp';
 }
 
 /** A scalar, string or array value of a GGUF metadata key. */

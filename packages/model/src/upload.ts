@@ -80,6 +80,7 @@ export async function readVector(info: TensorInfo, o: UploadOptions = {}): Promi
   o.onBytes?.(info.byteLength);
   const values = dequantizeRow(info.dtype, bytes, 0, n);
   if (info.valueOffset) for (let i = 0; i < n; i++) values[i] += info.valueOffset;
+  if (info.valueTransform === 'negExp') for (let i = 0; i < n; i++) values[i] = -Math.exp(values[i]);
   return values;
 }
 
