@@ -21,7 +21,8 @@ export async function llamaCppRuns(file: string, promptIds: readonly number[], m
   const runs: NativeRun[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
-      const context = await model.createContext({ contextSize: promptIds.length + maxTokens + 8, threads, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+      // (a context of a few dozen tokens gave other ids than the same tokens in a larger one: at least 256)
+      const context = await model.createContext({ contextSize: Math.max(256, promptIds.length + maxTokens + 8), threads, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
       try {
         const ids: number[] = [];
         const t0 = performance.now();
@@ -68,6 +69,7 @@ export function llamaCppLine(runs: NativeRun[], o: { threads: number; promptToke
     prefill_tok_s: round(prefill),
     ttft_ms: round(ttft),
     ids_equal: reference?.ids ? runs[0].ids.length === reference.ids.length && runs[0].ids.every((id, i) => id === reference.ids![i]) : null,
+    ids: runs[0].ids,
     prompt_tokens: o.promptTokens,
     generated_tokens: runs[0].ids.length,
     rounds: o.rounds,

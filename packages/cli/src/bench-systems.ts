@@ -87,6 +87,8 @@ export async function benchSystems(flags: Flags): Promise<number> {
       seed,
     };
     const intab = new Map<string, { decode_tok_s: number; prefill_tok_s: number; ttft_ms: number; ids?: number[] }>();
+    const speeds = new Map<string, number>();
+    let summary: Record<string, unknown> | undefined;
     const failed = job.systems.length === 0 ? false : await runJob({
       timeoutS: Number(flags.timeout ?? 3600),
       headed: Boolean(flags.headed),
@@ -96,6 +98,9 @@ export async function benchSystems(flags: Flags): Promise<number> {
       onRecord(r) {
         if (r.type !== 'bench' && r.type !== 'compare-run') return;
         const { type, ...rest } = r;
+        // the summary closes the output, after llama.cpp's line when it runs
+        if (type === 'bench' && rest.summary === true && native) return void (summary = rest);
+        if (type === 'bench' && rest.error === undefined && typeof rest.decode_tok_s === 'number') speeds.set(`${String(rest.system)}/${String(rest.backend)}`, rest.decode_tok_s);
         if (type === 'bench' && rest.system === 'intab' && rest.error === undefined) intab.set(`intab/${String(rest.backend)}`, rest as never);
         // Runs only with --json; the per-system lines and the summary always.
         if (type === 'bench' || flags.json) process.stdout.write(`${JSON.stringify(type === 'compare-run' ? { type, ...rest } : rest)}\n`);
@@ -111,11 +116,17 @@ export async function benchSystems(flags: Flags): Promise<number> {
       try {
         const { runs, loadMs } = await llamaCppRuns(file, promptIds, maxTokens, rounds, threads);
         if (flags.json) runs.forEach((run, round) => process.stdout.write(`${JSON.stringify({ type: 'compare-run', bench: 'compare', system: 'llama.cpp', backend: 'cpu', round, decode_tok_s: run.decodeTokS, prefill_tok_s: run.prefillTokS, ttft_ms: run.ttftMs, tokens: run.ids.length })}\n`));
-        process.stdout.write(`${JSON.stringify(llamaCppLine(runs, { threads, promptTokens, rounds, loadMs, intab }))}\n`);
+        const line = llamaCppLine(runs, { threads, promptTokens, rounds, loadMs, intab });
+        speeds.set(NATIVE, line.decode_tok_s as number);
+        process.stdout.write(`${JSON.stringify(line)}\n`);
       } catch (err) {
         // as the page reports a system that fails to load: the line says why, the others stand
         process.stdout.write(`${JSON.stringify({ bench: 'compare', system: 'llama.cpp', backend: 'cpu', error: `${(err as Error).name}: ${(err as Error).message}` })}\n`);
       }
+    }
+    if (summary) {
+      const fastest = [...speeds].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
+      process.stdout.write(`${JSON.stringify({ ...summary, fastest_system: fastest })}\n`);
     }
     return failed ? 1 : 0;
   } finally {
