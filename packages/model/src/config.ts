@@ -54,6 +54,12 @@ export interface LinearAttentionSpec {
   kDim: number;
   /** Dv: value head dimension (linear_value_head_dim; GGUF ssm.inner_size / Hv). */
   vDim: number;
+  /**
+   * Which key head value head h reads when Hk < Hv: absent, llama.cpp's tiled h % Hk (GGUF, and what hfValueTransform
+   * makes of HF values); 'grouped', transformers' ⌊h / (Hv/Hk)⌋, where a Hugging Face folder's tensors are read as
+   * stored (openHfFolder), every value-head-indexed tensor in that order.
+   */
+  headOrder?: 'grouped';
 }
 
 export interface LlamaConfig {

@@ -3,7 +3,7 @@
 // read but headers and JSON; tensor bytes are streamed later by the weight upload.
 
 import { configFromGguf, configFromHf, type LlamaConfig } from './config.ts';
-import { ModelFormatError, UnsupportedModelError } from './errors.ts';
+import { ModelFormatError } from './errors.ts';
 import { parseGguf, parseGgufSplits, type GgufFile } from './formats/gguf.ts';
 import { ggufTypeWarnings } from './formats/gguf-keys.ts';
 import { readHfFolder, type HfFolder } from './formats/hf-folder.ts';
@@ -72,13 +72,11 @@ function splitRows(tensors: Map<string, TensorInfo>, t: TensorInfo, parts: numbe
  */
 export async function openHfFolder(files: Map<string, ByteSource> | ((name: string) => ByteSource | undefined)): Promise<ModelFiles> {
   const hf = await readHfFolder(files);
-  const config = configFromHf(hf.config, 'config.json');
+  let config = configFromHf(hf.config, 'config.json');
+  // Qwen3.5 with fewer key than value heads: its tensors stay in transformers' grouped value-head order (llama.cpp's
+  // converter reorders them to tiled, by rows and columns), and the forward reads key heads in that order.
+  if (config.linearAttention && config.linearAttention.kHeads !== config.linearAttention.vHeads) config = { ...config, linearAttention: { ...config.linearAttention, headOrder: 'grouped' } };
   const la = config.linearAttention;
-  if (la && la.kHeads !== la.vHeads) {
-    // With fewer key than value heads, the value heads of several tensors are reordered grouped → tiled
-    // (hfValueTransform), rows and columns, which these lazy tensors cannot carry: refused rather than silently wrong.
-    throw new UnsupportedModelError('config.json', 'linear_num_value_heads', String(la.vHeads), `intab reads a Qwen3.5 folder whose value heads outnumber its key heads (${la.kHeads}) from GGUF only for now: convert it with llama.cpp's convert_hf_to_gguf.py, or download a GGUF of the model`);
-  }
   const tensors = new Map<string, TensorInfo>();
   for (const t of hf.tensors) {
     const canonical = canonicalHfName(t.name, config.arch);

@@ -12,6 +12,7 @@ import { openGguf } from './load.ts';
 import { bytesSource } from './source.ts';
 import { argmax, createReferenceModel, type ReferenceModel } from './reference/llama.ts';
 import { readGgufLite, writeSafetensors } from './reference/safetensors-lite.ts';
+import { hfValueTransform } from './tensor-names.ts';
 import { openHfFolder } from './load.ts';
 
 const SHAPE: SyntheticShape = {
@@ -104,9 +105,10 @@ describe('Qwen3.5 on WebGPU = the CPU reference', () => {
     }
   });
 
-  test('a Hugging Face folder of the same weights (transformers names and values, key heads = value heads) gives the GGUF\'s logits and ids', async () => {
+  for (const [heads, kHeads] of [['as many key as value heads', 4], ['2 key heads to 4 value heads (grouped order)', 2]] as const) {
+  test(`a Hugging Face folder of the same weights (transformers names, values and head order; ${heads}) gives the GGUF's logits and ids`, async () => {
     const gpu = await testGpu();
-    const shape: SyntheticShape = { ...SHAPE, linear: { ...SHAPE.linear!, kHeads: 4, vHeads: 4 } };
+    const shape: SyntheticShape = { ...SHAPE, linear: { ...SHAPE.linear!, kHeads, vHeads: 4 } };
     const bytes = syntheticGguf(shape, 'f32', 12, { qkScale: 8 });
     const gguf = await openGguf(bytesSource('qwen35.gguf', bytes));
     const c = gguf.config;
@@ -124,7 +126,9 @@ describe('Qwen3.5 on WebGPU = the CPU reference', () => {
       const hfName = m ? `model.layers.${m[1]}.${HF[m[2]]}${m[2] === 'ssm_a' || m[2] === 'ssm_dt' ? '' : '.weight'}` : { 'token_embd.weight': 'model.embed_tokens.weight', 'output_norm.weight': 'model.norm.weight', 'output.weight': 'lm_head.weight' }[name]!;
       let data = t.data;
       if (name.endsWith('norm.weight') && !name.endsWith('ssm_norm.weight')) data = data.map((v) => v - 1);
-      if (name.endsWith('.ssm_a')) data = data.map((v) => Math.log(-v));
+      // tiled → grouped value heads (with 2 key heads to 4 value heads the swap is its own inverse)
+      if (/attn_qkv|attn_gate|ssm_(beta|alpha|conv1d|dt|out)/.test(name)) data = hfValueTransform(c, name, data);
+      if (name.endsWith('.ssm_a')) data = hfValueTransform(c, name.replace('ssm_a', 'ssm_dt.bias'), data).map((v) => Math.log(-v));
       hf.push([hfName, { shape: name.endsWith('ssm_conv1d.weight') ? [t.shape[0], 1, t.shape[1]] : t.shape, data }]);
     }
     const la = c.linearAttention!;
@@ -155,10 +159,12 @@ describe('Qwen3.5 on WebGPU = the CPU reference', () => {
         return { ids, logits: last.logits! };
       };
       const [fromGguf, fromHf] = [await greedy(runners[0]), await greedy(runners[1])];
+      expect(folder.config.linearAttention!.headOrder).toBe(kHeads < 4 ? 'grouped' : undefined);
       expect(fromHf.ids).toEqual(fromGguf.ids);
       expect(relError(fromHf.logits, fromGguf.logits)).toBeLessThan(1e-5);
     } finally {
       for (const r of runners) r.destroy();
     }
   });
+  }
 });

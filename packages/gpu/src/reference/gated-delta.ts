@@ -96,12 +96,14 @@ export function gatedDeltaStep(
   Dk: number,
   Dv: number,
   kHeads = Hv,
+  /** Which key head value head h reads: 'tiled' h % Hk (llama.cpp, GGUF), 'grouped' ⌊h / (Hv/Hk)⌋ (transformers). */
+  order: 'tiled' | 'grouped' = 'tiled',
 ): Float32Array {
   checkDelta('gated-delta-step', { S, q, k, v, g, beta }, 1, Hv, Dk, Dv, kHeads);
   const o = new Float32Array(Hv * Dv); // (Hv, Dv)
   for (let h = 0; h < Hv; h++) {
     const s0 = h * Dk * Dv;
-    const ko = (h % kHeads) * Dk;
+    const ko = (order === 'tiled' ? h % kHeads : Math.floor(h / (Hv / kHeads))) * Dk;
     const decay = Math.exp(g[h]);
     const b = beta[h];
     for (let j = 0; j < Dv; j++) {
@@ -143,6 +145,7 @@ export function gatedDeltaSequence(
   Dk: number,
   Dv: number,
   kHeads = Hv,
+  order: 'tiled' | 'grouped' = 'tiled',
 ): Float32Array {
   checkDelta('gated-delta-sequence', { S, q, k, v, g, beta }, T, Hv, Dk, Dv, kHeads);
   const o = new Float32Array(T * Hv * Dv);
@@ -159,6 +162,7 @@ export function gatedDeltaSequence(
       Dk,
       Dv,
       kHeads,
+      order,
     );
     o.set(step, t * Hv * Dv);
   }

@@ -241,7 +241,7 @@ export class LlamaForward {
       if (c.activation !== 'silu') throw new IntabModelError(`${c.arch}: the Gated DeltaNet output gate is silu(z), run by the model's SwiGLU kernel: activation '${c.activation}' has none.`);
       la.layers.forEach((l, i) => this.linearIndex.set(l, i));
       this.conv = createCausalConv1d(gpu, { channels: 2 * la.kHeads * la.kDim + la.vHeads * la.vDim, kernelSize: la.convKernel, label: 'linear.conv' });
-      this.delta = createGatedDelta(gpu, { vHeads: la.vHeads, kHeads: la.kHeads, keyDim: la.kDim, valueDim: la.vDim, eps: c.rmsEps, rawGates: true, label: 'linear.delta' });
+      this.delta = createGatedDelta(gpu, { vHeads: la.vHeads, kHeads: la.kHeads, keyDim: la.kDim, valueDim: la.vDim, eps: c.rmsEps, rawGates: true, headOrder: la.headOrder ?? 'tiled', label: 'linear.delta' });
     }
     if (c.attnOutputGate) this.sigmoidGate = createSigmoidGate(gpu);
     this.gemvMaxRows = gemvMaxRows(gpu);

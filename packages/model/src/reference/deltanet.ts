@@ -87,7 +87,7 @@ export function createDeltaNet(config: LlamaConfig, spec: LinearAttentionSpec, g
       const q = l2NormRows(y.slice(0, qkDim), Hk, Dk, eps, scale); // q / ‖q‖ / √Dk
       const k = l2NormRows(y.slice(qkDim, 2 * qkDim), Hk, Dk, eps); // k / ‖k‖
       const v = y.subarray(2 * qkDim);
-      const o = gatedDeltaStep(ssmState.get(l)!, q, k, v, g, beta, Hv, Dk, Dv, Hk); // value head h reads key head h % Hk
+      const o = gatedDeltaStep(ssmState.get(l)!, q, k, v, g, beta, Hv, Dk, Dv, Hk, spec.headOrder ?? 'tiled'); // value head h reads key head h % Hk (tiled)
       const gated = gatedRmsNorm(o, w.norm, z, Hv, Dv, eps); // rmsnorm(o_h) · w · silu(z_h)
       matvec(out, w.wOut, gated, C, vDimAll); // out = Wout · gated
     },

@@ -89,14 +89,13 @@ describe('qwen35 configs', () => {
       expect(() => configFromHf(moe, 'config.json')).toThrow(UnsupportedModelError);
       expect(() => configFromHf(moe, 'config.json')).toThrow(/qwen35moe.*llama, mistral, qwen2, qwen3, phi3, smollm3, gemma3 and qwen35/);
     }
-    // A Hugging Face folder with more value than key heads: refused by the loader (its heads would need reordering by
-    // rows and columns), with what to do instead.
+    // A Hugging Face folder with more value than key heads: read in transformers' grouped head order as stored.
     const wider = { ...QWEN35_08B, text_config: { ...QWEN35_08B.text_config, linear_num_value_heads: 32 } };
     const folder = new Map([
       ['config.json', bytesSource('config.json', new TextEncoder().encode(JSON.stringify(wider)))],
       ['model.safetensors', bytesSource('model.safetensors', writeSafetensors([['model.language_model.norm.weight', { shape: [1024], data: new Float32Array(1024) }]]))],
     ]);
-    await expect(openHfFolder(folder)).rejects.toThrow(/linear_num_value_heads.*from GGUF only.*convert_hf_to_gguf/);
+    expect((await openHfFolder(folder)).config.linearAttention).toMatchObject({ kHeads: 16, vHeads: 32, headOrder: 'grouped' });
     const { metadata, tensorInfos } = readGgufLite(syntheticGguf(SHAPE, 'f32', 1), 'x.gguf');
     expect(() => configFromGguf({ ...metadata, 'general.architecture': 'qwen35moe' }, 'x.gguf')).toThrow(/qwen35moe is not supported.*dense/);
     const { ['qwen35.ssm.group_count']: _, ...noGroups } = metadata;
