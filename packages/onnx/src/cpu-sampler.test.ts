@@ -25,7 +25,8 @@ const CASES: [string, (rand: () => number, vocab: number) => Omit<SamplingParams
   ['min-p', () => ({ temperature: 1.2, minP: 0.05 })],
   ['all truncations', () => ({ temperature: 0.9, topK: 100, topP: 0.8, minP: 0.02 })],
   ['penalties', (rand, V) => ({ temperature: 0.7, repetitionPenalty: 1.3, presencePenalty: 0.5, frequencyPenalty: 0.2, history: Array.from({ length: 30 }, () => Math.floor(rand() * V)) })],
-  ['bias', () => ({ temperature: 0, logitBias: { 3: 50, 7: -Infinity, 9: 2 } })],
+  // (ids within the vocabulary: the twin refuses others, as the GPU sampler does)
+  ['bias', (_, V) => ({ temperature: 0, logitBias: Object.fromEntries(Object.entries({ 3: 50, 7: -Infinity, 9: 2, [V - 1]: 1 }).filter(([id]) => Number(id) < V)) })],
   ['mask', (rand, V) => ({ temperature: 0.8, topK: 20, allowed: mask(rand, V, 0.3) })],
   ['top logprobs', () => ({ temperature: 0.5, topLogprobs: 20 })],
 ];
