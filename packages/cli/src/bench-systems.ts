@@ -21,17 +21,26 @@ export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 
 const NATIVE = 'llama.cpp/cpu';
 
 /**
- * The systems to run: --systems, else every one that applies to the model (intab/webgpu needs a checkpoint, wllama a
- * GGUF).
+ * The systems to run: --systems, else every one that applies to the model (intab/webgpu needs a checkpoint, wllama and
+ * llama.cpp a GGUF). A bare name stands for its backends that apply: `--systems intab,llama.cpp`.
  */
 export function systemsFromFlags(flags: Flags, model: { onnx: boolean; gguf: boolean }): string[] {
   const applies = (s: string) => (s !== 'intab/webgpu' || !model.onnx) && ((s !== 'wllama/wasm' && s !== NATIVE) || model.gguf);
   if (flags.systems === undefined) return SYSTEMS.filter(applies);
   if (typeof flags.systems !== 'string') throw new Error(`--systems needs a comma-separated list of ${SYSTEMS.join(', ')}`);
-  const list = flags.systems.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const s of list) {
-    if (!SYSTEMS.includes(s)) throw new Error(`--systems: '${s}' is not one of ${SYSTEMS.join(', ')}`);
+  const asked = flags.systems.split(',').map((s) => s.trim()).filter(Boolean);
+  const list: string[] = [];
+  for (const s of asked) {
+    const family = s.includes('/') ? [] : SYSTEMS.filter((x) => x.startsWith(`${s}/`));
+    if (!SYSTEMS.includes(s) && family.length === 0) throw new Error(`--systems: '${s}' is not one of ${SYSTEMS.join(', ')} (or a name before the slash)`);
+    if (family.length > 0) {
+      const usable = family.filter(applies);
+      if (usable.length === 0) throw new Error(`--systems: ${s} cannot run this model (${s === 'intab' ? "intab's WebGPU kernels run GGUF and safetensors checkpoints, not ONNX graphs" : `${s} runs GGUF files`})`);
+      list.push(...usable.filter((x) => !list.includes(x)));
+      continue;
+    }
     if (!applies(s)) throw new Error(`--systems: ${s} cannot run this model (${s === 'wllama/wasm' || s === NATIVE ? `${s.split('/')[0]} runs GGUF files` : "intab's WebGPU kernels run GGUF and safetensors checkpoints, not ONNX graphs"})`);
+    if (!list.includes(s)) list.push(s);
   }
   if (!list.length) throw new Error('--systems is empty');
   return list;
