@@ -249,7 +249,8 @@ export class Runner implements StepRunner {
 
   /** Drops the last `n` tokens; with Gated DeltaNet layers, within the sequence's last verify step (SequenceStates). */
   rewind(seq: number, n: number): void {
-    if (this.states) this.states.rewind(seq, Math.max(0, this.kv.length(seq) - n));
+    // (nothing to undo when every proposal was accepted: the state stays, with no replay)
+    if (this.states && n > 0) this.states.rewind(seq, Math.max(0, this.kv.length(seq) - n));
     this.kv.rewind(seq, n);
   }
 

@@ -118,6 +118,7 @@ export class SequenceStates {
     this.slotOf.delete(seq);
     this.snapshots.delete(seq);
     this.replays.delete(seq);
+    this.restored.delete(seq);
     this.freeSlots.push(slot);
   }
 
