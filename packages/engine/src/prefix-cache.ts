@@ -156,7 +156,7 @@ export class PrefixCache implements PageHolder {
     const cost = { need, available: kv.availablePageCount - mappedEvictable };
     if (!kv.window) return cost;
     // (window pages it maps stop being the cache's to give up)
-    const mappedWindow = match.nodes.filter((n) => n.window && this.windowReclaimable(n)).length;
+    const mappedWindow = match.nodes.filter((n) => n.window && this.evictable(n)).length;
     return { ...cost, window: { need: kv.windowToCome(undefined, reserve), available: kv.availableWindowCount - mappedWindow } };
   }
 
@@ -284,13 +284,13 @@ export class PrefixCache implements PageHolder {
   /** Window pages only the cache keeps, of unpinned nodes (PageHolder). */
   get reclaimableWindow(): number {
     let n = 0;
-    for (const node of this.nodes) if (node.window && this.windowReclaimable(node)) n++;
+    for (const node of this.nodes) if (node.window && this.evictable(node)) n++;
     return n;
   }
 
   /** Gives up up to `n` window pages only the cache keeps, least recently used first, keeping the pages (PageHolder). */
   reclaimWindow(n: number): number {
-    const nodes = [...this.nodes].filter((node) => node.window && this.windowReclaimable(node)).sort((a, b) => a.used - b.used);
+    const nodes = [...this.nodes].filter((node) => node.window && this.evictable(node)).sort((a, b) => a.used - b.used);
     for (const node of nodes.slice(0, n)) {
       node.window = false;
       this.runner.kv.releaseWindow(node.page);
@@ -343,12 +343,8 @@ export class PrefixCache implements PageHolder {
 
   // ---- internals ----
 
+  /** Unpinned, and no sequence maps the page: the cache alone may give it (and its window page) back. */
   private evictable(node: CacheNode): boolean {
-    return node.pins === 0 && this.runner.kv.refCount(node.page) === 1;
-  }
-
-  /** A node's window page is the cache's alone to give up: unpinned, and no sequence maps the page. */
-  private windowReclaimable(node: CacheNode): boolean {
     return node.pins === 0 && this.runner.kv.refCount(node.page) === 1;
   }
 
