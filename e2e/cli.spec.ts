@@ -32,6 +32,7 @@ test('intab generate: golden greedy ids from the GGUF, then a text prompt throug
   expect(done.prompt_tokens).toBe(golden.prompt.length);
   for (const k of ['ttft_ms', 'prefill_tok_s', 'decode_tok_s']) expect(done[k]).toBeGreaterThan(0);
   expect(String(done.adapter)).not.toBe('');
+  expect(done.speculative).toBeUndefined(); // no speculation unless asked
 
   // The same prompt as text: the vocabulary GGUF's tokenizer maps <tNNN> pieces to ids, with BOS.
   const text = golden.prompt.slice(1).map((id: number) => `<t${id}>`).join('');
@@ -132,8 +133,8 @@ test('intab generate --concurrency 3: three streams through one engine, each wit
   const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
   const model = join(MODEL, 'stories260K.gguf');
   const args = ['--model', model, '--prompt-ids', golden.prompt.join(','), '--max-tokens', '24', '--temperature', '0'];
-  const single = (await intab('generate', ...args)).at(-1)!;
-  expect(single.ids).toEqual(golden.greedy.slice(0, 24));
+  // The single-stream greedy ids are the golden ones (the first test runs that stream): no second Chromium for them.
+  const single = { ids: golden.greedy.slice(0, 24) };
 
   const lines = await intab('generate', ...args, '--concurrency', '3');
   const tokens = lines.filter((l) => l.id !== undefined);
@@ -201,9 +202,8 @@ test('intab generate --speculative: self and draft speculation give the plain gr
   const golden = JSON.parse(readFileSync(join(MODEL, 'golden.json'), 'utf8')).cases[1];
   const model = join(MODEL, 'stories260K.gguf');
   const args = ['--model', model, '--prompt-ids', golden.prompt.join(','), '--max-tokens', '12', '--temperature', '0'];
-  const plain = (await intab('generate', ...args)).at(-1)!;
-  expect(plain.ids).toEqual(golden.greedy.slice(0, 12));
-  expect(plain.speculative).toBeUndefined();
+  // Plain greedy decoding gives the golden ids (the first test runs it; its done line has no speculative field there).
+  const plain = { ids: golden.greedy.slice(0, 12) };
 
   // fixed k, so every decode step verifies proposals whatever the measured costs say
   const self = await intab('generate', ...args, '--speculative', 'self', '--spec-k', '3', '--no-adaptive');
