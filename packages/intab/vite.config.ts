@@ -22,7 +22,7 @@ const external = (id: string) => id.startsWith('node:') || [...THIRD_PARTY, ...N
 // "/worker-xxx.js", "" + import.meta.url)`, root-absolute and hidden from other bundlers. A library must ship the
 // canonical relative form, which the app's bundler (Vite, webpack 5, Parcel) recognizes, bundles and re-emits.
 // Line count is kept, so the source maps still line up.
-const WORKER_URL_RE = /new URL\(\s*\/\*\s*@vite-ignore\s*\*\/\s*"\/?(worker-[\w-]+\.js)"\s*,\s*""\s*\+\s*import\.meta\.url\s*\)/g;
+const WORKER_URL_RE = /new URL\(\s*\/\*\s*@vite-ignore\s*\*\/\s*"\/?((?:shared-)?worker-[\w-]+\.js)"\s*,\s*""\s*\+\s*import\.meta\.url\s*\)/g;
 function portableWorkerUrl(): Plugin {
   return {
     name: 'intab:portable-worker-url',
@@ -31,7 +31,7 @@ function portableWorkerUrl(): Plugin {
     generateBundle(_options, bundle) {
       let found = 0;
       for (const chunk of Object.values(bundle)) {
-        if (chunk.type !== 'chunk' || !chunk.code.includes('new Worker(')) continue;
+        if (chunk.type !== 'chunk' || !/new (Shared)?Worker\(/.test(chunk.code)) continue;
         chunk.code = chunk.code.replace(WORKER_URL_RE, (match: string, file: string) => {
           found++;
           return `new URL("./${file}", import.meta.url${'\n'.repeat(match.split('\n').length - 1)})`;

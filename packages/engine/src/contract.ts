@@ -426,6 +426,33 @@ export interface EngineStats {
    * buffers. Steady while the engine serves; growth over a long run is a leak (`intab bench soak` watches it).
    */
   gpuBuffers?: number;
+  /** An engine shared by the tabs of an origin (createEngine's `share: 'origin'`): its sessions, as this tab sees them. */
+  share?: ShareStats;
+}
+
+/** EngineStats.share: one engine's tabs (sessions), its requests by tab, and the memory held once for all of them. */
+export interface ShareStats {
+  /** Tabs attached to the engine now (this one included). */
+  sessions: number;
+  /** Streams not yet delivered to the end, per attached tab: this tab's first. */
+  requests: number[];
+  /** Times the model was loaded for these tabs (1 while the engine serves: attaching does not load). */
+  loads: number;
+  /** Weights and K/V pages held once for every tab, in bytes. */
+  bytesHeld: number;
+  /** What as many engines as there are tabs would hold (sessions × bytesHeld). */
+  bytesIfSeparate: number;
+}
+
+/**
+ * ModelInfo.share: where the engine runs for this tab. 'shared-worker': in the origin's SharedWorker, shared with the
+ * other tabs that asked for the same model and settings (`attached`: it was already loaded, this tab loaded nothing);
+ * 'own': in this tab's own Worker (not asked for, or not possible: `reason` says why).
+ */
+export interface ShareInfo {
+  mode: 'shared-worker' | 'own';
+  reason: string;
+  attached?: boolean;
 }
 
 /**
@@ -492,6 +519,8 @@ export interface ModelInfo {
    * it, else persisted()'s).
    */
   store?: { id: string; downloaded: number; verified: boolean; persisted: boolean };
+  /** createEngine: whether this tab shares the engine with the origin's other tabs, and why (see ShareInfo). */
+  share?: ShareInfo;
 }
 
 export interface LoadProgress {

@@ -211,8 +211,11 @@ export class Engine implements EngineApi {
     return this.info;
   }
 
-  /** Registers a request; its stream id is what next() and cancel() take. Validation errors throw here. */
-  async start(request: GenerateRequest, signal?: AbortSignal): Promise<number> {
+  /**
+   * Registers a request; its stream id is what next() and cancel() take. Validation errors throw here. `session`: the
+   * tab of a shared engine that asks (shared-host.ts), so that admission is fair between tabs.
+   */
+  async start(request: GenerateRequest, signal?: AbortSignal, session?: string): Promise<number> {
     await this.devices.recovered();
     const { runner } = this.ready();
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
@@ -240,7 +243,7 @@ export class Engine implements EngineApi {
       why: runner.capabilities?.why,
     });
     const truncated = fitted.dropped > 0 ? { messages: fitted.dropped, tokens: fitted.tokens } : undefined;
-    return this.begin(prompt, options, signal, { constraint, spec, truncated, tools: tools?.sequence }).id;
+    return this.begin(prompt, options, signal, { constraint, spec, truncated, tools: tools?.sequence, session }).id;
   }
 
   /**
@@ -377,7 +380,7 @@ export class Engine implements EngineApi {
     prompt: number[],
     options: ResolvedOptions,
     signal: AbortSignal | undefined,
-    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean; truncated?: { messages: number; tokens: number }; tools?: (id: number) => SequenceTools },
+    extra: { constraint?: Constraint; spec?: ReturnType<typeof resolveSpeculative>; prefillOnly?: boolean; truncated?: { messages: number; tokens: number }; tools?: (id: number) => SequenceTools; session?: string },
   ): { id: number; stream: Stream } {
     const { runner, scheduler } = this.ready();
     const id = this.nextId++;
@@ -394,6 +397,7 @@ export class Engine implements EngineApi {
       prefillOnly: extra.prefillOnly,
       truncated: extra.truncated,
       tools: extra.tools?.(id),
+      session: extra.session,
     });
     const stream = this.streams.open(seq);
     if (extra.spec) {

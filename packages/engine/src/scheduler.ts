@@ -2,7 +2,10 @@
 // run and with how many tokens, so requests join and leave between any two steps. Policy, in order:
 //   1. decoding sequences, one token each (round-robin when there are more than fit), plus the tokens
 //      speculative decoding sets aside for proposals;
-//   2. admission of waiting requests, strictly FIFO, while a batch slot, a token and KV pages are left;
+//   2. admission of waiting requests while a batch slot, a token and KV pages are left: FIFO within a session, and
+//      between sessions (the tabs of a shared engine) the one with the fewest admitted sequences goes first, so a
+//      tab streaming ten requests cannot starve another tab's one; the chosen head waits for room and nobody
+//      overtakes it (with one session, strict FIFO);
 //   3. prefill chunks for the remaining token budget, shared evenly (water-filling) among prefilling sequences.
 // KV pages are reserved at admission for the whole request (prompt + maxTokens), so a running sequence can
 // never hit a full cache mid-stream: a request that does not fit now waits; one that never can is refused
@@ -112,8 +115,33 @@ export class Scheduler {
   /** Whether plan() would return a non-empty step right now. */
   get plannable(): boolean {
     if (this.running.some((s) => !s.finished && !s.paused && !s.abortRequested && !(s.prefillOnly && s.prefillLeft === 0))) return true;
-    const head = this.waiting[0];
-    return head !== undefined && (head.abortRequested || head.finished || this.fits(head));
+    if (this.waiting.some((s) => s.abortRequested || s.finished)) return true;
+    const head = this.head();
+    return head !== undefined && this.fits(head);
+  }
+
+  /**
+   * The waiting request admitted next: the oldest one of the session with the fewest admitted sequences (ties: the
+   * session whose oldest request came first). With one session (every request of a tab's own engine), the oldest.
+   */
+  head(): Sequence | undefined {
+    const first = this.waiting[0];
+    if (first === undefined || this.waiting.every((s) => s.session === first.session)) return first;
+    const admitted = new Map<string | undefined, number>();
+    for (const s of this.running) if (!s.finished) admitted.set(s.session, (admitted.get(s.session) ?? 0) + 1);
+    let best: Sequence | undefined;
+    let least = Infinity;
+    const seen = new Set<string | undefined>();
+    for (const s of this.waiting) {
+      if (seen.has(s.session)) continue;
+      seen.add(s.session);
+      const n = admitted.get(s.session) ?? 0;
+      if (n < least) {
+        best = s;
+        least = n;
+      }
+    }
+    return best;
   }
 
   /**
@@ -143,16 +171,14 @@ export class Scheduler {
       budget -= tokens.length + extra;
     }
 
-    // 2. admission, FIFO: the head waits for room and nobody overtakes it
+    // 2. admission, FIFO within a session and fair between sessions (head()): the head waits for room and nobody
+    //    overtakes it
     const prefilling = order.filter((s) => s.prefillLeft > 0);
+    for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i].abortRequested || this.waiting[i].finished) this.waiting.splice(i, 1);
     while (this.waiting.length > 0) {
-      const head = this.waiting[0];
-      if (head.abortRequested || head.finished) {
-        this.waiting.shift();
-        continue;
-      }
+      const head = this.head()!;
       if (entries.length + prefilling.length >= maxBatch || budget <= prefilling.length || !this.fits(head)) break;
-      this.waiting.shift();
+      this.waiting.splice(this.waiting.indexOf(head), 1);
       this.admission.admit(head);
       head.state = 'running';
       this.running.push(head);

@@ -115,6 +115,8 @@ export interface SequenceInit {
   tools?: SequenceTools;
   /** What `truncate: 'oldest'` dropped from the chat to fit (reported on the last chunk). */
   truncated?: { messages: number; tokens: number };
+  /** The session (a tab of a shared engine) the request came from: admission is fair between sessions. */
+  session?: string;
 }
 
 export type SequenceState = 'waiting' | 'running' | 'finished';
@@ -136,6 +138,8 @@ export class Sequence {
   abortRequested = false;
   /** A preload: the prompt goes into the KV-cache and nothing is sampled (see SequenceInit.prefillOnly). */
   readonly prefillOnly: boolean;
+  /** SequenceInit.session: the tab of a shared engine that asked for it (undefined: the engine's only user). */
+  readonly session: string | undefined;
   /** Prompt tokens the prefix cache held at admission (their prefill was skipped). */
   cachedTokens = 0;
   /** Full prompt pages already handed to the prefix cache while the sequence runs. */
@@ -175,6 +179,7 @@ export class Sequence {
     this.constraint = init.constraint;
     this.tools = init.tools;
     this.prefillOnly = init.prefillOnly ?? false;
+    this.session = init.session;
     this.truncated = init.truncated;
     this.maxQueued = init.maxQueued;
     this.startedAt = init.startedAt;

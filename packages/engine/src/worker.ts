@@ -4,19 +4,12 @@
 
 import * as Comlink from 'comlink';
 import { Engine } from './engine.ts';
+import { answerLifeLine } from './life-line.ts';
 import { registerTransferHandlers } from './transfer.ts';
 
 registerTransferHandlers();
-// The main thread's life line: this worker holds a Web Lock for as long as it lives, and the main thread waits for the
-// same lock, which the browser grants it only when this worker is gone (terminated, or killed for memory: neither sends
-// anything), so every pending call is rejected instead of hanging. Taken before Comlink sees the message.
+// The main thread's life line (life-line.ts), taken before Comlink sees the message.
 self.addEventListener('message', (ev: MessageEvent) => {
-  if (ev.data?.type !== 'intab:life-line') return;
-  ev.stopImmediatePropagation();
-  const port = ev.ports[0];
-  void navigator.locks?.request(String(ev.data.lock), () => {
-    port?.postMessage('held');
-    return new Promise<never>(() => {}); // held until this worker ends
-  });
+  if (answerLifeLine(ev)) ev.stopImmediatePropagation();
 });
 Comlink.expose(new Engine());

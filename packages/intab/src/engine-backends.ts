@@ -4,7 +4,7 @@
 // dead or terminated worker, destroy(), restart()), so no call is left hanging.
 
 import * as Comlink from 'comlink';
-import type { EngineApi } from '@intab/engine/contract';
+import type { EngineApi, LoadOptions, LoadProgress, ModelInfo, ModelSource } from '@intab/engine/contract';
 import { registerTransferHandlers } from '@intab/engine/transfer';
 import { WorkerError } from './errors.ts';
 import { RemoteEngineApi } from './remote/api.ts';
@@ -62,7 +62,7 @@ export interface Backend {
  * A worker the browser kills (out of memory) or that is terminated sends nothing. It holds a Web Lock while it lives;
  * waiting here for the same lock, granted once it is gone, closes the guard (every pending call rejects) at that moment.
  */
-function watchLife(worker: Worker, guard: CallGuard): void {
+function watchLife(worker: Pick<Worker, 'postMessage'>, guard: CallGuard): void {
   const locks = globalThis.navigator?.locks;
   if (!locks) return; // no Web Locks (Safari before 15.4): a killed worker is noticed only by its error event
   const name = `intab-worker-${crypto.randomUUID()}`;
@@ -90,6 +90,62 @@ export function workerBackend(): Backend {
   worker.addEventListener('messageerror', () => guard.close(new WorkerError('a message from the worker could not be deserialized')));
   const api = Comlink.wrap<EngineApi>(worker) as unknown as EngineApi;
   return { api, guard, inWorker: true, worker, kill: () => worker.terminate() };
+}
+
+/** What a shared engine's session answers besides the EngineApi (the SharedWorker's HostSession). */
+interface SessionApi extends EngineApi {
+  attach(key: string, source: ModelSource, options: LoadOptions, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal, life?: string): Promise<ModelInfo>;
+}
+
+/**
+ * A session on the engine the origin's tabs share under `key` (its load() attaches: it loads the model only when no
+ * tab holds it), in the origin's SharedWorker. This tab holds a Web Lock for as long as it lives, which the host waits
+ * for: when this tab closes, crashes or navigates away, the host ends its requests and frees their pages. kill() ends
+ * this tab's session (never the engine the other tabs use). Undefined where there is no SharedWorker.
+ */
+export function sharedBackend(key: string): Backend | undefined {
+  if (typeof SharedWorker === 'undefined') return undefined;
+  registerTransferHandlers();
+  // This exact form lets Vite, webpack 5 and Parcel find, bundle and emit the shared worker (and its imports).
+  const worker = new SharedWorker(new URL('./shared-worker.ts', import.meta.url), { type: 'module', name: 'intab-shared' });
+  const port = worker.port;
+  const guard = new CallGuard();
+  watchLife(port, guard);
+  worker.addEventListener('error', () => guard.close(new WorkerError("the origin's shared worker script failed to load or threw at the top level")));
+  port.addEventListener('messageerror', () => guard.close(new WorkerError('a message from the shared worker could not be deserialized')));
+  const session = Comlink.wrap<SessionApi>(port) as unknown as SessionApi;
+  // This tab's life, as a Web Lock the host can wait for: taken before attaching, released when the session ends.
+  const life = `intab-tab-${crypto.randomUUID()}`;
+  let letGo: (() => void) | undefined;
+  const locks = globalThis.navigator?.locks;
+  const held = locks ? new Promise<void>((taken) => void locks.request(life, () => new Promise<void>((end) => ((letGo = end), taken())))) : Promise.resolve();
+  let ended = false;
+  const end = async () => {
+    if (ended) return;
+    ended = true;
+    try {
+      await session.destroy();
+    } finally {
+      letGo?.();
+      port.close();
+    }
+  };
+  const api: EngineApi = {
+    load: async (source, options, onProgress, signal) => {
+      await held;
+      return session.attach(key, source, options, onProgress, signal, locks ? life : undefined);
+    },
+    start: (request, signal) => session.start(request, signal),
+    next: (stream) => session.next(stream),
+    cancel: (stream) => session.cancel(stream),
+    preload: (request, signal) => session.preload(request, signal),
+    release: (preload) => session.release(preload),
+    saveCache: (options) => session.saveCache(options),
+    stats: () => session.stats(),
+    status: (since) => session.status(since),
+    destroy: end,
+  };
+  return { api, guard, inWorker: true, kill: () => void end().catch(() => {}) };
 }
 
 /** An engine on this thread (nothing loaded yet): tests, and pages that cannot start a Worker. */

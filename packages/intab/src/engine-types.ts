@@ -44,6 +44,15 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   /** Run the engine in a dedicated module Worker [true]; false runs it on this thread (tests, workers of your own). */
   worker?: boolean;
   /**
+   * 'origin': one engine for every tab and window of this origin that asks for the same model with the same settings
+   * (backend, quantize, kvBudgetBytes, maxBatch, maxTokensPerStep, maxQueuedChunks, speculative, prefixCache, draft).
+   * The first tab loads it in the origin's SharedWorker; later tabs attach to it at once, loading nothing. Requests of
+   * all tabs share its steps, fairly between tabs, and its prefix cache; a tab that closes ends its own requests and
+   * frees their pages. Where no SharedWorker can hold the engine (none in this browser, a File or folder input, or
+   * `worker: false`), the tab gets its own engine and `info.share.reason` says why. [false: this tab's own engine]
+   */
+  share?: 'origin' | false;
+  /**
    * Keep the model's files in the model store [true where the OPFS or the Cache API exists]: the first load
    * downloads them (resuming an interrupted download, checking every file's SHA-256), later loads read them from
    * disk and check them again. false streams the model from the network each time.

@@ -4,12 +4,13 @@
 // what was loaded. restart() loads the same files with the same options on a new backend.
 
 import * as Comlink from 'comlink';
-import type { LoadOptions, LoadProgress, ModelInfo, ModelSource } from '@intab/engine/contract';
+import type { LoadOptions, LoadProgress, ModelInfo, ModelSource, ShareInfo } from '@intab/engine/contract';
 import { releaseSignal } from '@intab/engine/transfer';
 import { isHfId, resolveModelSource, type ModelInput } from './model-source.ts';
 import { modelName } from './model-name.ts';
 import { modelStore } from './store/model-store.ts';
-import { inThreadBackend, workerBackend, type Backend } from './engine-backends.ts';
+import { inThreadBackend, sharedBackend, workerBackend, type Backend } from './engine-backends.ts';
+import { InvalidArgumentError } from './errors.ts';
 import { EngineFacade } from './engine-facade.ts';
 import type { CreateEngineOptions, IntabEngine } from './engine-types.ts';
 
@@ -34,14 +35,20 @@ export async function createLocalEngine(options: CreateEngineOptions & { model: 
   }
   signal?.throwIfAborted();
   const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
-  const { backend, info } = await launchLocal(options, source, loadOptions, signal);
+  const share = shareKey(options);
+  const { backend, info } = await launchLocal(options, source, loadOptions, signal, share);
   // A restart loads the same files (Blobs over the store's copies, or the same URLs) with the same options.
-  return new EngineFacade(backend, stored ? { ...info, store: stored } : info, await modelName(options), () => launchLocal(options, source, loadOptions));
+  return new EngineFacade(backend, stored ? { ...info, store: stored } : info, await modelName(options), () => launchLocal(options, source, loadOptions, undefined, share));
 }
 
-/** A new backend (a Worker, or this thread) with the model loaded; aborting `signal` stops the load and frees it. */
-async function launchLocal(options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal?: AbortSignal): Promise<{ backend: Backend; info: ModelInfo }> {
-  const backend = options.worker === false ? await inThreadBackend() : workerBackend();
+/**
+ * A new backend (a Worker, a session on the origin's shared engine, or this thread) with the model loaded; aborting
+ * `signal` stops the load and frees it (a shared engine's load stops only when no other tab waits for it).
+ */
+async function launchLocal(options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal: AbortSignal | undefined, share: ShareKey | undefined): Promise<{ backend: Backend; info: ModelInfo }> {
+  const shared = share?.key === undefined ? undefined : sharedBackend(share.key);
+  const shareInfo: ShareInfo | undefined = share && !shared ? { mode: 'own', reason: share.key === undefined ? share.reason : 'this browser has no SharedWorker: this tab loaded its own engine' } : undefined;
+  const backend = shared ?? (options.worker === false ? await inThreadBackend() : workerBackend());
   const { api, guard } = backend;
   const onAbort = () => {
     guard.close(signal?.reason);
@@ -66,7 +73,8 @@ async function launchLocal(options: CreateEngineOptions, source: ModelSource, lo
       // An in-thread load cannot be interrupted: when it settles after an abort, free what it loaded.
       load.then(() => signal?.aborted && backend.kill(), () => {});
     }
-    return { backend, info: await guard.call(() => load) };
+    const info = await guard.call(() => load);
+    return { backend, info: shareInfo ? { ...info, share: shareInfo } : info };
   } catch (err) {
     if (!signal?.aborted) {
       guard.close(err);
@@ -76,6 +84,39 @@ async function launchLocal(options: CreateEngineOptions, source: ModelSource, lo
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** share: 'origin': the key two tabs' loads share an engine under, or why this load cannot be shared. */
+interface ShareKey {
+  key?: string;
+  reason: string;
+}
+
+/**
+ * The key of an engine the origin's tabs share: the model (a URL or a Hugging Face id, with file and revision) and
+ * every option that shapes the engine; preload and restoreCache are each tab's own (a tab that attaches preloads its
+ * prefixes into the shared engine). Undefined without `share: 'origin'`; a reason instead of a key for inputs another
+ * tab cannot name (Files, a folder) and for `worker: false`.
+ */
+function shareKey(o: CreateEngineOptions): ShareKey | undefined {
+  if (o.share === undefined || o.share === false) return undefined;
+  if (o.share !== 'origin') throw new InvalidArgumentError('createEngine', `createEngine: share is 'origin' or false, not ${JSON.stringify(o.share)}.`);
+  if (o.worker === false) return { reason: "worker: false runs the engine on this thread, which no other tab can reach: drop it to share the engine" };
+  const name = (m: ModelInput | undefined): string | undefined => {
+    if (m === undefined) return '';
+    if (typeof m === 'string') return isHfId(m.trim()) ? `hf:${m.trim()}` : new URL(m, globalThis.location?.href).href;
+    if (m instanceof URL) return m.href;
+    if (typeof m === 'object' && m !== null && 'id' in m && typeof m.id === 'string' && !('length' in m)) {
+      const r = m as { id: string; file?: string; revision?: string };
+      return `hf:${r.id}@${r.revision ?? ''}/${r.file ?? ''}`;
+    }
+    return undefined; // a File or a folder's Files: this tab's own
+  };
+  const model = name(o.model);
+  const draft = name(o.draft);
+  if (model === undefined || draft === undefined) return { reason: 'a File or a folder is this tab\'s own, which another tab cannot name: give a URL or a Hugging Face id to share the engine' };
+  const settings = { backend: o.backend, quantize: o.quantize, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: o.maxTokensPerStep, maxQueuedChunks: o.maxQueuedChunks, speculative: o.speculative, prefixCache: o.prefixCache };
+  return { key: JSON.stringify([model, o.file ?? '', o.revision ?? '', draft, settings]), reason: '' };
 }
 
 /** The model store's id of a Hugging Face model input (`org/name@revision[/file]`), or undefined for other inputs. */

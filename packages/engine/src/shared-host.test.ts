@@ -1,0 +1,190 @@
+// The engine an origin's tabs share (shared-host.ts), on stories260K's CPU reference runner: sessions of one key load
+// once and each gets the solo greedy ids, alone and all at once; a session reaches only its own streams; one that
+// ends cancels its streams and frees their pages while the others go on (a tab's Web Lock let go, in real Chromium:
+// e2e/share.spec.ts); a
+// load in progress is joined, and stopped only when no session waits for it; the last session out frees the engine;
+// admission is fair between sessions (from the runner's step log); a prefix one session preloads is a hit for another.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { configFromGguf, parseGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
+import { readGgufLite } from '@intab/model/reference';
+import type { LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
+import { Engine } from './engine.ts';
+import { EngineClosedError, EngineStateError, UnknownStreamError } from './errors.ts';
+import { ReferenceRunner } from './reference/runner.ts';
+import { SharedHost, type HostLoader, type HostSession } from './shared-host.ts';
+import { collect } from './test-streams.ts';
+
+const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
+const STORIES = join(SHARED, 'models/stories260K');
+
+let config: LlamaConfig;
+let tensors: Map<string, Float32Array>;
+let tokenizer: Tokenizer;
+let golden: { prompt: number[]; greedy: number[] }[];
+
+beforeAll(async () => {
+  const path = join(STORIES, 'stories260K-vocab-ud.gguf');
+  const gguf = readGgufLite(new Uint8Array(readFileSync(path)), path);
+  config = configFromGguf(gguf.metadata, path, gguf.tensorInfos);
+  tensors = new Map([...gguf.tensors].map(([name, t]) => [name, t.data]));
+  tokenizer = tokenizerFromGguf((await parseGguf(await pathSource(path))).metadata, path);
+  golden = JSON.parse(readFileSync(join(STORIES, 'golden.json'), 'utf8')).cases;
+});
+
+const SOURCE: ModelSource = { kind: 'url', url: 'https://example.test/stories260K.gguf' };
+const INFO = { backend: { name: 'webgpu', reason: 'test' }, arch: 'llama', layers: 5, hidden: 64, vocab: 512, contextLength: 512, hasTokenizer: true, hasChatTemplate: false, toolFormat: null, weightBytes: 1_000_000, kvPages: 64, kvBudget: { asked: 4096, granted: 4096 }, adapter: 'reference' } as ModelInfo;
+
+/** A host whose loads build an engine over the CPU reference runner; `gate` holds loads until it resolves. */
+function host(o: { maxBatch?: number; pages?: number; gate?: Promise<void> } = {}) {
+  const loads: { options: LoadOptions; signal: AbortSignal; runner: ReferenceRunner; engine: Engine }[] = [];
+  const loader: HostLoader = async (_source, options, onProgress, signal) => {
+    const runner = new ReferenceRunner(config, (n) => tensors.get(n), { pages: o.pages ?? 64, pageSize: 16, maxBatch: o.maxBatch ?? 16 });
+    const engine = new Engine({ runner, tokenizer, options: { seed: 5, maxBatch: o.maxBatch ?? 16, prefixCache: options.prefixCache } });
+    loads.push({ options, signal, runner, engine });
+    onProgress({ loaded: 0, total: 1, phase: 'upload' });
+    await o.gate;
+    if (signal.aborted) {
+      await engine.destroy();
+      throw signal.reason;
+    }
+    onProgress({ loaded: 1, total: 1, phase: 'upload' });
+    return { engine, info: { ...INFO } };
+  };
+  return { host: new SharedHost(loader), loads };
+}
+
+const greedy = (k: number, maxTokens = 24) => ({ promptIds: golden[k].prompt, maxTokens, temperature: 0 });
+const run = async (s: HostSession, request: ReturnType<typeof greedy>) => (await collect(s as unknown as Engine, await s.start(request))).ids;
+
+describe('SharedHost', () => {
+  test('three sessions of one key: one load, each the solo greedy ids, alone and all at once', async () => {
+    const { host: h, loads } = host();
+    const [a, b, c] = [h.session(), h.session(), h.session()];
+    const progress: LoadProgress[] = [];
+    const ia = await a.attach('k', SOURCE, {}, (p) => progress.push(p));
+    const ib = await b.attach('k', SOURCE, {});
+    const ic = await c.attach('k', SOURCE, {});
+    expect(loads).toHaveLength(1);
+    expect(progress.map((p) => p.loaded)).toEqual([0, 1]);
+    expect(ia.share).toMatchObject({ mode: 'shared-worker', attached: false });
+    expect(ib.share).toMatchObject({ mode: 'shared-worker', attached: true });
+    expect(ic.share?.attached).toBe(true);
+    for (const s of [a, b, c]) expect(await run(s, greedy(0))).toEqual(golden[0].greedy.slice(0, 24));
+    const all = await Promise.all([run(a, greedy(0)), run(b, greedy(1)), run(c, greedy(0))]);
+    expect(all).toEqual([golden[0].greedy.slice(0, 24), golden[1].greedy.slice(0, 24), golden[0].greedy.slice(0, 24)]);
+    const stats = b.stats();
+    expect(stats.share).toEqual({ sessions: 3, requests: [0, 0, 0], loads: 1, bytesHeld: 1_004_096, bytesIfSeparate: 3 * 1_004_096 });
+    expect(h.size).toBe(1);
+    for (const s of [a, b, c]) await s.destroy();
+    expect(h.size).toBe(0);
+  });
+
+  test('another key is another engine; load() is refused, attach twice too', async () => {
+    const { host: h, loads } = host();
+    const a = h.session();
+    const b = h.session();
+    await a.attach('k1', SOURCE, {});
+    await b.attach('k2', SOURCE, { maxBatch: 4 });
+    expect(loads.map((l) => l.options.maxBatch)).toEqual([undefined, 4]);
+    expect(h.size).toBe(2);
+    await expect(a.load()).rejects.toBeInstanceOf(EngineStateError);
+    await expect(a.attach('k1', SOURCE, {})).rejects.toBeInstanceOf(EngineStateError);
+    await a.destroy();
+    expect(h.size).toBe(1);
+    await expect(a.start(greedy(0))).rejects.toBeInstanceOf(EngineClosedError);
+    await b.destroy();
+  });
+
+  test("a session reaches only its own streams; one that ends mid-stream frees its pages and the other's stream goes on", async () => {
+    const { host: h, loads } = host();
+    const a = h.session();
+    const b = h.session();
+    await a.attach('k', SOURCE, {});
+    await b.attach('k', SOURCE, {});
+    const { runner } = loads[0];
+    const long = { promptIds: golden[0].prompt, maxTokens: 200, temperature: 0, ignoreEos: true };
+    const ia = await a.start(greedy(1, 40));
+    const ib1 = await b.start(long);
+    const ib2 = await b.start(long);
+    await expect(a.next(ib1)).rejects.toBeInstanceOf(UnknownStreamError);
+    await a.cancel(ib1); // not a's: nothing happens
+    expect((await b.next(ib1)).finishReason).toBeNull();
+    expect(a.stats().share?.requests).toEqual([1, 2]);
+    expect(a.stats().running).toBe(3);
+    await b.destroy(); // the tab closed: its two streams end, their pages come back
+    expect(a.stats().share).toMatchObject({ sessions: 1, requests: [1] });
+    expect(a.stats().streams).toBe(1);
+    expect((await collect(a as unknown as Engine, ia)).ids).toEqual(golden[1].greedy.slice(0, 40));
+    expect(a.stats().availablePages).toBe(runner.kv.pages);
+    await expect(b.next(ib2)).rejects.toBeInstanceOf(EngineClosedError);
+    await a.destroy();
+  });
+
+  test('a load in progress is joined; an abort leaves it, and the load stops only when no session waits', async () => {
+    let open!: () => void;
+    const { host: h, loads } = host({ gate: new Promise<void>((r) => (open = r)) });
+    const a = h.session();
+    const b = h.session();
+    const abortA = new AbortController();
+    const pa = a.attach('k', SOURCE, {}, undefined, abortA.signal);
+    const pb = b.attach('k', SOURCE, {});
+    await Promise.resolve();
+    abortA.abort(new Error('tab A gave up'));
+    await expect(pa).rejects.toThrow('tab A gave up');
+    expect(loads[0].signal.aborted).toBe(false);
+    open();
+    expect((await pb).share?.attached).toBe(true);
+    expect(await run(b, greedy(0))).toEqual(golden[0].greedy.slice(0, 24));
+    await b.destroy();
+
+    let open2!: () => void;
+    const second = host({ gate: new Promise<void>((r) => (open2 = r)) });
+    const c = second.host.session();
+    const abortC = new AbortController();
+    const pc = c.attach('k', SOURCE, {}, undefined, abortC.signal);
+    abortC.abort(new Error('the only tab gave up'));
+    await expect(pc).rejects.toThrow('the only tab gave up');
+    expect(second.loads[0].signal.aborted).toBe(true);
+    open2();
+    expect(second.host.size).toBe(0);
+  });
+
+  test('admission is fair between sessions: a session with eight waiting requests does not starve another one', async () => {
+    const { host: h, loads } = host({ maxBatch: 2 });
+    const a = h.session();
+    const b = h.session();
+    await a.attach('k', SOURCE, {});
+    await b.attach('k', SOURCE, {});
+    const { runner } = loads[0];
+    const request = { promptIds: golden[0].prompt, maxTokens: 6, temperature: 0, ignoreEos: true };
+    const ids = await Promise.all(Array.from({ length: 8 }, () => a.start(request)));
+    const late = await b.start(request);
+    const done = await Promise.all([...ids.map((id) => collect(a as unknown as Engine, id)), collect(b as unknown as Engine, late)]);
+    for (const d of done) expect(d.ids).toEqual(golden[0].greedy.slice(0, 6));
+    // B's request came ninth; with two slots, FIFO would admit it after A's 8th. It is admitted as soon as a slot frees.
+    const firstStep = (seq: number) => runner.log.findIndex((step) => step.some((e) => e.seq === seq));
+    expect(firstStep(late)).toBeLessThan(firstStep(ids[2]));
+    for (const s of [a, b]) await s.destroy();
+  });
+
+  test("a prefix one session preloads is a hit for another's request; a session's preloads are released when it ends", async () => {
+    const { host: h } = host();
+    const a = h.session();
+    const b = h.session();
+    await a.attach('k', SOURCE, { prefixCache: true });
+    await b.attach('k', SOURCE, {});
+    const prefix = golden[0].prompt.concat(golden[0].greedy.slice(0, 32));
+    const pinned = await a.preload({ promptIds: prefix });
+    const id = await b.start({ promptIds: [...prefix, ...golden[0].greedy.slice(32, 34)], maxTokens: 4, temperature: 0 });
+    const got = await collect(b as unknown as Engine, id);
+    expect(got.last.metrics?.cachedTokens).toBeGreaterThanOrEqual(32);
+    expect(a.stats().prefixCache?.pinnedPages).toBeGreaterThan(0);
+    await a.destroy();
+    expect(b.stats().prefixCache?.pinnedPages).toBe(0);
+    b.release(pinned.id); // not b's: nothing happens
+    await b.destroy();
+  });
+});
