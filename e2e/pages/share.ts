@@ -1,0 +1,42 @@
+// The page e2e/share.spec.ts opens in several tabs of one browser: `window.share` loads stories260K with
+// createEngine({ share }), runs greedy requests, starts one that runs long (and says when its first token came), and
+// reads the engine's info and stats, so the spec can check that the tabs share one engine.
+
+import { createEngine, type IntabEngine } from '../../packages/intab/src/index.ts';
+
+const MODEL = new URL(`/@fs${import.meta.env.INTAB_SHARED}/models/stories260K/stories260K-vocab-ud.gguf`, location.href).href;
+let engine: IntabEngine | undefined;
+
+async function greedy(promptIds: number[], maxTokens: number): Promise<number[]> {
+  const ids: number[] = [];
+  for await (const chunk of engine!.generate({ promptIds, maxTokens, temperature: 0 })) ids.push(...chunk.ids);
+  return ids;
+}
+
+const share = {
+  async load(share: 'origin' | false) {
+    engine = await createEngine({ model: MODEL, share, backend: 'webgpu' });
+    return engine.info;
+  },
+  greedy,
+  /** Starts a request that runs for a long while; resolves once its first tokens came (the stream goes on). */
+  async startLong(promptIds: number[]): Promise<number> {
+    const it = engine!.generate({ promptIds, maxTokens: 400, temperature: 0, ignoreEos: true })[Symbol.asyncIterator]();
+    const first = await it.next();
+    void (async () => {
+      while (!(await it.next()).done);
+    })().catch(() => {});
+    return first.done ? 0 : first.value.ids.length;
+  },
+  stats: () => engine!.stats(),
+  destroy: () => engine?.destroy(),
+};
+Object.assign(window, { share });
+document.getElementById('status')!.textContent = 'ready';
+document.body.dataset.ready = 'true';
+
+declare global {
+  interface Window {
+    share: typeof share;
+  }
+}

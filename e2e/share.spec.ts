@@ -1,0 +1,59 @@
+// One engine for an origin's tabs (createEngine({ share: 'origin' })), in real Chromium: three tabs of one browser
+// load stories260K; the first loads it in the origin's SharedWorker, the others attach (nothing downloaded, no second
+// load, the GPU buffers of one engine: as many as a tab's own engine holds). Each tab's greedy ids are the golden ones,
+// alone and all at once. A tab closed mid-stream ends its request and frees its pages within a second; the others go on.
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, test, type Page } from '@playwright/test';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MODEL_DIR = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
+const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
+
+async function open(page: Page, errors: string[]): Promise<Page> {
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('/e2e/pages/share.html');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  return page;
+}
+
+test("three tabs share one engine: one load, one engine's GPU buffers, golden ids alone and at once; a closed tab's request ends and frees its pages", async ({ context }) => {
+  const errors: string[] = [];
+  const [a, b, c] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
+  const ia = await a.evaluate(() => window.share.load('origin'));
+  const [ib, ic] = await Promise.all([b.evaluate(() => window.share.load('origin')), c.evaluate(() => window.share.load('origin'))]);
+  expect(ia.share).toMatchObject({ mode: 'shared-worker', attached: false });
+  for (const i of [ib, ic]) {
+    expect(i.share).toMatchObject({ mode: 'shared-worker', attached: true });
+    expect(i.store?.downloaded).toBe(0); // the first tab stored the file: the others read nothing from the network
+  }
+  const stats = await a.evaluate(() => window.share.stats());
+  expect(stats.share).toMatchObject({ sessions: 3, loads: 1, requests: [0, 0, 0] });
+  expect(stats.share!.bytesIfSeparate).toBe(3 * stats.share!.bytesHeld);
+  for (const p of [b, c]) expect((await p.evaluate(() => window.share.stats())).gpuBuffers).toBe(stats.gpuBuffers);
+
+  const want = golden.map((g) => g.greedy.slice(0, 24));
+  for (const [k, p] of [a, b, c].entries()) expect(await p.evaluate(([ids]) => window.share.greedy(ids, 24), [golden[k % 2].prompt] as const)).toEqual(want[k % 2]);
+  const together = await Promise.all([a, b, c].map((p, k) => p.evaluate(([ids]) => window.share.greedy(ids, 24), [golden[(k + 1) % 2].prompt] as const)));
+  expect(together).toEqual([want[1], want[0], want[1]]);
+
+  // A tab's own engine (share: false) holds as many GPU buffers as the one the three tabs share.
+  const own = await open(await context.newPage(), errors);
+  expect((await own.evaluate(() => window.share.load(false))).share).toBeUndefined();
+  expect((await own.evaluate(() => window.share.stats())).gpuBuffers).toBe(stats.gpuBuffers);
+  await own.evaluate(() => window.share.destroy());
+  await own.close();
+
+  // Tab C closes in the middle of a long answer: the host sees its Web Lock go, ends its request and frees its pages.
+  expect(await c.evaluate(([ids]) => window.share.startLong(ids), [golden[0].prompt] as const)).toBeGreaterThan(0);
+  expect((await a.evaluate(() => window.share.stats())).share?.requests).toEqual([0, 0, 1]); // this tab's first, then B's and C's
+  const closed = Date.now();
+  await c.close();
+  await expect.poll(() => a.evaluate(() => window.share.stats().then((s) => [s.share?.sessions, s.streams, s.availablePages === s.totalPages])), { timeout: 1000, intervals: [50] }).toEqual([2, 0, true]);
+  console.log(JSON.stringify({ test: 'share', closed_tab_freed_ms: Date.now() - closed }));
+  for (const [k, p] of [a, b].entries()) expect(await p.evaluate(([ids]) => window.share.greedy(ids, 24), [golden[k].prompt] as const)).toEqual(want[k]);
+
+  for (const p of [a, b]) await p.evaluate(() => window.share.destroy());
+  expect(errors).toEqual([]);
+});
