@@ -57,3 +57,31 @@ test("three tabs share one engine: one load, one engine's GPU buffers, golden id
   for (const p of [a, b]) await p.evaluate(() => window.share.destroy());
   expect(errors).toEqual([]);
 });
+
+test('the demo chat in two tabs: the second answers at once from the first one\'s engine, and says so; it keeps answering when the first closes', async ({ context, baseURL }) => {
+  const model = new URL(`/@fs${join(MODEL_DIR, 'stories260K-vocab-ud.gguf')}`, baseURL).href;
+  const errors: string[] = [];
+  const tab = async () => {
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`/examples/chat/?backend=webgpu&model=${encodeURIComponent(model)}`);
+    await page.locator('#load-remote').click();
+    await expect(page.locator('#model-status')).toContainText('llama, 5 layers', { timeout: 120_000 });
+    return page;
+  };
+  const first = await tab();
+  const second = await tab();
+  await expect(second.locator('#share-status')).toHaveText(/^Shared with 1 other tab of this site/);
+  await expect(first.locator('#share-status')).toHaveText(/^Shared with 1 other tab of this site/, { timeout: 5000 });
+  const answer = async (page: Page) => {
+    await page.locator('#input').fill('Once upon a time');
+    await page.locator('#max-tokens').fill('8');
+    await page.locator('#send').click();
+    await expect(page.locator('.msg.assistant .stats').last()).toContainText('TTFT', { timeout: 60_000 });
+  };
+  await answer(second);
+  await first.close();
+  await expect(second.locator('#share-status')).toHaveText(/^Shared with this site's other tabs as they open/, { timeout: 5000 });
+  await answer(second);
+  expect(errors).toEqual([]);
+});

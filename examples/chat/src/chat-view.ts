@@ -302,6 +302,31 @@ export function describeProgress(p: LoadProgress): string {
   return `loading to the GPU ${of}`;
 }
 
+/**
+ * The line under the status that says whether the engine is shared with the origin's other tabs (createEngine's
+ * `share: 'origin'`): "Shared with N other tabs" while others use it, kept current as tabs come and go (read every 2 s
+ * from engine.stats()), until `current()` says this engine was replaced; and why not, when the engine could not be
+ * shared. Nothing for an engine that was not asked to share.
+ */
+export function followSharing(engine: IntabEngine, el: HTMLElement, current: () => boolean): void {
+  const share = engine.info.share;
+  el.hidden = share === undefined;
+  if (share === undefined) return;
+  if (share.mode === 'own') {
+    el.textContent = `This tab's own engine: ${share.reason}.`;
+    return;
+  }
+  const show = async () => {
+    if (!current()) return void clearInterval(timer);
+    const s = (await engine.stats().catch(() => undefined))?.share;
+    if (!s || !current()) return;
+    const others = s.sessions - 1;
+    el.textContent = others > 0 ? `Shared with ${others} other tab${others === 1 ? '' : 's'} of this site: one copy of the model (${(s.bytesHeld / 2 ** 20).toFixed(0)} MiB) instead of ${s.sessions}.` : "Shared with this site's other tabs as they open: they will use this copy of the model.";
+  };
+  const timer = setInterval(() => void show(), 2000);
+  void show();
+}
+
 /** The status line's note on where the model came from: the model store, and the prefix cache restored. */
 export function originNote(engine: IntabEngine): string {
   const info = engine.info;

@@ -11,7 +11,7 @@
 // the arguments growing); this page runs none of them (each is answered "not run"), the offline assistant does.
 
 import { createEngine, type Backend, type IntabEngine, type Preloaded } from 'intab';
-import { chatView, describeProgress, originNote, preloadSystemPrompt } from './chat-view.ts';
+import { chatView, describeProgress, followSharing, originNote, preloadSystemPrompt } from './chat-view.ts';
 import { parseToolChoiceParam, parseToolsParam } from './tool-calls.ts';
 
 /** Used when the visitor is online and picks nothing: a small real instruct model (README says which). */
@@ -28,6 +28,7 @@ const ui = {
   backend: $<HTMLSelectElement>('backend'),
   progress: $<HTMLProgressElement>('progress'),
   status: $<HTMLDivElement>('model-status'),
+  shareStatus: $<HTMLDivElement>('share-status'),
   system: $<HTMLTextAreaElement>('system'),
   temperature: $<HTMLInputElement>('temperature'),
   topP: $<HTMLInputElement>('top-p'),
@@ -90,6 +91,8 @@ async function load(model: ModelInput, label: string): Promise<void> {
       {
         model,
         backend: ui.backend.value as Backend,
+        // One engine for every tab of this demo that loads the same model: a second tab answers at once.
+        share: 'origin',
         // Quantizing is for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights.
         quantize: ui.backend.value.startsWith('onnx-') ? undefined : ((ui.quantize.value || undefined) as 'q8_0' | 'q4_0' | undefined),
         onProgress: (p) => {
@@ -105,6 +108,8 @@ async function load(model: ModelInput, label: string): Promise<void> {
     if (!info.hasChatTemplate) ui.status.textContent += ' (no chat template: the conversation is sent as a plain-text transcript)';
     ui.status.textContent += originNote(engine);
     followDevice(engine, ui.status.textContent);
+    const loaded = engine;
+    followSharing(loaded, ui.shareStatus, () => engine === loaded);
     preloaded = undefined;
     setReady(true);
     await preloadSystem();

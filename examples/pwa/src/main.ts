@@ -8,7 +8,7 @@
 import '@intab/example-chat/style.css';
 import './pwa.css';
 import { createEngine, modelStore, serveOpenAI, type Backend, type IntabEngine, type Preloaded } from 'intab';
-import { chatView, describeProgress, originNote, preloadSystemPrompt } from '@intab/example-chat/chat-view';
+import { chatView, describeProgress, followSharing, originNote, preloadSystemPrompt } from '@intab/example-chat/chat-view';
 import { parseToolChoiceParam, type ToolChoiceParam } from '@intab/example-chat/tool-calls';
 import { assistantTools, runToolCall, type AssistantTool } from './assistant-tools.ts';
 import { openNotes } from './notes.ts';
@@ -20,6 +20,7 @@ const ui = {
   load: $<HTMLButtonElement>('load'),
   progress: $<HTMLProgressElement>('progress'),
   status: $<HTMLDivElement>('model-status'),
+  shareStatus: $<HTMLDivElement>('share-status'),
   stored: $<HTMLUListElement>('stored'),
   storage: $<HTMLDivElement>('storage'),
   system: $<HTMLTextAreaElement>('system'),
@@ -160,6 +161,8 @@ async function load(model: string): Promise<void> {
       {
         model,
         backend: BACKEND,
+        // One engine for every window of the assistant: a second window answers at once, without loading.
+        share: 'origin',
         onProgress: (p) => {
           ui.progress.value = p.total ? p.loaded / p.total : 0;
           ui.status.textContent = describeProgress(p);
@@ -172,6 +175,7 @@ async function load(model: string): Promise<void> {
     const info = loaded.info;
     ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers, on ${info.backend.name}${originNote(loaded)}`;
     ui.status.title = info.backend.reason;
+    followSharing(loaded, ui.shareStatus, () => engine === loaded);
     stopServing = serveOpenAI(loaded, { onRequest: (e) => api.request(e) });
     showToolsStatus();
     view.setReady(true);
