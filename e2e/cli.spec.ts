@@ -263,3 +263,12 @@ test('intab bench store: the model store against the raw fetch and the network l
   expect(line).toMatchObject({ bench: 'store', bytes: 1043424, repeats: 1 });
   for (const k of ['raw_fetch_mib_s', 'store_download_mib_s', 'download_vs_raw', 'sha256_mib_s', 'verify_ms', 'load_network_ms', 'load_store_ms', 'load_store_vs_network']) expect(line[k], k).toBeGreaterThan(0);
 });
+
+test('intab bench share: the second tab attaches to the first one\'s engine, one model held, with the promised fields', async () => {
+  const [line] = await intab('bench', 'share', '--model', join(MODEL, 'stories260K-vocab-ud.gguf'), '--tabs', '2', '--tokens', '8', '--rounds', '1');
+  expect(line).toMatchObject({ bench: 'share', tabs: 2, sessions: 2, loads: 1, one_model: true, identical_ids: true, share_mode: 'shared-worker', target_next_load_ratio: 0.05, target_decode_ratio: 0.95 });
+  expect(line.gpu_bytes_if_separate).toBe(2 * (line.gpu_bytes_held as number));
+  for (const k of ['load_ms_first', 'load_ms_next', 'next_load_ratio', 'decode_tok_s_tabs', 'decode_tok_s_one_tab', 'decode_ratio']) expect(line[k], k).toBeGreaterThan(0);
+  await expect(intab('bench', 'share', '--model', join(MODEL, 'hf'))).rejects.toThrow(/one GGUF file or a URL/);
+  await expect(intab('bench', 'share', '--model', join(MODEL, 'stories260K.gguf'), '--tabs', '0')).rejects.toThrow(/--tabs needs/);
+});

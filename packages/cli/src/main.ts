@@ -6,6 +6,7 @@ import { benchChat } from './bench-chat.ts';
 import { benchCompare } from './bench-compare.ts';
 import { benchGrammar } from './bench-grammar.ts';
 import { benchHidden } from './bench-hidden.ts';
+import { benchShare } from './bench-share.ts';
 import { benchKernels } from './bench-kernels.ts';
 import { benchServe } from './bench-serve.ts';
 import { benchSoak } from './bench-soak.ts';
@@ -150,6 +151,15 @@ export const USAGE = `usage:
       (what the page saw during the hidden decodes),"visibleTimerHz","hiddenTimerHz","hiddenRafHz" (setTimeout(0)
       wake-ups and frames per second meanwhile),"identicalIds",...}; --json adds a "hidden-run" line per run first.
       Exits 1 when the page was not hidden throughout or the ids differ.
+  intab bench share --model <gguf file | URL> [--tabs 1,2,4] [--tokens N (64)] [--rounds N (2)] [--prompt-ids 1,2,3 (1)]
+                 [--backend webgpu|onnx-wasm|onnx-webgpu] [--quantize q8_0|q4_0] [--json]
+      One engine for an origin's tabs (createEngine({ share: 'origin' })): for each tab count, in a fresh browser
+      context, the first tab loads the model (cache: false) and the others attach to its engine; then one greedy
+      stream per tab, all at once, against the same streams from one tab (--rounds times, medians). One line per tab
+      count: {"bench":"share","tabs","load_ms_first","load_ms_next","next_load_ratio" (target ≤ 0.05),
+      "gpu_bytes_held","gpu_bytes_if_separate","one_model" (one load, every tab attached, the same GPU buffers),
+      "decode_tok_s_tabs","decode_tok_s_one_tab","decode_ratio" (target ≥ 0.95),"identical_ids","met",...}.
+      Exits 1 when the streams' greedy ids differ.
   intab make-model --like smollm2-135m|smollm2-360m|llama-3.2-1b|qwen3-0.6b|smollm3-3b|gemma3-270m|gemma3-1b|qwen3.5-0.8b --dtype q4_0|q8_0|f16|... --out FILE
                  [--seed S] [--tokenizer qwen3|llama3] [--layers N]
       Writes a random-weight GGUF with that model's shapes, for bench decode. --tokenizer embeds that real
@@ -321,6 +331,7 @@ export async function main(argv: string[]): Promise<number> {
   if (cmd === 'bench' && sub === 'chat') return benchChat(flags);
   if (cmd === 'bench' && sub === 'store') return benchStore(flags);
   if (cmd === 'bench' && sub === 'hidden') return benchHidden(flags);
+  if (cmd === 'bench' && sub === 'share') return benchShare(flags);
   if (cmd === 'bench' && sub === 'compare') return benchSystems(flags);
   if (cmd === 'bench' && sub === 'serve') return benchServe(flags);
   if (cmd === 'bench' && sub === 'soak') return benchSoak(flags);
