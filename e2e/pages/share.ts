@@ -1,6 +1,7 @@
 // The page e2e/share.spec.ts opens in several tabs of one browser: `window.share` loads stories260K with
 // createEngine({ share }), runs greedy requests, starts one that runs long (and says when its first token came), and
-// reads the engine's info and stats, so the spec can check that the tabs share one engine.
+// reads the engine's info and stats, so the spec can check that the tabs share one engine (e2e/device-loss.spec.ts
+// takes the engine itself, to follow a device loss in every tab).
 
 import { createEngine, type IntabEngine } from '../../packages/intab/src/index.ts';
 
@@ -29,6 +30,8 @@ const share = {
     return first.done ? 0 : first.value.ids.length;
   },
   stats: () => engine!.stats(),
+  /** The engine itself, for specs that follow its events and state. */
+  engine: () => engine!,
   destroy: () => engine?.destroy(),
 };
 Object.assign(window, { share });
