@@ -306,6 +306,11 @@ export class Engine implements EngineApi {
     this.gpu = undefined;
   }
 
+  /** The device's state now ('ready', 'recovering', 'failed'): see EngineStatus. */
+  get state(): EngineStatus['state'] {
+    return this.devices.board.current.state;
+  }
+
   /** The engine's state once its version is past `since` (at once without it): see EngineStatus. */
   status(since?: number): Promise<EngineStatus> {
     return this.devices.board.wait(since);

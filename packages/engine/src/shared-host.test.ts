@@ -152,6 +152,22 @@ describe('SharedHost', () => {
     expect(second.host.size).toBe(0);
   });
 
+  test("an engine whose device failed for good is left to its tabs: the next tab to attach (or restart) gets a new load", async () => {
+    const { host: h, loads } = host();
+    const a = h.session();
+    await a.attach('k', SOURCE, {});
+    Object.defineProperty(loads[0].engine, 'state', { get: () => 'failed' });
+    const b = h.session();
+    expect((await b.attach('k', SOURCE, {})).share?.attached).toBe(false);
+    expect(loads).toHaveLength(2);
+    expect(await run(b, greedy(0))).toEqual(golden[0].greedy.slice(0, 24));
+    expect(a.stats().share?.sessions).toBe(1); // A stays on its engine until it restarts
+    await a.destroy();
+    expect(h.size).toBe(1);
+    await b.destroy();
+    expect(h.size).toBe(0);
+  });
+
   test('admission is fair between sessions: a session with eight waiting requests does not starve another one', async () => {
     const { host: h, loads } = host({ maxBatch: 2 });
     const a = h.session();

@@ -7,7 +7,9 @@
 // tab preloaded is a hit for the others. A session reaches only its own streams and preloads. It ends when its tab
 // calls destroy(), or when the tab is gone (closed, crashed, navigated away: the Web Lock it holds is released, see
 // watch()): its streams are cancelled (their pages freed) and its preloads released. The last session of an engine
-// destroys it.
+// destroys it. A lost device is recovered once for every tab (each one's requests end with DeviceLostError, each
+// follows the recovery through status()); an engine whose recovery failed is replaced by a new load for the next tab
+// that attaches or restarts (engine.restart() re-attaches), never torn down under the tabs still on it.
 
 import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ShareStats } from './contract.ts';
 import { Engine } from './engine.ts';
@@ -65,6 +67,12 @@ export class SharedHost {
   async join(session: HostSession, key: string, source: ModelSource, options: LoadOptions, onProgress: ((p: LoadProgress) => void) | undefined, signal: AbortSignal | undefined): Promise<{ hosted: Hosted; load: HostedLoad; attached: boolean }> {
     signal?.throwIfAborted();
     let hosted = this.engines.get(key);
+    // An engine whose device failed for good is left to the tabs on it (each sees 'failed' and restarts when its user
+    // asks): a tab attaching now, or restarting, gets a new load, and the others move to it as they restart.
+    if (hosted?.loaded?.engine.state === 'failed') {
+      this.engines.delete(key);
+      hosted = undefined;
+    }
     const attached = hosted !== undefined;
     if (!hosted) {
       const abort = new AbortController();
