@@ -4,6 +4,7 @@
 // `vite preview`), on intab's WebGPU kernels and on onnxruntime's wasm. On each: an AbortSignal ends generate() with
 // 'abort' and every page back, `break` stops, an unknown request field and an unknown role are refused naming what was
 // meant, the OpenAI stream throws AbortError when aborted, the model store answers the second load with `persisted`,
+// an engine shared by the origin's tabs (the package's SharedWorker) aborts the same way,
 // the Service Worker endpoint streams SSE, and the console stays free of errors (no 404 probes, no failed requests).
 import { expect, test, type Page } from '@playwright/test';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -83,6 +84,22 @@ async function run(): Promise<Record<string, unknown>> {
   const again = await createEngine({ model: '/model.gguf', backend });
   out.secondStore = again.info.store;
   await again.destroy();
+
+  // One engine for the origin's tabs (share: 'origin'): the package's SharedWorker, as the app's Vite serves or bundles
+  // it, with abort through it.
+  const shared = await createEngine({ model: '/model.gguf', backend, share: 'origin' });
+  const sharedStop = new AbortController();
+  const s = { mode: shared.info.share?.mode, ids: 0, idsAtAbort: 0, finish: null as Chunk['finishReason'] };
+  for await (const chunk of shared.generate({ prompt, maxTokens: 400, temperature: 0, ignoreEos: true }, { signal: sharedStop.signal })) {
+    s.ids += chunk.ids.length;
+    s.finish = chunk.finishReason;
+    if (s.ids >= 8 && !sharedStop.signal.aborted) {
+      s.idsAtAbort = s.ids;
+      sharedStop.abort();
+    }
+  }
+  out.shared = { ...s, sessions: (await shared.stats()).share?.sessions, ...(await settled(shared)) };
+  await shared.destroy();
 
   // A Hugging Face folder with a chat template, through the OpenAI surface.
   const chat = await createEngine({ model: '/chat/', backend });
@@ -238,6 +255,10 @@ for (const mode of ['dev', 'preview'] as const) {
         expect(r.secondStore).toMatchObject({ downloaded: 0, verified: true });
         expect(typeof r.secondStore.persisted).toBe('boolean');
         expect(typeof r.firstStore.persisted).toBe('boolean');
+
+        // The shared engine in the package's SharedWorker: aborted the same way, its pages back.
+        expect(r.shared).toMatchObject({ mode: 'shared-worker', finish: 'abort', sessions: 1, streams: 0, pagesBack: true });
+        expect(r.shared.ids - r.shared.idsAtAbort).toBeLessThanOrEqual(9);
 
         expect(r.sw).toMatchObject({ status: 200, done: true });
         expect(r.sw.type).toMatch(/^text\/event-stream/);
