@@ -118,7 +118,11 @@ export function sharedBackend(key: string): Backend | undefined {
   const life = `intab-tab-${crypto.randomUUID()}`;
   let letGo: (() => void) | undefined;
   const locks = globalThis.navigator?.locks;
-  const held = locks ? new Promise<void>((taken) => void locks.request(life, () => new Promise<void>((end) => ((letGo = end), taken())))) : Promise.resolve();
+  // Whether the lock was taken: a context that may not use Web Locks (an opaque origin) attaches without it, and its
+  // session then ends only by destroy() or when its port fails.
+  const held = locks
+    ? new Promise<boolean>((taken) => void locks.request(life, () => new Promise<void>((end) => ((letGo = end), taken(true)))).catch(() => taken(false)))
+    : Promise.resolve(false);
   let ended = false;
   const end = async () => {
     if (ended) return;
@@ -131,10 +135,7 @@ export function sharedBackend(key: string): Backend | undefined {
     }
   };
   const api: EngineApi = {
-    load: async (source, options, onProgress, signal) => {
-      await held;
-      return session.attach(key, source, options, onProgress, signal, locks ? life : undefined);
-    },
+    load: async (source, options, onProgress, signal) => session.attach(key, source, options, onProgress, signal, (await held) ? life : undefined),
     start: (request, signal) => session.start(request, signal),
     next: (stream) => session.next(stream),
     cancel: (stream) => session.cancel(stream),

@@ -47,8 +47,21 @@ export async function createLocalEngine(options: CreateEngineOptions & { model: 
  */
 async function launchLocal(options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal: AbortSignal | undefined, share: ShareKey | undefined): Promise<{ backend: Backend; info: ModelInfo }> {
   const shared = share?.key === undefined ? undefined : sharedBackend(share.key);
-  const shareInfo: ShareInfo | undefined = share && !shared ? { mode: 'own', reason: share.key === undefined ? share.reason : 'this browser has no SharedWorker: this tab loaded its own engine' } : undefined;
-  const backend = shared ?? (options.worker === false ? await inThreadBackend() : workerBackend());
+  if (shared) {
+    try {
+      return await launchOn(shared, options, source, loadOptions, signal);
+    } catch (err) {
+      // A browser whose SharedWorkers have no WebGPU where its pages and Workers do: this tab's own engine instead.
+      if (signal?.aborted || (err as Error)?.name !== 'WebGpuUnavailableError' || !('gpu' in navigator)) throw err;
+      share = { reason: `the origin's SharedWorker has no WebGPU in this browser (${(err as Error).message}): this tab loaded its own engine` };
+    }
+  }
+  const own = share ? { mode: 'own' as const, reason: share.key === undefined ? share.reason : 'this browser has no SharedWorker: this tab loaded its own engine' } : undefined;
+  return launchOn(options.worker === false ? await inThreadBackend() : workerBackend(), options, source, loadOptions, signal, own);
+}
+
+/** launchLocal on `backend`: the model loaded there, `share` (a tab's own engine asked to share) noted in its info. */
+async function launchOn(backend: Backend, options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal: AbortSignal | undefined, share?: ShareInfo): Promise<{ backend: Backend; info: ModelInfo }> {
   const { api, guard } = backend;
   const onAbort = () => {
     guard.close(signal?.reason);
@@ -74,7 +87,7 @@ async function launchLocal(options: CreateEngineOptions, source: ModelSource, lo
       load.then(() => signal?.aborted && backend.kill(), () => {});
     }
     const info = await guard.call(() => load);
-    return { backend, info: shareInfo ? { ...info, share: shareInfo } : info };
+    return { backend, info: share ? { ...info, share } : info };
   } catch (err) {
     if (!signal?.aborted) {
       guard.close(err);
@@ -104,7 +117,14 @@ function shareKey(o: CreateEngineOptions): ShareKey | undefined {
   if (o.worker === false) return { reason: "worker: false runs the engine on this thread, which no other tab can reach: drop it to share the engine" };
   const name = (m: ModelInput | undefined): string | undefined => {
     if (m === undefined) return '';
-    if (typeof m === 'string') return isHfId(m.trim()) ? `hf:${m.trim()}` : new URL(m, globalThis.location?.href).href;
+    if (typeof m === 'string') {
+      if (isHfId(m.trim())) return `hf:${m.trim()}`;
+      try {
+        return new URL(m, globalThis.location?.href).href;
+      } catch {
+        return m; // not a URL: the load says what is wrong with it
+      }
+    }
     if (m instanceof URL) return m.href;
     if (typeof m === 'object' && m !== null && 'id' in m && typeof m.id === 'string' && !('length' in m)) {
       const r = m as { id: string; file?: string; revision?: string };
