@@ -5,40 +5,20 @@
 // then 'ready' by itself, and the next request gives stories260K's golden ids. In the demo chat: the answer shows the
 // error, the status line says the model is reloading and then that it recovered, and the next message is answered.
 import { expect, test, type Page } from '@playwright/test';
-import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumArgs, chromiumPath } from '../scripts/chromium.mjs';
+import { crashMarker, killGpuProcessOf } from './gpu-crash.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
 const golden = JSON.parse(readFileSync(join(SHARED, 'models', 'stories260K', 'golden.json'), 'utf8')).cases[1] as { prompt: number[]; greedy: number[] };
 
-// This file's browser, and only it, carries this flag: the GPU process to kill is found under it.
-const MARKER = `--crash-dumps-dir=/tmp/intab-device-loss-${randomUUID()}`;
+// This file's browser, and only it, carries this flag: the GPU process to kill is found under it (gpu-crash.ts).
+const MARKER = crashMarker('device-loss');
 test.use({ launchOptions: { executablePath: chromiumPath(), args: [...chromiumArgs(), MARKER] } });
-
-/** Kills the GPU process of the browser started with MARKER (SIGKILL, as a crashing driver would take it down). */
-function killGpuProcess(): number {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
-    .split('\n')
-    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
-  const ours = new Set(rows.filter((r) => r.args.includes(MARKER) && !r.args.includes('--type=')).map((r) => r.pid));
-  expect(ours.size, 'the browser this test launched').toBe(1);
-  // Its descendants (the GPU process is a child of a zygote, itself the browser's child).
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const r of rows) if (ours.has(r.ppid) && !ours.has(r.pid)) ours.add(r.pid), (grew = true);
-  }
-  const gpu = rows.filter((r) => ours.has(r.pid) && r.args.includes('--type=gpu-process'));
-  expect(gpu.length, "this browser's GPU process").toBe(1);
-  process.kill(gpu[0].pid, 'SIGKILL');
-  return gpu[0].pid;
-}
+const killGpuProcess = () => killGpuProcessOf(MARKER);
 
 /** Resolves once the page has seen `count` chunks of the stream it runs (window.stream). */
 async function chunksSeen(page: Page, count: number): Promise<void> {
@@ -136,47 +116,3 @@ test('demo chat: a GPU-process crash mid-answer shows the error, the status line
   expect(errors).toEqual([]);
 });
 
-test('two tabs on one shared engine: a GPU-process crash ends both streams with DeviceLostError, the engine recovers once for both, and both answer with the golden ids', async ({ context }) => {
-  const tabs: Page[] = [];
-  for (let i = 0; i < 2; i++) {
-    const page = await context.newPage();
-    await page.goto('/e2e/pages/share.html');
-    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
-    const info = await page.evaluate(() => window.share.load('origin'));
-    expect(info.share).toMatchObject({ mode: 'shared-worker', attached: i === 1 });
-    tabs.push(page);
-  }
-  const { prompt, greedy } = golden;
-  for (const page of tabs) {
-    await page.evaluate(({ prompt }) => {
-      const w = window as unknown as Record<string, any>;
-      const engine = w.share.engine();
-      w.events = [] as string[];
-      for (const type of ['recovering', 'ready', 'failed']) engine.addEventListener(type, (e: CustomEvent) => w.events.push(`${type}:${e.detail.losses}`));
-      w.stream = { chunks: [] as unknown[], done: false };
-      void (async () => {
-        for await (const c of engine.generate({ promptIds: prompt, maxTokens: 400, temperature: 0, ignoreEos: true })) {
-          w.stream.chunks.push({ ids: c.ids, finishReason: c.finishReason, error: c.error?.name });
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        w.stream.done = true;
-      })();
-    }, { prompt });
-  }
-  for (const page of tabs) await chunksSeen(page, 2);
-  killGpuProcess();
-  for (const page of tabs) {
-    await expect.poll(() => page.evaluate(() => (window as unknown as { stream: { done: boolean } }).stream.done), { timeout: 60_000 }).toBe(true);
-    const chunks = await page.evaluate(() => (window as unknown as { stream: { chunks: { ids: number[]; finishReason: string | null; error?: string }[] } }).stream.chunks);
-    expect(chunks.at(-1)).toMatchObject({ finishReason: 'error', error: 'DeviceLostError' });
-    const ids = chunks.flatMap((c) => c.ids);
-    expect(ids.slice(0, greedy.length)).toEqual(greedy.slice(0, Math.min(ids.length, greedy.length)));
-  }
-  for (const page of tabs) {
-    await expect.poll(() => page.evaluate(() => window.share.engine().state), { timeout: 120_000 }).toBe('ready');
-    expect(await page.evaluate(() => (window as unknown as { events: string[] }).events)).toEqual(['recovering:1', 'ready:1']);
-    expect(await page.evaluate(([ids, n]) => window.share.greedy(ids, n), [prompt, greedy.length] as const)).toEqual(greedy);
-  }
-  expect((await tabs[0].evaluate(() => window.share.stats())).share).toMatchObject({ sessions: 2, loads: 1 });
-  for (const page of tabs) await page.evaluate(() => window.share.destroy());
-});
