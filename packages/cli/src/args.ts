@@ -34,3 +34,25 @@ export function wholeFlag(flags: Flags, name: string, dflt: number, min: number,
   if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs a whole number from ${min} to ${max}, e.g. --${name} ${example}`);
   return n;
 }
+
+/** --prompt-ids as token ids, or `dflt` when it is absent; anything else is an error that shows an example. */
+export function promptIdsFlag(flags: Flags, dflt: number[]): number[] {
+  const raw = flags['prompt-ids'];
+  if (raw === undefined) return dflt;
+  const ids = typeof raw === 'string' ? raw.split(',').map((s) => Number(s.trim())) : [];
+  if (!ids.length || ids.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--prompt-ids needs comma-separated token ids, e.g. --prompt-ids 1,403,261');
+  return ids;
+}
+
+/**
+ * --backend, one of `backends` [webgpu], and --quantize (q8_0 or q4_0), which re-quantizes for intab's kernels and so
+ * goes with no ONNX backend.
+ */
+export function backendFlags<B extends string>(flags: Flags, backends: readonly B[]): { backend: B; quantize: 'q8_0' | 'q4_0' | undefined } {
+  const backend = flags.backend ?? 'webgpu';
+  if (typeof backend !== 'string' || !(backends as readonly string[]).includes(backend)) throw new Error(`--backend takes ${backends.join(', ')}`);
+  const quantize = flags.quantize;
+  if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
+  if (quantize !== undefined && backend.startsWith('onnx')) throw new Error(`--quantize requantizes for intab's kernels; it does not apply to --backend ${backend}`);
+  return { backend: backend as B, quantize };
+}

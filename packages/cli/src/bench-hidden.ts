@@ -7,42 +7,27 @@
 import { join } from 'node:path';
 import type { Backend } from '@intab/engine/contract';
 import type { HiddenLoad, HiddenRun } from '../page/hidden.ts';
-import { wholeFlag, type Flags } from './args.ts';
+import { backendFlags, promptIdsFlag, wholeFlag, type Flags } from './args.ts';
+import { median } from './bench-tools.ts';
 import { launchHideable, type HideableTab } from './hidden-tab.ts';
 import { MODEL_PREFIX, modelFilesMiddleware, resolveModel } from './model-files.ts';
 import { ROOT } from './repo.ts';
 
-const BACKENDS = ['webgpu', 'auto', 'onnx-wasm', 'onnx-webgpu'];
+const BACKENDS: readonly Backend[] = ['webgpu', 'auto', 'onnx-wasm', 'onnx-webgpu'];
 const WARMUPS = 2;
 
 /** The run's settings from the flags (checked before any browser starts). */
 export function hiddenJobFromFlags(flags: Flags) {
   if (typeof flags.model !== 'string') throw new Error('--model <gguf file | HF folder | URL> is required, e.g. --model ../shared/models/stories260K/stories260K-vocab-ud.gguf');
-  const backend = flags.backend ?? 'webgpu';
-  if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
-  const quantize = flags.quantize;
-  if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
-  if (quantize !== undefined && backend.startsWith('onnx')) throw new Error(`--quantize requantizes for intab's kernels; it does not apply to --backend ${backend}`);
-  let promptIds = [1];
-  if (flags['prompt-ids'] !== undefined) {
-    const raw = flags['prompt-ids'];
-    promptIds = typeof raw === 'string' ? raw.split(',').map((s) => Number(s.trim())) : [];
-    if (!promptIds.length || promptIds.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--prompt-ids needs comma-separated token ids, e.g. --prompt-ids 1,403,261');
-  }
   return {
     model: resolveModel(flags.model),
-    backend: backend as Backend,
-    quantize: quantize as 'q8_0' | 'q4_0' | undefined,
-    promptIds,
+    ...backendFlags(flags, BACKENDS),
+    promptIds: promptIdsFlag(flags, [1]),
     tokens: wholeFlag(flags, 'tokens', 256, 2, 8192),
     rounds: wholeFlag(flags, 'rounds', 3, 1, 20),
   };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
 export async function benchHidden(flags: Flags): Promise<number> {

@@ -8,11 +8,12 @@
 import type { Page } from 'playwright';
 import type { Backend, EngineStats } from '@intab/engine/contract';
 import type { ShareDecode, ShareLoad, ShareRun } from '../page/share.ts';
-import { wholeFlag, type Flags } from './args.ts';
+import { backendFlags, promptIdsFlag, wholeFlag, type Flags } from './args.ts';
+import { median } from './bench-tools.ts';
 import { openPage } from './browser.ts';
 import { resolveModel } from './model-files.ts';
 
-const BACKENDS = ['webgpu', 'onnx-wasm', 'onnx-webgpu'];
+const BACKENDS: readonly Backend[] = ['webgpu', 'onnx-wasm', 'onnx-webgpu'];
 /** The issue's targets: a later tab's load ≤ 5% of the first's; aggregate decode over tabs ≥ 0.95 of one tab's. */
 export const SHARE_TARGETS = { next_load_ratio: 0.05, decode_ratio: 0.95 } as const;
 
@@ -21,34 +22,19 @@ export function shareJobFromFlags(flags: Flags) {
   if (typeof flags.model !== 'string') throw new Error('--model <gguf file | URL> is required, e.g. --model ../shared/models/stories260K/stories260K-vocab-ud.gguf');
   const model = resolveModel(flags.model);
   if (model.kind !== 'gguf' || model.files.length !== 1) throw new Error(`--model ${flags.model}: bench share takes one GGUF file or a URL (the tabs name the model by its URL to share it)`);
-  const backend = flags.backend ?? 'webgpu';
-  if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
-  const quantize = flags.quantize;
-  if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
   const rawTabs = flags.tabs ?? '1,2,4';
   const tabs = typeof rawTabs === 'string' ? rawTabs.split(',').map((s) => Number(s.trim())) : [];
   if (!tabs.length || tabs.some((n) => !Number.isInteger(n) || n < 1 || n > 16)) throw new Error('--tabs needs comma-separated tab counts from 1 to 16, e.g. --tabs 1,2,4');
-  let promptIds = [1];
-  if (flags['prompt-ids'] !== undefined) {
-    const raw = flags['prompt-ids'];
-    promptIds = typeof raw === 'string' ? raw.split(',').map((s) => Number(s.trim())) : [];
-    if (!promptIds.length || promptIds.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('--prompt-ids needs comma-separated token ids, e.g. --prompt-ids 1,403,261');
-  }
   return {
     model,
-    backend: backend as Backend,
-    quantize: quantize as 'q8_0' | 'q4_0' | undefined,
+    ...backendFlags(flags, BACKENDS),
     tabs,
-    promptIds,
+    promptIds: promptIdsFlag(flags, [1]),
     tokens: wholeFlag(flags, 'tokens', 64, 2, 4096),
     rounds: wholeFlag(flags, 'rounds', 2, 1, 10),
   };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
 export async function benchShare(flags: Flags): Promise<number> {
