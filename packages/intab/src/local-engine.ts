@@ -115,28 +115,25 @@ function shareKey(o: CreateEngineOptions): ShareKey | undefined {
   if (o.share === undefined || o.share === false) return undefined;
   if (o.share !== 'origin') throw new InvalidArgumentError('createEngine', `createEngine: share is 'origin' or false, not ${JSON.stringify(o.share)}.`);
   if (o.worker === false) return { reason: "worker: false runs the engine on this thread, which no other tab can reach: drop it to share the engine" };
-  const name = (m: ModelInput | undefined): string | undefined => {
+  // A Hugging Face model by its store id (file and revision folded in, as the model store names it); a URL by its href.
+  const name = (m: ModelInput | undefined, hub: { file?: string; revision?: string }): string | undefined => {
     if (m === undefined) return '';
+    const id = storeIdOf(m, hub);
+    if (id !== undefined) return `hf:${id}`;
     if (typeof m === 'string') {
-      if (isHfId(m.trim())) return `hf:${m.trim()}`;
       try {
         return new URL(m, globalThis.location?.href).href;
       } catch {
         return m; // not a URL: the load says what is wrong with it
       }
     }
-    if (m instanceof URL) return m.href;
-    if (typeof m === 'object' && m !== null && 'id' in m && typeof m.id === 'string' && !('length' in m)) {
-      const r = m as { id: string; file?: string; revision?: string };
-      return `hf:${r.id}@${r.revision ?? ''}/${r.file ?? ''}`;
-    }
-    return undefined; // a File or a folder's Files: this tab's own
+    return m instanceof URL ? m.href : undefined; // a File or a folder's Files: this tab's own
   };
-  const model = name(o.model);
-  const draft = name(o.draft);
+  const model = name(o.model, o);
+  const draft = name(o.draft, {});
   if (model === undefined || draft === undefined) return { reason: 'a File or a folder is this tab\'s own, which another tab cannot name: give a URL or a Hugging Face id to share the engine' };
   const settings = { backend: o.backend, quantize: o.quantize, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: o.maxTokensPerStep, maxQueuedChunks: o.maxQueuedChunks, speculative: o.speculative, prefixCache: o.prefixCache };
-  return { key: JSON.stringify([model, o.file ?? '', o.revision ?? '', draft, settings]), reason: '' };
+  return { key: JSON.stringify([model, draft, settings]), reason: '' };
 }
 
 /** The model store's id of a Hugging Face model input (`org/name@revision[/file]`), or undefined for other inputs. */
