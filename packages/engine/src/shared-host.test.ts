@@ -56,6 +56,16 @@ function host(o: { maxBatch?: number; pages?: number; gate?: Promise<void> } = {
   return { host: new SharedHost(loader), loads };
 }
 
+/** Two sessions attached to one engine (key 'k'; `options` for the first, which loads it), and the host's loads. */
+async function twoTabs(o: Parameters<typeof host>[0] = {}, options: LoadOptions = {}) {
+  const { host: h, loads } = host(o);
+  const a = h.session();
+  const b = h.session();
+  await a.attach('k', SOURCE, options);
+  await b.attach('k', SOURCE, {});
+  return { h, loads, a, b };
+}
+
 const greedy = (k: number, maxTokens = 24) => ({ promptIds: golden[k].prompt, maxTokens, temperature: 0 });
 const run = async (s: HostSession, request: ReturnType<typeof greedy>) => (await collect(s as unknown as Engine, await s.start(request))).ids;
 
@@ -99,11 +109,7 @@ describe('SharedHost', () => {
   });
 
   test("a session reaches only its own streams; one that ends mid-stream frees its pages and the other's stream goes on", async () => {
-    const { host: h, loads } = host();
-    const a = h.session();
-    const b = h.session();
-    await a.attach('k', SOURCE, {});
-    await b.attach('k', SOURCE, {});
+    const { loads, a, b } = await twoTabs();
     const { runner } = loads[0];
     const long = { promptIds: golden[0].prompt, maxTokens: 200, temperature: 0, ignoreEos: true };
     const ia = await a.start(greedy(1, 40));
@@ -169,11 +175,7 @@ describe('SharedHost', () => {
   });
 
   test('admission is fair between sessions: a session with eight waiting requests does not starve another one', async () => {
-    const { host: h, loads } = host({ maxBatch: 2 });
-    const a = h.session();
-    const b = h.session();
-    await a.attach('k', SOURCE, {});
-    await b.attach('k', SOURCE, {});
+    const { loads, a, b } = await twoTabs({ maxBatch: 2 });
     const { runner } = loads[0];
     const request = { promptIds: golden[0].prompt, maxTokens: 6, temperature: 0, ignoreEos: true };
     const ids = await Promise.all(Array.from({ length: 8 }, () => a.start(request)));
@@ -187,11 +189,7 @@ describe('SharedHost', () => {
   });
 
   test("a prefix one session preloads is a hit for another's request; a session's preloads are released when it ends", async () => {
-    const { host: h } = host();
-    const a = h.session();
-    const b = h.session();
-    await a.attach('k', SOURCE, { prefixCache: true });
-    await b.attach('k', SOURCE, {});
+    const { a, b } = await twoTabs({}, { prefixCache: true });
     const prefix = golden[0].prompt.concat(golden[0].greedy.slice(0, 32));
     const pinned = await a.preload({ promptIds: prefix });
     const id = await b.start({ promptIds: [...prefix, ...golden[0].greedy.slice(32, 34)], maxTokens: 4, temperature: 0 });
