@@ -7,14 +7,12 @@
 // origin's form POST or link into the scope is a 403 and its no-cors fetch never reaches the Service Worker.
 // Two tabs loading one model at once download it once.
 import { expect, test, type Page } from '@playwright/test';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHubServer } from '@intab/testing/hub-server';
-import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
+import { storiesChatFolder } from './chat-model.ts';
 import { streamThenStop } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -25,15 +23,7 @@ const APP = 'http://127.0.0.1:4319/';
 let hub: { url: string; close(): Promise<void> };
 test.beforeAll(async () => {
   // A chat model for the endpoint: stories260K's Hugging Face folder with a tiny ChatML tokenizer.
-  const chat = mkdtempSync(join(tmpdir(), 'intab-chat-model-'));
-  for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(STORIES, 'hf', f), join(chat, f));
-  const tok = tinyChatTokenizerFiles();
-  // Every id of the model's 512 decodes to text (t98 … t511 beyond the tiny tokenizer's 98), so answers show.
-  const vocab = (tok.tokenizerJson.model as { vocab: Record<string, number> }).vocab;
-  for (let id = 98; id < 512; id++) vocab[`t${id}`] = id;
-  writeFileSync(join(chat, 'tokenizer.json'), JSON.stringify(tok.tokenizerJson));
-  writeFileSync(join(chat, 'tokenizer_config.json'), JSON.stringify(tok.tokenizerConfig));
-  hub = await startHubServer({ 'test/stories': STORIES, 'test/stories-chat': chat });
+  hub = await startHubServer({ 'test/stories': STORIES, 'test/stories-chat': storiesChatFolder(STORIES) });
 });
 test.afterAll(async () => hub?.close());
 

@@ -2,14 +2,26 @@
 // load stories260K; the first loads it in the origin's SharedWorker, the others attach (nothing downloaded, no second
 // load, the GPU buffers of one engine: as many as a tab's own engine holds). Each tab's greedy ids are the golden ones,
 // alone and all at once. A tab closed mid-stream ends its request and frees its pages within a second; the others go on.
+// The Service Worker's OpenAI endpoint on the shared engine: two attached tabs, neither calling serveOpenAI, answer a
+// page of the origin that has no intab code (golden ids, the tabs' own chat answer), on the one engine; a 503 once
+// both tabs are closed.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test, type Page } from '@playwright/test';
+import { startHubServer } from '@intab/testing/hub-server';
+import { storiesChatFolder } from './chat-model.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL_DIR = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
 const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
+
+let hub: { url: string; close(): Promise<void> };
+test.beforeAll(async () => {
+  // A chat model for the Service Worker's endpoint: stories260K's Hugging Face folder with a tiny ChatML tokenizer.
+  hub = await startHubServer({ 'test/stories-chat': storiesChatFolder(MODEL_DIR) });
+});
+test.afterAll(async () => hub?.close());
 
 async function open(page: Page, errors: string[]): Promise<Page> {
   page.on('pageerror', (e) => errors.push(e.message));
@@ -85,5 +97,58 @@ test('the demo chat in two tabs: the second answers at once from the first one\'
   await first.close();
   await expect(second.locator('#share-status')).toHaveText(/^Shared with this site's other tabs as they open/, { timeout: 5000 });
   await answer(second);
+  expect(errors).toEqual([]);
+});
+
+test('the Service Worker endpoint on the shared engine: a page with no intab code is answered by the attached tabs, with no serveOpenAI call; a 503 once they close', async ({ context }) => {
+  const errors: string[] = [];
+  const [a, b] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
+  // The relaying Service Worker of the GPU tier (packages/intab/src/test-relay-sw.ts): relayOpenAI on its folder's v1,
+  // and a blank page there, relay-client.html, which it controls. The engine tabs are outside its scope.
+  await a.evaluate(async () => {
+    const script = '/packages/intab/src/test-relay-sw.ts';
+    const registration = await navigator.serviceWorker.register(script, { type: 'module', scope: '/packages/intab/src/' });
+    const worker = registration.installing ?? registration.waiting ?? registration.active!;
+    if (worker.state !== 'activated') await new Promise<void>((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
+  });
+  const model = `${hub.url}/test/stories-chat/resolve/main/`;
+  expect((await a.evaluate((m) => window.share.load('origin', m), model)).share).toMatchObject({ mode: 'shared-worker', attached: false });
+  expect((await b.evaluate((m) => window.share.load('origin', m), model)).share).toMatchObject({ mode: 'shared-worker', attached: true });
+
+  const client = await context.newPage();
+  await client.goto('/packages/intab/src/relay-client.html');
+  expect(await client.evaluate(() => navigator.serviceWorker.controller !== null && !('share' in window))).toBe(true);
+  const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
+    client.evaluate(
+      async ([method, path, body]) => {
+        const res = await fetch(path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+        return { status: res.status, json: await res.json() };
+      },
+      [method, path, body] as const,
+    );
+  const name = await a.evaluate(() => window.share.engine().model);
+  expect(await call('GET', 'v1/models')).toMatchObject({ status: 200, json: { data: [{ id: name }] } });
+  const before = (await a.evaluate(() => window.share.stats())).prefixCache!;
+  // Greedy ids from the prompt's ids: the golden ones.
+  const ids = await call('POST', 'v1/completions', { prompt: golden[0].prompt, max_tokens: 24, temperature: 0, return_token_ids: true });
+  expect(ids.status).toBe(200);
+  expect(ids.json.choices[0].token_ids).toEqual(golden[0].greedy.slice(0, 24));
+  const messages = [{ role: 'user', content: 'Once upon a time' }];
+  const chat = await call('POST', 'v1/chat/completions', { messages, max_tokens: 8, temperature: 0 });
+  expect(chat.status).toBe(200);
+  // Both requests ran on the one engine the tabs share: its prefix cache saw both prompts, and nothing loaded again.
+  const stats = await b.evaluate(() => window.share.stats());
+  expect(stats.share).toMatchObject({ sessions: 2, loads: 1 });
+  expect(stats.prefixCache!.hitTokens + stats.prefixCache!.missTokens - before.hitTokens - before.missTokens).toBe(golden[0].prompt.length + chat.json.usage.prompt_tokens);
+  // The same answer as the tab's own chat.completions.
+  const own = await b.evaluate(async (m) => (await window.share.engine().chat.completions.create({ messages: m, max_tokens: 8, temperature: 0 })).choices[0].message.content, messages);
+  expect(chat.json.choices[0].message.content).toBe(own);
+
+  // One attached tab is enough; with none left, a 503 that says what to open.
+  await a.close();
+  expect(await call('GET', 'v1/models')).toMatchObject({ status: 200, json: { data: [{ id: name }] } });
+  await b.close();
+  const none = await call('POST', 'v1/chat/completions', { messages, max_tokens: 8 });
+  expect(none).toMatchObject({ status: 503, json: { error: { type: 'service_unavailable', code: 'no_engine' } } });
   expect(errors).toEqual([]);
 });

@@ -1,7 +1,8 @@
 // The page e2e/share.spec.ts opens in several tabs of one browser: `window.share` loads stories260K with
 // createEngine({ share }), runs greedy requests, starts one that runs long (and says when its first token came), and
 // reads the engine's info and stats, so the spec can check that the tabs share one engine (e2e/device-loss.spec.ts
-// takes the engine itself, to follow a device loss in every tab).
+// takes the engine itself, to follow a device loss in every tab). It never calls serveOpenAI: a shared engine answers
+// the Service Worker's relayed requests by itself.
 
 import { createEngine, type IntabEngine } from '../../packages/intab/src/index.ts';
 
@@ -15,8 +16,9 @@ async function greedy(promptIds: number[], maxTokens: number): Promise<number[]>
 }
 
 const share = {
-  async load(share: 'origin' | false) {
-    engine = await createEngine({ model: MODEL, share, backend: 'webgpu' });
+  /** Loads stories260K's GGUF, or `model` (a URL). */
+  async load(share: 'origin' | false, model = MODEL) {
+    engine = await createEngine({ model, share, backend: 'webgpu' });
     return engine.info;
   },
   greedy,

@@ -2,7 +2,8 @@
 // next / cancel) into `for await` streams whose `break` cancels and whose AbortSignal ends them with finishReason
 // 'abort', adds the OpenAI-compatible `chat.completions.create`, preloaded prefixes' handles, the device state and its
 // events (following the backend's status), restart() (a new backend from the same load) and destroy(). Every call goes
-// through the backend's CallGuard, so a worker that dies rejects them instead of leaving them hanging.
+// through the backend's CallGuard, so a worker that dies rejects them instead of leaving them hanging. An engine
+// attached to the origin's shared engine answers the Service Worker's relayed OpenAI requests by itself (serveRelayed).
 
 import type { Chunk, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
@@ -19,6 +20,7 @@ import {
 } from './openai.ts';
 import { WorkerError } from './errors.ts';
 import { CallGuard, type Backend } from './engine-backends.ts';
+import { serveRelayed } from './openai-server.ts';
 import type { ChatCompletions, IntabEngine, Preloaded, RequestOptions } from './engine-types.ts';
 
 /** Starts a backend anew with the model loaded, as it was first (engine.restart()). */
@@ -37,14 +39,24 @@ export class EngineFacade implements IntabEngine {
   private restarting?: Promise<void>;
   private now: EngineStatus = READY;
   private readonly events = new EventTarget();
+  /** Stops answering the Service Worker's relayed requests (autoServe). */
+  private readonly unserve?: () => void;
 
+  /**
+   * `autoServe`: when the load attached to the origin's shared engine (info.share.mode 'shared-worker'), answer the
+   * Service Worker's relayed OpenAI requests (relayOpenAI) from this page as serveOpenAI(this) would, for as long as
+   * the engine is shared and alive: not while it restarts, nor once its backend died, fell back to this tab's own
+   * engine or was destroyed.
+   */
   constructor(
     private backend: Backend,
     private current: ModelInfo,
     readonly model: string,
     private readonly relaunch?: Relaunch,
+    autoServe = false,
   ) {
     this.follow(backend);
+    if (autoServe && current.share?.mode === 'shared-worker') this.unserve = serveRelayed(this, { automatic: true, serving: () => this.shared() });
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
     this.handles = (current.preloaded ?? []).map((p) => this.handle(p));
@@ -54,6 +66,11 @@ export class EngineFacade implements IntabEngine {
 
   get info(): ModelInfo {
     return this.current;
+  }
+
+  /** Whether this is a live session on the origin's shared engine (what autoServe serves). */
+  private shared(): boolean {
+    return !this.destroying && !this.backend.guard.closed && this.current.share?.mode === 'shared-worker';
   }
 
   get preloaded(): readonly Preloaded[] {
@@ -163,6 +180,7 @@ export class EngineFacade implements IntabEngine {
 
   destroy(): Promise<void> {
     return (this.destroying ??= (async () => {
+      this.unserve?.();
       const { api, guard, kill } = this.backend;
       try {
         if (!guard.closed) await guard.call(() => api.destroy());

@@ -53,6 +53,18 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
    */
   share?: 'origin' | false;
   /**
+   * With `share: 'origin'`: whether this tab, once attached to the origin's shared engine, answers the OpenAI requests
+   * the origin's Service Worker relays (`relayOpenAI` from 'intab/service-worker') by itself, as `serveOpenAI(engine)`
+   * would, until `destroy()`. Then any page of the origin, intab or not, gets answers from `/v1` while one tab holds or
+   * attaches to the engine, and all of them share its steps. Calling serveOpenAI(engine) too still answers each
+   * request once (yours is preferred: its `onRequest` sees them). A tab that got its own engine (`info.share.mode`
+   * 'own') does not serve by itself; call serveOpenAI(engine) there. [true]
+   * @example
+   * // /v1 is then answered only by pages that call serveOpenAI(engine)
+   * const engine = await createEngine({ model, share: 'origin', serveOpenAI: false });
+   */
+  serveOpenAI?: boolean;
+  /**
    * Keep the model's files in the model store [true where the OPFS or the Cache API exists]: the first load
    * downloads them (resuming an interrupted download, checking every file's SHA-256), later loads read them from
    * disk and check them again. false streams the model from the network each time.

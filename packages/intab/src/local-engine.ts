@@ -16,6 +16,9 @@ import type { CreateEngineOptions, IntabEngine } from './engine-types.ts';
 
 /** createEngine for a model in this tab. */
 export async function createLocalEngine(options: CreateEngineOptions & { model: ModelInput }, signal?: AbortSignal): Promise<IntabEngine> {
+  if (options.serveOpenAI !== undefined && typeof options.serveOpenAI !== 'boolean') {
+    throw new InvalidArgumentError('createEngine', `createEngine: serveOpenAI is true or false (whether this tab answers the Service Worker's relayed OpenAI requests with the shared engine), not ${JSON.stringify(options.serveOpenAI)}.`);
+  }
   const store = options.cache === false ? undefined : (options.store ?? modelStore);
   const report = options.onProgress;
   const onProgress = report && ((p: LoadProgress) => report(p));
@@ -37,8 +40,10 @@ export async function createLocalEngine(options: CreateEngineOptions & { model: 
   const loadOptions: LoadOptions = { ...pickLoadOptions(options), ...(draft ? { draft } : {}) };
   const share = shareKey(options);
   const { backend, info } = await launchLocal(options, source, loadOptions, signal, share);
-  // A restart loads the same files (Blobs over the store's copies, or the same URLs) with the same options.
-  return new EngineFacade(backend, stored ? { ...info, store: stored } : info, await modelName(options), () => launchLocal(options, source, loadOptions, undefined, share));
+  // A restart loads the same files (Blobs over the store's copies, or the same URLs) with the same options. An engine
+  // attached to the shared one answers the Service Worker's relayed requests by itself (unless serveOpenAI: false).
+  const relaunch = () => launchLocal(options, source, loadOptions, undefined, share);
+  return new EngineFacade(backend, stored ? { ...info, store: stored } : info, await modelName(options), relaunch, options.serveOpenAI !== false);
 }
 
 /**

@@ -1,16 +1,20 @@
 // intab/service-worker: an OpenAI-compatible endpoint on the page's own origin, served by its Service Worker.
 // Every request under the prefix (`POST /v1/chat/completions` and `POST /v1/completions`, streamed as SSE or not;
 // `GET /v1/models`) is relayed over a MessageChannel to an open page whose engine answers it with intab's OpenAI HTTP
-// core (serveOpenAI in 'intab': routes, errors and SSE are the core's, none of them this module's), and the answer
-// streams back as the response body, pulled: the page reads the engine's next chunk only when the response's reader
-// asks for one (see relayRequest), so the output waits in the engine, whose full queue pauses the sequence, never
-// here. (Chromium's own reader of a fetch() answered here takes the whole body into the page, however slowly the page
-// reads it.)
+// core (routes, errors and SSE are the core's, none of them this module's): a page that called serveOpenAI(engine)
+// from 'intab', or any tab attached to the origin's shared engine (createEngine({ share: 'origin' })), which answers
+// by itself, so every page of the origin shares that one engine and its batching. The shared engine is reached
+// through its tabs, not its SharedWorker: Chromium lists the SharedWorker among this worker's clients (type
+// 'sharedworker') but delivers nothing posted to it (a worker has no navigator.serviceWorker there; measured on
+// Chromium 150). The answer streams back as the response body, pulled: the page reads the engine's next chunk only
+// when the response's reader asks for one (see relayRequest), so the output waits in the engine, whose full queue
+// pauses the sequence, never here. (Chromium's own reader of a fetch() answered here takes the whole body into the
+// page, however slowly the page reads it.)
 // The Service Worker never holds the model: it is stopped when idle, and WebGPU there is unreliable. With no such
-// page open, the answer is a 503 in OpenAI's error format saying what to open; aborting the fetch (the client's
-// AbortSignal, a closed tab) aborts the engine's request. Only the origin's own pages are answered: another site's
-// form POST or link into the scope is a 403 (see foreignRequest). This module imports nothing of intab but the
-// dependency-free error base class: it stays small in a Service Worker bundle.
+// page open (no tab holds or attaches to the shared engine), the answer is a 503 in OpenAI's error format saying what
+// to open; aborting the fetch (the client's AbortSignal, a closed tab) aborts the engine's request. Only the origin's
+// own pages are answered: another site's form POST or link into the scope is a 403 (see foreignRequest). This module
+// imports nothing of intab but the dependency-free error base class: it stays small in a Service Worker bundle.
 //
 // @example
 // // sw.ts (your Service Worker)
@@ -91,13 +95,14 @@ function serviceWorkerScope(scope: unknown, caller: string): RelayScope {
 }
 
 /**
- * Makes the Service Worker answer `<prefix>/...` requests of its own origin through an engine page. Call it in your
- * Service Worker's script, before other fetch handlers (a precache's navigation route) so they do not take these
- * requests. `scope` is the Service Worker's global scope, `self` [globalThis]: TypeScript types `self` by the
- * tsconfig's lib (a `Window` under "DOM", a `WorkerGlobalScope` under "WebWorker", the ServiceWorkerGlobalScope you
- * declare), and any of them is taken; what it is at run time is checked, and anything but a Service Worker's scope
- * throws a ServiceWorkerScopeError. Requests that do not come from a page of the origin (see foreignRequest) are a 403
- * in OpenAI's error format.
+ * Makes the Service Worker answer `<prefix>/...` requests of its own origin through an engine page: one that called
+ * serveOpenAI(engine), or a tab attached to the origin's shared engine (`share: 'origin'`, which answers by itself, no
+ * serveOpenAI call needed), whichever answers its ping first. Call it in your Service Worker's script, before other
+ * fetch handlers (a precache's navigation route) so they do not take these requests. `scope` is the Service Worker's
+ * global scope, `self` [globalThis]: TypeScript types `self` by the tsconfig's lib (a `Window` under "DOM", a
+ * `WorkerGlobalScope` under "WebWorker", the ServiceWorkerGlobalScope you declare), and any of them is taken; what it
+ * is at run time is checked, and anything but a Service Worker's scope throws a ServiceWorkerScopeError. Requests that
+ * do not come from a page of the origin (see foreignRequest) are a 403 in OpenAI's error format.
  * @example
  * // src/sw.ts, registered with navigator.serviceWorker.register('/sw.js') (see serviceWorker() in 'intab/vite')
  * import { relayOpenAI } from 'intab/service-worker';
@@ -263,7 +268,10 @@ export async function relayRequest(request: Request, clients: RelayClients, opti
   return new Response(stream, { status: h.status, headers: h.headers });
 }
 
-/** The first window client that says it holds an engine, asked all at once. */
+/**
+ * The first window client that says it holds an engine (serveOpenAI's, or a tab's attached to the shared engine), asked
+ * all at once. Each page answers a ping once, however many engines it serves (its one dispatcher, in 'intab').
+ */
 async function findEnginePage(clients: RelayClients, timeoutMs: number): Promise<{ id: string; postMessage(message: unknown, transfer: Transferable[]): void } | undefined> {
   const all = await clients.matchAll({ type: 'window', includeUncontrolled: true });
   if (all.length === 0) return undefined;

@@ -7,6 +7,7 @@ import { ReferenceRunner } from '@intab/engine/reference';
 import { loadTokenizer, type Tokenizer } from '@intab/model';
 import { fixtureWeights } from '@intab/testing/fixtures';
 import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
+import type { RelayReply } from './openai-server.ts';
 
 /** ids 0..93 are '!'..'~', 94 is ' ' (Ġ), 95 is '\n' (Ċ), 96/97 are <|im_start|>/<|im_end|>; 98..127 decode to nothing. */
 export function tinyChatTokenizer(): Tokenizer {
@@ -40,4 +41,21 @@ export function referenceEngine(options: { pages?: number; maxQueuedChunks?: num
   };
   const engine = new Engine({ runner, tokenizer, info, options: { seed: 1, maxQueuedChunks: options.maxQueuedChunks } });
   return { engine, runner, info };
+}
+
+/**
+ * The Service Worker's end of one relayed request: `port` goes to the page half (answerRelayed, or a page's container
+ * with the request), `replies` collects what the page sends back, `ended` settles when its end came, `body()` joins
+ * the body pieces, and close() closes the Service Worker's end.
+ */
+export function relayChannel(): { port: MessagePort; replies: RelayReply[]; ended: Promise<void>; body(): string; close(): void } {
+  const { port1, port2 } = new MessageChannel();
+  const replies: RelayReply[] = [];
+  const ended = new Promise<void>((resolve) => {
+    port1.onmessage = (m: MessageEvent<RelayReply>) => {
+      replies.push(m.data);
+      if (m.data.type === 'end') resolve();
+    };
+  });
+  return { port: port2, replies, ended, body: () => replies.map((r) => (r.type === 'body' ? r.chunk : '')).join(''), close: () => port1.close() };
 }

@@ -19,8 +19,8 @@ import { fuzz, fuzzTestTimeout } from '@intab/testing/fuzz';
 import { wrapEngineApi } from '../engine.ts';
 import { CHAT_FIELDS, toGenerateRequest } from '../openai.ts';
 import { COMPLETION_FIELDS, toCompletionRequest } from '../openai-completions.ts';
-import { answerRelayed, errorResponse, type RelayReply } from '../openai-server.ts';
-import { referenceEngine } from '../test-fixture.ts';
+import { answerRelayed, errorResponse } from '../openai-server.ts';
+import { referenceEngine, relayChannel } from '../test-fixture.ts';
 import { FUZZ_VOCAB, bodyCase, showCase, type BodyCase, type Endpoint } from './test-openai-bodies.ts';
 
 const HANG_MS = 5_000;
@@ -98,19 +98,12 @@ async function runEngine(request: ReturnType<typeof toGenerateRequest>): Promise
 
 /** The endpoint's page half: the JSON text in, the status out; a 5xx or an error event after a 200 is a crash. */
 async function relay(text: string): Promise<string> {
-  const { port1, port2 } = new MessageChannel();
-  const replies: RelayReply[] = [];
-  const ended = new Promise<void>((resolve) => {
-    port1.onmessage = (m: MessageEvent<RelayReply>) => {
-      replies.push(m.data);
-      if (m.data.type === 'end') resolve();
-    };
-  });
-  await answerRelayed(api, { type: 'intab:request', method: 'POST', path: '/v1/chat/completions', body: text }, port2);
-  await ended;
-  port1.close();
-  const head = replies.find((r) => r.type === 'head');
-  const body = replies.map((r) => (r.type === 'body' ? r.chunk : '')).join('');
+  const sw = relayChannel();
+  await answerRelayed(api, { type: 'intab:request', method: 'POST', path: '/v1/chat/completions', body: text }, sw.port);
+  await sw.ended;
+  sw.close();
+  const head = sw.replies.find((r) => r.type === 'head');
+  const body = sw.body();
   if (head?.type !== 'head') throw new Error('the endpoint answered without a head');
   if (head.status >= 500) throw new Error(`the endpoint answered ${head.status}: ${body.slice(0, 300)}`);
   if (head.status === 200) {
