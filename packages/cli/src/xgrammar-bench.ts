@@ -1,7 +1,10 @@
 // `intab bench grammar --peer xgrammar`: @intab/grammar beside web-xgrammar (WebLLM's engine, its wasm build run in
 // this Node process) on the same JSONSchemaBench schemas and the same token walks: compile and first-mask times,
 // per-token mask times (p50/p90/p99) at the very same grammar states, coverage (ours strict and lenient, theirs), and
-// whether both engines judge every walked document complete and ajv finds it valid. Figures are printed, never asserted.
+// whether both engines judge every walked document complete and ajv finds it valid. Compile is for the vocabulary on
+// both sides: web-xgrammar's builds its mask cache, ours is compileJsonSchema then prepareMasks (the masks its segment
+// walks make, computed ahead as the engine does; `peer_compile.prepare_ms` is that part). Figures are printed, never
+// asserted.
 
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -9,7 +12,7 @@ import { dirname } from 'node:path';
 import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
-import { compileJsonSchema, MaskCache, TokenMatcher, TokenVocabulary, type Grammar } from '@intab/grammar';
+import { compileJsonSchema, MaskCache, prepareMasks, TokenMatcher, TokenVocabulary, type Grammar } from '@intab/grammar';
 import { loadTokenizer, tokenBytes } from '@intab/model';
 import { mulberry32 as rng } from '@intab/testing/random';
 import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
@@ -241,7 +244,10 @@ export interface PeerBenchOptions {
 
 /** One engine's side of the walks. */
 interface Side {
+  /** Compile for the vocabulary: ours is compileJsonSchema then prepareMasks. */
   compileMs: number[];
+  /** Ours: the prepareMasks part of compileMs. */
+  prepareMs: number[];
   firstMaskMs: number[];
   maskUs: { cold: number[]; warm: number[] };
   /** Ours: the path that made each mask ('cached' or compute-mask.ts's, '+build' when it built a vocabulary walk). */
@@ -373,8 +379,8 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     const guardMs = o.compileTimeoutMs ?? PEER_COMPILE_TIMEOUT_MS;
     const guard = peer.guard(guardMs);
     const timedOut: string[] = [];
-    const ours: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
-    const theirs: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    const ours: Side = { compileMs: [], prepareMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    const theirs: Side = { compileMs: [], prepareMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
     const coverage = { strict: 0, lenient: 0, xgrammar: 0, both: 0 };
     const peerErrors: Record<string, number> = {};
     const ends: Record<WalkEnd, number> = { both_complete: 0, diverged: 0, unfinished: 0, peer_refused: 0, ours_refused: 0 };
@@ -410,9 +416,15 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
       } else coverage.xgrammar++;
       if (strict && !('error' in c)) {
         coverage.both++;
-        ours.compileMs.push(strict.ms);
-        theirs.compileMs.push(c.ms);
+        // Compiled for the vocabulary, as web-xgrammar's compile is (its adaptive mask cache): ours prepares the masks
+        // its segment walks make (prepareMasks), into the cache the walks use.
         const cache = new MaskCache();
+        const tp0 = performance.now();
+        prepareMasks(strict.grammar, vocab, cache);
+        const prepareMs = performance.now() - tp0;
+        ours.prepareMs.push(prepareMs);
+        ours.compileMs.push(strict.ms + prepareMs);
+        theirs.compileMs.push(c.ms);
         for (const which of ['cold', 'warm'] as const) {
           const m = new TokenMatcher(strict.grammar, vocab, { maskCache: cache });
           const tm0 = performance.now();
@@ -426,7 +438,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
           try {
             const w = await peerWalk(m, xm, closing, rng(seed), oursUs, ours.paths[which], theirsUs);
             if (which === 'cold' && oursUs.length > n) {
-              ours.firstMaskMs.push(strict.ms + oursUs[n] / 1000);
+              ours.firstMaskMs.push(strict.ms + prepareMs + oursUs[n] / 1000);
               theirs.firstMaskMs.push(c.ms + matcherMs + theirsUs[n] / 1000);
             }
             ends[w.end]++;
@@ -467,7 +479,8 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     for (const [engine, side] of sides) {
       const cs = (compiles[engine] = summarize(side.compileMs));
       const fm = summarize(side.firstMaskMs);
-      o.onRecord({ bench: 'grammar', kind: 'peer_compile', tokenizer: name, engine, schemas: side.compileMs.length, compile_ms_p50: cs.p50, compile_ms_p90: cs.p90, compile_ms_p99: cs.p99, compile_ms: cs, first_mask_ms_p50: fm.p50, first_mask_ms_p99: fm.p99, first_mask_ms: fm });
+      const prepare = engine === 'intab' ? { prepare_ms: summarize(side.prepareMs) } : {};
+      o.onRecord({ bench: 'grammar', kind: 'peer_compile', tokenizer: name, engine, schemas: side.compileMs.length, compile_ms_p50: cs.p50, compile_ms_p90: cs.p90, compile_ms_p99: cs.p99, compile_ms: cs, ...prepare, first_mask_ms_p50: fm.p50, first_mask_ms_p99: fm.p99, first_mask_ms: fm });
       const all = (masks[engine] = summarize([...side.maskUs.cold, ...side.maskUs.warm]));
       for (const cache of ['cold', 'warm', 'all'] as const) {
         const us = cache === 'all' ? [...side.maskUs.cold, ...side.maskUs.warm] : side.maskUs[cache];

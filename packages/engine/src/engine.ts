@@ -8,7 +8,7 @@
 
 import type { DeviceLostError, Gpu } from '@intab/gpu';
 import { ChatTemplateError, encodeChat, renderChat, tokenBytes, type StepRunner, type Tokenizer } from '@intab/model';
-import { TokenVocabulary, type Grammar } from '@intab/grammar';
+import { prepareMasks, sharedMaskCache, TokenVocabulary, type Grammar } from '@intab/grammar';
 import type { ChatMessage, Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ToolDefinition } from './contract.ts';
 import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, TokenizerRequiredError } from './errors.ts';
 import { Scheduler } from './scheduler.ts';
@@ -55,6 +55,12 @@ const DEFAULTS = { maxBatch: 8, maxTokensPerStep: 256, maxQueuedChunks: 8, kvBud
  * const id = await engine.start({ prompt: 'Once upon a time', maxTokens: 32 }, signal);
  * for (let c = await engine.next(id); ; c = await engine.next(id)) { out += c.text; if (c.finishReason) break; }
  */
+/**
+ * Grammars kept (Engine.grammarFor): each holds its mask cache, up to 1,024 masks of the vocabulary's width (19 MB at
+ * Qwen3's 151k ids, when that many states were visited), so a few.
+ */
+const RECENT_GRAMMARS = 4;
+
 export class Engine implements EngineApi {
   // ---- the model it runs on (attach() sets them; a device loss drops all but the tokenizer and info) ----
   private runner?: StepRunner;
@@ -65,8 +71,11 @@ export class Engine implements EngineApi {
   private vocabulary?: TokenVocabulary;
   /** The same with a tool format's special tokens spelled (their text belongs to the call syntax), by format. */
   private toolVocabularies = new Map<string, TokenVocabulary>();
-  /** Tool-call grammars of recent tool lists (the same tools on every turn of a chat share their masks). */
-  private toolGrammars = new Map<string, Grammar>();
+  /**
+   * Compiled grammars of recent formats and tool lists, their costly masks prepared for the vocabulary (grammarFor):
+   * the same schema or tools on every turn of a chat share their masks, most recent last.
+   */
+  private grammars = new Map<string, Grammar>();
   /** Makes call ids unique across engines (with the request and call numbers). */
   private readonly callNonce = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, '0')).join('');
   private info?: ModelInfo;
@@ -484,17 +493,12 @@ export class Engine implements EngineApi {
     if (!tok) throw new TokenizerRequiredError('tokenizer');
     const format = this.toolFormat(tok);
     const plan = toolPlan(tools, request.toolChoice, request.parallelToolCalls, format);
-    const key = JSON.stringify([format.name, plan.mode, plan.parallel, plan.allowed.map((t) => t.function.name), tools]);
-    let grammar = this.toolGrammars.get(key);
-    if (grammar === undefined) {
-      grammar = toolGrammar(format, plan, tools);
-      if (this.toolGrammars.size >= 8) this.toolGrammars.delete(this.toolGrammars.keys().next().value!);
-    } else this.toolGrammars.delete(key);
-    this.toolGrammars.set(key, grammar); // most recent last
     // The format's special tokens (Mistral's [TOOL_CALLS]...) as their text: the grammar spells the syntax with them.
     const keep = new Map<number, string>();
     for (const a of tok.addedTokens) if (format.specialTokens.includes(a.content) && a.id < runner.config.vocab) keep.set(a.id, a.content);
-    const constraint = new Constraint({ type: 'tools' }, grammar, this.vocabularyFor(tok, runner, format, keep));
+    const vocab = this.vocabularyFor(tok, runner, format, keep);
+    const key = JSON.stringify(['tools', format.name, plan.mode, plan.parallel, plan.allowed.map((t) => t.function.name), tools]);
+    const constraint = new Constraint({ type: 'tools' }, this.grammarFor(key, vocab, () => toolGrammar(format, plan, tools)), vocab);
     const nonce = this.callNonce;
     return {
       constraint,
@@ -532,6 +536,23 @@ export class Engine implements EngineApi {
     if (!format) return undefined;
     const tok = this.tokenizer;
     if (!tok) throw new TokenizerRequiredError('tokenizer');
-    return new Constraint(format, compileFormat(format), this.vocabularyFor(tok, runner));
+    const vocab = this.vocabularyFor(tok, runner);
+    return new Constraint(format, this.grammarFor(JSON.stringify(['format', format]), vocab, () => compileFormat(format)), vocab);
+  }
+
+  /**
+   * The grammar under `key` among the recent ones, else built, with the masks its segment walks make computed ahead
+   * into the cache its matchers share (prepareMasks: hundreds of microseconds each at a first visit, tens of
+   * milliseconds where a vocabulary walk is built), so that decoding under it does not stall on them.
+   */
+  private grammarFor(key: string, vocab: TokenVocabulary, build: () => Grammar): Grammar {
+    let grammar = this.grammars.get(key);
+    if (grammar === undefined) {
+      grammar = build();
+      prepareMasks(grammar, vocab, sharedMaskCache(grammar, vocab));
+      if (this.grammars.size >= RECENT_GRAMMARS) this.grammars.delete(this.grammars.keys().next().value!);
+    } else this.grammars.delete(key);
+    this.grammars.set(key, grammar);
+    return grammar;
   }
 }
