@@ -19,7 +19,7 @@ import type { TokenVocabulary } from './vocabulary.ts';
 export interface PrepareMasksOptions {
   /** Grammar states the search explores (256 steps each) [2048]. */
   maxStates?: number;
-  /** Masks computed ahead [64]. */
+  /** Masks computed ahead [32]. */
   maxMasks?: number;
 }
 
@@ -46,7 +46,7 @@ export interface PreparedMasks {
  */
 export function prepareMasks(grammar: Grammar, vocab: TokenVocabulary, cache: MaskCache, options: PrepareMasksOptions = {}): PreparedMasks {
   const maxStates = options.maxStates ?? 2048;
-  const maxMasks = Math.min(options.maxMasks ?? 64, cache.maxEntries);
+  const maxMasks = Math.min(options.maxMasks ?? 32, cache.maxEntries);
   const seen = new Set<string>([grammar.key(grammar.initial)]);
   // States reached by an ASCII byte first (JSON's syntax, keys, most text), then the rest (inside a character).
   const near: GrammarState[] = [grammar.initial];
