@@ -1,7 +1,8 @@
 // One engine for an origin's tabs (createEngine({ share: 'origin' })), in real Chromium: three tabs of one browser
 // load stories260K; the first loads it in the origin's SharedWorker, the others attach (nothing downloaded, no second
 // load, the GPU buffers of one engine: as many as a tab's own engine holds). Each tab's greedy ids are the golden ones,
-// alone and all at once. A tab closed mid-stream ends its request and frees its pages within a second; the others go on.
+// alone and all at once. A tab closed mid-stream ends its request and frees its pages within a second, and so does a
+// tab whose renderer process crashed (CDP Page.crash); the others go on.
 // The Service Worker's OpenAI endpoint on the shared engine: two attached tabs, neither calling serveOpenAI, answer a
 // page of the origin that has no intab code (golden ids, the tabs' own chat answer), on the one engine; a 503 once
 // both tabs are closed.
@@ -30,7 +31,7 @@ async function open(page: Page, errors: string[]): Promise<Page> {
   return page;
 }
 
-test("three tabs share one engine: one load, one engine's GPU buffers, golden ids alone and at once; a closed tab's request ends and frees its pages", async ({ context }) => {
+test("three tabs share one engine: one load, one engine's GPU buffers, golden ids alone and at once; a closed tab's request ends and frees its pages, and so does a crashed tab's", async ({ context }) => {
   const errors: string[] = [];
   const [a, b, c] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
   const ia = await a.evaluate(() => window.share.load('origin'));
@@ -66,6 +67,22 @@ test("three tabs share one engine: one load, one engine's GPU buffers, golden id
   await c.close();
   await expect.poll(() => a.evaluate(() => window.share.stats().then((s) => [s.share?.sessions, s.streams, s.availablePages === s.totalPages])), { timeout: 1000, intervals: [50] }).toEqual([2, 0, true]);
   console.log(JSON.stringify({ test: 'share', closed_tab_freed_ms: Date.now() - closed }));
+
+  // Tab D's renderer process crashes in the middle of a long answer (CDP's Page.crash, on this browser's own tab): the
+  // same, though D never closed, and A and B, in renderers of their own, are untouched.
+  const d = await open(await context.newPage(), errors);
+  expect((await d.evaluate(() => window.share.load('origin'))).share).toMatchObject({ mode: 'shared-worker', attached: true });
+  expect(await d.evaluate(([ids]) => window.share.startLong(ids), [golden[1].prompt] as const)).toBeGreaterThan(0);
+  expect((await a.evaluate(() => window.share.stats())).streams).toBe(1);
+  const crashed = new Promise<void>((resolve) => d.once('crash', () => resolve()));
+  const cdp = await context.newCDPSession(d);
+  void cdp.send('Page.crash').catch(() => {}); // answered by nobody: the renderer is gone
+  await crashed;
+  const crashedAt = Date.now();
+  await expect.poll(() => a.evaluate(() => window.share.stats().then((s) => [s.share?.sessions, s.streams, s.availablePages === s.totalPages])), { timeout: 1000, intervals: [50] }).toEqual([2, 0, true]);
+  console.log(JSON.stringify({ test: 'share', crashed_tab_freed_ms: Date.now() - crashedAt }));
+  await d.close();
+
   for (const [k, p] of [a, b].entries()) expect(await p.evaluate(([ids]) => window.share.greedy(ids, 24), [golden[k].prompt] as const)).toEqual(want[k]);
 
   for (const p of [a, b]) await p.evaluate(() => window.share.destroy());
