@@ -447,10 +447,13 @@ export interface ShareStats {
 /**
  * ModelInfo.share: where the engine runs for this tab. 'shared-worker': in the origin's SharedWorker, shared with the
  * other tabs that asked for the same model and settings (`attached`: it was already loaded, this tab loaded nothing);
- * 'own': in this tab's own Worker (not asked for, or not possible: `reason` says why).
+ * 'elected-host' / 'elected-client' (no SharedWorker): in the Worker of one tab elected by a Web Lock, this one or
+ * another, which the other tabs reach over a BroadcastChannel (when the host tab goes, the next tab in the lock's queue
+ * loads the model from the model store and the others move to it); 'own': in this tab's own Worker (not asked for, or
+ * not possible: `reason` says why).
  */
 export interface ShareInfo {
-  mode: 'shared-worker' | 'own';
+  mode: 'shared-worker' | 'elected-host' | 'elected-client' | 'own';
   reason: string;
   attached?: boolean;
 }

@@ -4,18 +4,23 @@
 // e2e/share.spec.ts); a
 // load in progress is joined, and stopped only when no session waits for it; the last session out frees the engine;
 // admission is fair between sessions (from the runner's step log); a prefix one session preloads is a hit for another.
+// The same host served over a BroadcastChannel to tabs that say hello (tab-host.ts: election mode without SharedWorker):
+// Comlink sessions multiplexed by ids, golden ids, typed errors across, no tab reaching another's streams.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { configFromGguf, parseGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
+import * as Comlink from 'comlink';
 import { readGgufLite } from '@intab/model/reference';
 import type { LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
 import { Engine } from './engine.ts';
 import { EngineClosedError, EngineStateError, UnknownStreamError } from './errors.ts';
 import { ReferenceRunner } from './reference/runner.ts';
 import { SharedHost, type HostLoader, type HostSession } from './shared-host.ts';
+import { channelEndpoint, hostChannelName, serveTabs, type ChannelHere } from './tab-host.ts';
 import { collect } from './test-streams.ts';
+import { registerTransferHandlers } from './transfer.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
 const STORIES = join(SHARED, 'models/stories260K');
@@ -200,5 +205,43 @@ describe('SharedHost', () => {
     expect(b.stats().prefixCache?.pinnedPages).toBe(0);
     b.release(pinned.id); // not b's: nothing happens
     await b.destroy();
+  });
+});
+
+describe('served to other tabs over a BroadcastChannel (tab-host.ts, election mode without SharedWorker)', () => {
+  test("a tab says hello, is answered with the host's life lock, and its session on the channel gets the golden ids; typed errors cross; another tab's messages are not its own", async () => {
+    registerTransferHandlers();
+    const { host: h, loads } = host();
+    const stop = serveTabs(h, 'k', 'intab-host-life-1');
+    const channel = new BroadcastChannel(hostChannelName('k'));
+    const hello = (self: string) =>
+      new Promise<ChannelHere>((resolve) => {
+        channel.addEventListener('message', (ev: MessageEvent) => void (ev.data?.type === 'here' && ev.data.to === self && resolve(ev.data)));
+        channel.postMessage({ type: 'hello', from: self });
+      });
+    const [here1, here2] = await Promise.all([hello('tab-1'), hello('tab-2')]);
+    expect(here1).toMatchObject({ life: 'intab-host-life-1', host: here2.host });
+    const [t1, t2] = [here1, here2].map((here, k) => Comlink.wrap<HostSession>(channelEndpoint(channel, `tab-${k + 1}`, here.host)));
+    await t1.attach('k', SOURCE, {});
+    expect((await t2.attach('k', SOURCE, {})).share?.attached).toBe(true);
+    expect(loads).toHaveLength(1);
+    const pull = async (s: typeof t1, id: number) => {
+      const ids: number[] = [];
+      for (let c = await s.next(id); ; c = await s.next(id)) {
+        ids.push(...c.ids);
+        if (c.finishReason !== null) return ids;
+      }
+    };
+    const [s1, s2] = [await t1.start(greedy(0)), await t2.start(greedy(1))];
+    expect(await Promise.all([pull(t1, s1), pull(t2, s2)])).toEqual([golden[0].greedy.slice(0, 24), golden[1].greedy.slice(0, 24)]);
+    const s3 = await t1.start(greedy(0));
+    await expect(t2.next(s3)).rejects.toBeInstanceOf(UnknownStreamError); // tab 1's stream, asked for by tab 2
+    await t1.cancel(s3);
+    expect((await t1.stats()).share).toMatchObject({ sessions: 2, loads: 1 });
+    expect(() => channelEndpoint(channel, 'tab-1', here1.host).postMessage({}, [new MessageChannel().port1])).toThrow(TypeError);
+    await Promise.all([t1.destroy(), t2.destroy()]);
+    expect(h.size).toBe(0);
+    stop();
+    channel.close();
   });
 });

@@ -151,6 +151,9 @@ export class HostSession implements EngineApi {
   private readonly preloads = new Set<number>();
   private closed = false;
   private closing?: Promise<void>;
+  private settleEnded!: () => void;
+  /** Settles once the session has ended (destroy(), or its tab gone): what serves it may let go of it then. */
+  readonly ended = new Promise<void>((resolve) => (this.settleEnded = resolve));
 
   constructor(private readonly host: SharedHost) {}
 
@@ -255,6 +258,7 @@ export class HostSession implements EngineApi {
       this.preloads.clear();
       if (this.hosted) this.host.leave(this.hosted, this);
       this.engine = undefined;
+      this.settleEnded();
     })());
   }
 

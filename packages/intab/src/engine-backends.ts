@@ -56,13 +56,15 @@ export interface Backend {
   worker?: Worker;
   /** Ends the backend at once (a worker is terminated; an in-thread engine is destroyed when it can be). */
   kill(): void;
+  /** The info of the engine the backend moved to since its load (an elected host's successor), if it did. */
+  info?: () => ModelInfo | undefined;
 }
 
 /**
  * A worker the browser kills (out of memory) or that is terminated sends nothing. It holds a Web Lock while it lives;
  * waiting here for the same lock, granted once it is gone, closes the guard (every pending call rejects) at that moment.
  */
-function watchLife(worker: Pick<Worker, 'postMessage'>, guard: CallGuard): void {
+export function watchLife(worker: Pick<Worker, 'postMessage'>, guard: Pick<CallGuard, 'close'>): void {
   const locks = globalThis.navigator?.locks;
   if (!locks) return; // no Web Locks (Safari before 15.4): a killed worker is noticed only by its error event
   const name = `intab-worker-${crypto.randomUUID()}`;
@@ -93,7 +95,7 @@ export function workerBackend(): Backend {
 }
 
 /** What a shared engine's session answers besides the EngineApi (the SharedWorker's HostSession). */
-interface SessionApi extends EngineApi {
+export interface SessionApi extends EngineApi {
   attach(key: string, source: ModelSource, options: LoadOptions, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal, life?: string): Promise<ModelInfo>;
 }
 

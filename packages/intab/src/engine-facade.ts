@@ -65,7 +65,9 @@ export class EngineFacade implements IntabEngine {
   }
 
   get info(): ModelInfo {
-    return this.current;
+    // A tab whose elected host went moved to the next one: that load's figures and share, this tab's store and route.
+    const moved = this.backend.info?.();
+    return moved ? { ...moved, ...(this.current.store ? { store: this.current.store } : {}), ...(this.current.route ? { route: this.current.route } : {}) } : this.current;
   }
 
   /** Whether this is a live session on the origin's shared engine (what autoServe serves). */

@@ -48,8 +48,10 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
    * (backend, quantize, kvBudgetBytes, maxBatch, maxTokensPerStep, maxQueuedChunks, speculative, prefixCache, draft).
    * The first tab loads it in the origin's SharedWorker; later tabs attach to it at once, loading nothing. Requests of
    * all tabs share its steps, fairly between tabs, and its prefix cache; a tab that closes ends its own requests and
-   * frees their pages. Where no SharedWorker can hold the engine (none in this browser, a File or folder input, or
-   * `worker: false`), the tab gets its own engine and `info.share.reason` says why. [false: this tab's own engine]
+   * frees their pages. Where the browser has no SharedWorker (or its SharedWorker no WebGPU), one tab is elected host
+   * by a Web Lock and the others reach its Worker over a BroadcastChannel; when that tab goes, the next one takes over
+   * (the model from the store) and requests running on the old host end with EngineHostLostError. For a File or folder
+   * input, or `worker: false`, the tab gets its own engine. `info.share` says which. [false: this tab's own engine]
    */
   share?: 'origin' | false;
   /**

@@ -26,6 +26,22 @@ export class WorkerError extends errorClass(IntabError, 'WorkerError', 'worker_f
 }
 
 /**
+ * The tab that hosted the engine this tab shares (createEngine({ share: 'origin' }) where there is no SharedWorker)
+ * closed, crashed or navigated away while this request ran: the text already delivered stands, the rest is lost.
+ */
+export class EngineHostLostError extends errorClass(IntabError, 'EngineHostLostError', 'engine_host_lost')<{
+  /** The share key of the engine whose host tab went. */
+  readonly key: string;
+}> {
+  constructor(key: string) {
+    super(
+      { key },
+      "The tab that hosted this shared engine closed while this request ran: the text already delivered stands, the rest was not generated. Send the request again: another tab takes over as host (it loads the model from the model store) and answers it.",
+    );
+  }
+}
+
+/**
  * A function of the page-side API was called with an argument it cannot take (createEngine's options, remote options,
  * a transform's settings, a value encodeSSE cannot serialize): a mistake in the calling code, which the message says how
  * to fix. Request fields are checked by the engine instead (InvalidRequestError).
@@ -105,4 +121,4 @@ export class ResponseStoreError extends errorClass(IntabError, 'ResponseStoreErr
 }
 
 /** Every error class of this file, by name (packages/intab/src/error-list.ts puts them in the one list). */
-export const PAGE_ERRORS = { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } as const;
+export const PAGE_ERRORS = { WorkerError, EngineHostLostError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } as const;

@@ -109,5 +109,5 @@ export {
   DownloadError,
   ToolCallParseError,
 } from '@intab/engine/errors';
-export { WorkerError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } from './errors.ts';
+export { WorkerError, EngineHostLostError, InvalidArgumentError, SseFormatError, IntegrityError, QuotaError, ResponseStoreError } from './errors.ts';
 export { RemoteError, RemoteConnectionError, RemoteHttpError, RemoteTimeoutError, RemoteProtocolError, RemoteStreamError, RemoteFormatError, RemoteUnsupportedError } from './remote/errors.ts';

@@ -12,6 +12,7 @@ import { modelStore } from './store/model-store.ts';
 import { inThreadBackend, sharedBackend, workerBackend, type Backend } from './engine-backends.ts';
 import { InvalidArgumentError } from './errors.ts';
 import { EngineFacade } from './engine-facade.ts';
+import { electedBackend } from './tab-election.ts';
 import type { CreateEngineOptions, IntabEngine } from './engine-types.ts';
 
 /** createEngine for a model in this tab. */
@@ -52,16 +53,20 @@ export async function createLocalEngine(options: CreateEngineOptions & { model: 
  */
 async function launchLocal(options: CreateEngineOptions, source: ModelSource, loadOptions: LoadOptions, signal: AbortSignal | undefined, share: ShareKey | undefined): Promise<{ backend: Backend; info: ModelInfo }> {
   const shared = share?.key === undefined ? undefined : sharedBackend(share.key);
+  let why = 'this browser has no SharedWorker';
   if (shared) {
     try {
       return await launchOn(shared, options, source, loadOptions, signal);
     } catch (err) {
-      // A browser whose SharedWorkers have no WebGPU where its pages and Workers do: this tab's own engine instead.
+      // A browser whose SharedWorkers have no WebGPU where its pages and Workers do: a tab elected host instead.
       if (signal?.aborted || (err as Error)?.name !== 'WebGpuUnavailableError' || !('gpu' in navigator)) throw err;
-      share = { reason: `the origin's SharedWorker has no WebGPU in this browser (${(err as Error).message}): this tab loaded its own engine` };
+      why = `the origin's SharedWorker has no WebGPU in this browser (${(err as Error).message})`;
     }
   }
-  const own = share ? { mode: 'own' as const, reason: share.key === undefined ? share.reason : 'this browser has no SharedWorker: this tab loaded its own engine' } : undefined;
+  // No SharedWorker that can hold the engine: one tab of the origin is elected to host it (tab-election.ts).
+  const elected = share?.key === undefined ? undefined : electedBackend(share.key, why);
+  if (elected) return launchOn(elected, options, source, loadOptions, signal);
+  const own = share ? { mode: 'own' as const, reason: share.key === undefined ? share.reason : `${why}, nor Web Locks and BroadcastChannel to elect a host tab: this tab loaded its own engine` } : undefined;
   return launchOn(options.worker === false ? await inThreadBackend() : workerBackend(), options, source, loadOptions, signal, own);
 }
 
