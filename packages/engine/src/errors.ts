@@ -5,7 +5,7 @@
 // IntabError's `code` among them) and cause. WORKER_ERRORS, every class the worker can throw, is made of each package's
 // own list (declared once, beside its classes) and registered here, on whichever side imports this file (both do).
 
-import { GPU_ERRORS } from '@intab/gpu';
+import { GPU_ERRORS, formatBytes } from '@intab/gpu';
 // The errors files alone (the packages' entries read WebGPU globals, which the main thread may lack).
 import { GRAMMAR_ERRORS } from '@intab/grammar/errors';
 import { PartialJsonError } from '@intab/grammar/partial';
@@ -228,6 +228,28 @@ export class DeviceRecoveryError extends errorClass(IntabEngineError, 'DeviceRec
   }
 }
 
+/**
+ * A model could not be loaded in the engine host the origin's tabs share (createEngine({ share: 'origin' })) for lack of
+ * GPU memory, while the host holds other models for other tabs: `held` names them, with the bytes each holds on the GPU
+ * and how many tabs use it. `cause` is the GpuOutOfMemoryError (what was being allocated, the model's needs).
+ */
+export class SharedMemoryError extends errorClass(IntabEngineError, 'SharedMemoryError', 'shared_gpu_memory_full')<{
+  /** The model that could not be loaded (its URL or Hugging Face id). */
+  readonly model: string;
+  /** The models the host holds for other tabs, largest first. */
+  readonly held: readonly { model: string; bytes: number; tabs: number }[];
+}> {
+  constructor(model: string, held: readonly { model: string; bytes: number; tabs: number }[], options?: { cause?: unknown }) {
+    const list = held.map((h) => `${h.model} (${formatBytes(h.bytes)}, ${h.tabs} tab${h.tabs === 1 ? '' : 's'})`).join(', ');
+    super(
+      { model, held: held.map((h) => ({ ...h })) },
+      `Out of GPU memory loading ${model} beside the model${held.length === 1 ? '' : 's'} this site's other tabs hold in their shared engine: ${list}. ` +
+        'Close the tabs that use them (a model is freed when its last tab goes), load a smaller or quantized model, or ask for the same model as those tabs, then load again.',
+      options,
+    );
+  }
+}
+
 function causeText(cause: unknown): string {
   return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
 }
@@ -255,6 +277,7 @@ export const ENGINE_ERRORS = {
   DraftMismatchError,
   CacheStorageError,
   DeviceRecoveryError,
+  SharedMemoryError,
   ToolCallParseError,
   DownloadError,
 } as const;

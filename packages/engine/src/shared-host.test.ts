@@ -15,7 +15,8 @@ import * as Comlink from 'comlink';
 import { readGgufLite } from '@intab/model/reference';
 import type { LoadOptions, LoadProgress, ModelInfo, ModelSource } from './contract.ts';
 import { Engine } from './engine.ts';
-import { EngineClosedError, EngineStateError, UnknownStreamError } from './errors.ts';
+import { EngineClosedError, EngineStateError, SharedMemoryError, UnknownStreamError } from './errors.ts';
+import { GpuOutOfMemoryError } from '@intab/gpu';
 import { ReferenceRunner } from './reference/runner.ts';
 import { SharedHost, type HostLoader, type HostSession } from './shared-host.ts';
 import { channelEndpoint, hostChannelName, serveTabs, type ChannelHere } from './tab-host.ts';
@@ -58,7 +59,7 @@ function host(o: { maxBatch?: number; pages?: number; gate?: Promise<void> } = {
     onProgress({ loaded: 1, total: 1, phase: 'upload' });
     return { engine, info: { ...INFO } };
   };
-  return { host: new SharedHost(loader), loads };
+  return { host: new SharedHost(loader), loads, loader };
 }
 
 /** Two sessions attached to one engine (key 'k'; `options` for the first, which loads it), and the host's loads. */
@@ -205,6 +206,33 @@ describe('SharedHost', () => {
     expect(b.stats().prefixCache?.pinnedPages).toBe(0);
     b.release(pinned.id); // not b's: nothing happens
     await b.destroy();
+  });
+});
+
+describe('GPU memory between the models of an origin', () => {
+  test("a model that does not fit beside the others is refused with a SharedMemoryError naming what the other tabs hold; alone, it is the GpuOutOfMemoryError itself", async () => {
+    const { loader: stories } = host();
+    const needs = { weights: 3 * 2 ** 30, kv: 2 ** 30, activations: 2 ** 20 };
+    const oom = new GpuOutOfMemoryError('weights', 3 * 2 ** 30, needs, 'vkAllocateMemory failed');
+    const big: ModelSource = { kind: 'url', url: 'https://example.test/big.gguf' };
+    const loader: HostLoader = (source, options, onProgress, signal) => (source.kind === 'url' && source.url === big.url ? Promise.reject(oom) : stories(source, options, onProgress, signal));
+    const h = new SharedHost(loader);
+    const bigKey = JSON.stringify(['https://example.test/big.gguf', '', {}]);
+    // Alone in the host: the GPU's own error, nothing else holds memory.
+    await expect(h.session().attach(bigKey, big, {})).rejects.toBe(oom);
+    const [a, b] = [h.session(), h.session()];
+    const small = JSON.stringify(['hf:org/stories@main', '', {}]);
+    await a.attach(small, SOURCE, {});
+    await b.attach(small, SOURCE, {});
+    const err = await h.session().attach(bigKey, big, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SharedMemoryError);
+    expect(err).toMatchObject({ code: 'shared_gpu_memory_full', model: 'https://example.test/big.gguf', held: [{ model: 'org/stories@main', bytes: 1_000_000 + 4096, tabs: 2 }], cause: oom });
+    expect((err as Error).message).toContain('org/stories@main (');
+    expect((err as Error).message).toContain('2 tabs');
+    // The refused load left nothing behind: the tabs on the other model go on.
+    expect(h.size).toBe(1);
+    expect(await run(a, greedy(0))).toEqual(golden[0].greedy.slice(0, 24));
+    await Promise.all([a.destroy(), b.destroy()]);
   });
 });
 

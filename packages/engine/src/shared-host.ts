@@ -13,7 +13,8 @@
 
 import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ShareStats } from './contract.ts';
 import { Engine } from './engine.ts';
-import { EngineClosedError, EngineStateError, UnknownStreamError } from './errors.ts';
+import { GpuOutOfMemoryError } from '@intab/gpu';
+import { EngineClosedError, EngineStateError, SharedMemoryError, UnknownStreamError } from './errors.ts';
 
 /** A loaded engine and what its load() said. */
 export interface HostedLoad {
@@ -77,7 +78,9 @@ export class SharedHost {
     if (!hosted) {
       const abort = new AbortController();
       const progress = new Set<(p: LoadProgress) => void>(onProgress ? [onProgress] : []);
-      const loading = this.loader(source, options, (p) => progress.forEach((f) => f(p)), abort.signal);
+      const loading = this.loader(source, options, (p) => progress.forEach((f) => f(p)), abort.signal).catch((err: unknown) => {
+        throw this.outOfMemory(err, key);
+      });
       const entry: Hosted = { key, sessions: new Set(), progress, abort, loading, loads: 1 };
       hosted = entry;
       this.engines.set(key, entry);
@@ -115,6 +118,19 @@ export class SharedHost {
     }
   }
 
+  /**
+   * A load's failure as the tab should see it: out of GPU memory beside engines other tabs hold, a SharedMemoryError
+   * that names them (which tabs to close); anything else as it is.
+   */
+  private outOfMemory(err: unknown, key: string): unknown {
+    if (!(err instanceof GpuOutOfMemoryError)) return err;
+    const held = [...this.engines.values()]
+      .filter((h) => h.key !== key && h.loaded)
+      .map((h) => ({ model: modelOfKey(h.key), bytes: bytesHeld(h.loaded!.info), tabs: h.sessions.size }))
+      .sort((a, b) => b.bytes - a.bytes);
+    return held.length === 0 ? err : new SharedMemoryError(modelOfKey(key), held, { cause: err });
+  }
+
   /** @internal A session is gone: the last one out destroys the engine (or stops its load). */
   leave(hosted: Hosted, session: HostSession): void {
     if (!hosted.sessions.delete(session) || hosted.sessions.size > 0) return;
@@ -125,15 +141,14 @@ export class SharedHost {
 
   /** @internal EngineStats.share for `session`. */
   shareStats(hosted: Hosted, session: HostSession): ShareStats {
-    const info = hosted.loaded?.info;
-    const bytesHeld = (info?.weightBytes ?? 0) + (info?.kvBudget?.granted ?? 0);
+    const bytes = bytesHeld(hosted.loaded?.info);
     const others = [...hosted.sessions].filter((s) => s !== session);
     return {
       sessions: hosted.sessions.size,
       requests: [session, ...others].map((s) => s.streamCount),
       loads: hosted.loads,
-      bytesHeld,
-      bytesIfSeparate: bytesHeld * hosted.sessions.size,
+      bytesHeld: bytes,
+      bytesIfSeparate: bytes * hosted.sessions.size,
     };
   }
 }
@@ -281,4 +296,23 @@ export class HostSession implements EngineApi {
     if (!this.streams.has(stream)) throw new UnknownStreamError(stream);
     return engine;
   }
+}
+
+/** GPU bytes an engine holds: its weights and the K/V cache it was granted. */
+function bytesHeld(info: ModelInfo | undefined): number {
+  return (info?.weightBytes ?? 0) + (info?.kvBudget?.granted ?? 0);
+}
+
+/**
+ * The model a share key names, for messages: the tabs make the key as JSON [model, draft, settings] (intab's
+ * local-engine.ts shareKey); any other key is shown as it is.
+ */
+function modelOfKey(key: string): string {
+  try {
+    const parsed: unknown = JSON.parse(key);
+    if (Array.isArray(parsed) && typeof parsed[0] === 'string') return parsed[0].replace(/^hf:/, '');
+  } catch {
+    // not JSON: the key itself
+  }
+  return key;
 }

@@ -106,6 +106,7 @@ export {
   DraftMismatchError,
   CacheStorageError,
   DeviceRecoveryError,
+  SharedMemoryError,
   DownloadError,
   ToolCallParseError,
 } from '@intab/engine/errors';
