@@ -5,7 +5,8 @@
 // from the model store: no request for the model file; the prefix cache the host saved restored) and answers the next
 // request with the golden ids, and so does the third tab, which moved to the new host (and whose abort ends its
 // request as 'abort', with no AbortSignal across the channel). When the new host's own Worker dies, that tab's engine
-// ends with WorkerError and the third tab takes over in turn.
+// ends with WorkerError and the third tab takes over in turn. The Service Worker's OpenAI endpoint is answered by the
+// elected tabs by themselves (no serveOpenAI call), before and after a takeover.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,5 +79,33 @@ test('no SharedWorker: a tab elected host serves the others; when it closes mid-
   expect(await c.evaluate(([ids]) => window.share.greedy(ids, 24), [golden[1].prompt] as const)).toEqual(want[1]);
   expect((await c.evaluate(() => window.share.engine().info)).share).toMatchObject({ mode: 'elected-host' });
   for (const p of [c, b]) await p.evaluate(() => window.share.destroy());
+  expect(errors).toEqual([]);
+});
+
+test('no SharedWorker: the Service Worker endpoint is answered by the elected tabs with no serveOpenAI call, and again by the tab that took over', async ({ context }) => {
+  const errors: string[] = [];
+  const [a, b] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
+  // The relaying Service Worker of the GPU tier (packages/intab/src/test-relay-sw.ts) and its blank page, which it controls.
+  await a.evaluate(async () => {
+    const registration = await navigator.serviceWorker.register('/packages/intab/src/test-relay-sw.ts', { type: 'module', scope: '/packages/intab/src/' });
+    const worker = registration.installing ?? registration.waiting ?? registration.active!;
+    if (worker.state !== 'activated') await new Promise<void>((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
+  });
+  expect((await a.evaluate(() => window.share.load('origin'))).share).toMatchObject({ mode: 'elected-host' });
+  expect((await b.evaluate(() => window.share.load('origin'))).share).toMatchObject({ mode: 'elected-client' });
+  const client = await context.newPage();
+  await client.goto('/packages/intab/src/relay-client.html');
+  const complete = () =>
+    client.evaluate(async (prompt) => {
+      const res = await fetch('v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, max_tokens: 24, temperature: 0, return_token_ids: true }) });
+      return { status: res.status, ids: res.ok ? ((await res.json()) as { choices: { token_ids: number[] }[] }).choices[0].token_ids : await res.text() };
+    }, golden[0].prompt);
+  const want = { status: 200, ids: golden[0].greedy.slice(0, 24) };
+  expect(await complete()).toEqual(want);
+  // The host tab goes: the other tab takes over (at its next request) and still answers the endpoint.
+  await a.close();
+  await expect.poll(complete, { timeout: 60_000, intervals: [500] }).toEqual(want);
+  expect((await b.evaluate(() => window.share.engine().info)).share).toMatchObject({ mode: 'elected-host' });
+  await b.evaluate(() => window.share.destroy());
   expect(errors).toEqual([]);
 });

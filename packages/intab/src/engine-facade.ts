@@ -43,10 +43,10 @@ export class EngineFacade implements IntabEngine {
   private readonly unserve?: () => void;
 
   /**
-   * `autoServe`: when the load attached to the origin's shared engine (info.share.mode 'shared-worker'), answer the
-   * Service Worker's relayed OpenAI requests (relayOpenAI) from this page as serveOpenAI(this) would, for as long as
-   * the engine is shared and alive: not while it restarts, nor once its backend died, fell back to this tab's own
-   * engine or was destroyed.
+   * `autoServe`: when the load attached to the origin's shared engine (info.share.mode 'shared-worker', or by election
+   * 'elected-host' / 'elected-client'), answer the Service Worker's relayed OpenAI requests (relayOpenAI) from this
+   * page as serveOpenAI(this) would, for as long as the engine is shared and alive: not while it restarts, nor once its
+   * backend died, fell back to this tab's own engine or was destroyed.
    */
   constructor(
     private backend: Backend,
@@ -56,7 +56,7 @@ export class EngineFacade implements IntabEngine {
     autoServe = false,
   ) {
     this.follow(backend);
-    if (autoServe && current.share?.mode === 'shared-worker') this.unserve = serveRelayed(this, { automatic: true, serving: () => this.shared() });
+    if (autoServe && sharedMode(current)) this.unserve = serveRelayed(this, { automatic: true, serving: () => this.shared() });
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
     this.handles = (current.preloaded ?? []).map((p) => this.handle(p));
@@ -72,7 +72,7 @@ export class EngineFacade implements IntabEngine {
 
   /** Whether this is a live session on the origin's shared engine (what autoServe serves). */
   private shared(): boolean {
-    return !this.destroying && !this.backend.guard.closed && this.current.share?.mode === 'shared-worker';
+    return !this.destroying && !this.backend.guard.closed && sharedMode(this.current);
   }
 
   get preloaded(): readonly Preloaded[] {
@@ -268,4 +268,10 @@ async function* pull(api: EngineApi, guard: CallGuard, id: number, cleanup: () =
 export function wrapEngineApi(api: EngineApi, info: ModelInfo, options: { name?: string; inWorker?: boolean; kill?: () => void } = {}): IntabEngine {
   const backend: Backend = { api, guard: new CallGuard(), inWorker: options.inWorker ?? false, kill: options.kill ?? (() => {}) };
   return new EngineFacade(backend, info, options.name ?? info.arch);
+}
+
+/** Whether a load runs on the engine the origin's tabs share: in its SharedWorker, or in a tab elected to host it. */
+function sharedMode(info: ModelInfo): boolean {
+  const mode = info.share?.mode;
+  return mode === 'shared-worker' || mode === 'elected-host' || mode === 'elected-client';
 }

@@ -114,7 +114,7 @@ describe('an engine attached to the origin\'s shared engine serves by itself', (
   afterEach(() => vi.unstubAllGlobals());
 
   /** A facade over an in-thread engine whose info says where it runs, as createEngine builds it for a shared load. */
-  function facade(name: string, mode: 'shared-worker' | 'own', autoServe: boolean) {
+  function facade(name: string, mode: 'shared-worker' | 'elected-host' | 'elected-client' | 'own', autoServe: boolean) {
     const r = referenceEngine();
     const guard = new CallGuard();
     const info: ModelInfo = { ...r.info, share: { mode, reason: 'test', attached: true } };
@@ -129,6 +129,12 @@ describe('an engine attached to the origin\'s shared engine serves by itself', (
     expect(await ping(c)).toEqual(['shared']);
     expect(await answeredBy(c)).toBe('shared');
     await shared.engine.destroy();
+    expect(await ping(c)).toEqual([]);
+
+    // A tab's engine by election (no SharedWorker), the host's or a client's, serves too.
+    const elected = [facade('host', 'elected-host', true), facade('client', 'elected-client', true)];
+    expect(await ping(c)).toEqual(['client']); // one pong per page: the most recent first
+    for (const x of elected) await x.engine.destroy();
     expect(await ping(c)).toEqual([]);
 
     const dead = facade('dead', 'shared-worker', true);
