@@ -61,6 +61,23 @@ export interface Backend {
 }
 
 /**
+ * Holds the Web Lock `name` from when it is granted (queued behind its holder, if any) until `signal` aborts, which also
+ * takes a request still waiting out of the queue. Resolves once the lock is held; rejects where Web Locks refuse (an
+ * opaque origin) or the signal aborted first. A tab's life lock, which a host waits for, and a host election are this.
+ */
+export function holdLock(locks: LockManager, name: string, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((held, refused) => {
+    locks
+      .request(name, { signal }, () => new Promise<void>((letGo) => {
+        held();
+        if (signal.aborted) letGo();
+        else signal.addEventListener('abort', () => letGo(), { once: true });
+      }))
+      .catch(refused);
+  });
+}
+
+/**
  * A worker the browser kills (out of memory) or that is terminated sends nothing. It holds a Web Lock while it lives;
  * waiting here for the same lock, granted once it is gone, closes the guard (every pending call rejects) at that moment.
  */
@@ -118,13 +135,11 @@ export function sharedBackend(key: string): Backend | undefined {
   const session = Comlink.wrap<SessionApi>(port) as unknown as SessionApi;
   // This tab's life, as a Web Lock the host can wait for: taken before attaching, released when the session ends.
   const life = `intab-tab-${crypto.randomUUID()}`;
-  let letGo: (() => void) | undefined;
+  const release = new AbortController();
   const locks = globalThis.navigator?.locks;
   // Whether the lock was taken: a context that may not use Web Locks (an opaque origin) attaches without it, and its
   // session then ends only by destroy() or when its port fails.
-  const held = locks
-    ? new Promise<boolean>((taken) => void locks.request(life, () => new Promise<void>((end) => ((letGo = end), taken(true)))).catch(() => taken(false)))
-    : Promise.resolve(false);
+  const held = locks ? holdLock(locks, life, release.signal).then(() => true, () => false) : Promise.resolve(false);
   let ended = false;
   const end = async () => {
     if (ended) return;
@@ -132,7 +147,7 @@ export function sharedBackend(key: string): Backend | undefined {
     try {
       await session.destroy();
     } finally {
-      letGo?.();
+      release.abort();
       port.close();
     }
   };

@@ -13,7 +13,7 @@ import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, Load
 import { EngineClosedError, UnknownStreamError } from '@intab/engine/errors';
 import { channelEndpoint, hostChannelName, type ChannelHere } from '@intab/engine/tab-host';
 import { registerTransferHandlers } from '@intab/engine/transfer';
-import { CallGuard, watchLife, type Backend, type SessionApi } from './engine-backends.ts';
+import { CallGuard, holdLock, watchLife, type Backend, type SessionApi } from './engine-backends.ts';
 import { EngineHostLostError, WorkerError } from './errors.ts';
 
 /** This tab's way to the host: its own Worker (host), or a session over the channel (client). */
@@ -37,7 +37,7 @@ class ElectedApi implements EngineApi {
   private readonly elected: Promise<void>;
   /** This tab's life, a Web Lock held until destroy(): a host ends this tab's sessions when it is granted it. */
   private readonly life = `intab-tab-${crypto.randomUUID()}`;
-  private lifeHeld: Promise<boolean>;
+  private readonly lifeHeld: Promise<boolean>;
   private link?: Promise<Link>;
   /** The last link established (this.link may be a connection still under way). */
   private linked?: Link;
@@ -56,13 +56,9 @@ class ElectedApi implements EngineApi {
   constructor(private readonly key: string, private readonly locks: LockManager, private readonly why: string, private readonly guard: CallGuard) {
     this.channel = new BroadcastChannel(hostChannelName(key));
     const { signal } = this.stop;
-    this.elected = new Promise<void>((granted, refused) => {
-      locks.request(`intab-host-election:${key}`, { signal }, () => new Promise<void>((letGo) => (granted(), signal.addEventListener('abort', () => letGo(), { once: true })))).catch(refused);
-    });
+    this.elected = holdLock(locks, `intab-host-election:${key}`, signal);
     this.elected.catch(() => {});
-    this.lifeHeld = new Promise<boolean>((taken) => {
-      locks.request(this.life, { signal }, () => new Promise<void>((letGo) => (taken(true), signal.addEventListener('abort', () => letGo(), { once: true })))).catch(() => taken(false));
-    });
+    this.lifeHeld = holdLock(locks, this.life, signal).then(() => true, () => false);
   }
 
   // ---- connecting: to this tab's own host Worker, or to the host tab over the channel ----
