@@ -7,23 +7,11 @@
 // request as 'abort', with no AbortSignal across the channel). When the new host's own Worker dies, that tab's engine
 // ends with WorkerError and the third tab takes over in turn. The Service Worker's OpenAI endpoint is answered by the
 // elected tabs by themselves (no serveOpenAI call), before and after a takeover.
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect, test, type Page } from '@playwright/test';
+import { golden, openShareTab, relayClient } from './share-tabs.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MODEL_DIR = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
-const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
-
-async function open(page: Page, errors: string[]): Promise<Page> {
-  page.on('pageerror', (e) => errors.push(e.message));
-  // The flag that forces election mode: this page sees no SharedWorker.
-  await page.addInitScript(() => delete (window as { SharedWorker?: unknown }).SharedWorker);
-  await page.goto('/e2e/pages/share.html');
-  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
-  return page;
-}
+/** A tab of the share page that sees no SharedWorker: the flag that forces election mode. */
+const open = (page: Page, errors: string[]) => openShareTab(page, errors, { hideSharedWorker: true });
 
 test('no SharedWorker: a tab elected host serves the others; when it closes mid-stream the request ends with EngineHostLostError and the survivor takes over from the model store', async ({ context }) => {
   const errors: string[] = [];
@@ -85,16 +73,10 @@ test('no SharedWorker: a tab elected host serves the others; when it closes mid-
 test('no SharedWorker: the Service Worker endpoint is answered by the elected tabs with no serveOpenAI call, and again by the tab that took over', async ({ context }) => {
   const errors: string[] = [];
   const [a, b] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
-  // The relaying Service Worker of the GPU tier (packages/intab/src/test-relay-sw.ts) and its blank page, which it controls.
-  await a.evaluate(async () => {
-    const registration = await navigator.serviceWorker.register('/packages/intab/src/test-relay-sw.ts', { type: 'module', scope: '/packages/intab/src/' });
-    const worker = registration.installing ?? registration.waiting ?? registration.active!;
-    if (worker.state !== 'activated') await new Promise<void>((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
-  });
+  // A page with no intab code, which reaches an engine only through the relaying Service Worker.
+  const client = await relayClient(a, context);
   expect((await a.evaluate(() => window.share.load('origin'))).share).toMatchObject({ mode: 'elected-host' });
   expect((await b.evaluate(() => window.share.load('origin'))).share).toMatchObject({ mode: 'elected-client' });
-  const client = await context.newPage();
-  await client.goto('/packages/intab/src/relay-client.html');
   const complete = () =>
     client.evaluate(async (prompt) => {
       const res = await fetch('v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, max_tokens: 24, temperature: 0, return_token_ids: true }) });

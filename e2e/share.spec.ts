@@ -6,16 +6,11 @@
 // The Service Worker's OpenAI endpoint on the shared engine: two attached tabs, neither calling serveOpenAI, answer a
 // page of the origin that has no intab code (golden ids, the tabs' own chat answer), on the one engine; a 503 once
 // both tabs are closed.
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { startHubServer } from '@intab/testing/hub-server';
 import { storiesChatFolder } from './chat-model.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MODEL_DIR = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared')), 'models', 'stories260K');
-const golden = JSON.parse(readFileSync(join(MODEL_DIR, 'golden.json'), 'utf8')).cases as { prompt: number[]; greedy: number[] }[];
+import { golden, openShareTab as open, relayClient, STORIES_DIR as MODEL_DIR } from './share-tabs.ts';
 
 let hub: { url: string; close(): Promise<void> };
 test.beforeAll(async () => {
@@ -23,13 +18,6 @@ test.beforeAll(async () => {
   hub = await startHubServer({ 'test/stories-chat': storiesChatFolder(MODEL_DIR) });
 });
 test.afterAll(async () => hub?.close());
-
-async function open(page: Page, errors: string[]): Promise<Page> {
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('/e2e/pages/share.html');
-  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
-  return page;
-}
 
 test("three tabs share one engine: one load, one engine's GPU buffers, golden ids alone and at once; a closed tab's request ends and frees its pages, and so does a crashed tab's", async ({ context }) => {
   const errors: string[] = [];
@@ -120,21 +108,12 @@ test('the demo chat in two tabs: the second answers at once from the first one\'
 test('the Service Worker endpoint on the shared engine: a page with no intab code is answered by the attached tabs, with no serveOpenAI call; a 503 once they close', async ({ context }) => {
   const errors: string[] = [];
   const [a, b] = [await open(await context.newPage(), errors), await open(await context.newPage(), errors)];
-  // The relaying Service Worker of the GPU tier (packages/intab/src/test-relay-sw.ts): relayOpenAI on its folder's v1,
-  // and a blank page there, relay-client.html, which it controls. The engine tabs are outside its scope.
-  await a.evaluate(async () => {
-    const script = '/packages/intab/src/test-relay-sw.ts';
-    const registration = await navigator.serviceWorker.register(script, { type: 'module', scope: '/packages/intab/src/' });
-    const worker = registration.installing ?? registration.waiting ?? registration.active!;
-    if (worker.state !== 'activated') await new Promise<void>((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
-  });
+  // A page with no intab code, which reaches an engine only through the relaying Service Worker.
+  const client = await relayClient(a, context);
   const model = `${hub.url}/test/stories-chat/resolve/main/`;
   expect((await a.evaluate((m) => window.share.load('origin', m), model)).share).toMatchObject({ mode: 'shared-worker', attached: false });
   expect((await b.evaluate((m) => window.share.load('origin', m), model)).share).toMatchObject({ mode: 'shared-worker', attached: true });
 
-  const client = await context.newPage();
-  await client.goto('/packages/intab/src/relay-client.html');
-  expect(await client.evaluate(() => navigator.serviceWorker.controller !== null && !('share' in window))).toBe(true);
   const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
     client.evaluate(
       async ([method, path, body]) => {
