@@ -246,8 +246,6 @@ export interface PeerBenchOptions {
 interface Side {
   /** Compile for the vocabulary: ours is compileJsonSchema then prepareMasks. */
   compileMs: number[];
-  /** Ours: the prepareMasks part of compileMs. */
-  prepareMs: number[];
   firstMaskMs: number[];
   maskUs: { cold: number[]; warm: number[] };
   /** Ours: the path that made each mask ('cached' or compute-mask.ts's, '+build' when it built a vocabulary walk). */
@@ -379,8 +377,10 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     const guardMs = o.compileTimeoutMs ?? PEER_COMPILE_TIMEOUT_MS;
     const guard = peer.guard(guardMs);
     const timedOut: string[] = [];
-    const ours: Side = { compileMs: [], prepareMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
-    const theirs: Side = { compileMs: [], prepareMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    /** Ours: the prepareMasks part of each compile. */
+    const prepares: number[] = [];
+    const ours: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
+    const theirs: Side = { compileMs: [], firstMaskMs: [], maskUs: { cold: [], warm: [] }, paths: { cold: [], warm: [] } };
     const coverage = { strict: 0, lenient: 0, xgrammar: 0, both: 0 };
     const peerErrors: Record<string, number> = {};
     const ends: Record<WalkEnd, number> = { both_complete: 0, diverged: 0, unfinished: 0, peer_refused: 0, ours_refused: 0 };
@@ -422,7 +422,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
         const tp0 = performance.now();
         prepareMasks(strict.grammar, vocab, cache);
         const prepareMs = performance.now() - tp0;
-        ours.prepareMs.push(prepareMs);
+        prepares.push(prepareMs);
         ours.compileMs.push(strict.ms + prepareMs);
         theirs.compileMs.push(c.ms);
         for (const which of ['cold', 'warm'] as const) {
@@ -479,7 +479,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     for (const [engine, side] of sides) {
       const cs = (compiles[engine] = summarize(side.compileMs));
       const fm = summarize(side.firstMaskMs);
-      const prepare = engine === 'intab' ? { prepare_ms: summarize(side.prepareMs) } : {};
+      const prepare = engine === 'intab' ? { prepare_ms: summarize(prepares) } : {};
       o.onRecord({ bench: 'grammar', kind: 'peer_compile', tokenizer: name, engine, schemas: side.compileMs.length, compile_ms_p50: cs.p50, compile_ms_p90: cs.p90, compile_ms_p99: cs.p99, compile_ms: cs, ...prepare, first_mask_ms_p50: fm.p50, first_mask_ms_p99: fm.p99, first_mask_ms: fm });
       const all = (masks[engine] = summarize([...side.maskUs.cold, ...side.maskUs.warm]));
       for (const cache of ['cold', 'warm', 'all'] as const) {

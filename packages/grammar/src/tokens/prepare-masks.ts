@@ -82,13 +82,13 @@ export function prepareMasks(grammar: Grammar, vocab: TokenVocabulary, cache: Ma
       }
     }
   };
-  const complete = () => n === near.length && f === far.length;
+  let overBudget = false;
   try {
     // All of it is one mask's work at most (BUDGETS.maskWork): a grammar whose states are costly is prepared in part.
     metered('maskWork', 'preparing the masks of a grammar takes more work', search);
   } catch (e) {
     if (!(e instanceof GrammarBudgetError)) throw e;
-    return { states: n + f, masks, complete: false };
+    overBudget = true;
   }
-  return { states: n + f, masks, complete: complete() };
+  return { states: n + f, masks, complete: !overBudget && n === near.length && f === far.length };
 }
