@@ -41,7 +41,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> seq_ids: array<u32>;
 @group(0) @binding(7) var<storage, read> positions: array<u32>;
 @group(0) @binding(8) var<storage, read> norm: array<f32>;
-// binding 9: rope_freq (lib/rope-phase.wgsl)
+@group(0) @binding(9) var<uniform> rope_freq: RopeTable;  // lib/rope-phase.wgsl
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

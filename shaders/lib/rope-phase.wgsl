@@ -3,11 +3,10 @@
 // model's frequency scaling applied; the phase pos * freq mod 1 turn is computed exactly in integers (wrapping u32
 // math), reduced to an octant, and sin/cos come from polynomials on [-pi/4, pi/4], so the angle error stays
 // ~1e-7 rad at position 32k and beyond instead of growing with pos as f32 pos * inv_freq would.
-// The table is the uniform `rope_freq` at binding 9 (up to 128 pairs: head dimensions up to 256).
+// The table is a uniform RopeTable (up to 128 pairs: head dimensions up to 256) that the joining kernel declares as
+// `rope_freq` at a binding of its own (rope-kv-append: 9, rope-encoder: 3).
 
 struct RopeTable { turns: array<vec4<u32>, 64> }  // pair i: turns[i / 2].xy (even i) or .zw (odd i)
-
-@group(0) @binding(9) var<uniform> rope_freq: RopeTable;
 
 // High 32 bits of the 64-bit product a * b.
 fn mul_hi(a: u32, b: u32) -> u32 {

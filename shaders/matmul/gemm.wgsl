@@ -7,8 +7,9 @@
 // invocation dequantizes one chunk of each of its ROWS rows ONCE into registers and multiplies it with
 // the chunk of all TOKENS staged tokens, accumulating ROWS × TOKENS sums in f32 registers.
 // Invocation i owns rows first + i + WG_SIZE * r (r < ROWS); rows past the part and tokens past T are
-// computed on zeros or skipped and never written. ACCUMULATE adds into y (the residual stream).
-// Variants: any weight format × HAS_BIAS × ACCUMULATE; f32 math, no optional features needed.
+// computed on zeros or skipped and never written. ACCUMULATE adds into y (the residual stream). ACT 1 applies GELU
+// with erf after the bias (an encoder's up projection; lib/gelu-erf.wgsl, joined by the wrapper; not with ACCUMULATE).
+// Variants: any weight format × HAS_BIAS × ACCUMULATE × ACT; f32 math, no optional features needed.
 // gemm.rows.wgsl is the barrier-free sibling for software adapters (~7x faster on SwiftShader).
 // ROWS ≤ MAX_ROWS and TOKENS ≤ MAX_TOKENS (register arrays need a fixed size); K_TILE % CHUNK == 0.
 
@@ -19,6 +20,7 @@ override K_TILE: u32 = 128u;     // elements of K staged per step (a multiple of
 override XS_V4: u32 = TOKENS * K_TILE / 4u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
+override ACT: u32 = 0u;  // 0: none; 1: y = gelu_erf(W x + bias)
 
 const MAX_ROWS: u32 = 4u;
 const MAX_TOKENS: u32 = 16u;
@@ -97,6 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       let yi = tok * p.n + row;
       var v = acc[r * MAX_TOKENS + t] + b;
       if (ACCUMULATE) { v += y[yi]; }
+      if (ACT == 1u) { v = gelu_erf(v); }
       y[yi] = v;
     }
   }

@@ -168,6 +168,9 @@ export const USAGE = `usage:
       --layers N keeps the widths and vocabulary with N layers (checks on real shapes at a size a test runs),
       and the family's layer pattern from the first layer (qwen3.5: three Gated DeltaNet layers, then one attention).
       Every key is written in the type the GGUF spec and llama.cpp give it: the file loads in llama.cpp.
+      --like all-minilm-l6|nomic-embed-v1.5 writes an embedding model (llama.cpp's bert / nomic-bert, mean pooling)
+      with a 30,522-token WordPiece vocabulary built from a real word list (--dtype f32|f16|bf16|q8_0|q4_0), so
+      texts embed in llama.cpp and in intab alike.
   intab bench compare --model <gguf file | HF folder | ONNX folder> [--systems LIST] [--prompt-tokens N (32)]
                  [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--threads N (1)] [--json]
       intab against the peers, in one headless Chromium sitting, on the same weights and seeded prompt ids, greedy:

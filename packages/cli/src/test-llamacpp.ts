@@ -16,3 +16,29 @@ export async function greedyIds(context: LlamaContext, prompt: readonly number[]
   }
   return ids;
 }
+
+/**
+ * llama.cpp's ids ([CLS] + its tokenization + [SEP], as its embedding context wraps a text) and pooled vectors (as it
+ * returns them: unnormalised) of `texts`, one by one, for an embedding GGUF.
+ */
+export async function llamaCppEmbeddings(file: string, texts: readonly string[]): Promise<{ ids: number[][]; vectors: number[][] }> {
+  const model = await (await llamaCpp()).loadModel({ modelPath: file });
+  try {
+    // One thread: llama.cpp's default (every core, spinning) is many times slower on a busy small machine. A whole text
+    // must fit one batch (the encoder sees it all at once).
+    const context = await model.createEmbeddingContext({ contextSize: 512, batchSize: 512, threads: 1 });
+    try {
+      const ids: number[][] = [];
+      const vectors: number[][] = [];
+      for (const text of texts) {
+        ids.push([model.tokens.bos!, ...model.tokenize(text), model.tokens.sep!]);
+        vectors.push([...(await context.getEmbeddingFor(text)).vector]);
+      }
+      return { ids, vectors };
+    } finally {
+      await context.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}

@@ -49,11 +49,14 @@ export { createEmbedding, type Embedding, type EmbeddingArgs, type EmbeddingOpti
 export { createRmsNorm, type RmsNorm, type RmsNormArgs } from './kernels/rmsnorm.ts';
 export { createSwiglu, type SwigluArgs } from './kernels/swiglu.ts';
 export { createGeluTanh } from './kernels/gelu-tanh.ts';
+export { createGeluErf, type GeluErfArgs } from './kernels/gelu-erf.ts';
+export { createLayerNorm, type LayerNorm, type LayerNormArgs, type LayerNormOptions } from './kernels/layernorm.ts';
 export { createSigmoidGate } from './kernels/sigmoid-gate.ts';
 export type { GatedArgs } from './kernels/activation.ts';
 export { createStreamRead, streamReadOutBytes, type StreamReadArgs } from './kernels/stream-read.ts';
 export {
   createRopeKvAppend,
+  createRopeTable,
   ropeInvFreq,
   ropeTurnTable,
   type RopeKvAppend,
@@ -115,3 +118,15 @@ export {
   type AcceptSpan,
   type Acceptance,
 } from './kernels/accept.ts';
+// ---- encoders (embedding models) ----
+export {
+  createAttentionEncoder,
+  type AttentionEncoder,
+  type AttentionEncoderArgs,
+  type AttentionEncoderOptions,
+  type EncoderAttentionShape,
+  type PackedSequences,
+  type TokenRows,
+} from './kernels/attention-encoder.ts';
+export { createRopeEncoder, type RopeEncoder, type RopeEncoderArgs, type RopeEncoderOptions } from './kernels/rope-encoder.ts';
+export { createPool, type Pool, type PoolArgs, type PoolOptions, type PoolingMode } from './kernels/pool.ts';

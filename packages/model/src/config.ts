@@ -6,6 +6,7 @@
 // naming the file and the key at fault.
 
 import type { Llama3Scaling, LinearScaling, RopeStyle } from '@intab/gpu';
+import { GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES } from './encoder-config.ts';
 import { ModelFormatError, UnsupportedModelError } from './errors.ts';
 
 export type { Llama3Scaling, LinearScaling, RopeStyle };
@@ -139,6 +140,8 @@ export interface TensorShapeLike {
 }
 
 const ARCH_ADVICE = 'intab runs the Llama family (llama, mistral, qwen2, qwen3, phi3, smollm3; SmolLM2 is llama), Gemma 3 (gemma3, text only) and dense Qwen3.5 (qwen35, text only): pick a model of one of these architectures';
+/** An encoder (embedding model) given to the decoder config: it is read by encoder-config.ts, for embeddings. */
+const ENCODER_ADVICE = 'this is an embedding model (an encoder), not a text generator: load it for embeddings (encoderConfigFromGguf / encoderConfigFromHf, the engine\'s embed), or pick a generative model';
 /** Qwen3.5's mixture-of-experts variant (GGUF qwen35moe, HF qwen3_5_moe): named so the refusal says what is missing. */
 const MOE_ADVICE = 'intab runs the dense Qwen3.5 models (qwen35: 0.8B, 2B, 4B, 9B, 27B) but not mixture-of-experts ones (qwen35moe); it runs llama, mistral, qwen2, qwen3, phi3, smollm3, gemma3 and qwen35: pick a dense model';
 
@@ -266,7 +269,7 @@ export function configFromHf(configJson: unknown, file: string): LlamaConfig {
   let arch: LlamaArch | undefined;
   if (typeof j.model_type === 'string') {
     arch = HF_ARCH[j.model_type];
-    if (!arch) throw new UnsupportedModelError(file, 'model_type', j.model_type, ARCH_ADVICE);
+    if (!arch) throw new UnsupportedModelError(file, 'model_type', j.model_type, HF_ENCODER_TYPES.has(j.model_type) ? ENCODER_ADVICE : ARCH_ADVICE);
   } else if (Array.isArray(j.architectures) && typeof j.architectures[0] === 'string') {
     arch = HF_CLASS[j.architectures[0]];
     if (!arch) throw new UnsupportedModelError(file, 'architectures[0]', j.architectures[0], ARCH_ADVICE);
@@ -488,7 +491,7 @@ export function configFromGguf(metadata: Record<string, unknown>, file: string, 
   if (archName === undefined) throw new ModelFormatError(file, 'general.architecture', 'is missing');
   if (typeof archName !== 'string') throw new ModelFormatError(file, 'general.architecture', 'should be a string');
   const arch = GGUF_ARCH[archName];
-  if (!arch) throw new UnsupportedModelError(file, 'general.architecture', archName, archName === 'qwen35moe' || archName === 'qwen3next' ? MOE_ADVICE : ARCH_ADVICE);
+  if (!arch) throw new UnsupportedModelError(file, 'general.architecture', archName, archName === 'qwen35moe' || archName === 'qwen3next' ? MOE_ADVICE : GGUF_ENCODER_ARCHS.has(archName) ? ENCODER_ADVICE : ARCH_ADVICE);
   const p = `${archName}.`;
   const m = metadata as Json;
 

@@ -32,8 +32,17 @@ export interface ModelFiles {
 
 /** A GGUF model from one file or its splits (`*-00001-of-0000N.gguf`, in any order). */
 export async function openGguf(sources: ByteSource | readonly ByteSource[], options: { signal?: AbortSignal } = {}): Promise<ModelFiles> {
+  return ggufModelFiles(await parseGgufSources(sources, options));
+}
+
+/** One GGUF file, or the splits of one, parsed (headers only). */
+export async function parseGgufSources(sources: ByteSource | readonly ByteSource[], options: { signal?: AbortSignal } = {}): Promise<GgufFile> {
   const list = Array.isArray(sources) ? sources : [sources as ByteSource];
-  const gguf = list.length === 1 ? await parseGguf(list[0], options) : await parseGgufSplits(list, options);
+  return list.length === 1 ? parseGguf(list[0], options) : parseGgufSplits(list, options);
+}
+
+/** A parsed GGUF's decoder model: its LlamaConfig and tensors under canonical names. */
+export function ggufModelFiles(gguf: GgufFile): ModelFiles {
   const config = configFromGguf(Object.fromEntries(gguf.metadata), gguf.source.name, gguf.tensors);
   const tensors = new Map<string, TensorInfo>();
   for (const t of gguf.tensors) tensors.set(t.name, t);
@@ -52,7 +61,7 @@ export async function openGguf(sources: ByteSource | readonly ByteSource[], opti
 }
 
 /** Replace a fused (rows, K) tensor by row ranges under canonical names (rows of a matrix are contiguous). */
-function splitRows(tensors: Map<string, TensorInfo>, t: TensorInfo, parts: number[], names: readonly string[]): void {
+export function splitRows(tensors: Map<string, TensorInfo>, t: TensorInfo, parts: number[], names: readonly string[]): void {
   const [rows, cols] = t.shape;
   if (t.shape.length !== 2 || parts.reduce((a, b) => a + b, 0) !== rows || t.byteLength % rows !== 0) {
     throw new ModelFormatError(t.source.name, `tensor '${t.name}' shape`, `[${t.shape.join(', ')}] does not split into ${parts.join(' + ')} rows`);
@@ -132,7 +141,7 @@ export async function openOnnxFolder(files: ReadonlyMap<string, ByteSource>, opt
  * The model's tokenizer: tokenizer.json (+ tokenizer_config.json) of a Hugging Face folder, or the
  * vocabulary embedded in a GGUF; undefined when the files carry none (drive such a model with ids).
  */
-export function openTokenizer(model: ModelFiles): Tokenizer | undefined {
+export function openTokenizer(model: Pick<ModelFiles, 'gguf' | 'hf'>): Tokenizer | undefined {
   if (model.gguf) {
     if (!model.gguf.metadata.has('tokenizer.ggml.model')) return undefined;
     return tokenizerFromGguf(model.gguf.metadata, model.gguf.source.name);

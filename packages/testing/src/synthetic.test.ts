@@ -6,9 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bytesSource, loadTokenizer, openGguf, openTokenizer, pathSource } from '@intab/model';
+import { bytesSource, loadTokenizer, openEncoderGguf, openGguf, openTokenizer, pathSource } from '@intab/model';
 import { realTokenizerFiles, type RealTokenizerName } from './tokenizer-corpus.ts';
-import { SYNTHETIC_SHAPES, syntheticGguf, type SyntheticShape } from './synthetic.ts';
+import { ENCODER_SHAPES, SYNTHETIC_SHAPES, syntheticEncoderGguf, syntheticGguf, type EncoderShape, type SyntheticShape } from './synthetic.ts';
+import { wordPieceTokenizerFiles } from './wordpiece-vocab.ts';
 
 const SMALL: SyntheticShape = { hidden: 64, ffn: 128, layers: 2, heads: 2, kvHeads: 1, headDim: 32, vocab: 1000, ropeTheta: 10000, context: 512 };
 const TEXT = 'Hello, world! {"name": "Ada", "age": 36} 你好 🦙';
@@ -56,5 +57,35 @@ describe('synthetic shapes', () => {
     expect(model.config).toMatchObject({ arch: 'qwen3', qkNorm: true, hidden: 64, heads: 4, headDim: 32 });
     expect(model.tensors.get('blk.0.attn_q_norm.weight')!.shape).toEqual([32]);
     expect(model.tensors.get('blk.0.attn_q.weight')!.shape).toEqual([128, 64]);
+  });
+});
+
+describe('synthetic encoders (embedding models)', () => {
+  const tokenizer = loadTokenizer(wordPieceTokenizerFiles());
+  // Each family's layout at a test size (the vocabulary stays the tokenizer's 30,522 rows).
+  const small = (like: string): EncoderShape => ({ ...ENCODER_SHAPES[like], hidden: 64, ffn: 96, layers: 2, heads: 4 });
+
+  it.each(['all-minilm-l6', 'nomic-embed-v1.5'])('%s: opens as an encoder with its WordPiece tokenizer; same seed, same bytes', async (like) => {
+    const shape = small(like);
+    const bytes = syntheticEncoderGguf(shape, 'q8_0', 4, { tokenizer });
+    // (Buffer.equals: a deep toEqual over megabytes takes seconds.)
+    expect(Buffer.from(syntheticEncoderGguf(shape, 'q8_0', 4, { tokenizer })).equals(bytes)).toBe(true);
+    expect(Buffer.from(syntheticEncoderGguf(shape, 'q8_0', 5, { tokenizer })).equals(bytes)).toBe(false);
+    const model = await openEncoderGguf(bytesSource(`${like}.gguf`, bytes));
+    expect(model.warnings).toBeUndefined(); // every key in the type llama.cpp reads it in
+    expect(model.config).toMatchObject({ arch: shape.arch, hidden: 64, ffn: 96, layers: 2, heads: 4, headDim: 16, vocab: 30522, maxPositions: shape.context, typeVocab: 2, pooling: 'mean' });
+    expect(model.config.rope).toEqual(shape.arch === 'nomic-bert' ? { theta: 1000, rotaryDim: 16 } : null);
+    expect(model.tensors.get('token_embd.weight')).toMatchObject({ dtype: 'q8_0', shape: [30522, 64] });
+    expect(model.gguf!.tensors.some((t) => t.name === 'blk.0.attn_qkv.weight')).toBe(shape.arch === 'nomic-bert');
+    const tok = openTokenizer(model)!;
+    expect(tok.encode('Hello, world!')).toEqual(tokenizer.encode('Hello, world!'));
+  });
+
+  it('refuses what llama.cpp could not read or intab does not write', () => {
+    const shape = small('all-minilm-l6');
+    expect(() => syntheticEncoderGguf(shape, 'q4_K', 1, { tokenizer })).toThrow(/not q4_K/);
+    expect(() => syntheticEncoderGguf({ ...shape, vocab: 1000 }, 'f32', 1, { tokenizer })).toThrow(/30522/);
+    expect(() => syntheticEncoderGguf({ ...shape, hidden: 48 }, 'q8_0', 1, { tokenizer })).toThrow(/K % 32/);
+    expect(() => syntheticEncoderGguf(shape, 'f32', 1, { tokenizer: loadTokenizer(realTokenizerFiles('qwen3')) })).toThrow(/WordPiece/);
   });
 });

@@ -1,11 +1,12 @@
 // Random-weight models with the real shapes of the models intab targets, written as GGUF, for decode
-// benchmarks of sizes no real file is available for here. Weights are valid random blocks of the asked
+// benchmarks of sizes no real file is available for here, and encoders (embedding models: 'bert', 'nomic-bert') with a
+// WordPiece vocabulary, checked against llama.cpp's embeddings. Weights are valid random blocks of the asked
 // dtype (seeded: same seed, same bytes); norms are near 1 so activations stay in range. With a tokenizer,
 // its vocabulary goes into the GGUF metadata (as convert_hf_to_gguf.py writes it) and the model's vocabulary
 // becomes the tokenizer's size, so the file runs prompts as text and grammar-constrained requests. Qwen3.5 ('qwen35')
 // is written with llama.cpp's Gated DeltaNet tensors and keys (llama_model_qwen35::load_arch_hparams / _tensors).
 
-import { BLOCK, mulberry32, rowBytes, type WeightDtype } from '@intab/gpu';
+import { BLOCK, mulberry32, quantize, rowBytes, type WeightDtype } from '@intab/gpu';
 import { randomWeights } from '@intab/gpu/reference';
 import { tokenizerToGgufMetadata, writeGguf, type GgufWriteTensor, type GgufWriteValue, type Tokenizer } from '@intab/model';
 
@@ -198,6 +199,146 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
         }
       : {}),
     ...(tok ? tokenizerToGgufMetadata(tok) : {}),
+  };
+  return writeGguf({ metadata, tensors });
+}
+
+// ---- encoders (embedding models) ----
+
+/**
+ * An encoder's shape (the model's config.json): BERT's post-norm layer — 'bert' with absolute position and token-type
+ * embeddings, biases on every projection and GELU; 'nomic-bert' with RoPE (neox, every dimension), one fused q|k|v
+ * projection, SwiGLU and no projection biases. LayerNorms (with bias) after the embeddings and after each sublayer.
+ */
+export interface EncoderShape {
+  arch: 'bert' | 'nomic-bert';
+  hidden: number;
+  ffn: number;
+  layers: number;
+  heads: number;
+  /** The tokenizer's vocabulary (the rows of token_embd). */
+  vocab: number;
+  /** Trained context: bert's position_embd rows; nomic-bert's context_length. */
+  context: number;
+  /** Token-type (segment) rows, tokenizer.ggml.token_type_count. */
+  typeVocab: number;
+  /** LayerNorm epsilon. */
+  eps: number;
+  /** nomic-bert's RoPE base. */
+  ropeTheta?: number;
+  /** GGUF pooling_type: 1 mean, 2 cls, 3 last (llama_pooling_type). */
+  pooling: 1 | 2 | 3;
+}
+
+/** Encoder shapes from each model's config.json (and sentence-transformers' pooling). */
+export const ENCODER_SHAPES: Readonly<Record<string, EncoderShape>> = {
+  // sentence-transformers/all-MiniLM-L6-v2: bert-base-uncased's vocabulary, 6 layers of 384, mean pooling.
+  'all-minilm-l6': { arch: 'bert', hidden: 384, ffn: 1536, layers: 6, heads: 12, vocab: 30522, context: 512, typeVocab: 2, eps: 1e-12, pooling: 1 },
+  // nomic-ai/nomic-embed-text-v1.5: 12 layers of 768, RoPE base 1000, trained for 2048 positions (what llama.cpp's
+  // converter writes for its n_positions 8192), mean pooling.
+  'nomic-embed-v1.5': { arch: 'nomic-bert', hidden: 768, ffn: 3072, layers: 12, heads: 12, vocab: 30522, context: 2048, typeVocab: 2, eps: 1e-12, ropeTheta: 1000, pooling: 1 },
+};
+
+/** What syntheticEncoderGguf embeds and how sharp attention is. */
+export interface EncoderSyntheticOptions {
+  /** The WordPiece tokenizer to embed (its size must be the shape's vocab): @intab/testing/wordpiece-vocab's. */
+  tokenizer: Tokenizer;
+  /** q and k weights this many times the others' scale [1.5]: attention that depends on which token sits where. */
+  qkScale?: number;
+}
+
+/** `n` N(0, std²) values from `rng`, two per Box–Muller draw. */
+function gaussians(n: number, rng: () => number, std: number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const r = std * Math.sqrt(-2 * Math.log(Math.max(rng(), 1e-12)));
+    const a = 2 * Math.PI * rng();
+    out[i] = r * Math.cos(a);
+    if (i + 1 < n) out[i + 1] = r * Math.sin(a);
+  }
+  return out;
+}
+
+/**
+ * A GGUF of an encoder (llama.cpp's tensor names and keys for `bert` / `nomic-bert`, as convert_hf_to_gguf.py writes
+ * them) with seeded weights: every row its own (no repeated blocks: heads and tokens all differ), matrices in `dtype`
+ * (token_embd too), the position and token-type embeddings, norms and biases f32. Matrices are N(0, 1/K) (q and k
+ * `qkScale` times that), embeddings N(0, 1) (positions and types N(0, ¼)), so activations stay near 1 through every
+ * LayerNorm and the embeddings of different texts are far apart.
+ * @example
+ * const bytes = syntheticEncoderGguf(ENCODER_SHAPES['all-minilm-l6'], 'f32', 1, { tokenizer: loadTokenizer(wordPieceTokenizerFiles()) });
+ */
+export function syntheticEncoderGguf(shape: EncoderShape, dtype: WeightDtype, seed: number, options: EncoderSyntheticOptions): Uint8Array {
+  const { tokenizer } = options;
+  const s = shape;
+  const C = s.hidden;
+  const F = s.ffn;
+  if (dtype === 'q4_K' || dtype === 'q6_K') throw new RangeError(`an encoder GGUF is written in f32, f16, bf16, q8_0 or q4_0, not ${dtype} (intab does not quantize to K-quants)`);
+  const q = (x: Float32Array, n: number, k: number) => quantize(dtype, x, n, k);
+  const mult = BLOCK[dtype].elems;
+  if (tokenizer.kind !== 'wordpiece') throw new RangeError(`an encoder GGUF carries a WordPiece tokenizer; this one is ${tokenizer.kind}`);
+  if (tokenizer.vocabSize !== s.vocab) throw new RangeError(`the shape's vocabulary is ${s.vocab} tokens but the tokenizer has ${tokenizer.vocabSize}`);
+  if (C % s.heads !== 0) throw new RangeError(`${s.heads} heads do not divide the hidden size ${C}`);
+  for (const k of [C, F]) if (k % mult !== 0) throw new RangeError(`${dtype} needs K % ${mult} == 0; this shape has K = ${k}`);
+  const rng = mulberry32(seed);
+  const qk = options.qkScale ?? 1.5;
+  const raw = (name: string, shape: number[], data: Float32Array): GgufWriteTensor => ({ name, type: 'f32', shape, data: new Uint8Array(data.buffer) });
+  const matrix = (name: string, n: number, k: number, scale = 1): GgufWriteTensor =>
+    ({ name, type: dtype, shape: [n, k], data: q(gaussians(n * k, rng, scale / Math.sqrt(k)), n, k) });
+  const vector = (name: string, n: number, std: number, mean = 0) => raw(name, [n], gaussians(n, rng, std).map((v) => v + mean));
+  const norm = (name: string): GgufWriteTensor[] => [vector(`${name}.weight`, C, 0.1, 1), vector(`${name}.bias`, C, 0.02)];
+  const bert = s.arch === 'bert';
+  const tensors: GgufWriteTensor[] = [
+    { name: 'token_embd.weight', type: dtype, shape: [s.vocab, C], data: q(gaussians(s.vocab * C, rng, 1), s.vocab, C) },
+    raw('token_types.weight', [s.typeVocab, C], gaussians(s.typeVocab * C, rng, 0.5)),
+    ...(bert ? [raw('position_embd.weight', [s.context, C], gaussians(s.context * C, rng, 0.5))] : []),
+    ...norm('token_embd_norm'),
+  ];
+  for (let i = 0; i < s.layers; i++) {
+    const b = `blk.${i}.`;
+    if (bert) {
+      tensors.push(
+        matrix(`${b}attn_q.weight`, C, C, qk), vector(`${b}attn_q.bias`, C, 0.1),
+        matrix(`${b}attn_k.weight`, C, C, qk), vector(`${b}attn_k.bias`, C, 0.1),
+        matrix(`${b}attn_v.weight`, C, C), vector(`${b}attn_v.bias`, C, 0.1),
+        matrix(`${b}attn_output.weight`, C, C), vector(`${b}attn_output.bias`, C, 0.1),
+        ...norm(`${b}attn_output_norm`),
+        matrix(`${b}ffn_up.weight`, F, C), vector(`${b}ffn_up.bias`, F, 0.1),
+        matrix(`${b}ffn_down.weight`, C, F), vector(`${b}ffn_down.bias`, C, 0.1),
+        ...norm(`${b}layer_output_norm`),
+      );
+    } else {
+      // q, k and v rows of one projection, in that order (nomic's Wqkv), q and k at their own scale.
+      const qkv = new Float32Array(3 * C * C);
+      qkv.set(gaussians(C * C, rng, qk / Math.sqrt(C)), 0);
+      qkv.set(gaussians(C * C, rng, qk / Math.sqrt(C)), C * C);
+      qkv.set(gaussians(C * C, rng, 1 / Math.sqrt(C)), 2 * C * C);
+      tensors.push(
+        { name: `${b}attn_qkv.weight`, type: dtype, shape: [3 * C, C], data: q(qkv, 3 * C, C) },
+        matrix(`${b}attn_output.weight`, C, C),
+        ...norm(`${b}attn_output_norm`),
+        matrix(`${b}ffn_up.weight`, F, C),
+        matrix(`${b}ffn_gate.weight`, F, C),
+        matrix(`${b}ffn_down.weight`, C, F),
+        ...norm(`${b}layer_output_norm`),
+      );
+    }
+  }
+  const p = `${s.arch}.`;
+  const metadata: Record<string, GgufWriteValue> = {
+    'general.architecture': s.arch,
+    'general.name': `synthetic ${s.arch} ${dtype} seed ${seed}`,
+    [`${p}context_length`]: s.context,
+    [`${p}embedding_length`]: C,
+    [`${p}feed_forward_length`]: F,
+    [`${p}block_count`]: s.layers,
+    [`${p}attention.head_count`]: s.heads,
+    [`${p}attention.layer_norm_epsilon`]: s.eps,
+    [`${p}attention.causal`]: false,
+    [`${p}pooling_type`]: s.pooling,
+    ...(s.ropeTheta !== undefined ? { [`${p}rope.freq_base`]: s.ropeTheta } : {}),
+    'tokenizer.ggml.token_type_count': s.typeVocab,
+    ...tokenizerToGgufMetadata(tokenizer),
   };
   return writeGguf({ metadata, tensors });
 }

@@ -13,6 +13,7 @@ import { ShapeError } from '../errors.ts';
 import type { WeightDtype } from '../formats/blocks.ts';
 import { CHUNK_ELEMS, requireWeightDtype, weightGemmWgsl, type WeightTensor } from '../weights.ts';
 import matmulIo from '../../../../shaders/lib/matmul-io.wgsl?raw';
+import geluErf from '../../../../shaders/lib/gelu-erf.wgsl?raw';
 
 export type GemmVariant = 'tiled' | 'rows';
 
@@ -29,6 +30,11 @@ export interface GemmOptions {
   bias?: boolean;
   /** y += W·x instead of y = W·x (residual fused into the output projection). */
   accumulate?: boolean;
+  /**
+   * An activation applied to W·x (+ bias) before the store: 'gelu-erf' (GELU with erf, lib/gelu-erf.wgsl), a BERT up
+   * projection's. Not with accumulate.
+   */
+  activation?: 'gelu-erf';
   /**
    * 'rows' (no barriers; each invocation owns 8 rows × 8 tokens) or
    * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a software adapter (isSoftwareAdapter: SwiftShader, llvmpipe), else 'tiled'.
@@ -92,7 +98,12 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   if (!Number.isInteger(wg) || wg < 1 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw bad('workgroupSize', `an integer in 1..${gpu.limits.maxComputeInvocationsPerWorkgroup}`, wg);
   }
-  const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0 };
+  if (options.activation !== undefined && options.activation !== 'gelu-erf') {
+    throw new TypeError(`${name}: activation must be 'gelu-erf' or left out, got '${String(options.activation)}'`);
+  }
+  if (options.activation && options.accumulate) throw new TypeError(`${name}: an activation applies to W·x + bias alone, so not with accumulate`);
+  const act = options.activation === 'gelu-erf' ? 1 : 0;
+  const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0, ACT: act };
   if (tiled) {
     if (!Number.isInteger(rows) || rows < 1 || rows > MAX_ROWS) throw bad('rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, rows);
     if (!Number.isInteger(tokens) || tokens < 1 || tokens > MAX_TOKENS) throw bad('tokensPerWorkgroup', `an integer in 1..${MAX_TOKENS}`, tokens);
@@ -114,7 +125,7 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   const cached = gpu.pipelines.get({
     name: 'gemm',
     variant: `${dtype}+${variant}`,
-    code: `${variant === 'rows' ? rowsSrc : tiledSrc}\n${matmulIo}\n${weightGemmWgsl(dtype)}`,
+    code: `${variant === 'rows' ? rowsSrc : tiledSrc}\n${matmulIo}\n${geluErf}\n${weightGemmWgsl(dtype)}`,
     bindings: withParams('read', 'read', 'storage', 'read'),
     constants,
   });

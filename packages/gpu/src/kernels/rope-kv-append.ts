@@ -86,6 +86,37 @@ export function ropeTurnTable(invFreq: Float64Array): Uint32Array {
 /** Pairs the uniform RoPE table holds (lib/rope-phase.wgsl): rotary dimensions up to 256. */
 const TABLE_PAIRS = 128;
 
+/**
+ * The uniform RoPE table of one model (lib/rope-phase.wgsl), after checking its config: what every rotating kernel
+ * binds (rope-kv-append, rope-encoder). The caller destroys the buffer.
+ */
+export function createRopeTable(
+  gpu: Gpu,
+  name: string,
+  o: RopeConfig & { noRope?: boolean },
+  label: string,
+): { invFreq: Float64Array; rotaryDim: number; table: GPUBuffer } {
+  const d = o.headDim;
+  const rot = o.rotaryDim ?? d;
+  requireDim(name, 'rotaryDim', rot, 2);
+  if (rot > d) throw new ShapeError(name, 'rotaryDim', `at most headDim (${d})`, String(rot));
+  if (rot / 2 > TABLE_PAIRS) throw new ShapeError(name, 'rotaryDim', `at most ${2 * TABLE_PAIRS}`, String(rot));
+  if (!(o.theta > 0)) throw new ShapeError(name, 'theta', 'a positive number', String(o.theta));
+  if (o.freqFactors && o.freqFactors.length < rot / 2) {
+    throw new ShapeError(name, 'freqFactors', `${rot / 2} values (one per rotated pair)`, `${o.freqFactors.length} values`);
+  }
+  const sc = o.scaling;
+  if (sc?.type === 'linear' && !(sc.factor > 0)) throw new ShapeError(name, 'scaling', 'a linear factor > 0', JSON.stringify(sc));
+  if (sc?.type === 'llama3' && !(sc.factor > 0 && sc.lowFreqFactor > 0 && sc.highFreqFactor > sc.lowFreqFactor && sc.originalMaxPositionEmbeddings > 0)) {
+    throw new ShapeError(name, 'scaling', 'factor > 0, 0 < lowFreqFactor < highFreqFactor, originalMaxPositionEmbeddings > 0', JSON.stringify(sc));
+  }
+  const invFreq = o.noRope ? new Float64Array(rot / 2) : ropeInvFreq({ ...o, rotaryDim: rot });
+  const table = gpu.device.createBuffer({ label, size: TABLE_PAIRS * 8, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
+  new Uint32Array(table.getMappedRange()).set(ropeTurnTable(invFreq));
+  table.unmap();
+  return { invFreq, rotaryDim: rot, table };
+}
+
 export interface RopeKvAppendOptions extends RopeConfig, AttentionShape {
   /** Per-head RMSNorm of q and k before RoPE (Qwen3); each encode passes `norm` and `eps`. */
   qkNorm?: boolean;
@@ -124,23 +155,8 @@ export function createRopeKvAppend(gpu: Gpu, o: RopeKvAppendOptions): RopeKvAppe
   const name = 'rope-kv-append';
   const s = checkAttentionShape(name, o);
   const d = s.headDim;
-  const rot = o.rotaryDim ?? d;
-  requireDim(name, 'rotaryDim', rot, 2);
-  if (rot > d) throw new ShapeError(name, 'rotaryDim', `at most headDim (${d})`, String(rot));
-  if (!(o.theta > 0)) throw new ShapeError(name, 'theta', 'a positive number', String(o.theta));
-  if (o.freqFactors && o.freqFactors.length < rot / 2) {
-    throw new ShapeError(name, 'freqFactors', `${rot / 2} values (one per rotated pair)`, `${o.freqFactors.length} values`);
-  }
-  const sc = o.scaling;
-  if (sc?.type === 'linear' && !(sc.factor > 0)) throw new ShapeError(name, 'scaling', 'a linear factor > 0', JSON.stringify(sc));
-  if (sc?.type === 'llama3' && !(sc.factor > 0 && sc.lowFreqFactor > 0 && sc.highFreqFactor > sc.lowFreqFactor && sc.originalMaxPositionEmbeddings > 0)) {
-    throw new ShapeError(name, 'scaling', 'factor > 0, 0 < lowFreqFactor < highFreqFactor, originalMaxPositionEmbeddings > 0', JSON.stringify(sc));
-  }
-  const invFreq = o.noRope ? new Float64Array(rot / 2) : ropeInvFreq({ ...o, rotaryDim: rot });
   const label = o.label ?? 'rope.freq';
-  const table = gpu.device.createBuffer({ label, size: TABLE_PAIRS * 8, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
-  new Uint32Array(table.getMappedRange()).set(ropeTurnTable(invFreq));
-  table.unmap();
+  const { invFreq, rotaryDim: rot, table } = createRopeTable(gpu, name, o, label);
   const wg = o.workgroupSize ?? 64;
   const qkNorm = o.qkNorm ?? false;
   const cached = gpu.pipelines.get({

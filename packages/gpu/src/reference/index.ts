@@ -7,6 +7,7 @@ export * from './elementwise.ts';
 export * from './embedding.ts';
 export * from './rope.ts';
 export * from './attention.ts';
+export * from './encoder.ts';
 export * from './sampling.ts';
 export * from './accept.ts';
 export * from './gated-delta.ts';

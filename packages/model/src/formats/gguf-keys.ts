@@ -44,6 +44,8 @@ const ARCH_KEYS: Readonly<Record<string, readonly KeyType[]>> = {
   'ssm.group_count': ['u32'],
   full_attention_interval: ['u32'],
   nextn_predict_layers: ['u32'],
+  // Embedding models: llama_pooling_type (1 mean, 2 cls, 3 last, 4 rank).
+  pooling_type: ['u32'],
 };
 
 /** Keys spelled in full. */
@@ -68,6 +70,14 @@ const FULL_KEYS: Readonly<Record<string, readonly KeyType[]>> = {
   'tokenizer.ggml.add_bos_token': ['bool'],
   'tokenizer.ggml.add_eos_token': ['bool'],
   'tokenizer.ggml.add_space_prefix': ['bool'],
+  // BERT's WordPiece ('bert'): the separator (llama.cpp's spelling), [CLS], [MASK], segment count and normalizer.
+  'tokenizer.ggml.seperator_token_id': ['u32'],
+  'tokenizer.ggml.cls_token_id': ['u32'],
+  'tokenizer.ggml.mask_token_id': ['u32'],
+  'tokenizer.ggml.add_sep_token': ['bool'],
+  'tokenizer.ggml.token_type_count': ['u32'],
+  'tokenizer.ggml.normalizer.lowercase': ['bool'],
+  'tokenizer.ggml.normalizer.strip_accents': ['bool'],
   'tokenizer.chat_template': ['string'],
 };
 

@@ -210,7 +210,7 @@ describe('damaged GGUF tokenizer metadata', () => {
 
   const cases: [string, (m: Record<string, unknown>) => void, string, typeof ModelFormatError | typeof UnsupportedModelError][] = [
     ['no tokenizer at all', (m) => delete m['tokenizer.ggml.model'], 'tokenizer.ggml.model', ModelFormatError],
-    ['a BERT tokenizer', (m) => (m['tokenizer.ggml.model'] = 'bert'), 'tokenizer.ggml.model', UnsupportedModelError],
+    ['a T5 (Unigram) tokenizer', (m) => (m['tokenizer.ggml.model'] = 't5'), 'tokenizer.ggml.model', UnsupportedModelError],
     ['tokens missing', (m) => delete m['tokenizer.ggml.tokens'], 'tokenizer.ggml.tokens', ModelFormatError],
     ['tokens of the wrong type', (m) => (m['tokenizer.ggml.tokens'] = [1, 2, 3]), 'tokenizer.ggml.tokens', ModelFormatError],
     ['an empty vocabulary', (m) => (m['tokenizer.ggml.tokens'] = []), 'tokenizer.ggml.tokens', ModelFormatError],

@@ -1,14 +1,16 @@
 // A GGUF carries its tokenizer as `tokenizer.ggml.*` arrays, not as a tokenizer.json. This file converts them into
-// the tokenizer.json object @huggingface/tokenizers runs, for the two kinds llama.cpp models use:
+// the tokenizer.json object @huggingface/tokenizers runs, for the kinds llama.cpp models use:
 //   'gpt2'  — byte-level BPE with merges; the pre-tokenizer regex is named by `tokenizer.ggml.pre`;
 //   'llama' — SentencePiece BPE: pieces + scores + token types, <0xNN> byte fallback, '▁' for spaces. SentencePiece
 //             merges the adjacent pair whose joined piece scores highest; the equivalent BPE merge list (every split
-//             of every piece, best score first) is what transformers' SentencePieceExtractor writes, rebuilt here.
+//             of every piece, best score first) is what transformers' SentencePieceExtractor writes, rebuilt here;
+//   'bert'  — BERT's WordPiece in llama.cpp's phantom-space form (gguf-wordpiece.ts), for encoder (embedding) models.
 // tokenizerToGgufMetadata goes the other way (as convert_hf_to_gguf.py does), so tests can round-trip real files.
 
 import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import { ggufTyped, type GgufWriteValue } from '../formats/gguf-writer.ts';
 import type { ChatTemplateSource } from './chat-template.ts';
+import { BERT_DEFAULT_IDS, bertTokenizerSections, wordPiecesFromPhantom, wordPieceToGgufMetadata } from './gguf-wordpiece.ts';
 import { createTokenizer, MAX_TOKEN_ID, type SpecialIdOverrides, type Tokenizer } from './tokenizer.ts';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
@@ -258,13 +260,14 @@ export function ggufToTokenizerJson(metadata: Metadata, file: string): GgufToken
   const r = new Reader(metadata, file);
   const model = r.string('tokenizer.ggml.model');
   if (model === undefined) throw new ModelFormatError(file, 'tokenizer.ggml.model', 'is missing: this GGUF has no embedded tokenizer; drive it with token ids or give a tokenizer.json');
-  if (model !== 'llama' && model !== 'gpt2') {
-    throw new UnsupportedModelError(file, 'tokenizer.ggml.model', model, "intab reads 'llama' (SentencePiece) and 'gpt2' (byte-level BPE) tokenizers; use the model's tokenizer.json instead");
+  if (model !== 'llama' && model !== 'gpt2' && model !== 'bert') {
+    throw new UnsupportedModelError(file, 'tokenizer.ggml.model', model, "intab reads 'llama' (SentencePiece), 'gpt2' (byte-level BPE) and 'bert' (WordPiece) tokenizers; use the model's tokenizer.json instead");
   }
   const tokens = r.strings('tokenizer.ggml.tokens', true)!;
   if (tokens.length === 0 || tokens.length >= MAX_TOKEN_ID) throw new ModelFormatError(file, 'tokenizer.ggml.tokens', `${tokens.length} tokens is not a vocabulary`);
   const n = tokens.length;
   const types = r.numbers('tokenizer.ggml.token_type', n, true) ?? tokens.map(() => GGUF_TOKEN_TYPE.normal);
+  if (model === 'bert') return bertFromGguf(r, tokens, types);
   const bos = r.id('tokenizer.ggml.bos_token_id', n);
   const eos = r.id('tokenizer.ggml.eos_token_id', n);
   const unk = r.id('tokenizer.ggml.unknown_token_id', n) ?? (model === 'llama' ? types.indexOf(GGUF_TOKEN_TYPE.unknown) : -1);
@@ -339,6 +342,37 @@ export function ggufToTokenizerJson(metadata: Metadata, file: string): GgufToken
 }
 
 /**
+ * A 'bert' vocabulary: llama.cpp's ids where keys are absent (bert-base's layout, when the vocabulary reaches them), a
+ * typed error when [CLS] or [SEP] resolve to nothing (llama.cpp aborts tokenizing then).
+ */
+function bertFromGguf(r: Reader, tokens: readonly string[], types: readonly number[]): GgufTokenizerJson {
+  const n = tokens.length;
+  const orDefault = (key: string, id: number) => r.id(key, n) ?? (r.get(key) === undefined && id < n ? id : undefined);
+  const cls = orDefault('tokenizer.ggml.bos_token_id', BERT_DEFAULT_IDS.bos);
+  const sep = orDefault('tokenizer.ggml.seperator_token_id', BERT_DEFAULT_IDS.sep);
+  for (const [id, key, what, def] of [[cls, 'tokenizer.ggml.bos_token_id', '[CLS]', BERT_DEFAULT_IDS.bos], [sep, 'tokenizer.ggml.seperator_token_id', '[SEP]', BERT_DEFAULT_IDS.sep]] as const) {
+    if (id === undefined) {
+      const problem = r.get(key) === undefined ? `is missing, and llama.cpp's default ${def} is outside the ${n} tokens` : 'names no token';
+      throw new ModelFormatError(r.file, key, `${problem}: a 'bert' tokenizer wraps every text in [CLS] ... [SEP] and needs ${what}'s id here`);
+    }
+  }
+  const unk = orDefault('tokenizer.ggml.unknown_token_id', BERT_DEFAULT_IDS.unk);
+  const pad = orDefault('tokenizer.ggml.padding_token_id', BERT_DEFAULT_IDS.pad);
+  const lowercase = r.bool('tokenizer.ggml.normalizer.lowercase') ?? true;
+  const stripAccents = r.bool('tokenizer.ggml.normalizer.strip_accents') ?? lowercase;
+  const pieces = wordPiecesFromPhantom(tokens, types);
+  const ids: SpecialIdOverrides = { bos: cls, eos: r.id('tokenizer.ggml.eos_token_id', n) ?? sep, pad, unk, stop: [], vocabSize: n };
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: addedTokens(pieces, types),
+    ...bertTokenizerSections(pieces, { cls: cls!, sep: sep!, unk, lowercase, stripAccents }, vocabObject(pieces)),
+  };
+  return { tokenizerJson, tokenizerConfig: { clean_up_tokenization_spaces: false }, ids };
+}
+
+/**
  * The tokenizer embedded in a GGUF (`tokenizer.ggml.*`, `tokenizer.chat_template`), as a Tokenizer.
  * @example
  * const gguf = await parseGguf(await pathSource('model.gguf'));
@@ -360,16 +394,18 @@ function isTokenizer(v: Tokenizer | Record<string, unknown>): v is Tokenizer {
  * GGUF `tokenizer.*` metadata for a tokenizer.json (+ tokenizer_config.json), or for a Tokenizer already loaded from
  * them, ready for writeGguf: byte-level BPE
  * becomes 'gpt2' with its merges and pre-tokenizer name; SentencePiece-style BPE becomes 'llama' with scores that
- * reproduce its merge order. Other kinds are an UnsupportedModelError.
+ * reproduce its merge order; WordPiece becomes 'bert' in llama.cpp's phantom-space form. Other kinds are an
+ * UnsupportedModelError.
  * @example
  * const bytes = writeGguf({ metadata: { 'general.architecture': 'qwen3', ...tokenizerToGgufMetadata(json, config) } });
  */
 export function tokenizerToGgufMetadata(tokenizer: Tokenizer | Record<string, unknown>, tokenizerConfig?: Record<string, unknown>, file = 'tokenizer.json'): Record<string, GgufWriteValue> {
   const tok = isTokenizer(tokenizer) ? tokenizer : createTokenizer({ tokenizerJson: tokenizer, tokenizerConfig, file });
+  if (tok.kind === 'wordpiece') return wordPieceToGgufMetadata(tok);
   const json = tok.json as Record<string, unknown>;
   const model = json.model as Record<string, unknown>;
   const kind = tok.kind === 'byte-level-bpe' ? 'gpt2' : tok.kind === 'sentencepiece-bpe' ? 'llama' : undefined;
-  if (kind === undefined) throw new UnsupportedModelError(tok.file, 'model', tok.kind, "only byte-level BPE ('gpt2') and SentencePiece BPE ('llama') tokenizers go into GGUF metadata here");
+  if (kind === undefined) throw new UnsupportedModelError(tok.file, 'model', tok.kind, "only byte-level BPE ('gpt2'), SentencePiece BPE ('llama') and WordPiece ('bert') tokenizers go into GGUF metadata here");
   const n = tok.vocabSize;
   const tokens: string[] = [];
   const types: number[] = [];
