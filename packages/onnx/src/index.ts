@@ -29,6 +29,11 @@ export { readOnnxModel, type OnnxModelInfo, type OnnxValueInfoRead, type OnnxNod
 // ---- Llama-family graphs ----
 export { buildLlamaGraph, tensorWeights, LLAMA_GRAPH_IO, type LlamaGraph, type LlamaGraphOptions, type GraphWeight, type GraphWeights } from './llama-graph.ts';
 
+// ---- embedding models (BERT-family encoders) ----
+export { buildEncoderGraph, ENCODER_GRAPH_IO, DEFAULT_ENCODER_ATTENTION, type EncoderGraph, type EncoderGraphOptions, type EncoderAttention } from './encoder-graph.ts';
+export { OnnxEncoder, type OnnxEncoderOptions } from './encoder-runner.ts';
+export { loadOnnxEncoder, type OnnxEncoderLoadOptions, type LoadedOnnxEncoder } from './load.ts';
+
 // ---- running: the StepRunner over onnxruntime-web ----
 export { OnnxRunner, type OnnxRunnerOptions, type OnnxModelConfig } from './onnx-runner.ts';
 export { graphLayout, type GraphLayout, type GraphIO } from './graph-layout.ts';

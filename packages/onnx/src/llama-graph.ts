@@ -4,31 +4,16 @@
 // LlamaConfig field means here what it means there. Standard opset-23 ops (RMSNormalization, RotaryEmbedding,
 // Attention) keep the node count small; q4_0 / q8_0 matrices may stay quantized as com.microsoft MatMulNBits.
 
-import { dequantize, f16ToF32, quantize, ropeInvFreq, rowBytes, type WeightDtype } from '@intab/gpu';
-import { ModelMismatchError, UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
+import { dequantize, f16ToF32, quantize, ropeInvFreq, type WeightDtype } from '@intab/gpu';
+import { UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
 import { OnnxUnsupportedError } from './errors.ts';
 import { OnnxWriteError } from './errors.ts';
-import {
-  DataType,
-  ExternalDataBuilder,
-  MAX_PROTO_BYTES,
-  attr,
-  encodeModel,
-  f32Tensor,
-  i64Tensor,
-  type OnnxAttribute,
-  type OnnxNode,
-  type OnnxTensor,
-  type OnnxValueInfo,
-} from './onnx-proto.ts';
+import { Graph, OPSET, concatF32, fetchMatrix, serializeGraph, toF32, transposeInto, type GraphWeight, type GraphWeights, type Matrix } from './graph-builder.ts';
+import { DataType, attr, f32Tensor, i64Tensor, type OnnxValueInfo } from './onnx-proto.ts';
+
+export type { GraphWeight, GraphWeights };
 
 // ---- public surface ----
-
-/** A weight as the builder takes it: f32 values, or stored bytes in a format @intab/gpu decodes. Matrices are (N, K) row-major. */
-export type GraphWeight = Float32Array | { dtype: WeightDtype; data: Uint8Array };
-
-/** Canonical (GGUF-style) tensor name → the weight, or undefined when the checkpoint has none. */
-export type GraphWeights = (name: string) => GraphWeight | undefined | Promise<GraphWeight | undefined>;
 
 export interface LlamaGraphOptions {
   /**
@@ -107,61 +92,11 @@ export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options:
 
 // ---- graph assembly ----
 
-const OPSET = 23; // RMSNormalization, RotaryEmbedding and Attention are standard from 23 (ORT ≥ 1.22 runs them)
-const IR_VERSION = 11; // the IR opset 23 needs
 const MS = 'com.microsoft';
 /** Additive mask of a key a query must not see: finite, so a row with no visible key (padding) stays finite. */
 const MASKED = -1e30;
-/** Initializers this large or larger go to the external data file. */
-const EXTERNAL_MIN_BYTES = 1024;
 /** Largest RoPE table ('table' cache) chosen by default. */
 const ROPE_TABLE_MAX_BYTES = 16 * 2 ** 20;
-
-/** Nodes and initializers being collected, with unique value names. */
-class Graph {
-  readonly nodes: OnnxNode[] = [];
-  readonly initializers: OnnxTensor[] = [];
-  private count = 0;
-
-  /** Adds a node; returns its output names (`outputs` names them, or a count makes fresh ones). */
-  op(opType: string, inputs: readonly string[], options: { name?: string; outputs?: number | readonly string[]; attributes?: OnnxAttribute[]; domain?: string } = {}): string[] {
-    const label = options.name ?? `${opType}_${this.count}`;
-    this.count++;
-    const outs = typeof options.outputs === 'object' ? [...options.outputs] : Array.from({ length: options.outputs ?? 1 }, (_, i) => `${label}/out${i}`);
-    this.nodes.push({ opType, inputs, outputs: outs, name: label, ...(options.attributes ? { attributes: options.attributes } : {}), ...(options.domain ? { domain: options.domain } : {}) });
-    return outs;
-  }
-
-  /** A single-output node. */
-  op1(opType: string, inputs: readonly string[], options: { name?: string; output?: string; attributes?: OnnxAttribute[]; domain?: string } = {}): string {
-    return this.op(opType, inputs, { ...options, outputs: options.output ? [options.output] : 1 })[0];
-  }
-
-  init(t: OnnxTensor): string {
-    this.initializers.push(t);
-    return t.name;
-  }
-
-  private consts = new Set<string>();
-
-  /** A small constant shared by every node that names it: created on first use. */
-  constant(name: string, make: () => OnnxTensor): string {
-    if (!this.consts.has(name)) {
-      this.consts.add(name);
-      this.init(make());
-    }
-    return name;
-  }
-}
-
-/** A matrix (n, k) as given: stored bytes and their format. */
-interface Matrix {
-  name: string;
-  n: number;
-  k: number;
-  dtype: WeightDtype;
-  bytes: Uint8Array;
-}
 
 /**
  * Builds the ONNX graph of a Llama-family model. Inputs: input_ids (B, T) int64, attention_mask (B, P+T) int64
@@ -187,23 +122,7 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
 
   // ---- weights: fetched one at a time, checked against the config ----
 
-  const matrix = async (name: string, n: number, k: number): Promise<Matrix> => {
-    options.signal?.throwIfAborted();
-    const w = await weights(name);
-    if (!w) throw new ModelMismatchError(file, `tensor '${name}'`, `present (${n} × ${k} values)`, 'missing');
-    if (w instanceof Float32Array) {
-      if (w.length !== n * k) throw new ModelMismatchError(file, `tensor '${name}'`, `${n} × ${k} values`, `${w.length} values`);
-      return { name, n, k, dtype: 'f32', bytes: new Uint8Array(w.buffer, w.byteOffset, w.byteLength) };
-    }
-    let need: number;
-    try {
-      need = n * rowBytes(w.dtype, k);
-    } catch {
-      throw new ModelMismatchError(file, `tensor '${name}'`, `rows of ${k} values (a whole number of ${w.dtype} blocks)`, `${w.dtype} rows that do not split into blocks`);
-    }
-    if (w.data.length !== need) throw new ModelMismatchError(file, `tensor '${name}'`, `${need} bytes (${n} × ${k} ${w.dtype})`, `${w.data.length} bytes`);
-    return { name, n, k, dtype: w.dtype, bytes: w.data };
-  };
+  const matrix = (name: string, n: number, k: number): Promise<Matrix> => fetchMatrix(weights, name, n, k, file, options.signal);
   const vector = async (name: string, n: number): Promise<Float32Array> => toF32(await matrix(name, 1, n));
 
   // ---- inputs and outputs ----
@@ -425,48 +344,10 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
 
   // ---- serialize ----
   const opsetImports = [{ domain: '', version: OPSET }, ...(usesMs ? [{ domain: MS, version: 1 }] : [])];
-  let weightBytes = 0;
-  for (const t of g.initializers) weightBytes += t.data?.length ?? 0;
-  const graph = (initializers: readonly OnnxTensor[]) => ({ name: `intab-${config.arch}`, nodes: g.nodes, initializers, inputs, outputs });
-  const model = (initializers: readonly OnnxTensor[]) =>
-    encodeModel({ irVersion: IR_VERSION, opsetImports, producerName: 'intab', producerVersion: '0.1.0', graph: graph(initializers), metadata: { 'intab.arch': config.arch } });
-  let location = options.externalData;
-  if (location === undefined) location = weightBytes > MAX_PROTO_BYTES - 2 ** 24 ? 'model.onnx_data' : null;
-  if (location === null) return { model: model(g.initializers), nodeCount: g.nodes.length, weightBytes };
-  if (!location || /[\\/]/.test(location)) throw new OnnxWriteError('options.externalData', `'${location}' is not a plain file name`, "name a file beside the model, e.g. 'model.onnx_data'");
-  const ext = new ExternalDataBuilder(location);
-  const inits = g.initializers.map((t) => ((t.data?.length ?? 0) >= EXTERNAL_MIN_BYTES ? ext.add(t) : t));
-  return { model: model(inits), externalData: { path: location, data: ext.bytes() }, nodeCount: g.nodes.length, weightBytes };
+  return serializeGraph(g, { name: `intab-${config.arch}`, inputs, outputs, opsetImports, metadata: { 'intab.arch': config.arch }, externalData: options.externalData });
 }
 
 // ---- weight formats ----
-
-function toF32(m: Matrix): Float32Array {
-  if (m.dtype === 'f32' && m.bytes.byteOffset % 4 === 0) return new Float32Array(m.bytes.buffer, m.bytes.byteOffset, m.n * m.k);
-  return dequantize(m.dtype, m.bytes, m.n, m.k);
-}
-
-/** out[j, col + r] = w[r, j] for w (rows, k) into out (k, n): in 64×64 tiles, so both sides stay in cache. */
-function transposeInto(out: Float32Array, n: number, col: number, w: Float32Array, rows: number, k: number): void {
-  const TILE = 64;
-  for (let r0 = 0; r0 < rows; r0 += TILE) {
-    const r1 = Math.min(rows, r0 + TILE);
-    for (let j0 = 0; j0 < k; j0 += TILE) {
-      const j1 = Math.min(k, j0 + TILE);
-      for (let j = j0; j < j1; j++) {
-        const o = j * n + col;
-        for (let r = r0; r < r1; r++) out[o + r] = w[r * k + j];
-      }
-    }
-  }
-}
-
-function concatF32(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
-  let at = 0;
-  for (const p of parts) (out.set(p, at), (at += p.length));
-  return out;
-}
 
 /**
  * The MatMulNBits width a group of matrices (same K) gets: 4 when all are (or become) q4_0, 8 when q8_0 is among

@@ -2,10 +2,13 @@
 // written by llama-graph.ts; an ONNX folder (ModelFiles.onnx) brings its own .onnx and external data. Either way
 // the bytes go to an onnxruntime-web session on the backend asked for (or to the host's own onnxruntime, `runtime`:
 // onnxruntime-node in Node), the graph's inputs are mapped (graph-layout.ts) and throwaway steps warm ORT's kernels up,
-// so the first request does not pay for them.
+// so the first request does not pay for them. An embedding model (EncoderFiles) gets its graph from encoder-graph.ts and
+// an OnnxEncoder (loadOnnxEncoder).
 
-import type { LoadProgress, ModelFiles } from '@intab/model';
+import type { EncoderFiles, LoadProgress, ModelFiles } from '@intab/model';
 import { createXXHash128 } from 'hash-wasm';
+import { buildEncoderGraph, type EncoderAttention } from './encoder-graph.ts';
+import { OnnxEncoder, type OnnxEncoderOptions } from './encoder-runner.ts';
 import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
 import { graphLayout } from './graph-layout.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnx-runner.ts';
@@ -144,3 +147,74 @@ async function warmup(runner: OnnxRunner, token: number, maxContext: number): Pr
 /** The warm-up's bounds: it never costs a load more than WARMUP_MS (plus one step). */
 const WARMUP_MS = 400;
 const WARMUP_STEPS = 400;
+
+// ---- embedding models ----
+
+export interface OnnxEncoderLoadOptions extends OnnxEncoderOptions {
+  backend: OnnxBackend;
+  /** How the graph writes attention [DEFAULT_ENCODER_ATTENTION]. */
+  attention?: EncoderAttention;
+  /** The host's onnxruntime (onnxruntime-node in Node) [onnxruntime-web's build for the backend]. */
+  runtime?: OrtRuntime;
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** A loaded ONNX encoder and what describes it. */
+export interface LoadedOnnxEncoder {
+  runner: OnnxEncoder;
+  /** Bytes of the graph's weights (f32 initializers: quantized checkpoints are dequantized). */
+  weightBytes: number;
+  /** The threads ORT runs with. */
+  threads: number;
+  /** Which onnxruntime and execution provider run it. */
+  runs: OnnxSession['runs'];
+}
+
+/**
+ * An embedding model's EncoderRunner on onnxruntime: its graph is written from the checkpoint (encoder-graph.ts), a
+ * session made on `backend` (or on the host's `runtime`), and a few throwaway passes warm ORT's kernels up.
+ * @example
+ * const files = await openEncoderGguf(source);
+ * const { runner } = await loadOnnxEncoder(files, { backend: 'onnx-wasm' });
+ * const [v] = await runner.encode([tokenizer.encode('a cat')]);
+ */
+export async function loadOnnxEncoder(files: EncoderFiles, o: OnnxEncoderLoadOptions): Promise<LoadedOnnxEncoder> {
+  providerOf(o.backend, o.runtime); // refused before a byte is read
+  const c = files.config;
+  const file = `${c.arch} encoder graph`;
+  const read = tensorWeights(files.tensors, { signal: o.signal });
+  const total = [...files.tensors.values()].reduce((n, t) => n + t.byteLength, 0);
+  let loaded = 0;
+  const weights = async (name: string) => {
+    const w = await read(name);
+    o.onProgress?.({ loaded: (loaded += files.tensors.get(name)?.byteLength ?? 0), total });
+    return w;
+  };
+  const graph = await buildEncoderGraph(c, weights, { signal: o.signal, file: 'weights', attention: o.attention });
+  o.signal?.throwIfAborted();
+  const externalData = graph.externalData ? new Map([[graph.externalData.path, graph.externalData.data]]) : undefined;
+  const onnx = await createSession(graph.model, { backend: o.backend, externalData, file, runtime: o.runtime });
+  const runner = new OnnxEncoder(onnx, c, graph.weightBytes, o);
+  try {
+    await warmupEncoder(runner);
+  } catch (err) {
+    runner.destroy();
+    throw err;
+  }
+  runner.runs = 0;
+  return { runner, weightBytes: graph.weightBytes, threads: onnx.runs.threads, runs: onnx.runs };
+}
+
+/**
+ * Passes of two short sequences until ENCODER_WARMUP_MS (at least one): ORT sets its kernels up on the first run, and
+ * the browser's optimizing tier compiles the hot wasm functions only after they ran a while.
+ */
+async function warmupEncoder(runner: OnnxEncoder): Promise<void> {
+  const t0 = performance.now();
+  const seqs = [[0, 1, 2, 3, 4, 5, 6, 7].map((i) => i % runner.facts.vocab), [0, 1, 2].map((i) => i % runner.facts.vocab)];
+  for (let i = 0; i < ENCODER_WARMUP_RUNS && (i === 0 || performance.now() - t0 < ENCODER_WARMUP_MS); i++) await runner.encode(seqs);
+}
+
+const ENCODER_WARMUP_MS = 200;
+const ENCODER_WARMUP_RUNS = 20;
