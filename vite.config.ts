@@ -45,7 +45,7 @@ export default defineConfig({
           name: 'gpu',
           include: ['packages/**/*.gpu.test.ts'],
           // A local model hub (Range, CORS, LFS hashes, misbehaviour on request) for the model store's tests.
-          globalSetup: ['./scripts/hub-server-setup.mjs'],
+          globalSetup: ['./scripts/hub-server-setup.mjs', './scripts/embed-oracle-setup.mjs'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           browser: {

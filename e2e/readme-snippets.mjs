@@ -23,6 +23,7 @@ const CONTEXT = {
   render: '(...values: unknown[]) => void',
   signal: 'AbortSignal',
   OpenAI: 'typeof import("openai").default',
+  notes: '{ title: string; text: string }[]',
 };
 
 /** @typedef {{ origin: string, code: string }} Snippet where it comes from ('README.md#3'), and the module: declarations, then the block as written */

@@ -3,30 +3,23 @@
 // then 'ready'), and both tabs' next requests give stories260K's golden ids. Its own browser (gpu-crash.ts): Chromium
 // stops starting a GPU process after a few crashes, and device-loss.spec.ts crashes its browser's twice.
 import { expect, test, type Page } from '@playwright/test';
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromiumArgs, chromiumPath } from '../scripts/chromium.mjs';
 import { crashMarker, killGpuProcessOf } from './gpu-crash.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SHARED = resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'shared'));
-const golden = JSON.parse(readFileSync(join(SHARED, 'models', 'stories260K', 'golden.json'), 'utf8')).cases[1] as { prompt: number[]; greedy: number[] };
+import { golden, openShareTab } from './share-tabs.ts';
 
 const MARKER = crashMarker('share-device-loss');
 test.use({ launchOptions: { executablePath: chromiumPath(), args: [...chromiumArgs(), MARKER] } });
 
 test('two tabs on one shared engine: a GPU-process crash ends both streams with DeviceLostError, the engine recovers once for both, and both answer with the golden ids', async ({ context }) => {
+  const errors: string[] = [];
   const tabs: Page[] = [];
   for (let i = 0; i < 2; i++) {
-    const page = await context.newPage();
-    await page.goto('/e2e/pages/share.html');
-    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+    const page = await openShareTab(await context.newPage(), errors);
     const info = await page.evaluate(() => window.share.load('origin'));
     expect(info.share).toMatchObject({ mode: 'shared-worker', attached: i === 1 });
     tabs.push(page);
   }
-  const { prompt, greedy } = golden;
+  const { prompt, greedy } = golden[1];
   for (const page of tabs) {
     await page.evaluate(({ prompt }) => {
       const w = window as unknown as Record<string, any>;
@@ -59,4 +52,5 @@ test('two tabs on one shared engine: a GPU-process crash ends both streams with 
   }
   expect((await tabs[0].evaluate(() => window.share.stats())).share).toMatchObject({ sessions: 2, loads: 1 });
   for (const page of tabs) await page.evaluate(() => window.share.destroy());
+  expect(errors).toEqual([]);
 });

@@ -1,5 +1,6 @@
-// What the specs of an engine the origin's tabs share (share.spec.ts, share-election.spec.ts) open: tabs of the page
-// e2e/pages/share.html (`window.share`), stories260K's golden ids, and the relaying Service Worker's blank client page.
+// What the specs of an engine the origin's tabs share (share, share-election, share-fairness, share-device-loss) open:
+// tabs of the page e2e/pages/share.html (`window.share`), stories260K's golden ids, and the relaying Service Worker's
+// blank client page.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -27,7 +27,7 @@ export interface NodeBackendOptions extends DawnOptions {
  * const choice = await chooseNodeBackend('auto', opened.model, { backend: 'auto' });
  * // on a machine without a GPU: { name: 'onnx-wasm', ort: { name: 'onnxruntime-node 1.30.0', ... }, reason: 'auto: ...' }
  */
-export async function chooseNodeBackend(asked: Backend, model: ModelFiles, o: NodeBackendOptions = {}): Promise<NodeBackendChoice> {
+export async function chooseNodeBackend(asked: Backend, model: ModelFiles | undefined, o: NodeBackendOptions = {}): Promise<NodeBackendChoice> {
   let dawn: DawnGpu | undefined;
   const request = async (): Promise<Gpu> => (dawn = await requestDawnGpu(o)).gpu;
   if (asked === 'webgpu') {

@@ -1,8 +1,8 @@
 // A model's bytes in the Node runtime: the files resolveModel found on disk, read in place (@intab/model's pathSource),
 // or http(s) URLs read with range requests (urlSource), as the page reads them from the CLI's file server.
-import { pathSource, urlSource, type ByteSource, type ModelFiles } from '@intab/model';
+import { pathSource, urlSource, type AnyModelFiles, type ByteSource, type ModelFiles } from '@intab/model';
 import type { ResolvedModel } from '../src/model-files.ts';
-import { openModel, type ModelRef } from '../page/shared.ts';
+import { openAnyModel, openModel, type ModelRef } from '../page/shared.ts';
 
 /** One of a job's urls: a path on disk, or an http(s) URL. */
 export const sourceOf = (url: string): Promise<ByteSource> => (/^https?:\/\//.test(url) ? urlSource(url) : pathSource(url));
@@ -19,4 +19,9 @@ export function onDisk<M extends ResolvedModel>(model: M): M {
  */
 export function openOnDisk(model: ResolvedModel | ModelRef): Promise<ModelFiles> {
   return openModel(onDisk(model as ResolvedModel), sourceOf);
+}
+
+/** openOnDisk's files whichever model they hold: a text model's, or an embedding model's encoder (isEncoderFiles). */
+export function openAnyOnDisk(model: ResolvedModel | ModelRef): Promise<AnyModelFiles> {
+  return openAnyModel(onDisk(model as ResolvedModel), sourceOf);
 }

@@ -4,16 +4,17 @@
 // directly (serve-engine.ts's pullStreams), so backpressure and cancellation are the Engine's own. The model is read
 // from disk (or from its URLs) as the Node runtime reads it.
 
-import { openModels, type Engine } from '@intab/engine';
+import { Engine, loadEncoderModel, openModels, type ModelInfo } from '@intab/engine';
+import { isEncoderFiles, type EncoderFiles } from '@intab/model';
 import type { Gpu } from '@intab/gpu';
 import { withChatTemplate } from '../page/chat-template.ts';
 import { loadEngine, setReportSink } from '../page/shared.ts';
 import { progressLine } from '../src/records.ts';
 import { pullStreams, type ServeEngine, type ServeEngineOptions } from '../src/serve-engine.ts';
-import { chooseNodeBackend } from './backend.ts';
+import { chooseNodeBackend, type NodeBackendChoice } from './backend.ts';
 import { DAWN_BACKENDS } from './dawn.ts';
 import type { DawnBackend } from './errors.ts';
-import { openOnDisk } from './model-source.ts';
+import { openAnyOnDisk } from './model-source.ts';
 
 /**
  * Loads the model into an Engine in this process and returns it as the server's engine. Throws what the load throws
@@ -25,9 +26,11 @@ import { openOnDisk } from './model-source.ts';
 export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngine> {
   const dawnBackend = (o.dawnBackend ?? 'auto') as DawnBackend;
   if (!DAWN_BACKENDS.includes(dawnBackend)) throw new Error(`--dawn-backend takes ${DAWN_BACKENDS.join(', ')}`);
-  const opened = await openModels(openOnDisk, o.model);
+  const files = await openAnyOnDisk(o.model);
+  // An embedding model: its encoder answers POST /v1/embeddings (and refuses completions with a 400 wrong_model_kind).
+  const opened = isEncoderFiles(files) ? undefined : await openModels(async () => files, o.model);
   let gpu: Gpu | undefined;
-  const choice = await chooseNodeBackend(o.backend, opened.model, {
+  const choice = await chooseNodeBackend(o.backend, opened?.model, {
     backend: dawnBackend,
     dawnPath: o.dawnPath,
     adapter: o.adapter,
@@ -35,7 +38,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
     onLost: (e) => o.log(`intab serve: ${e.name}: ${e.message}`),
   });
   if (choice.name === 'webgpu') gpu = choice.gpu;
-  const tokenizer = withChatTemplate(opened.tokenizer, o.chatTemplate);
+  const tokenizer = opened && withChatTemplate(opened.tokenizer, o.chatTemplate);
   let engine: Engine;
   let info: ServeEngine['info'];
   // The load reports its progress through the page code's report channel: here, lines on the server's log.
@@ -46,7 +49,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
   try {
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the model did not load within ${o.loadTimeoutMs / 1000} s`)), o.loadTimeoutMs).unref());
     const loaded = await Promise.race([
-      loadEngine(choice, { quantize: o.quantize, backend: o.backend }, { ...opened, tokenizer }, {
+      !opened ? loadEncoderEngine(choice, files as EncoderFiles, o) : loadEngine(choice, { quantize: o.quantize, backend: o.backend }, { ...opened, tokenizer }, {
         maxBatch: o.maxBatch,
         kvBudgetBytes: o.kvBudgetBytes,
         maxQueuedChunks: o.maxQueuedChunks,
@@ -57,7 +60,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
       timeout,
     ]);
     engine = loaded.engine;
-    info = { ...loaded.info, hasChatTemplate: tokenizer?.chatTemplate !== undefined };
+    info = opened ? { ...loaded.info, hasChatTemplate: tokenizer?.chatTemplate !== undefined } : loaded.info;
   } catch (err) {
     gpu?.destroy();
     throw err;
@@ -77,6 +80,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
     model: o.name,
     info,
     ...pullStreams(engine),
+    embed: (request, options = {}) => engine.embed(request, options.signal),
     stats: async () => engine.stats(),
     alive: () => closed === undefined && !(gpu?.destroyed ?? false),
     died,
@@ -86,4 +90,10 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
         gpu?.destroy();
       })()),
   };
+}
+
+/** An embedding model's engine: its encoder on the chosen backend (intab's kernels on Dawn, or onnxruntime-node). */
+async function loadEncoderEngine(choice: NodeBackendChoice, files: EncoderFiles, o: ServeEngineOptions): Promise<{ engine: Engine; info: ModelInfo }> {
+  const { encoder, tokenizer, info } = await loadEncoderModel(files, choice, { quantize: o.quantize });
+  return { engine: new Engine({ encoder, tokenizer, info }), info };
 }

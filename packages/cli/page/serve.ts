@@ -8,13 +8,15 @@
 // OpenAI core, as for the Engine in Node); this page deals in engine requests and chunks only.
 //
 // Wire (JSON text frames), server → page: {id, op: 'start', request} | {id, op: 'next', sid} | {id, op: 'cancel', sid}
-// | {id, op: 'stats'}; page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
+// | {id, op: 'stats'} | {id, op: 'embed', request} (answered with base64 vectors); page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
 // the load, {op: 'ready', info}.
 
 import { requestGpu } from '@intab/gpu';
-import { chooseBackend, openModels, serializeError, type Engine, type GenerateRequest } from '@intab/engine';
+import { Engine, chooseBackend, loadEncoderModel, openModels, serializeError, type EmbedRequest, type GenerateRequest, type ModelInfo } from '@intab/engine';
+import { isEncoderFiles } from '@intab/model';
+import { vectorToBase64 } from 'intab';
 import { withChatTemplate } from './chat-template.ts';
-import { loadEngine, openModel, report, type Job, type ModelRef } from './shared.ts';
+import { loadEngine, openAnyModel, report, type Job, type ModelRef } from './shared.ts';
 
 /** What `intab serve` asks of the page (serve-bridge.ts builds it; browser.ts sets it as window.__intabJob). */
 export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
@@ -32,7 +34,7 @@ export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
   chatTemplate?: string;
 }
 
-type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
+type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'embed'; request: EmbedRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
 
 /** Answers one bridge request. */
 async function answer(engine: Engine, m: Request): Promise<unknown> {
@@ -46,23 +48,39 @@ async function answer(engine: Engine, m: Request): Promise<unknown> {
       return engine.cancel(m.sid).then(() => null);
     case 'stats':
       return engine.stats();
+    case 'embed': {
+      // Vectors as base64 of their f32 bytes: a quarter of a JSON list's size, and exact.
+      const r = await engine.embed(m.request);
+      return { ...r, embeddings: r.embeddings.map(vectorToBase64) };
+    }
   }
 }
 
 async function main(): Promise<void> {
   const job = window.__intabJob as unknown as ServeJob | undefined;
   if (!job?.bridge) throw new Error('no job: this page is driven by intab serve');
-  const opened = await openModels(openModel, job);
-  const backend = await chooseBackend(job.backend ?? 'webgpu', opened.model, requestGpu);
-  const tokenizer = withChatTemplate(opened.tokenizer, job.chatTemplate);
-  const { engine, info } = await loadEngine(backend, job, { ...opened, tokenizer }, {
-    maxBatch: job.maxBatch,
-    kvBudgetBytes: job.kvBudgetBytes,
-    maxQueuedChunks: job.maxQueuedChunks,
-    seed: job.seed,
-    prefixCache: job.prefixCache,
-    restoreCache: false,
-  });
+  const files = await openAnyModel(job);
+  let engine: Engine;
+  let info: ModelInfo;
+  if (isEncoderFiles(files)) {
+    // An embedding model: its encoder answers /v1/embeddings (the server refuses completions with it).
+    const loaded = await loadEncoderModel(files, await chooseBackend(job.backend ?? 'webgpu', undefined, requestGpu), { quantize: job.quantize });
+    engine = new Engine({ encoder: loaded.encoder, tokenizer: loaded.tokenizer, info: loaded.info });
+    info = loaded.info;
+  } else {
+    const opened = await openModels(async () => files, job);
+    const backend = await chooseBackend(job.backend ?? 'webgpu', opened.model, requestGpu);
+    const tokenizer = withChatTemplate(opened.tokenizer, job.chatTemplate);
+    ({ engine, info } = await loadEngine(backend, job, { ...opened, tokenizer }, {
+      maxBatch: job.maxBatch,
+      kvBudgetBytes: job.kvBudgetBytes,
+      maxQueuedChunks: job.maxQueuedChunks,
+      seed: job.seed,
+      prefixCache: job.prefixCache,
+      restoreCache: false,
+    }));
+    info = { ...info, hasChatTemplate: tokenizer?.chatTemplate !== undefined };
+  }
   const ws = new WebSocket(job.bridge);
   await new Promise<void>((resolve, reject) => {
     ws.onopen = () => resolve();
@@ -90,7 +108,7 @@ async function main(): Promise<void> {
     for (const sid of started) void engine.cancel(sid);
     started.clear();
   };
-  ws.send(JSON.stringify({ op: 'ready', info: { ...info, hasChatTemplate: tokenizer?.chatTemplate !== undefined } }));
+  ws.send(JSON.stringify({ op: 'ready', info }));
 }
 
 main().catch((err: Error) => report({ type: 'error', name: err.name, message: err.message }));

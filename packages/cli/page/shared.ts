@@ -18,7 +18,7 @@ import {
   type SpeculativeMethod,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { openGguf, openHfFolder, openOnnxFolder, Runner, urlSource, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
+import { isEncoderFiles, openAnyGguf, openAnyHfFolder, openOnnxFolder, Runner, UnsupportedModelError, urlSource, type AnyModelFiles, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
 
 // ---- the job ----
 
@@ -119,7 +119,14 @@ export const report = (r: unknown) => (sink ?? globalThis.window?.__intabReport)
  * `sourceOf` reads one of `job.urls`: a URL relative to the page by default; the Node runtime reads paths on disk.
  */
 export async function openModel(job: ModelRef, sourceOf: (url: string) => Promise<ByteSource> = (u) => urlSource(new URL(u, location.href).href)): Promise<ModelFiles> {
-  if (job.kind === 'gguf') return openGguf(await Promise.all(job.urls.map((u) => sourceOf(u))));
+  const files = await openAnyModel(job, sourceOf);
+  if (!isEncoderFiles(files)) return files;
+  throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'model', files.config.arch, 'this is an embedding model: intab serve answers POST /v1/embeddings with it; this command runs text models');
+}
+
+/** openModel's files whichever model they hold: a text model's, or an embedding model's encoder (isEncoderFiles). */
+export async function openAnyModel(job: ModelRef, sourceOf: (url: string) => Promise<ByteSource> = (u) => urlSource(new URL(u, location.href).href)): Promise<AnyModelFiles> {
+  if (job.kind === 'gguf') return openAnyGguf(await Promise.all(job.urls.map((u) => sourceOf(u))));
   const sources = new Map<string, ByteSource>();
   const remoteBase = job.urls.length === 1 && job.urls[0].endsWith('/') ? job.urls[0] : undefined;
   await Promise.all(
@@ -133,7 +140,7 @@ export async function openModel(job: ModelRef, sourceOf: (url: string) => Promis
   );
   // An ONNX folder (onnx/model.onnx beside config.json) runs on onnxruntime (--backend onnx-wasm, onnx-webgpu, auto).
   if (job.files.some((f) => f.endsWith('.onnx'))) return openOnnxFolder(sources);
-  return openHfFolder(sources);
+  return openAnyHfFolder(sources);
 }
 
 /** An engine with its runners (the draft's too), as loadEngine returns it. */

@@ -12,6 +12,7 @@ import { benchServe } from './bench-serve.ts';
 import { benchSoak } from './bench-soak.ts';
 import { benchStore } from './bench-store.ts';
 import { benchTools } from './bench-tools.ts';
+import { benchEmbed } from './bench-embed.ts';
 import { benchSystems } from './bench-systems.ts';
 import { exportOnnx } from './export-onnx.ts';
 import { checkFlags, flagsByCommand } from './flags.ts';
@@ -267,6 +268,15 @@ export const USAGE = `usage:
       adapter and tool_format; --json adds a "decode_run" / "ttft_run" line per run first (after an untimed warm-up).
       The ttft figure needs a prefix cache (--backend webgpu; onnxruntime has none: the line says it was skipped). The
       model needs a chat template (make-model --tokenizer qwen3).
+  intab bench embed --model <embedding GGUF> [--batch 1,8,32] [--repeats N (3)] [--backend auto|webgpu|onnx-wasm]
+                 [--threads N (1)] [--no-native] [--json]
+      Embedding throughput on the engine in this process (as intab serve --runtime node loads it: Dawn on a hardware
+      adapter, else onnxruntime-node's CPU provider, --threads threads) against llama.cpp natively on this CPU
+      (node-llama-cpp, the same GGUF, --threads threads, the texts one by one as its embedding context takes them):
+      {"bench":"embed","system","batch","inputs_per_s","tokens_per_s","ms" (median of --repeats after a warm-up),...}
+      per system and batch, then {"kind":"ratio","batch","inputs_per_s_ratio" (intab over llama.cpp),"tokens_equal"}.
+      Texts are the embedding tests' 20, in turn (one word to ~150 tokens). Make a model with
+      intab make-model --like all-minilm-l6 --dtype f32 --out /tmp/minilm.gguf.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -310,6 +320,12 @@ export async function main(argv: string[]): Promise<number> {
     const { runtime: _runtime, ...rest } = flags;
     checkFlags('bench tools', rest, flagsByCommand(USAGE));
     return benchTools(rest);
+  }
+  if (cmd === 'bench' && sub === 'embed') {
+    if (flags.runtime !== undefined && flags.runtime !== 'node') throw new Error('intab bench embed runs the engine in this process (--runtime node)');
+    const { runtime: _runtime, ...rest } = flags;
+    checkFlags('bench embed', rest, flagsByCommand(USAGE));
+    return benchEmbed(rest);
   }
   const runtime = runtimeOf(flags.runtime, serving ? 'node' : 'chromium');
   if (runtime === 'node' && !serving) {

@@ -8,7 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Chunk, EngineStats, GenerateRequest } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineStats, GenerateRequest } from '@intab/engine/contract';
+import { base64ToVector } from 'intab';
 import { deserializeError, isSerializedError } from '@intab/engine/errors';
 import { openPage, type OpenPage } from './browser.ts';
 import { progressLine } from './records.ts';
@@ -135,6 +136,11 @@ export async function startChromiumEngine(o: ServeEngineOptions): Promise<ServeE
         next: (sid: number): Promise<Chunk> => call('next', { sid }),
         cancel: (sid: number): Promise<void> => call('cancel', { sid }),
       }),
+      // (An abort does not cross the bridge: the page embeds the inputs it was given, and the answer is dropped.)
+      embed: async (request: EmbedRequest): Promise<EmbedResult> => {
+        const r = await call('embed', { request });
+        return { ...r, embeddings: (r.embeddings as string[]).map(base64ToVector) };
+      },
       stats: (): Promise<EngineStats> => call('stats'),
       alive: () => !dead,
       died,

@@ -245,6 +245,47 @@ export const REQUEST_LIMITS = {
   topLogprobs: 20,
 } as const;
 
+/**
+ * An embeddings request (EngineApi.embed): one input or many, as text (the model's tokenizer adds what the model
+ * expects, e.g. BERT's [CLS] … [SEP]) or as token ids. Many inputs of different lengths run together, packed into
+ * the encoder's passes (no padding), with other requests' inputs.
+ */
+export interface EmbedRequest {
+  input: string | string[] | number[] | number[][];
+  /**
+   * Keep the first `dimensions` values of each vector (then normalised again, where the model normalises): Matryoshka
+   * truncation, for models trained for it (ModelInfo.embedding.matryoshka) [the model's full width].
+   */
+  dimensions?: number;
+  /**
+   * Inputs longer than the model's context: cut to fit, keeping the first tokens and the tokenizer's closing token
+   * (`truncate: true`), or refused with a ContextLengthExceededError naming the input (false) [false].
+   */
+  truncate?: boolean;
+}
+
+/** What EngineApi.embed returns: one vector per input, in the request's order. */
+export interface EmbedResult {
+  /** Pooled as the model says (ModelInfo.embedding.pooling) and, where it normalises, of unit length. */
+  embeddings: Float32Array[];
+  /** Tokens of all inputs as embedded (after truncation): OpenAI's usage.prompt_tokens. */
+  promptTokens: number;
+  /** Tokens of each input as embedded (absent from a remote server, which gives only the sum). */
+  tokens?: number[];
+  /** Indexes of the inputs that were cut to the context (`truncate: true`). */
+  truncated: number[];
+  /** Time from the call to the last vector, in ms. */
+  ms: number;
+}
+
+/** Bounds of an embeddings request (EmbedRequest), checked by the engine and named in each refusal. */
+export const EMBED_LIMITS = {
+  /** Most inputs in one request (OpenAI's bound too). */
+  inputs: 2048,
+  /** Most tokens of all inputs together, after truncation (OpenAI's bound: 300,000). */
+  tokens: 300_000,
+} as const;
+
 /** 'tool_calls': the reply ended after calls the model made (Chunk.toolCalls; OpenAI's finish_reason of the same name). */
 export type FinishReason = 'stop' | 'length' | 'abort' | 'error' | 'tool_calls';
 
@@ -360,6 +401,17 @@ export interface LoadOptions {
    * Only a save of the same weights, quantization, KV layout and architecture is used; anything else is ignored.
    */
   restoreCache?: boolean;
+  /**
+   * Keep the last `stepLog` scheduler steps for EngineStats.stepLog [0: no log] (at most 4096): which requests took
+   * part in each step and what each did there (admitted, a prompt chunk prefilled, tokens emitted, finished), so a test
+   * or a dashboard can see how the scheduler shared its steps. Off, it costs nothing; on, a few small objects per step.
+   * For an engine the origin's tabs share, not one of the settings that pick the engine: a tab that asks for a longer
+   * log than the engine keeps lengthens it.
+   * @example
+   * const engine = await createEngine({ model, stepLog: 64 });
+   * const { stepLog } = await engine.stats(); // [{ step: 1, waiting: 0, requests: [{ stream: 0, admitted: true, prefill: 5, tokens: 1 }] }, ...]
+   */
+  stepLog?: number;
 }
 
 /** A prefix to prefill and pin: chat messages (rendered up to their end, no generation prompt), text, or ids. */
@@ -405,6 +457,8 @@ export interface PrefixCacheStats {
 export interface EngineStats {
   /** Streams not yet delivered to the end. */
   streams: number;
+  /** An embedding model: inputs of embed() requests waiting for the encoder. */
+  embedQueued?: number;
   waiting: number;
   running: number;
   paused: number;
@@ -428,6 +482,37 @@ export interface EngineStats {
   gpuBuffers?: number;
   /** An engine shared by the tabs of an origin (createEngine's `share: 'origin'`): its sessions, as this tab sees them. */
   share?: ShareStats;
+  /** With LoadOptions.stepLog: the last steps the scheduler ran, oldest first (a step that failed is not listed). */
+  stepLog?: StepLogEntry[];
+}
+
+/** One scheduler step in EngineStats.stepLog: one runner step for every request that took part in it. */
+export interface StepLogEntry {
+  /** The step's number: 1 for the engine's first step, counting on across a device recovery. */
+  step: number;
+  /** Requests left waiting for admission once this step was planned. */
+  waiting: number;
+  /** The requests that took part, in the step's order (decoding ones first, then those prefilling). */
+  requests: StepLogRequest[];
+}
+
+/** One request's part in a step (EngineStats.stepLog). */
+export interface StepLogRequest {
+  /** The request's id in the engine (requests are numbered in the order they came, across all of a shared engine's tabs). */
+  stream: number;
+  /**
+   * On an engine the origin's tabs share: which tab asked. 0 is the tab reading the stats, 1, 2... the other attached
+   * tabs in the order of ShareStats.requests, -1 a tab that has gone since. Absent on a tab's own engine.
+   */
+  session?: number;
+  /** Admitted while this step was planned: it left the queue and got its K/V pages. */
+  admitted?: true;
+  /** Prompt tokens this step prefilled (one chunk of the prompt). */
+  prefill?: number;
+  /** Tokens this step added to its output: the sampled one, with the proposals accepted or the tokens a grammar forced after it. */
+  tokens?: number;
+  /** It finished in this step, for this reason. */
+  finish?: FinishReason;
 }
 
 /** EngineStats.share: one engine's tabs (sessions), its requests by tab, and the memory held once for all of them. */
@@ -516,6 +601,12 @@ export interface ModelInfo {
   /** Things that went wrong without failing the load (a corrupted cache file, deleted), each saying what happened. */
   warnings?: string[];
   /**
+   * An embedding model (an encoder such as BERT, or a decoder trained to embed): its vectors' width, how a sequence's
+   * states become one vector, whether vectors are L2-normalised, and whether `dimensions` may cut them (Matryoshka).
+   * Such a model answers EngineApi.embed, and start() refuses to generate with it.
+   */
+  embedding?: { dimensions: number; pooling: 'mean' | 'cls' | 'last'; normalized: boolean; matryoshka: boolean };
+  /**
    * The model store (createEngine, main thread): the model's id there, the bytes downloaded now (0: every file came
    * from the store), whether every file is known to hash to what it must (hashed now, or stored unchanged since it was),
    * and whether the origin's storage is persisted (navigator.storage.persist()'s answer when a first download asked
@@ -554,6 +645,11 @@ export interface EngineApi {
   next(stream: number): Promise<Chunk>;
   /** Cancel a stream (what `break` out of for-await does); resolves when its pages are freed. */
   cancel(stream: number): Promise<void>;
+  /**
+   * Embeds texts or token ids with an embedding model (ModelInfo.embedding): one vector per input, in order. Aborting
+   * `signal` drops the inputs not yet embedded and rejects with the signal's reason.
+   */
+  embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult>;
   /** Prefills a prefix and pins it in the prefix cache; requests that start with it skip its prefill. */
   preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo>;
   /** Unpins a preloaded prefix (its pages stay cached until evicted). Idempotent. */

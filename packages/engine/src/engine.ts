@@ -7,10 +7,10 @@
 // pages).
 
 import type { DeviceLostError, Gpu } from '@intab/gpu';
-import { ChatTemplateError, encodeChat, renderChat, tokenBytes, type StepRunner, type Tokenizer } from '@intab/model';
+import { ChatTemplateError, encodeChat, isEncoderFiles, renderChat, tokenBytes, UnsupportedModelError, type AnyModelFiles, type EncoderFiles, type EncoderRunner, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import { prepareMasks, sharedMaskCache, TokenVocabulary, type Grammar } from '@intab/grammar';
-import type { ChatMessage, Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ToolDefinition } from './contract.ts';
-import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, TokenizerRequiredError } from './errors.ts';
+import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, StepLogEntry, ToolDefinition } from './contract.ts';
+import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, ModelKindError, TokenizerRequiredError } from './errors.ts';
 import { Scheduler } from './scheduler.ts';
 import { Sequence, resolveOptions, type ResolvedOptions, type SequenceTools } from './sequence.ts';
 import { checkPreload } from './request-checks.ts';
@@ -18,13 +18,15 @@ import { PrefixCache } from './prefix-cache.ts';
 import { SequenceSpeculation, Speculator, resolveSpeculative } from './speculator.ts';
 import { Constraint, compileFormat, formatOf } from './constraint.ts';
 import { openModel } from './open-model.ts';
-import { chooseBackend, loadOnBackend, openModels } from './load.ts';
+import { chooseBackend, loadEncoderModel, loadOnBackend, openModels, type LoadedEncoder } from './load.ts';
 import { contextLimit, fitMaxTokens, truncateOldest, truncationRoom, type Truncation } from './context.ts';
 import { cacheAdmission } from './admission.ts';
 import { Streams, type Stream } from './stream-delivery.ts';
 import { StepLoop } from './step-loop.ts';
 import { PrefixCacheApi, noCacheAdvice } from './prefix-cache-api.ts';
 import { DeviceRecovery } from './recovery.ts';
+import { Embedder } from './embeddings.ts';
+import { StepLog, stepLogLength } from './step-log.ts';
 import { TOOL_FORMATS, ToolCallParser, detectToolFormat, formatChat, templateChat, templateTools, toolGrammar, toolPlan, withGenericTools, type ToolFormat } from './tools/index.ts';
 
 export interface EngineOptions extends LoadOptions {
@@ -38,6 +40,8 @@ export interface EngineOptions extends LoadOptions {
 
 export interface EngineInit {
   runner?: StepRunner;
+  /** An embedding model's encoder, instead of a runner: the engine then answers embed() only. */
+  encoder?: EncoderRunner;
   /** A draft model's runner for speculative decoding (same vocabulary as `runner`). */
   draft?: StepRunner;
   tokenizer?: Tokenizer;
@@ -65,6 +69,8 @@ export class Engine implements EngineApi {
   // ---- the model it runs on (attach() sets them; a device loss drops all but the tokenizer and info) ----
   private runner?: StepRunner;
   private draft?: StepRunner;
+  /** An embedding model's queue and passes (instead of a runner). */
+  private embedder?: Embedder;
   private speculator?: Speculator;
   private tokenizer?: Tokenizer;
   /** The tokenizer's vocabulary as bytes, for grammar masks (built at the first constrained request). */
@@ -83,6 +89,8 @@ export class Engine implements EngineApi {
   private scheduler?: Scheduler;
   /** The prefix cache (LoadOptions.prefixCache, on by default). */
   private cache?: PrefixCache;
+  /** The scheduler's last steps (LoadOptions.stepLog), when asked for. */
+  private steps?: StepLog;
 
   private options: EngineOptions;
   private readonly now: () => number;
@@ -110,6 +118,7 @@ export class Engine implements EngineApi {
       speculator: () => this.speculator,
       cache: () => this.cache,
       deviceLost: () => this.devices.lost,
+      stepLog: () => this.steps,
       closed: () => this.closed,
       now: this.now,
     });
@@ -136,7 +145,9 @@ export class Engine implements EngineApi {
       },
       this.options.lossWindowMs,
     );
+    this.keepSteps(this.options.stepLog);
     if (init.runner) this.attach(init.runner, init.tokenizer, init.info, init.draft);
+    else if (init.encoder) this.attachEncoder(init.encoder, init.tokenizer, init.info);
   }
 
   /**
@@ -154,11 +165,15 @@ export class Engine implements EngineApi {
   /** EngineApi.load: see Engine.load. The signal stops the download and upload; what was loaded is freed. */
   async load(source: ModelSource, options: LoadOptions = {}, onProgress?: (p: LoadProgress) => void, signal?: AbortSignal): Promise<ModelInfo> {
     if (this.closed) throw new EngineClosedError('destroyed');
-    if (this.runner || this.loading) throw new EngineStateError('This engine already holds a model (or is loading one): destroy() it and create a new engine to load another.');
+    if (this.runner || this.embedder || this.loading) throw new EngineStateError('This engine already holds a model (or is loading one): destroy() it and create a new engine to load another.');
     this.loading = true;
     try {
       this.options = { ...this.options, ...options };
-      const opened = await openModels((s: ModelSource) => openModel(s, signal), source, options.draft);
+      this.keepSteps(options.stepLog);
+      const files = await openModel(source, signal);
+      if (isEncoderFiles(files)) return await this.loadEncoder(files, options, signal);
+      // The model's files are open already; a draft must be a text model too.
+      const opened = await openModels((s: ModelSource) => (s === source ? Promise.resolve(files) : openModel(s, signal).then(decoderOnly)), source, options.draft);
       const backend = await chooseBackend(options.backend, opened.model);
       const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
       let loaded: { runner: StepRunner; draft?: StepRunner; info: ModelInfo };
@@ -201,6 +216,33 @@ export class Engine implements EngineApi {
     }
   }
 
+  /** load() of an embedding model: its encoder on the backend asked for ('auto': as for any model). */
+  private async loadEncoder(files: EncoderFiles, options: LoadOptions, signal: AbortSignal | undefined): Promise<ModelInfo> {
+    for (const [field, given] of [['draft', options.draft], ['preload', options.preload]] as const) {
+      if (given !== undefined) throw new InvalidRequestError(field, given, `absent for an embedding model (${files.config.arch}): it embeds, and generates nothing to speculate on or prefill`);
+    }
+    const backend = await chooseBackend(options.backend);
+    const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
+    let loaded: LoadedEncoder;
+    try {
+      loaded = await loadEncoderModel(files, backend, { quantize: options.quantize, signal });
+    } catch (err) {
+      gpu?.destroy();
+      throw err;
+    }
+    if (this.closed) {
+      loaded.encoder.destroy();
+      gpu?.destroy();
+      throw new EngineClosedError('destroyed');
+    }
+    this.gpu = gpu;
+    this.attachEncoder(loaded.encoder, loaded.tokenizer, loaded.info);
+    // A lost device ends the encoder: requests then fail with the DeviceLostError (restart() loads it again; an
+    // embedding model is not recovered from by itself as a text model is).
+    void gpu?.lost.then((err) => this.embedder?.close(err));
+    return loaded.info;
+  }
+
   /** The prefix cache (undefined when it is off): for tools and tests in this thread; the API is preload/release/saveCache/stats. */
   get prefixCache(): PrefixCache | undefined {
     return this.cache;
@@ -226,6 +268,7 @@ export class Engine implements EngineApi {
    */
   async start(request: GenerateRequest, signal?: AbortSignal, session?: string): Promise<number> {
     await this.devices.recovered();
+    if (this.embedder) throw this.embeddingOnly('generate');
     const { runner } = this.ready();
     const options = resolveOptions(request, runner.config.vocab, this.tokenizer !== undefined);
     // truncate: 'oldest' drops the chat's oldest turns until the prompt leaves room for a reply (context.ts).
@@ -266,6 +309,7 @@ export class Engine implements EngineApi {
    */
   async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {
     await this.devices.recovered();
+    if (this.embedder) throw this.embeddingOnly('preload');
     return this.prefixes.preload(request, signal);
   }
 
@@ -300,13 +344,38 @@ export class Engine implements EngineApi {
     this.streams.drop(stream);
   }
 
+  /**
+   * EngineApi.embed: one vector per input, from an embedding model's encoder (see EmbedRequest); inputs of concurrent
+   * requests share the encoder's passes.
+   * @example
+   * const { embeddings } = await engine.embed({ input: ['How do I reset my password?', 'Billing'] });
+   */
+  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    if (!this.embedder) {
+      if (!this.runner) throw new EngineClosedError('not-loaded');
+      throw new ModelKindError('generation', 'embed', this.info?.arch ?? 'unknown');
+    }
+    return this.embedder.embed(request, signal);
+  }
+
+  /** What an embedding model says to a call it cannot answer. */
+  private embeddingOnly(call: 'generate' | 'preload'): ModelKindError {
+    return new ModelKindError('embedding', call, this.info?.arch ?? this.embedder!.encoder.facts.arch);
+  }
+
   /** Aborts every stream, waits for the step in flight, then frees the runner and the GPU. Idempotent. */
   async destroy(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Embeddings not yet in a pass are refused now; the pass in flight ends before the encoder is freed.
+    const embedding = this.embedder?.close(new EngineClosedError('destroyed'));
     for (const stream of this.streams.all()) if (!stream.seq.finished) this.loop.abort(stream);
     await this.loop.settled();
     await Promise.all(this.streams.all().map((s) => s.released));
+    await embedding;
+    this.embedder?.encoder.destroy();
+    this.embedder = undefined;
     this.runner?.destroy();
     this.draft?.destroy();
     this.gpu?.destroy();
@@ -325,10 +394,25 @@ export class Engine implements EngineApi {
     return this.devices.board.wait(since);
   }
 
+  /**
+   * Keeps at least the last `n` scheduler steps in EngineStats.stepLog from now on (LoadOptions.stepLog; load() and
+   * the constructor's options call it, and a shared engine's tab that attaches asking for a longer log). 0 keeps none.
+   */
+  keepSteps(n: number | undefined): void {
+    if (this.steps) this.steps.lengthen(n ?? 0);
+    else if (stepLogLength(n) > 0) this.steps = new StepLog(n!);
+  }
+
+  /** EngineStats.stepLog, with each request's session (a shared engine's tab) as `session` maps it (left out without). */
+  stepLog(session?: (id: string) => number): StepLogEntry[] | undefined {
+    return this.steps?.entries(session);
+  }
+
   stats(): EngineStats {
     const s = this.scheduler;
     return {
       streams: this.streams.size,
+      ...(this.embedder ? { embedQueued: this.embedder.queued } : {}),
       waiting: s?.waiting.length ?? 0,
       running: s?.running.length ?? 0,
       paused: s?.running.filter((q) => q.paused).length ?? 0,
@@ -339,6 +423,7 @@ export class Engine implements EngineApi {
       ...(this.cache ? { prefixCache: this.cache.stats() } : {}),
       ...(this.speculator?.draftCache ? { draftPrefixCache: this.speculator.draftCache.stats() } : {}),
       ...(this.gpu ? { gpuBuffers: this.gpu.liveBuffers } : {}),
+      ...(this.steps ? { stepLog: this.steps.entries() } : {}),
     };
   }
 
@@ -362,6 +447,13 @@ export class Engine implements EngineApi {
       },
       cacheAdmission(runner, this.cache),
     );
+  }
+
+  /** An embedding model's encoder: embed() answers, start() and preload() refuse. */
+  private attachEncoder(encoder: EncoderRunner, tokenizer: Tokenizer | undefined, info: ModelInfo | undefined): void {
+    this.embedder = new Embedder(encoder, tokenizer, this.now);
+    this.tokenizer = tokenizer;
+    this.info = info;
   }
 
   /** The device was lost: every request ends with `err`, and its model goes (runners, device, pins). */
@@ -555,4 +647,10 @@ export class Engine implements EngineApi {
     this.grammars.set(key, grammar);
     return grammar;
   }
+}
+
+/** A draft model's files: a text model (an embedding model has no tokens to propose). */
+function decoderOnly(files: AnyModelFiles): ModelFiles {
+  if (!isEncoderFiles(files)) return files;
+  throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'draft', files.config.arch, 'a draft model proposes tokens for speculative decoding: pick a small text model with the same tokenizer, not an embedding model');
 }

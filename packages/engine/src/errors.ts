@@ -72,8 +72,13 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
   readonly limitedBy: 'context' | 'kv-cache';
   /** KV pages held by preloaded prefixes this request does not start with (they take room from it). */
   readonly pinnedPages: number;
-  /** 'prompt': the prompt alone does not fit; 'max-tokens': strictContext, and prompt + maxTokens does not fit. */
-  readonly reason: 'prompt' | 'max-tokens';
+  /**
+   * 'prompt': the prompt alone does not fit; 'max-tokens': strictContext, and prompt + maxTokens does not fit;
+   * 'input': an input of an embeddings request (EngineApi.embed) is longer than the context, and truncate is off.
+   */
+  readonly reason: 'prompt' | 'max-tokens' | 'input';
+  /** With reason 'input': which input (its index in the request's list; 0 for a single input). */
+  readonly input?: number;
   /** With `truncate: 'oldest'`: the messages dropped before giving up (every turn but the system messages and the last). */
   readonly truncatedMessages: number;
 }> {
@@ -82,7 +87,8 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
     maxTokens: number;
     limit: number;
     limitedBy: 'context' | 'kv-cache';
-    reason: 'prompt' | 'max-tokens';
+    reason: 'prompt' | 'max-tokens' | 'input';
+    input?: number;
     pinnedPages?: number;
     truncatedMessages?: number;
     /** The prompt is chat messages (so truncate: 'oldest' is worth suggesting). */
@@ -96,7 +102,11 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
     const kv = limitedBy === 'context' ? [] : pinned > 0 ? ['release() preloaded prefixes', 'load the model with a larger kvBudgetBytes'] : ['load the model with a larger kvBudgetBytes'];
     const or = (fixes: string[]) => (fixes.length === 1 ? fixes[0] : `${fixes.slice(0, -1).join(', ')} or ${fixes[fixes.length - 1]}`);
     let message: string;
-    if (reason === 'max-tokens') {
+    if (reason === 'input') {
+      message =
+        `Input ${init.input ?? 0} of the embeddings request is ${p} tokens, but ${what} holds at most ${limit}: ` +
+        `send truncate: true to embed its first ${limit} tokens, or split the text into chunks of at most ${limit} tokens and embed each.`;
+    } else if (reason === 'max-tokens') {
       message =
         `The request needs ${p} prompt + ${m} new tokens = ${p + m}, but ${what} holds at most ${limit} and strictContext: true refuses to clamp maxTokens: ` +
         `${or([`lower maxTokens to ${Math.max(0, limit - p)} or less`, 'shorten the prompt', ...kv, "leave strictContext out to have maxTokens clamped (the reply then ends with finishReason 'length' at the limit)"])}.`;
@@ -109,7 +119,7 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
         `The prompt is ${p} tokens, but ${what} holds at most ${limit}, the reply included, so no room is left for a reply: ` +
         `${or(['shorten the prompt', ...(init.chat ? ["send truncate: 'oldest' to drop the oldest turns"] : []), ...kv])}.`;
     }
-    super({ promptTokens: p, maxTokens: m, limit, limitedBy, pinnedPages: pinned, reason, truncatedMessages: dropped }, message);
+    super({ promptTokens: p, maxTokens: m, limit, limitedBy, pinnedPages: pinned, reason, truncatedMessages: dropped, ...(init.input !== undefined ? { input: init.input } : {}) }, message);
   }
 }
 
@@ -131,6 +141,29 @@ export class EngineClosedError extends errorClass(IntabEngineError, 'EngineClose
 export class EngineStateError extends errorClass(IntabEngineError, 'EngineStateError', 'invalid_engine_state') {
   constructor(message: string) {
     super({}, message);
+  }
+}
+
+/**
+ * A call the loaded model cannot answer by its kind: generating text (start, preload) with an embedding model, or
+ * embedding (embed) with a model that generates text. The OpenAI surface answers it with a 400 whose code is
+ * 'wrong_model_kind'.
+ */
+export class ModelKindError extends errorClass(IntabEngineError, 'ModelKindError', 'wrong_model_kind')<{
+  /** What the loaded model is. */
+  readonly kind: 'embedding' | 'generation';
+  /** The call it was asked, e.g. 'embed' or 'generate'. */
+  readonly call: string;
+  /** The model's architecture. */
+  readonly arch: string;
+}> {
+  constructor(kind: 'embedding' | 'generation', call: string, arch: string) {
+    super(
+      { kind, call, arch },
+      kind === 'embedding'
+        ? `This model (${arch}) is an embedding model and cannot ${call === 'preload' ? 'preload a prefix' : 'generate text'}: call embed() (embeddings.create, POST /v1/embeddings) with it, and load a chat model in another engine to generate.`
+        : `This model (${arch}) generates text and is not an embedding model: load one that embeds (all-MiniLM-L6-v2, bge-small, nomic-embed-text-v1.5, as a GGUF or a sentence-transformers folder) in an engine of its own and call embed() there.`,
+    );
   }
 }
 
@@ -272,6 +305,7 @@ export const ENGINE_ERRORS = {
   ContextLengthExceededError,
   EngineClosedError,
   EngineStateError,
+  ModelKindError,
   UnknownStreamError,
   TokenizerRequiredError,
   DraftMismatchError,

@@ -3,7 +3,7 @@
 // remote/api.ts): the list of GenerateRequest fields, the refusal of an unknown one naming the closest, the chat roles.
 // It imports only the errors and the contract, so the page side can use it without the engine (and its grammar compiler).
 
-import { REQUEST_LIMITS as L, type GenerateRequest, type PreloadRequest } from './contract.ts';
+import { REQUEST_LIMITS as L, type EmbedRequest, type GenerateRequest, type PreloadRequest } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 
 /** Whether a field was sent: undefined and null both mean "absent" (JSON bodies send null for "the default"). */
@@ -61,11 +61,15 @@ type KeysOf<T> = T extends unknown ? keyof T : never;
 /** The fields of a PreloadRequest: one prompt, nothing else (a preload samples nothing). */
 export const PRELOAD_FIELDS = ['messages', 'prompt', 'promptIds', 'tools'] as const satisfies readonly KeysOf<PreloadRequest>[];
 
+/** The fields of an EmbedRequest. */
+export const EMBED_FIELDS = ['input', 'dimensions', 'truncate'] as const satisfies readonly (keyof EmbedRequest)[];
+
 /** `true` when `Listed` names every key of `T`; otherwise the missing keys, which `true` does not fit. */
 type AllListed<T, Listed extends PropertyKey> = [Exclude<T, Listed>] extends [never] ? true : Exclude<T, Listed>;
 // A GenerateRequest or PreloadRequest field missing from its list fails the typecheck here, naming the field.
 const generateFieldsListed: AllListed<keyof GenerateRequest, (typeof GENERATE_FIELDS)[number]> = true;
 const preloadFieldsListed: AllListed<KeysOf<PreloadRequest>, (typeof PRELOAD_FIELDS)[number]> = true;
+const embedFieldsListed: AllListed<keyof EmbedRequest, (typeof EMBED_FIELDS)[number]> = true;
 
 /** Edit distance (insertions, deletions, substitutions) between two names. */
 export function editDistance(a: string, b: string): number {

@@ -8,7 +8,7 @@ export type { StepRunner, StepEntry, StepResult, StepOptions, KvKey, PageIO } fr
 export { Speculator, SequenceSpeculation, StepCosts, resolveSpeculative, ngramProposals, chooseK, expectedTokens, MAX_SPECULATIVE_K, type SpeculationConfig, type SpeculationItem } from './speculator.ts';
 export { Engine, type EngineOptions, type EngineInit } from './engine.ts';
 export { openModel, describeModel, modelFacts, checkDraft } from './open-model.ts';
-export { chooseBackend, isSoftwareAdapter, loadModel, loadOnBackend, loadOnnxModel, loadRunners, openModels, type BackendChoice, type LoadedModel, type LoadedOnnxModel, type OpenedModels, type RunnersOptions } from './load.ts';
+export { chooseBackend, isSoftwareAdapter, loadEncoderModel, loadModel, loadOnBackend, loadOnnxModel, loadRunners, openModels, type BackendChoice, type LoadedEncoder, type LoadedModel, type LoadedOnnxModel, type OpenedModels, type RunnersOptions } from './load.ts';
 export { PrefixCache, type CacheNode, type PrefixMatch, type Pin, type CacheRunner } from './prefix-cache.ts';
 export { Scheduler, waterFill, plainAdmission, type Admission, type SchedulerLimits, type PlannedEntry } from './scheduler.ts';
 export { Sequence, resolveOptions, DEFAULT_MAX_TOKENS, MAX_TOP_LOGPROBS, type ResolvedOptions, type SequenceInit, type SequenceState } from './sequence.ts';

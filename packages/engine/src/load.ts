@@ -8,7 +8,7 @@
 
 import { isSoftwareAdapter, requestGpu, type Gpu } from '@intab/gpu';
 import type { OrtRuntime } from '@intab/onnx';
-import { openTokenizer, Runner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import { createBertRunner, encoderFacts, openTokenizer, Runner, type EncoderFiles, type EncoderRunner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel, modelFacts } from './open-model.ts';
@@ -198,6 +198,62 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
     prefixCache: o.prefixCache !== false,
   };
   return { runner: target.runner, draft: draft?.runner, info };
+}
+
+/** An embedding model's encoder on its backend, with what the main thread is told about it. */
+export interface LoadedEncoder {
+  encoder: EncoderRunner;
+  tokenizer?: Tokenizer;
+  info: ModelInfo;
+}
+
+/**
+ * Loads an embedding model's encoder (EncoderFiles: bert, nomic-bert) on the chosen backend: intab's WebGPU kernels
+ * (arch/bert.ts), or onnxruntime (an encoder graph written from the weights), and embeds one short input so that the
+ * first request does not pay for compiling pipelines.
+ * @example
+ * const { encoder, info } = await loadEncoderModel(files, await chooseBackend('auto'), { signal });
+ */
+export async function loadEncoderModel(files: EncoderFiles, backend: BackendChoice, o: { quantize?: 'q8_0' | 'q4_0'; maxTokensPerPass?: number; signal?: AbortSignal } = {}): Promise<LoadedEncoder> {
+  const tokenizer = openTokenizer(files);
+  const facts = encoderFacts(files.config);
+  let encoder: EncoderRunner;
+  let adapter: string;
+  if (backend.name === 'webgpu') {
+    const { gpu } = backend;
+    encoder = await createBertRunner(gpu, files.config, files.tensors, { quantize: o.quantize, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass });
+    adapter = [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' ');
+  } else {
+    if (o.quantize) throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels)`);
+    const { loadOnnxEncoder } = await import('@intab/onnx');
+    const loaded = await loadOnnxEncoder(files, { backend: backend.name, runtime: backend.ort, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass });
+    encoder = loaded.runner;
+    adapter = `${loaded.runs.runtime} ${loaded.runs.provider === 'wasm' ? `wasm (${loaded.threads} thread${loaded.threads === 1 ? '' : 's'})` : loaded.runs.provider}; encoder graph written from the weights`;
+  }
+  try {
+    // Warm-up: every pipeline (or ORT kernel) compiled before the first request.
+    await encoder.encode([[0, 0]]);
+  } catch (err) {
+    encoder.destroy();
+    throw err;
+  }
+  const info: ModelInfo = {
+    backend: { name: backend.name, reason: backend.reason },
+    arch: facts.arch,
+    layers: facts.layers,
+    hidden: facts.hidden,
+    vocab: facts.vocab,
+    contextLength: facts.contextLength,
+    hasTokenizer: tokenizer !== undefined,
+    hasChatTemplate: false,
+    toolFormat: null,
+    weightBytes: encoder.weightBytes,
+    kvPages: 0,
+    adapter,
+    embedding: { dimensions: facts.dimensions, pooling: facts.pooling, normalized: facts.normalized, matryoshka: facts.matryoshka },
+    ...(files.warnings?.length ? { warnings: [...files.warnings] } : {}),
+  };
+  return { encoder, tokenizer, info };
 }
 
 /**

@@ -3,7 +3,7 @@
 // about a loaded model, and the check that a draft model shares the target's tokenizer.
 
 import { formatBytes, type Gpu } from '@intab/gpu';
-import { UnsupportedModelError, blobSource, fileBaseName, openGguf, openHfFolder, openOnnxFolder, urlSource, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
+import { UnsupportedModelError, blobSource, fileBaseName, openAnyGguf, openAnyHfFolder, openOnnxFolder, urlSource, type AnyModelFiles, type ByteSource, type LlamaConfig, type ModelFiles, type Runner, type Tokenizer } from '@intab/model';
 import type { ModelInfo, ModelSource } from './contract.ts';
 import { DraftMismatchError, ModelSourceError } from './errors.ts';
 import { listModelFolder, modelFetch } from './model-fetch.ts';
@@ -14,38 +14,39 @@ const isOnnx = (name: string) => /\.onnx$/i.test(name.split(/[?#]/)[0]);
 
 /**
  * The model files behind a ModelSource: GGUF (one file or splits), a Hugging Face folder, or an ONNX folder
- * (onnx/model*.onnx). URLs are fetched through modelFetch (a failure is the same typed error as the model store's),
- * and a folder URL asks only for the files its layout implies (listModelFolder).
+ * (onnx/model*.onnx); a text generator's (ModelFiles) or an embedding model's encoder (EncoderFiles: isEncoderFiles).
+ * URLs are fetched through modelFetch (a failure is the same typed error as the model store's), and a folder URL asks
+ * only for the files its layout implies (listModelFolder).
  */
-export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<ModelFiles> {
+export async function openModel(source: ModelSource, signal?: AbortSignal): Promise<AnyModelFiles> {
   const fetch = modelFetch();
   const open = (url: string) => urlSource(url, { fetch, signal });
   switch (source.kind) {
     case 'url': {
-      if (!source.url.endsWith('/')) return openGguf(await open(source.url), { signal });
+      if (!source.url.endsWith('/')) return openAnyGguf(await open(source.url), { signal });
       const { kind, files, probed } = await listModelFolder(source.url, open, { signal });
       const found = new Map<string, ByteSource>(await Promise.all(files.map(async (f) => [f.name, probed.get(f.name) ?? (await open(f.url))] as const)));
-      return kind === 'onnx' ? openOnnxFolder(found, { signal }) : openHfFolder(found);
+      return kind === 'onnx' ? openOnnxFolder(found, { signal }) : openAnyHfFolder(found, { signal });
     }
     case 'hf-urls': {
       const names = Object.keys(source.files);
       const ggufs = names.filter(isGguf);
-      if (ggufs.length) return openGguf(await Promise.all(ggufs.map((n) => open(source.files[n]))), { signal });
+      if (ggufs.length) return openAnyGguf(await Promise.all(ggufs.map((n) => open(source.files[n]))), { signal });
       const found = new Map<string, ByteSource>();
       // ONNX folders keep their names (onnx/model.onnx): external data is found beside the graph.
       const onnx = names.some(isOnnx);
       await Promise.all(names.map(async (n) => found.set(onnx ? n : fileBaseName(n), await open(source.files[n]))));
       if (onnx) return openOnnxFolder(found, { signal });
-      return openHfFolder(found);
+      return openAnyHfFolder(found, { signal });
     }
     case 'files': {
       const ggufs = source.files.filter((f) => isGguf(f.name));
-      if (ggufs.length) return openGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
+      if (ggufs.length) return openAnyGguf(ggufs.map((f) => blobSource(f.blob, f.name)), { signal });
       if (!source.files.some((f) => fileBaseName(f.name) === 'config.json')) {
         throw new ModelSourceError(`${source.files.length} files`, 'there is no .gguf file and no config.json among them: pick a GGUF file, a Hugging Face model folder or an ONNX folder');
       }
       const files = new Map(source.files.map((f) => [f.name, blobSource(f.blob, f.name)]));
-      return source.files.some((f) => isOnnx(f.name)) ? openOnnxFolder(files, { signal }) : openHfFolder(files);
+      return source.files.some((f) => isOnnx(f.name)) ? openOnnxFolder(files, { signal }) : openAnyHfFolder(files, { signal });
     }
     default:
       throw new ModelSourceError(JSON.stringify(source), "its kind is not 'url', 'hf-urls' or 'files'");

@@ -146,9 +146,10 @@ export class Scheduler {
 
   /**
    * The next step: admits waiting requests as room allows (allocating them in the runner). Decoding
-   * sequences come first; `lookahead` (speculative decoding) may set extra tokens aside for each of them.
+   * sequences come first; `lookahead` (speculative decoding) may set extra tokens aside for each of them. `admitted`
+   * (the step log's) gets the requests this plan admitted.
    */
-  plan(lookahead?: Lookahead): PlannedEntry[] {
+  plan(lookahead?: Lookahead, admitted?: Sequence[]): PlannedEntry[] {
     const { maxBatch, maxTokensPerStep } = this.limits;
     const entries: PlannedEntry[] = [];
     let budget = maxTokensPerStep;
@@ -182,6 +183,7 @@ export class Scheduler {
       this.admission.admit(head);
       head.state = 'running';
       this.running.push(head);
+      admitted?.push(head);
       if (head.prefillLeft > 0) prefilling.push(head);
     }
 

@@ -194,6 +194,37 @@ describe('SharedHost', () => {
     for (const s of [a, b]) await s.destroy();
   });
 
+  test("the step log shows each tab the engine's steps, its own requests as session 0: a tab's late request takes the first free slot ahead of another tab's queue", async () => {
+    const { a, b } = await twoTabs({ maxBatch: 2 }, { stepLog: 256 });
+    const request = (maxTokens: number) => ({ promptIds: golden[1].prompt, maxTokens, temperature: 0, ignoreEos: true });
+    const [a1, a2] = [await a.start(request(8)), await a.start(request(16))];
+    // Once A's two fill the batch: A's third waits, then B's one comes.
+    let rest: Promise<number[][]> | undefined;
+    const ids: { a3?: number; late?: number } = {};
+    const first = collect(a as unknown as Engine, a1, async () => {
+      if (rest) return;
+      ids.a3 = await a.start(request(8));
+      ids.late = await b.start(request(8));
+      rest = Promise.all([collect(a as unknown as Engine, ids.a3), collect(b as unknown as Engine, ids.late)].map((p) => p.then((d) => d.ids)));
+    });
+    const done = await Promise.all([first.then((d) => d.ids), collect(a as unknown as Engine, a2).then((d) => d.ids)]);
+    const [a3, late] = await rest!;
+    expect([...done, a3, late]).toEqual([8, 16, 8, 8].map((n) => golden[1].greedy.slice(0, n)));
+    const log = b.stats().stepLog!;
+    const step = (stream: number, what: 'admitted' | 'tokens' | 'finish') => log.find((s) => s.requests.some((r) => r.stream === stream && r[what] !== undefined))!.step;
+    // B's request was admitted at the step after A's first finished (the first free slot), A's third still waiting.
+    expect(step(ids.late!, 'admitted')).toBe(step(a1, 'finish') + 1);
+    expect(log.find((s) => s.step === step(ids.late!, 'admitted'))!.waiting).toBe(1);
+    expect(step(ids.a3!, 'admitted')).toBeGreaterThan(step(ids.late!, 'admitted'));
+    // Its prompt fits one step: its first token comes in the step that admitted it.
+    expect(step(ids.late!, 'tokens')).toBe(step(ids.late!, 'admitted'));
+    // Sessions as each tab sees them: its own 0, the other tab 1.
+    const sessions = (l: typeof log) => new Map(l.flatMap((s) => s.requests.map((r) => [r.stream, r.session])));
+    expect([...sessions(log)].sort(([x], [y]) => x - y)).toEqual([[a1, 1], [a2, 1], [ids.a3, 1], [ids.late, 0]]);
+    expect([...sessions(a.stats().stepLog!)].sort(([x], [y]) => x - y)).toEqual([[a1, 0], [a2, 0], [ids.a3, 0], [ids.late, 1]]);
+    for (const s of [a, b]) await s.destroy();
+  });
+
   test("a prefix one session preloads is a hit for another's request; a session's preloads are released when it ends", async () => {
     const { a, b } = await twoTabs({}, { prefixCache: true });
     const prefix = golden[0].prompt.concat(golden[0].greedy.slice(0, 32));

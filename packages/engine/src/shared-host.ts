@@ -11,7 +11,7 @@
 // follows the recovery through status()); an engine whose recovery failed is replaced by a new load for the next tab
 // that attaches or restarts (engine.restart() re-attaches), never torn down under the tabs still on it.
 
-import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ShareStats } from './contract.ts';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ShareStats } from './contract.ts';
 import { Engine } from './engine.ts';
 import { GpuOutOfMemoryError } from '@intab/gpu';
 import { EngineClosedError, EngineStateError, SharedMemoryError, UnknownStreamError } from './errors.ts';
@@ -164,6 +164,8 @@ export class HostSession implements EngineApi {
   private engine?: Engine;
   private readonly streams = new Set<number>();
   private readonly preloads = new Set<number>();
+  /** embed() calls in flight: aborted when the tab goes, so their inputs leave the encoder's queue. */
+  private readonly embeds = new Set<AbortController>();
   private closed = false;
   private closing?: Promise<void>;
   private settleEnded!: () => void;
@@ -194,6 +196,8 @@ export class HostSession implements EngineApi {
     }
     this.hosted = hosted;
     this.engine = load.engine;
+    // The step log is not a setting that picks the engine: a tab that asks for a longer one lengthens it.
+    load.engine.keepSteps(options.stepLog);
     const info: ModelInfo = {
       ...load.info,
       share: { mode: 'shared-worker', attached, reason: attached ? 'another tab of this origin had already loaded this model with these settings: this tab attached to its engine' : "share: 'origin': this tab loaded the model in the origin's SharedWorker, where the origin's other tabs attach to it" },
@@ -237,6 +241,17 @@ export class HostSession implements EngineApi {
     this.streams.delete(stream);
   }
 
+  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    const engine = this.ready();
+    const own = new AbortController();
+    this.embeds.add(own);
+    try {
+      return await engine.embed(request, signal ? AbortSignal.any([signal, own.signal]) : own.signal);
+    } finally {
+      this.embeds.delete(own);
+    }
+  }
+
   async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {
     const p = await this.ready().preload(request, signal);
     this.preloads.add(p.id);
@@ -253,7 +268,13 @@ export class HostSession implements EngineApi {
 
   stats(): EngineStats {
     const engine = this.ready();
-    return { ...engine.stats(), share: this.host.shareStats(this.hosted!, this) };
+    const stats: EngineStats = { ...engine.stats(), share: this.host.shareStats(this.hosted!, this) };
+    if (stats.stepLog) {
+      // Tabs as ShareStats.requests lists them: this one first, then the others; -1 for a tab gone since.
+      const order = new Map([this, ...[...this.hosted!.sessions].filter((s) => s !== this)].map((s, i) => [s.id, i]));
+      stats.stepLog = engine.stepLog((id) => order.get(id) ?? -1);
+    }
+    return stats;
   }
 
   status(since?: number): Promise<EngineStatus> {
@@ -264,6 +285,7 @@ export class HostSession implements EngineApi {
   destroy(): Promise<void> {
     return (this.closing ??= (async () => {
       this.closed = true;
+      for (const c of this.embeds) c.abort(new EngineClosedError('destroyed'));
       const engine = this.engine;
       if (engine) {
         await Promise.all([...this.streams].map((id) => engine.cancel(id).catch(() => {})));

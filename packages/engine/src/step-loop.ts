@@ -12,6 +12,7 @@ import type { LossSignal } from './recovery.ts';
 import type { PlannedEntry, Scheduler } from './scheduler.ts';
 import type { Sequence } from './sequence.ts';
 import type { Speculator } from './speculator.ts';
+import type { StepLog } from './step-log.ts';
 import type { Stream, Streams } from './stream-delivery.ts';
 
 /** What the loop reads of the engine, at each use: the model attached now (undefined once destroyed or lost). */
@@ -23,6 +24,8 @@ export interface LoopHost {
   cache(): PrefixCache | undefined;
   /** The current device's loss, which a step in flight races (undefined off the GPU). */
   deviceLost(): LossSignal<DeviceLostError> | undefined;
+  /** The step log (LoadOptions.stepLog), when it is on. */
+  stepLog(): StepLog | undefined;
   closed(): boolean;
   now(): number;
 }
@@ -38,6 +41,8 @@ export class StepLoop {
   /** Sequences in the step being run. */
   private inFlight = new Set<Sequence>();
   private loop?: Promise<void>;
+  /** Runner steps since load (the step log's numbers). */
+  private steps = 0;
 
   constructor(
     private readonly streams: Streams,
@@ -73,12 +78,14 @@ export class StepLoop {
       if (this.host.runner() !== runner) return;
       // Every entry takes one sampled row; proposals take the rows the runner has beyond those.
       let rowsLeft = (runner.maxRows ?? Infinity) - scheduler.limits.maxBatch;
+      const log = this.host.stepLog();
+      const admitted: Sequence[] | undefined = log ? [] : undefined;
       let plan = scheduler.plan((seq, decoding, budget) => {
         const spec = this.streams.get(seq.id)?.spec;
         const k = spec ? Math.min(rowsLeft, speculator.want(seq, spec, decoding, budget)) : 0;
         rowsLeft -= k;
         return k;
-      });
+      }, admitted);
       // Preloads admitted with their whole prefix cached are done without a step.
       const preloaded = scheduler.running.filter((s) => s.prefillOnly && s.prefillLeft === 0 && !s.finished);
       for (const s of preloaded) this.prefilled(s);
@@ -121,12 +128,15 @@ export class StepLoop {
         for (const p of plan) this.fail(p.seq, err);
         continue;
       }
+      const step = ++this.steps;
       const ms = this.host.now() - t0;
       // The cost model compares decode and verify steps: steps with a prompt chunk (one logits row for many
       // tokens) would skew it.
       if (plan.every((p) => p.samples && p.seq.prefillLeft === 0)) speculator.targetCosts.record(entries.reduce((n, e) => n + e.tokens.length, 0), ms);
       this.inFlight.clear();
+      const before = log?.before(plan);
       this.apply(plan, entries, results, ms);
+      if (log) log.add(step, plan, before!, admitted!, scheduler.waiting.length);
       // A runner whose step never leaves the event loop (onnxruntime's wasm computes inside run() and resolves at
       // once) would keep the next pull, and an abort, waiting in the message queue until the loop ran dry: the
       // tokens of eight steps then arrived as one chunk, and an abort came that late. When output waits for a pull,

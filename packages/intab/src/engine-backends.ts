@@ -156,6 +156,7 @@ export function sharedBackend(key: string): Backend | undefined {
     start: (request, signal) => session.start(request, signal),
     next: (stream) => session.next(stream),
     cancel: (stream) => session.cancel(stream),
+    embed: (request, signal) => session.embed(request, signal),
     preload: (request, signal) => session.preload(request, signal),
     release: (preload) => session.release(preload),
     saveCache: (options) => session.saveCache(options),

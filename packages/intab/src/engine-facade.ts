@@ -1,11 +1,11 @@
 // The IntabEngine a web app holds, over one backend (engine-backends.ts): it turns the pull-based EngineApi (start /
 // next / cancel) into `for await` streams whose `break` cancels and whose AbortSignal ends them with finishReason
-// 'abort', adds the OpenAI-compatible `chat.completions.create`, preloaded prefixes' handles, the device state and its
+// 'abort', adds the OpenAI-compatible `chat.completions.create` and `embeddings.create`, preloaded prefixes' handles, the device state and its
 // events (following the backend's status), restart() (a new backend from the same load) and destroy(). Every call goes
 // through the backend's CallGuard, so a worker that dies rejects them instead of leaving them hanging. An engine
 // attached to the origin's shared engine answers the Service Worker's relayed OpenAI requests by itself (serveRelayed).
 
-import type { Chunk, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
 import { releaseSignal } from '@intab/engine/transfer';
 import {
@@ -21,7 +21,8 @@ import {
 import { WorkerError } from './errors.ts';
 import { CallGuard, type Backend } from './engine-backends.ts';
 import { serveRelayed } from './openai-server.ts';
-import type { ChatCompletions, IntabEngine, Preloaded, RequestOptions } from './engine-types.ts';
+import type { ChatCompletions, Embeddings, IntabEngine, Preloaded, RequestOptions } from './engine-types.ts';
+import { EMBEDDING_FIELDS, toEmbedRequest, toEmbeddingResponse, type CreateEmbeddingResponse, type EmbeddingCreateParams } from './openai-embeddings.ts';
 
 /** Starts a backend anew with the model loaded, as it was first (engine.restart()). */
 export type Relaunch = () => Promise<{ backend: Backend; info: ModelInfo }>;
@@ -34,6 +35,7 @@ const READY: EngineStatus = { version: 0, state: 'ready', losses: 0, recoveries:
  */
 export class EngineFacade implements IntabEngine {
   readonly chat: { readonly completions: ChatCompletions };
+  readonly embeddings: Embeddings;
   private handles: readonly Preloaded[];
   private destroying?: Promise<void>;
   private restarting?: Promise<void>;
@@ -59,6 +61,7 @@ export class EngineFacade implements IntabEngine {
     if (autoServe && sharedMode(current)) this.unserve = serveRelayed(this, { automatic: true, serving: () => this.shared() });
     const create = (body: ChatCompletionCreateParams, options?: RequestOptions) => this.createChatCompletion(body, options);
     this.chat = { completions: { create: create as ChatCompletions['create'] } };
+    this.embeddings = { create: (body, options) => this.createEmbedding(body, options) };
     this.handles = (current.preloaded ?? []).map((p) => this.handle(p));
     // For tests and devtools: the Worker (to terminate it as the browser would), never enumerated.
     Object.defineProperty(this, Symbol.for('intab.worker'), { get: () => this.backend.worker });
@@ -137,15 +140,33 @@ export class EngineFacade implements IntabEngine {
   }
 
   async preload(request: PreloadRequest, options: RequestOptions = {}): Promise<Preloaded> {
+    return this.handle(await this.call(options.signal, (api, signal) => api.preload(request, signal)));
+  }
+
+  embed(request: EmbedRequest, options: RequestOptions = {}): Promise<EmbedResult> {
+    return this.call(options.signal, (api, signal) => api.embed(request, signal));
+  }
+
+  private async createEmbedding(body: EmbeddingCreateParams, options: RequestOptions = {}): Promise<CreateEmbeddingResponse> {
+    const { request, format, model } = toEmbedRequest(body);
+    warnIgnored(ignoredFields(body, EMBEDDING_FIELDS), 'embeddings.create');
+    return toEmbeddingResponse(await this.embed(request, options), model ?? this.model, format);
+  }
+
+  /**
+   * One call into the backend with a signal of its own, released when the call settles (the caller's long-lived signal
+   * does not keep one port per call open), aborted when the caller's is.
+   */
+  private async call<T>(signal: AbortSignal | undefined, run: (api: EngineApi, signal: AbortSignal) => Promise<T>): Promise<T> {
     const { api, guard } = this.backend;
     const local = new AbortController();
-    const forward = () => local.abort(options.signal?.reason);
-    if (options.signal?.aborted) forward();
-    else options.signal?.addEventListener('abort', forward, { once: true });
+    const forward = () => local.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener('abort', forward, { once: true });
     try {
-      return this.handle(await guard.call(() => api.preload(request, local.signal)));
+      return await guard.call(() => run(api, local.signal));
     } finally {
-      options.signal?.removeEventListener('abort', forward);
+      signal?.removeEventListener('abort', forward);
       releaseSignal(local.signal);
     }
   }
@@ -231,12 +252,12 @@ export class EngineFacade implements IntabEngine {
 
 const warned = new Set<string>();
 
-/** Says once per set of fields that chat.completions.create ignored them (as OpenAI ignores what it does not know). */
-function warnIgnored(fields: string[]): void {
-  const key = fields.join(',');
+/** Says once per set of fields that a call (chat.completions.create) ignored them (as OpenAI ignores what it does not know). */
+function warnIgnored(fields: string[], call = 'chat.completions.create'): void {
+  const key = `${call}:${fields.join(',')}`;
   if (!fields.length || warned.has(key)) return;
   warned.add(key);
-  console.warn(`intab: chat.completions.create ignored ${fields.map((f) => `'${f}'`).join(', ')}: ${fields.length === 1 ? 'it is' : 'they are'} not a field intab reads (a typo, or an OpenAI feature a local model does not have).`);
+  console.warn(`intab: ${call} ignored ${fields.map((f) => `'${f}'`).join(', ')}: ${fields.length === 1 ? 'it is' : 'they are'} not a field intab reads (a typo, or an OpenAI feature a local model does not have).`);
 }
 
 /** Pulls one started stream; leaving early (break, throw, error) cancels it in the engine. */

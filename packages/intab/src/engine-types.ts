@@ -2,10 +2,11 @@
 // chat.completions, preload, saveCache, the device state, restart, destroy), the options of one request and a
 // preloaded prefix's handle. Types only: engine-facade.ts implements IntabEngine, engine.ts creates it.
 
-import type { Chunk, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import type { RemoteOptions } from './remote/http.ts';
 import type { ModelInput } from './model-source.ts';
 import type { ModelStore } from './store/model-store.ts';
+import type { CreateEmbeddingResponse, EmbeddingCreateParams } from './openai-embeddings.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming } from './openai.ts';
 
 export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
@@ -112,6 +113,18 @@ export interface ChatCompletions {
   create(body: ChatCompletionCreateParams, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk> | ChatCompletion>;
 }
 
+/** The OpenAI-style `embeddings` namespace (an embedding model: ModelInfo.embedding). */
+export interface Embeddings {
+  /**
+   * OpenAI's `embeddings.create`: one vector per input, as lists of numbers or (`encoding_format: 'base64'`) base64 of
+   * their f32 bytes. Inputs of concurrent calls share the encoder's passes. A chat model rejects it with ModelKindError.
+   * @example
+   * const { data } = await engine.embeddings.create({ input: ['How do I reset my password?', 'Billing and invoices'] });
+   * const [q, doc] = data.map((d) => d.embedding as number[]);
+   */
+  create(body: EmbeddingCreateParams, options?: RequestOptions): Promise<CreateEmbeddingResponse>;
+}
+
 /** A loaded model, ready for requests. Many requests may run at once: they share each GPU step. */
 export interface IntabEngine {
   /** What was loaded. */
@@ -132,6 +145,15 @@ export interface IntabEngine {
    */
   generate(request: GenerateRequest, options?: RequestOptions): AsyncIterable<Chunk>;
   readonly chat: { readonly completions: ChatCompletions };
+  /** OpenAI's embeddings API, for an embedding model (info.embedding). */
+  readonly embeddings: Embeddings;
+  /**
+   * The engine's own embeddings call: one Float32Array per input, pooled and normalised as the model says (see
+   * EmbedRequest: texts or token ids, `dimensions`, `truncate`). A chat model rejects it with ModelKindError.
+   * @example
+   * const { embeddings: [a, b] } = await engine.embed({ input: ['first note', 'second note'] });
+   */
+  embed(request: EmbedRequest, options?: RequestOptions): Promise<EmbedResult>;
   /**
    * Prefills a prefix and pins it in the prefix cache: a system prompt (`{ messages }`, rendered up to the end of
    * the messages), text or token ids. Requests that start with it skip its prefill, so their time to first token
@@ -153,7 +175,13 @@ export interface IntabEngine {
    * const { pages, bytes } = await engine.saveCache();
    */
   saveCache(options?: { all?: boolean }): Promise<SaveCacheResult>;
-  /** Streams, pages and prefix-cache figures (cached pages, hits and misses in tokens, evictions). */
+  /**
+   * Streams, pages and prefix-cache figures (cached pages, hits and misses in tokens, evictions); for a shared engine,
+   * its tabs (`share`); with createEngine's `stepLog: N`, the scheduler's last N steps (`stepLog`: each step's number
+   * and what each request did in it: admitted, prefilled a chunk, emitted tokens, finished).
+   * @example
+   * const { running, waiting, stepLog } = await engine.stats();
+   */
   stats(): Promise<EngineStats>;
   /**
    * 'ready'; 'recovering' after the GPU device was lost (a GPU-process crash, a driver reset): requests in flight ended

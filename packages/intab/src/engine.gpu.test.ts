@@ -14,6 +14,7 @@ import {
   IntabError,
   IntabModelError,
   InvalidRequestError,
+  ModelKindError,
   ModelSourceError,
   ContextLengthExceededError,
   TokenizerRequiredError,
@@ -25,6 +26,7 @@ import {
   type LoadProgress,
 } from './index.ts';
 import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
+import { EMBED_INPUTS, cosine } from '@intab/testing/embed-inputs';
 
 const BASE = new URL(sharedUrl('models/stories260K/'), location.href).href;
 
@@ -323,6 +325,35 @@ describe('chat completions in the worker (HF folder as Files, ChatML tokenizer)'
       { index: 0, message: { role: 'assistant', content: ref.map((c) => c.text).join(''), refusal: null }, logprobs: null, finish_reason: ref[ref.length - 1].finishReason },
     ]);
     expect(res.usage.completion_tokens).toBe(ref.flatMap((c) => c.ids).length);
+  });
+});
+
+describe('embeddings in the worker', () => {
+  test("an embedding model: createEngine loads its encoder, embed() and embeddings.create answer (an abort crossing), generate() is a typed ModelKindError", async () => {
+    const engine = await createEngine({ model: `${inject('embedHubUrl')}/test/minilm/resolve/main/all-minilm-l6.gguf`, backend: 'webgpu', cache: false });
+    try {
+      expect(engine.inWorker).toBe(true);
+      expect(engine.info.embedding).toEqual({ dimensions: 384, pooling: 'mean', normalized: true, matryoshka: false });
+      const oracle = inject('embedOracle');
+      const { embeddings, tokens } = await engine.embed({ input: [EMBED_INPUTS[2], EMBED_INPUTS[9]] });
+      expect(tokens).toEqual([oracle.ids[2].length, oracle.ids[9].length]);
+      expect(cosine(embeddings[0], oracle.vectors[2])).toBeGreaterThanOrEqual(0.9999);
+      expect(cosine(embeddings[1], oracle.vectors[9])).toBeGreaterThanOrEqual(0.9999);
+      const created = await engine.embeddings.create({ input: EMBED_INPUTS[2], encoding_format: 'base64' });
+      expect(typeof created.data[0].embedding).toBe('string');
+      const stop = new AbortController();
+      const many = engine.embed({ input: Array.from({ length: 200 }, (_, i) => `note ${i}: ${EMBED_INPUTS[i % 20]}`) }, { signal: stop.signal });
+      stop.abort(new Error('the user closed the panel'));
+      await expect(many).rejects.toThrow('the user closed the panel');
+      await expect.poll(async () => (await engine.stats()).embedQueued).toBe(0);
+      const err = await (async () => {
+        for await (const _ of engine.generate({ prompt: 'hello' })) break;
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ModelKindError);
+      expect(err).toMatchObject({ code: 'wrong_model_kind', kind: 'embedding', call: 'generate' });
+    } finally {
+      await engine.destroy();
+    }
   });
 });
 

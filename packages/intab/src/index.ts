@@ -3,7 +3,9 @@
 // engine.chat.completions.create() and the SSE helpers let code written for OpenAI's API run unchanged.
 
 export { createEngine } from './engine.ts';
-export type { CreateEngineOptions, IntabEngine, RequestOptions, ChatCompletions, Preloaded } from './engine-types.ts';
+export type { CreateEngineOptions, IntabEngine, RequestOptions, ChatCompletions, Embeddings, Preloaded } from './engine-types.ts';
+// OpenAI's embeddings API (engine.embeddings.create, POST /v1/embeddings).
+export { toEmbedRequest, toEmbeddingResponse, vectorToBase64, base64ToVector, type EmbeddingCreateParams, type CreateEmbeddingResponse, type Embedding } from './openai-embeddings.ts';
 export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
 // TransformStreams that compose with pipeThrough: text only, SSE out and in, partial-JSON events, stop strings, pacing.
@@ -52,6 +54,8 @@ export type {
   ChatMessage,
   GenerationOptions,
   GenerateRequest,
+  EmbedRequest,
+  EmbedResult,
   FinishReason,
   TokenLogprob,
   RequestMetrics,
@@ -63,6 +67,8 @@ export type {
   LoadProgress,
   EngineApi,
   EngineStats,
+  StepLogEntry,
+  StepLogRequest,
   EngineState,
   EngineStatus,
   PrefixCacheStats,
@@ -101,6 +107,7 @@ export {
   ContextLengthExceededError,
   EngineClosedError,
   EngineStateError,
+  ModelKindError,
   UnknownStreamError,
   TokenizerRequiredError,
   DraftMismatchError,

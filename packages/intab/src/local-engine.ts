@@ -167,5 +167,6 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   if (o.prefixCache !== undefined) out.prefixCache = o.prefixCache;
   if (o.preload !== undefined) out.preload = o.preload;
   if (o.restoreCache !== undefined) out.restoreCache = o.restoreCache;
+  if (o.stepLog !== undefined) out.stepLog = o.stepLog;
   return out;
 }

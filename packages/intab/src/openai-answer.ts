@@ -5,7 +5,7 @@
 // (`intab serve`'s WebSocket) uses answerCompletion directly. Nothing here is a server's: who asks, how many run, and
 // how bytes reach a socket belong to the transport, which hooks in through `admit`.
 
-import type { Chunk, FinishReason, GenerateRequest, ToolFormatName } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, FinishReason, GenerateRequest, ToolFormatName } from '@intab/engine/contract';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
 import { CHAT_FIELDS, completionId, ignoredFields, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionCreateParams } from './openai.ts';
 import { COMPLETION_FIELDS, textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion, type CompletionCreateParams } from './openai-completions.ts';
@@ -32,6 +32,11 @@ export interface OpenAIEngine {
    * chunk. Either way a request the engine refuses is an error answer, never a stream.
    */
   openStream?(request: GenerateRequest, signal: AbortSignal): Promise<AsyncIterable<Chunk>>;
+  /**
+   * Optional: one vector per input (EngineApi.embed), for POST /v1/embeddings; an engine without it answers that route
+   * with a 400 'wrong_model_kind'. Aborting `signal` drops the inputs not yet embedded.
+   */
+  embed?(request: EmbedRequest, options?: { signal?: AbortSignal }): Promise<EmbedResult>;
 }
 
 /** Which API a request came in on: POST /v1/chat/completions or POST /v1/completions. */

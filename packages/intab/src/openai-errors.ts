@@ -3,7 +3,7 @@
 // not JSON, an unknown model) are built here; errorResponse maps what the mapping or the engine throws (a bad field,
 // a context exceeded, a closed engine) to the status OpenAI would send, its `param` spelled as the body spells it.
 
-import { ContextLengthExceededError, EngineClosedError, InvalidRequestError } from '@intab/engine/errors';
+import { ContextLengthExceededError, EngineClosedError, InvalidRequestError, ModelKindError } from '@intab/engine/errors';
 
 /** The `error` object of an OpenAI error body. */
 export interface OpenAIErrorFields {
@@ -110,14 +110,16 @@ export function openAiParam(field: string | undefined): string | null {
  * errorResponse(new InvalidRequestError('logitBias[4000]', '4000', 'a token id in [0, 128)'));
  * // { status: 400, body: { error: { message: "Invalid request: ...", type: 'invalid_request_error', param: 'logit_bias[4000]', code: null } } }
  */
-export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' = 'chat', grammarOf: 'response_format' | 'tools' = 'response_format'): { status: number; body: OpenAIErrorBody } {
+export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' | 'embeddings' = 'chat', grammarOf: 'response_format' | 'tools' = 'response_format'): { status: number; body: OpenAIErrorBody } {
   const e = err as Error & { field?: string; reason?: string };
   if (err instanceof InvalidRequestError || e?.name === 'InvalidRequestError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, openAiParam(e.field)) };
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
   if (err instanceof ContextLengthExceededError || e?.name === 'ContextLengthExceededError') {
-    const param = e.reason === 'max-tokens' ? 'max_tokens' : endpoint === 'completions' ? 'prompt' : 'messages';
+    const param = e.reason === 'max-tokens' ? 'max_tokens' : e.reason === 'input' ? 'input' : endpoint === 'completions' ? 'prompt' : 'messages';
     return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', param) };
   }
+  // A chat request to an embedding model, or an embeddings request to a chat model: the wrong model for the route.
+  if (err instanceof ModelKindError || e?.name === 'ModelKindError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'wrong_model_kind', 'model') };
   if (err instanceof EngineClosedError || e?.name === 'EngineClosedError') return { status: 503, body: openAIError(e.message, 'service_unavailable', 'engine_closed') };
   // The parts of an OpenAI body that become a grammar: response_format, or the tools' parameters (never both).
   if (e?.name === 'UnsupportedSchemaError' || e?.name === 'InvalidSchemaError' || e?.name === 'GrammarSyntaxError' || e?.name === 'GrammarBudgetError') {

@@ -1,14 +1,17 @@
 // The one OpenAI HTTP core: a request (method, path, body text, signal) in, a response (status, headers, a body of
 // bytes) out, over any engine that streams chunks. It owns what is OpenAI's about HTTP: routing (404 unknown_url, 405
 // method_not_allowed with Allow), GET /v1/models[/{id}], POST /v1/chat/completions and /v1/completions (JSON, or SSE
-// ending with [DONE], an error event mid-stream), and the error of every situation (openai-errors.ts). What a server
-// adds stays with its transport: TLS, auth, CORS, body limits, rate limits and admission (through `admit`),
-// keep-alives, per-socket backpressure, shutdown (abort the signal with an OpenAIErrorReply to tell the client).
+// ending with [DONE], an error event mid-stream), POST /v1/embeddings (JSON), and the error of every situation
+// (openai-errors.ts). What a server adds stays with its transport: TLS, auth, CORS, body limits, rate limits and
+// admission (through `admit`; embeddings go without it), keep-alives, per-socket backpressure, shutdown (abort the
+// signal with an OpenAIErrorReply to tell the client).
 // The body is pulled: its next piece is made, and the engine's next chunk read, only when the transport reads it; a
 // transport that stops reading stops the engine's sequence (its queue fills, and the engine pauses it).
 
 import { answerCompletion, type CompletionOptions, type Endpoint, type ObjectStream, type OpenAIEngine } from './openai-answer.ts';
-import { errorResponse, invalidJson, isErrorReply, methodNotAllowed, modelNotFound, unknownUrl, type OpenAIErrorReply } from './openai-errors.ts';
+import { errorResponse, invalidJson, isErrorReply, methodNotAllowed, modelNotFound, openAIError, unknownUrl, type OpenAIErrorReply } from './openai-errors.ts';
+import { EMBEDDING_FIELDS, toEmbedRequest, toEmbeddingResponse } from './openai-embeddings.ts';
+import { ignoredFields } from './openai.ts';
 import { encodeSSE } from './sse.ts';
 
 /** One HTTP request, as a transport hands it over. */
@@ -46,8 +49,8 @@ export interface OpenAIHttpOptions {
 }
 
 /** The core's routes: path → the one method it answers. */
-const ROUTES: Readonly<Record<string, string>> = { '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/models': 'GET' };
-const SERVED = ['POST /v1/chat/completions', 'POST /v1/completions', 'GET /v1/models'];
+const ROUTES: Readonly<Record<string, string>> = { '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/embeddings': 'POST', '/v1/models': 'GET' };
+const SERVED = ['POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/embeddings', 'GET /v1/models'];
 const JSON_TYPE = { 'content-type': 'application/json' };
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
 
@@ -83,6 +86,7 @@ export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequ
   } catch (err) {
     return reply(invalidJson((err as Error).message));
   }
+  if (path === '/v1/embeddings') return embeddings(engine, body, request.signal);
   const endpoint: Endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
   const answer = await answerCompletion(engine, endpoint, body, { admit: options.admit, signal: request.signal });
   switch (answer.kind) {
@@ -92,6 +96,33 @@ export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequ
       return { status: answer.status, headers: { ...answer.headers, ...JSON_TYPE }, body: bytes(JSON.stringify(answer.object)) };
     case 'stream':
       return { status: answer.status, headers: { ...answer.headers, ...SSE_HEADERS }, body: encodeSSE(withErrorEvent(answer.objects, endpoint, request.signal)) };
+  }
+}
+
+/**
+ * POST /v1/embeddings: one JSON answer (no stream). Fields nothing reads are named in x-intab-ignored-fields, as for
+ * completions. A client that went away gets nothing: its inputs leave the engine's queue.
+ */
+async function embeddings(engine: OpenAIEngine, body: unknown, signal: AbortSignal | undefined): Promise<OpenAIHttpResponse> {
+  let prepared: ReturnType<typeof toEmbedRequest>;
+  try {
+    prepared = toEmbedRequest(body);
+  } catch (err) {
+    return reply(errorResponse(err, 'embeddings'));
+  }
+  if (!engine.embed) {
+    return reply({ status: 400, body: openAIError(`The model served here (${engine.model}) does not embed: send embeddings requests to a server of an embedding model.`, 'invalid_request_error', 'wrong_model_kind', 'model') });
+  }
+  const ignored = ignoredFields(body, EMBEDDING_FIELDS);
+  try {
+    const result = await engine.embed(prepared.request, { signal });
+    return json(200, toEmbeddingResponse(result, prepared.model ?? engine.model, prepared.format), ignored.length ? { 'x-intab-ignored-fields': ignored.join(', ') } : {});
+  } catch (err) {
+    if (signal?.aborted) {
+      if (isErrorReply(signal.reason)) return reply(signal.reason);
+      throw signal.reason;
+    }
+    return reply(errorResponse(err, 'embeddings'));
   }
 }
 

@@ -10,14 +10,22 @@
 // reads (measured: tens of MB in two seconds behind a stalled reader), so a page's stalled reader cannot hold the
 // engine back in this browser; the stalled reader here is the worker's own (see test-relay-sw.ts).
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { EMBED_INPUTS, cosine } from '@intab/testing/embed-inputs';
 import type { Engine } from '@intab/engine';
 import type { ReferenceRunner } from '@intab/engine/reference';
-import { wrapEngineApi, type IntabEngine } from './engine.ts';
+import { createEngine, wrapEngineApi, type IntabEngine } from './engine.ts';
 import { handleOpenAI } from './openai-http.ts';
 import { serveOpenAI } from './openai-server.ts';
 import { referenceEngine } from './test-fixture.ts';
 import { OPENAI_CASES, type CaseContext, type Send } from '@intab/testing/openai-cases';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    embedHubUrl: string;
+    embedOracle: { ids: number[][]; vectors: number[][] };
+  }
+}
 
 const messages = [{ role: 'user', content: 'Say something!' }];
 /** No end of turn (ids 2 and 97 are the fixture's EOS and <|im_end|>): the reply runs to max_tokens. */
@@ -171,6 +179,33 @@ describe("the official openai client's runTools() against the Service Worker end
       await expect.poll(() => p.inner.stats().streams, { timeout: 60_000 }).toBe(0);
     } finally {
       p.stop();
+    }
+  });
+});
+
+describe("the official openai client's embeddings.create against the Service Worker endpoint", () => {
+  test("an embedding model's engine in this page answers /v1/embeddings: llama.cpp's vectors, base64 and floats, dimensions refused", async () => {
+    // The browser tier's global setup serves a seeded all-MiniLM-L6-shaped GGUF and gives llama.cpp's vectors of the inputs.
+    const engine = await createEngine({ model: `${inject('embedHubUrl')}/test/minilm/resolve/main/all-minilm-l6.gguf`, backend: 'webgpu', cache: false, worker: false, name: 'minilm' });
+    const stop = serveOpenAI(engine);
+    const win = frame.contentWindow as Window & typeof globalThis;
+    const openai = new OpenAI({ baseURL: new URL('v1', win.location.href).href, apiKey: 'unused', dangerouslyAllowBrowser: true, maxRetries: 0, fetch: (url: RequestInfo | URL, init?: RequestInit) => win.fetch(url, init) });
+    try {
+      const oracle = inject('embedOracle');
+      const input = [0, 5, 19].map((i) => EMBED_INPUTS[i]);
+      const got = await openai.embeddings.create({ model: 'minilm', input });
+      const floats = await openai.embeddings.create({ model: 'minilm', input, encoding_format: 'float' });
+      expect(got).toMatchObject({ object: 'list', model: 'minilm', usage: { prompt_tokens: [0, 5, 19].reduce((n, i) => n + oracle.ids[i].length, 0) } });
+      [0, 5, 19].forEach((k, i) => {
+        expect(cosine(got.data[i].embedding, oracle.vectors[k])).toBeGreaterThanOrEqual(0.9999);
+        expect(got.data[i].embedding).toEqual(floats.data[i].embedding);
+      });
+      await expect(openai.embeddings.create({ model: 'minilm', input: 'x', dimensions: 8 })).rejects.toMatchObject({ status: 400, param: 'dimensions' });
+      // The page's own embeddings.create gives the same numbers.
+      expect((await engine.embeddings.create({ input, encoding_format: 'float' })).data.map((d) => d.embedding)).toEqual(floats.data.map((d) => d.embedding));
+    } finally {
+      stop();
+      await engine.destroy();
     }
   });
 });

@@ -9,7 +9,7 @@
 // Fairness between tabs is the host's scheduler's, as in the SharedWorker.
 
 import * as Comlink from 'comlink';
-import type { Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, UnknownStreamError } from '@intab/engine/errors';
 import { channelEndpoint, hostChannelName, type ChannelHere } from '@intab/engine/tab-host';
 import { registerTransferHandlers } from '@intab/engine/transfer';
@@ -214,6 +214,19 @@ class ElectedApi implements EngineApi {
     if (!s) return;
     this.streams.delete(stream);
     await racing(s.link.session.cancel(s.id), s.link).catch(() => {});
+  }
+
+  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    const link = await this.current();
+    signal?.throwIfAborted();
+    // Over the channel no AbortSignal crosses: an abort here stops the wait (the host finishes the inputs it holds).
+    const answer = racing(link.session.embed(request, link.host ? signal : undefined), link);
+    if (link.host || !signal) return answer;
+    return new Promise<EmbedResult>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      answer.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   async preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo> {

@@ -180,8 +180,8 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
   {
     name: 'an unknown path is a 404 unknown_url that names what is served',
     async run(send) {
-      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions(,| and) GET \/v1\/models(\.$|, .+ and .+\.$)/);
-      const b = await refused(await send(get('/v1/embeddings')), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^GET \/v1\/embeddings is not served here/);
+      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings(,| and) GET \/v1\/models(\.$|, .+ and .+\.$)/);
+      const b = await refused(await send(get('/v1/moderations')), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^GET \/v1\/moderations is not served here/);
       return [a, b].map((x) => x.status);
     },
   },
@@ -189,7 +189,7 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
     name: 'a wrong method is a 405 method_not_allowed with an Allow header',
     async run(send) {
       const out = [];
-      for (const [method, path, allow] of [['GET', '/v1/chat/completions', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/v1/models', 'GET']] as const) {
+      for (const [method, path, allow] of [['GET', '/v1/chat/completions', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['GET', '/v1/embeddings', 'POST'], ['POST', '/v1/models', 'GET']] as const) {
         const res = await send(method === 'POST' ? post(path, {}) : { method, path });
         expect(res.headers.get('allow')).toBe(allow);
         out.push(await refused(res, 405, { type: 'invalid_request_error', code: 'method_not_allowed', param: null }, new RegExp(`^Method ${method} is not allowed on ${path}: use ${allow}\\.$`)));

@@ -4,10 +4,11 @@
 // prompt or ids) request with SSE; sampling, stop strings, seed, logprobs, JSON formats and tools are passed through,
 // and the server's streamed tool calls come back as the engine's Chunk.toolCalls.
 
-import type { ChatMessage, Chunk, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult, ToolFormatName } from '@intab/engine/contract';
+import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult, ToolFormatName } from '@intab/engine/contract';
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
-import { GENERATE_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
-import { RemoteHttpError, RemoteUnsupportedError } from './errors.ts';
+import { EMBED_FIELDS, GENERATE_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
+import { base64ToVector } from '../openai-embeddings.ts';
+import { RemoteHttpError, RemoteProtocolError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
 import { RemoteStream, type JsonValidator, type RemoteCall } from './stream.ts';
 
@@ -205,6 +206,42 @@ export class RemoteEngineApi implements EngineApi {
   async cancel(id: number): Promise<void> {
     this.streams.get(id)?.cancel();
     this.streams.delete(id);
+  }
+
+  /**
+   * POST /embeddings on the server (base64 vectors: a quarter of the bytes of floats), one vector per input in order.
+   * `truncate` is sent only when set (intab serve reads it; others ignore it).
+   */
+  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    const started = performance.now();
+    if (typeof request !== 'object' || request === null) throw new InvalidRequestError('request', request, 'an object with `input`');
+    checkKnownFields(request, EMBED_FIELDS, 'embed()');
+    const body: Record<string, unknown> = { model: this.config.model, input: request.input, encoding_format: 'base64' };
+    if (request.dimensions !== undefined) body.dimensions = request.dimensions;
+    if (request.truncate !== undefined) body.truncate = request.truncate;
+    const { response } = await send(this.config, '/embeddings', { method: 'POST', body }, signal);
+    const url = `${this.config.baseURL}/embeddings`;
+    const text = await response.text();
+    const answer = (() => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        return undefined;
+      }
+    })() as { data?: { index?: unknown; embedding?: unknown }[]; usage?: { prompt_tokens?: unknown } } | undefined;
+    const count = typeof request.input === 'string' || (Array.isArray(request.input) && request.input.every((x) => typeof x === 'number')) ? 1 : (request.input as unknown[]).length;
+    if (!Array.isArray(answer?.data) || answer.data.length !== count) throw new RemoteProtocolError(url, `the answer has ${Array.isArray(answer?.data) ? answer.data.length : 'no'} embeddings for ${count} inputs`, text);
+    const embeddings: Float32Array[] = new Array(count);
+    for (const [k, item] of answer.data.entries()) {
+      const index = typeof item?.index === 'number' ? item.index : k;
+      const e = item?.embedding;
+      const vector = typeof e === 'string' ? base64ToVector(e) : Array.isArray(e) && e.every((x) => typeof x === 'number') ? Float32Array.from(e) : undefined;
+      if (!vector || index < 0 || index >= count || embeddings[index]) throw new RemoteProtocolError(url, `embedding ${k} of the answer is neither base64 nor a list of numbers at an index of its own`, text);
+      embeddings[index] = vector;
+    }
+    const promptTokens = typeof answer.usage?.prompt_tokens === 'number' ? answer.usage.prompt_tokens : 0;
+    return { embeddings, promptTokens, truncated: [], ms: performance.now() - started };
   }
 
   preload(): Promise<PreloadInfo> {
