@@ -5,14 +5,21 @@
 // endpoint: the official openai client on the API page streams (and not) from the assistant's tab, an abort frees
 // the engine's sequence, four clients at once share engine steps, a bad body is a 400 and no engine page a 503; another
 // origin's form POST or link into the scope is a 403 and its no-cors fetch never reaches the Service Worker.
-// Two tabs loading one model at once download it once.
-import { expect, test, type Page } from '@playwright/test';
+// Two tabs loading one model at once download it once. Notes by meaning: with an embedding model (a seeded
+// all-MiniLM-shaped GGUF from `intab make-model`), stored on the first visit beside the chat model, offline: the notes
+// of an older version's database are kept and embedded, a note added by hand (from a file) is found by meaning and shows
+// in the app's other window, search_notes returns its passage and the answer cites it, and deleting a note deletes its
+// vectors (IndexedDB read from the page).
+import { expect, test, type Locator, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHubServer } from '@intab/testing/hub-server';
-import { storiesChatFolder } from './chat-model.ts';
+import { storiesChatFolder, toolsChatFolder } from './chat-model.ts';
 import { streamThenStop } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -23,7 +30,11 @@ const APP = 'http://127.0.0.1:4319/';
 let hub: { url: string; close(): Promise<void> };
 test.beforeAll(async () => {
   // A chat model for the endpoint: stories260K's Hugging Face folder with a tiny ChatML tokenizer.
-  hub = await startHubServer({ 'test/stories': STORIES, 'test/stories-chat': storiesChatFolder(STORIES) });
+  // An embedding model: all-MiniLM-L6's shape cut to 2 layers, seeded weights, its WordPiece vocabulary inside (texts
+  // that share most words get close vectors; meaning beyond that it has none).
+  const minilm = mkdtempSync(join(tmpdir(), 'intab-pwa-minilm-'));
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'intab.mjs'), 'make-model', '--like', 'all-minilm-l6', '--layers', '2', '--dtype', 'f32', '--out', join(minilm, 'all-minilm-l6.gguf')], { cwd: ROOT, stdio: 'pipe' });
+  hub = await startHubServer({ 'test/stories': STORIES, 'test/stories-chat': storiesChatFolder(STORIES), 'test/tools': toolsChatFolder(STORIES), 'test/minilm': minilm });
 });
 test.afterAll(async () => hub?.close());
 
@@ -201,4 +212,139 @@ test('two tabs loading one model at once download it once', async ({ context }) 
   const statuses = [await a.locator('#model-status').textContent(), await b.locator('#model-status').textContent()];
   expect(statuses.filter((s) => s?.includes('downloaded 1 MiB'))).toHaveLength(1);
   expect(statuses.filter((s) => s?.includes('from the model store (verified)'))).toHaveLength(1);
+});
+
+/** The notes and passages in the assistant's IndexedDB, read from the page (a database it has not created: nothing). */
+async function storedNotes(page: Page): Promise<{ notes: string[]; chunks: { noteId: string; text: string; dims: number; model: string }[] }> {
+  return page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const open = indexedDB.open('intab-assistant');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const out = { notes: [] as string[], chunks: [] as { noteId: string; text: string; dims: number; model: string }[] };
+          const tx = db.transaction(['notes', 'chunks']);
+          tx.objectStore('notes').getAll().onsuccess = (e) => (out.notes = ((e.target as IDBRequest).result as { title: string }[]).map((n) => n.title));
+          tx.objectStore('chunks').getAll().onsuccess = (e) =>
+            (out.chunks = ((e.target as IDBRequest).result as { noteId: string; text: string; vector: Float32Array; model: string }[]).map((c) => ({ noteId: c.noteId, text: c.text, dims: c.vector.length, model: c.model })));
+          tx.oncomplete = () => {
+            db.close();
+            resolve(out);
+          };
+        };
+      }),
+  );
+}
+
+/** A tool call's result box, parsed (its text is `label: JSON`). */
+async function resultOf(call: Locator): Promise<Record<string, unknown>> {
+  const text = (await call.locator('.tool-result').textContent())!;
+  return JSON.parse(text.slice(text.indexOf(':') + 1));
+}
+
+test('notes by meaning, offline: kept from the old database and embedded, a note added by hand is found, cited, and deleted with its vectors', async ({ page, context }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const embed = `${hub.url}/test/minilm/resolve/main/all-minilm-l6.gguf`;
+  const chat = `${hub.url}/test/tools/resolve/main/`;
+  // The database as the assistant's version before embeddings left it (version 1: notes only), with one note.
+  await page.goto(`${APP}api.html`);
+  await page.evaluate(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const open = indexedDB.open('intab-assistant', 1);
+        open.onupgradeneeded = () => open.result.createObjectStore('notes', { keyPath: 'id' });
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const tx = open.result.transaction('notes', 'readwrite');
+          tx.objectStore('notes').add({ id: 'old-note', title: 'Balcony plants', text: 'Water the balcony plants every Sunday morning before breakfast.', created: Date.parse('2026-01-02T09:00:00Z') });
+          tx.oncomplete = () => (open.result.close(), resolve());
+        };
+      }),
+  );
+
+  // First visit online: both models into the store; the old note is kept and embedded.
+  await page.goto(`${APP}?model=${encodeURIComponent(chat)}&embed=${encodeURIComponent(embed)}&tool_choice=search_notes`);
+  await expect(page.locator('#input')).toBeEnabled({ timeout: 120_000 });
+  await expect(page.locator('#embed-status')).toContainText('1 passage of 1 note indexed', { timeout: 120_000 });
+  await expect(page.locator('#embed-status')).toContainText('Notes are searched by meaning: all-minilm-l6.gguf — bert, 384 dimensions');
+  await expect(page.locator('#embed-status')).toContainText('into the model store');
+  await expect(page.locator('#notes li span')).toHaveText(['Balcony plants']);
+  const first = await storedNotes(page);
+  expect(first.chunks).toEqual([{ noteId: 'old-note', text: 'Water the balcony plants every Sunday morning before breakfast.', dims: 384, model: `${embed}#chunks-v1` }]);
+
+  // Offline: the app, the chat model and the embedding model all from this device.
+  await context.setOffline(true);
+  await page.reload();
+  await expect(page.locator('#input')).toBeEnabled({ timeout: 120_000 });
+  await expect(page.locator('#model-status')).toContainText('from the model store (verified)');
+  await expect(page.locator('#embed-status')).toContainText('from the model store (verified) · 1 passage of 1 note indexed', { timeout: 120_000 });
+
+  // Another window of the assistant (no model in it) lists the notes, and hears of the one added next.
+  const other = await context.newPage();
+  await other.goto(APP);
+  await expect(other.locator('#notes li span')).toHaveText(['Balcony plants']);
+  await expect(other.locator('#embed-status')).toContainText('No embedding model: notes are searched by keywords');
+
+  // A note added by hand, of two paragraphs, from a Markdown file (its name the title); embedded at once.
+  const locker = 'The gym locker combination is 4512, the locker by the showers.\n\nBring a towel and the blue padlock on Mondays.';
+  await page.locator('#note-file').setInputFiles({ name: 'Gym locker.md', mimeType: 'text/markdown', buffer: Buffer.from(`${locker}\n`) });
+  await expect(page.locator('#note-title')).toHaveValue('Gym locker');
+  await expect(page.locator('#note-text')).toHaveValue(`${locker}\n`);
+  await page.locator('#note-add').click();
+  await expect(page.locator('#notes li span')).toHaveText(['Gym locker', 'Balcony plants']);
+  await expect(page.locator('#embed-status')).toContainText('2 passages of 2 notes indexed');
+  await expect(page.locator('#note-title')).toHaveValue('');
+  await expect(other.locator('#notes li span')).toHaveText(['Gym locker', 'Balcony plants']);
+  await other.close();
+  // The sidebar's search ranks by meaning: the query shares most of its words with the locker note.
+  await page.locator('#notes-search').fill('the gym locker combination by the showers');
+  await page.locator('#notes-search').press('Enter');
+  await expect(page.locator('#notes-found')).toHaveAttribute('data-by', 'meaning');
+  await expect(page.locator('#notes-found .source')).toHaveText(['Gym locker', 'Balcony plants']);
+  const scores = (await page.locator('#notes-found .score').allTextContents()).map(Number);
+  expect(scores[0]).toBeGreaterThan(scores[1]);
+
+  // Deleting the old note deletes its passage and vector, in the same transaction.
+  await page.locator('#notes li', { hasText: 'Balcony plants' }).getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('#notes li span')).toHaveText(['Gym locker']);
+  const afterDelete = await storedNotes(page);
+  expect(afterDelete.notes).toEqual(['Gym locker']);
+  expect(afterDelete.chunks.map((c) => c.text)).toEqual([locker]);
+  const lockerId = afterDelete.chunks[0].noteId;
+
+  // Asked about it, the first reply must call search_notes (the tiny model writes its own query); its result is the
+  // note's passage, and the answer cites the note.
+  await page.locator('#temperature').fill('0');
+  await page.locator('#max-tokens').fill('300');
+  await page.locator('#input').fill('What is the combination of my gym locker?');
+  await page.locator('#send').click();
+  await expect(page.locator('#send')).toBeHidden();
+  await expect(page.locator('#send')).toBeVisible({ timeout: 180_000 });
+  const replies = page.locator('.msg.assistant');
+  const call = replies.first().locator('.tool-call').first();
+  await expect(call.locator('.tool-name')).toHaveText('⚙ search_notes');
+  await expect(call).toHaveClass(/\bdone\b/);
+  const { result } = (await resultOf(call)) as { result: { query: string; by: string; found: number; results: { title: string; text: string; score?: number }[] } };
+  console.log(JSON.stringify({ test: 'pwa-notes', query: result.query, by: result.by, found: result.found }));
+  expect(result.results[0]).toMatchObject({ title: 'Gym locker', text: locker });
+  if (result.query.trim()) {
+    expect(result.by).toBe('meaning');
+    expect(typeof result.results[0].score).toBe('number');
+  }
+  const sources = replies.last().locator('.sources');
+  await expect(sources.locator('.sources-label')).toHaveText('Sources');
+  await expect(sources.locator('a.source')).toHaveText(['Gym locker']);
+  await sources.locator('a.source').click();
+  await expect(page.locator(`#note-${lockerId}`)).toHaveClass(/\bcurrent\b/);
+  await page.screenshot({ path: 'test-results/pwa-notes.png', fullPage: true });
+
+  // Deleting the note deletes its vectors: nothing left.
+  await page.locator(`#note-${lockerId}`).getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('#notes li')).toHaveCount(0);
+  expect(await storedNotes(page)).toEqual({ notes: [], chunks: [] });
+  await expect(page.locator('#embed-status')).toContainText('0 passages of 0 notes indexed');
+  await context.setOffline(false);
+  expect(errors).toEqual([]);
 });

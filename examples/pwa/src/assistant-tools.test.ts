@@ -1,17 +1,19 @@
 // The assistant's tools as the loop runs them: each tool's result as the model reads it, the date and time in a given
-// time zone, the notes' search, the confirmation step of save_note (declined: nothing saved, and the model is told;
+// time zone, the notes' search (by keywords, and by meaning where the page gives a search: passages with scores, told
+// to the page to cite), the confirmation step of save_note (declined: nothing saved, and the model is told;
 // confirmed: saved), and the model's mistakes (an unknown tool, arguments that are not JSON or of the wrong type, a
 // bad expression) as `{ error }` results, never a throw.
 import { describe, expect, it } from 'vitest';
-import { assistantTools, describeTime, runToolCall, type AssistantTool } from './assistant-tools.ts';
+import { assistantTools, describeTime, runToolCall, SEARCH_RESULTS, type AssistantTool, type ToolContext } from './assistant-tools.ts';
+import type { Passage } from './note-index.ts';
 import { memoryNotes, NOTE_LIMITS, searchNotes, type Note } from './notes.ts';
 
 const call = (name: string, args: string, id = 'call_1') => ({ id, type: 'function' as const, function: { name, arguments: args } });
 const NOW = new Date('2026-12-05T13:04:05Z');
 
-function setup() {
+function setup(more: Partial<ToolContext> = {}) {
   const notes = memoryNotes();
-  const tools = assistantTools({ notes, now: () => NOW, timeZone: () => 'Asia/Tokyo', locale: () => 'en-US' });
+  const tools = assistantTools({ notes, now: () => NOW, timeZone: () => 'Asia/Tokyo', locale: () => 'en-US', ...more });
   const asked: { tool: string; args: Record<string, unknown> }[] = [];
   const answer = (yes: boolean) => async (tool: AssistantTool, args: Record<string, unknown>) => {
     asked.push({ tool: tool.definition.function.name, args });
@@ -60,7 +62,7 @@ describe('runToolCall', () => {
     expect(JSON.parse(time.content).result).toMatchObject({ date: '2026-12-05', time: '22:04:05', timeZone: 'Asia/Tokyo' });
     // Empty arguments are an empty object (a function without parameters).
     expect((await runToolCall(call('get_current_time', ''), tools, answer(true))).status).toBe('done');
-    expect(JSON.parse((await runToolCall(call('search_notes', '{}'), tools, answer(true))).content)).toEqual({ result: { query: '', found: 0, notes: [] } });
+    expect(JSON.parse((await runToolCall(call('search_notes', '{}'), tools, answer(true))).content)).toEqual({ result: { query: '', by: 'newest', found: 0, results: [] } });
     expect(asked).toEqual([]);
   });
 
@@ -81,7 +83,46 @@ describe('runToolCall', () => {
     ]);
 
     const found = JSON.parse((await runToolCall(call('search_notes', '{"query": "locker"}'), tools, answer(true))).content);
-    expect(found.result).toMatchObject({ query: 'locker', found: 1, notes: [{ title: 'Locker', text: 'The code is 4512' }] });
+    expect(found.result).toMatchObject({ query: 'locker', by: 'keywords', found: 1, results: [{ title: 'Locker', text: 'The code is 4512' }] });
+  });
+
+  it('searches by meaning where the page can: passages with their note, score and date, cited; keywords without a model', async () => {
+    const asked: [string, number][] = [];
+    const cited: Passage[][] = [];
+    let model = true;
+    const passage: Passage = { noteId: 'n1', title: 'Gym', text: 'The locker combination is 4512.', created: Date.parse('2026-12-01T08:00:00Z'), score: 0.81234 };
+    const { notes, tools, answer } = setup({
+      searchByMeaning: async (query, k) => (asked.push([query, k]), model ? [passage] : undefined),
+      cite: (found) => cited.push(found),
+    });
+    await notes.add({ title: 'Locker', text: 'The code is 4512' });
+    const run = async (args: string) => JSON.parse((await runToolCall(call('search_notes', args), tools, answer(true))).content).result;
+    expect(await run('{"query": "where is my locker"}')).toEqual({
+      query: 'where is my locker',
+      by: 'meaning',
+      found: 1,
+      results: [{ title: 'Gym', text: 'The locker combination is 4512.', score: 0.812, saved: '2026-12-01T08:00:00.000Z' }],
+    });
+    expect(asked).toEqual([['where is my locker', SEARCH_RESULTS]]);
+    expect(cited).toEqual([[passage]]);
+    // An empty query lists the newest notes (no search by meaning of nothing).
+    expect(await run('{"query": " "}')).toMatchObject({ by: 'newest', found: 1, results: [{ title: 'Locker' }] });
+    expect(asked).toHaveLength(1);
+    // No embedding model (the page's search says so): keywords.
+    model = false;
+    expect(await run('{"query": "locker"}')).toMatchObject({ by: 'keywords', found: 1, results: [{ title: 'Locker', text: 'The code is 4512' }] });
+    expect(cited.at(-1)!.map((p) => p.title)).toEqual(['Locker']);
+  });
+
+  it('saves a longer note by hand than the model may', async () => {
+    const { notes, tools, answer } = setup();
+    const long = 'y'.repeat(NOTE_LIMITS.text + 1);
+    await notes.add({ title: 'By hand', text: long });
+    expect(JSON.parse((await runToolCall(call('save_note', JSON.stringify({ title: 'x', text: long })), tools, answer(true))).content)).toEqual({
+      error: { code: 'notes_error', message: `A note's text holds at most ${NOTE_LIMITS.text} characters (this one has ${NOTE_LIMITS.text + 1}): shorten it.` },
+    });
+    await expect(notes.add({ title: 'Too long', text: 'z'.repeat(NOTE_LIMITS.document + 1) })).rejects.toThrow(`A note's text holds at most ${NOTE_LIMITS.document} characters`);
+    expect((await notes.list()).map((n) => n.title)).toEqual(['By hand']);
   });
 
   it("turns the model's mistakes and the tools' refusals into errors the model reads", async () => {

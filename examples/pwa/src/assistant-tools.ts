@@ -1,12 +1,14 @@
 // The functions the offline assistant lets its model call: a calculator (calculator.ts, no eval), the date and time
-// in the user's time zone, a search of the user's notes (notes.ts), and save_note, which changes data and so runs only
-// once the user confirms it. runToolCall() turns one call of the model into the `tool` message's content (JSON): the
-// result, an error the model can read and correct, or that the user declined. No DOM here: the page asks to confirm.
+// in the user's time zone, a search of the user's notes (by meaning with an embedding model, note-index.ts; else by
+// keywords), whose passages the page cites, and save_note, which changes data and so runs only once the user confirms
+// it. runToolCall() turns one call of the model into the `tool` message's content (JSON): the result, an error the
+// model can read and correct, or that the user declined. No DOM here: the page asks to confirm.
 
 import { IntabError } from 'intab';
 import { parseArguments, type FunctionTool, type ToolCallMade } from '@intab/example-chat/tool-calls';
 import { calculate, CALCULATOR_LIMITS, CALCULATOR_NAMES } from './calculator.ts';
-import { NOTE_LIMITS, searchNotes, type NotesStore } from './notes.ts';
+import { keywordPassages, type Passage } from './note-index.ts';
+import { NOTE_LIMITS, tooLong, type NotesStore } from './notes.ts';
 
 /** A call whose arguments the tool cannot take (`argument` names which). */
 export class ToolArgumentError extends IntabError {
@@ -30,9 +32,19 @@ export interface AssistantTool {
   run(args: Record<string, unknown>): Promise<unknown>;
 }
 
+/** Passages search_notes returns to the model. */
+export const SEARCH_RESULTS = 5;
+
 /** What the tools read besides their arguments: the notes, the clock, the user's time zone and locale. */
 export interface ToolContext {
   notes: NotesStore;
+  /**
+   * The best `k` passages for a query by meaning (note-index.ts's search), or undefined when there is no embedding
+   * model: then search_notes matches keywords. [keywords]
+   */
+  searchByMeaning?(query: string, k: number): Promise<Passage[] | undefined>;
+  /** Told the passages each search_notes call returned, for the page to cite under the answer. */
+  cite?(passages: Passage[]): void;
   now?: () => Date;
   /** An IANA time zone [the browser's]. */
   timeZone?: () => string;
@@ -74,6 +86,19 @@ export function describeTime(now: Date, timeZone: string, locale: string): { dat
   const time = `${p.hour}:${p.minute}:${p.second}`;
   const text = new Intl.DateTimeFormat(locale, { timeZone, dateStyle: 'full', timeStyle: 'long' }).format(now);
   return { date, time, weekday: p.weekday, timeZone, utcOffset: offset, iso: `${date}T${time}${offset}`, text };
+}
+
+/**
+ * The best `k` passages of the notes for `query`, and how they were found: by meaning (with an embedding model), by
+ * keywords (every word in the note), or the newest notes (an empty query). What search_notes returns, and the
+ * sidebar's search shows.
+ * @example
+ * const { by, found } = await findPassages({ notes, searchByMeaning: (q, k) => index.search(q, k) }, 'locker', 5);
+ */
+export async function findPassages(context: Pick<ToolContext, 'notes' | 'searchByMeaning'>, query: string, k: number): Promise<{ by: 'meaning' | 'keywords' | 'newest'; found: Passage[] }> {
+  const meaning = query.trim() && context.searchByMeaning ? await context.searchByMeaning(query, k) : undefined;
+  if (meaning) return { by: 'meaning', found: meaning };
+  return { by: query.trim() ? 'keywords' : 'newest', found: keywordPassages(await context.notes.list(), query, k) };
 }
 
 /**
@@ -124,10 +149,10 @@ export function assistantTools(context: ToolContext): AssistantTool[] {
         type: 'function',
         function: {
           name: 'search_notes',
-          description: "Searches the user's saved notes (every word of the query must appear in a note's title or text); an empty query lists the newest notes.",
+          description: "Searches the user's saved notes and returns the passages that best answer the query, with their note's title: by meaning where the app has an embedding model, else every word of the query must appear. An empty query gives the newest notes. Cite the notes you use by title.",
           parameters: {
             type: 'object',
-            properties: { query: { type: 'string', description: 'Words to look for, e.g. "locker code"', maxLength: 200 } },
+            properties: { query: { type: 'string', description: 'What to look for, e.g. "where is my locker"', maxLength: 200 } },
             additionalProperties: false,
           },
         },
@@ -135,8 +160,14 @@ export function assistantTools(context: ToolContext): AssistantTool[] {
       changesData: false,
       run: async (args) => {
         const query = stringArg(args, 'query', true) ?? '';
-        const notes = searchNotes(await context.notes.list(), query, 10);
-        return { query, found: notes.length, notes: notes.map((n) => ({ title: n.title, text: n.text, saved: new Date(n.created).toISOString() })) };
+        const { by, found } = await findPassages(context, query, SEARCH_RESULTS);
+        context.cite?.(found);
+        return {
+          query,
+          by,
+          found: found.length,
+          results: found.map((p) => ({ title: p.title, text: p.text, ...(p.score === undefined ? {} : { score: Math.round(p.score * 1000) / 1000 }), saved: new Date(p.created).toISOString() })),
+        };
       },
     },
     {
@@ -159,7 +190,10 @@ export function assistantTools(context: ToolContext): AssistantTool[] {
       changesData: true,
       confirmation: (args) => `Save a note titled ${JSON.stringify(String(args.title ?? ''))} on this device?`,
       run: async (args) => {
-        const note = await context.notes.add({ title: stringArg(args, 'title'), text: stringArg(args, 'text') });
+        // The store keeps longer notes (a document the user adds); what the model saves stays within its schema.
+        const text = stringArg(args, 'text');
+        if (text.trim().length > NOTE_LIMITS.text) throw tooLong(text.trim(), NOTE_LIMITS.text);
+        const note = await context.notes.add({ title: stringArg(args, 'title'), text });
         return { saved: true, title: note.title };
       },
     },

@@ -4,6 +4,9 @@
 // from the store when it is there; the stored models are listed with their sizes, to load or delete. The assistant
 // calls tools (assistant-tools.ts: a calculator, the clock, the user's notes), shown in the conversation, and asks
 // before any call that changes data; `?tool_choice=required` (or a tool's name) makes the first reply a call.
+// Notes (notes-panel.ts) are added by hand or by the assistant, and searched by keywords, or by meaning once an
+// embedding model is loaded (`?embed=<url>`, kept in the model store too); an answer lists under it, as "Sources", the
+// notes its searches returned.
 
 import '@intab/example-chat/style.css';
 import './pwa.css';
@@ -11,6 +14,8 @@ import { createEngine, modelStore, serveOpenAI, type Backend, type IntabEngine, 
 import { chatView, describeProgress, followSharing, originNote, preloadSystemPrompt } from '@intab/example-chat/chat-view';
 import { parseToolChoiceParam, type ToolChoiceParam } from '@intab/example-chat/tool-calls';
 import { assistantTools, runToolCall, type AssistantTool } from './assistant-tools.ts';
+import { noteIndex, type Passage } from './note-index.ts';
+import { notesPanel } from './notes-panel.ts';
 import { openNotes } from './notes.ts';
 import { registerServiceWorker } from './register-sw.ts';
 
@@ -30,6 +35,17 @@ const ui = {
   toolsStatus: $<HTMLDivElement>('tools-status'),
   notes: $<HTMLUListElement>('notes'),
   notesStatus: $<HTMLDivElement>('notes-status'),
+  embedUrl: $<HTMLInputElement>('embed-url'),
+  embedLoad: $<HTMLButtonElement>('embed-load'),
+  embedProgress: $<HTMLProgressElement>('embed-progress'),
+  embedStatus: $<HTMLDivElement>('embed-status'),
+  noteForm: $<HTMLFormElement>('note-form'),
+  noteTitle: $<HTMLInputElement>('note-title'),
+  noteText: $<HTMLTextAreaElement>('note-text'),
+  noteFile: $<HTMLInputElement>('note-file'),
+  noteError: $<HTMLDivElement>('note-error'),
+  notesSearch: $<HTMLInputElement>('notes-search'),
+  notesFound: $<HTMLOListElement>('notes-found'),
   apiStatus: $<HTMLDivElement>('api-status'),
   messages: $<HTMLDivElement>('messages'),
   composer: $<HTMLFormElement>('composer'),
@@ -51,7 +67,10 @@ const num = (input: HTMLInputElement) => (input.value === '' ? undefined : Numbe
 // ---- tools ----
 
 const notes = await openNotes();
-const tools = assistantTools({ notes });
+const index = noteIndex(notes);
+/** The passages this answer's searches returned (its sources), reset at each message. */
+let cited: Passage[] = [];
+const tools = assistantTools({ notes, searchByMeaning: (query, k) => index.search(query, k), cite: (found) => cited.push(...found) });
 // ?schema= shapes every answer as JSON: then there are no tools (a reply is either calls or text).
 const toolDefinitions = () => (ui.useTools.checked && SCHEMA === undefined ? tools.map((t) => t.definition) : undefined);
 /**
@@ -81,12 +100,29 @@ const view = chatView(ui, {
       try {
         return await runToolCall(call, tools, ask);
       } finally {
-        void showNotes();
+        // save_note may have added one: list it, and embed it for the next search.
+        void panel.showNotes().then(panel.indexNotes);
       }
     },
   },
 });
 ui.clear.onclick = () => view.clear();
+// A message's whole answer (every round of calls) is one run of the view's submit handler: around it, this page
+// collects what search_notes returned and then cites it under the answer.
+const answerMessage = ui.composer.onsubmit!;
+let inTurn = false;
+ui.composer.onsubmit = async (e) => {
+  // A message sent while an answer runs is ignored by the view: it must not take that answer's sources.
+  if (inTurn) return answerMessage.call(ui.composer, e);
+  inTurn = true;
+  cited = [];
+  try {
+    await answerMessage.call(ui.composer, e);
+  } finally {
+    inTurn = false;
+    panel.showSources(ui.messages, cited);
+  }
+};
 ui.useTools.onchange = async () => {
   showToolsStatus();
   if (engine) preloaded = await preloadSystemPrompt(engine, ui.system.value.trim(), preloaded, toolDefinitions());
@@ -123,26 +159,14 @@ function storedRow(text: string, title: string, buttons: Record<string, () => un
   return li;
 }
 
-/** The notes on this device, newest first, to delete. */
-async function showNotes(): Promise<void> {
-  const list = await notes.list();
-  ui.notes.replaceChildren(
-    ...list.map((n) =>
-      storedRow(n.title, `${n.text}\n(saved ${new Date(n.created).toLocaleString()})`, {
-        Delete: async () => {
-          await notes.delete(n.id);
-          void showNotes();
-        },
-      }),
-    ),
-  );
-  ui.notesStatus.textContent = `${list.length} note${list.length === 1 ? '' : 's'}${notes.persistent ? ', kept on this device' : ', kept in this tab only (this browser gives the page no IndexedDB)'}. Ask the assistant to note something.`;
-}
+/** What runs the models: ?backend= (webgpu, onnx-wasm, onnx-webgpu), else 'auto'; kept across reloads with ?model=. */
+const BACKEND = ((b) => (b === 'webgpu' || b === 'onnx-wasm' || b === 'onnx-webgpu' ? b : 'auto'))(new URLSearchParams(location.search).get('backend')) as Backend;
+
+// ---- notes ----
+
+const panel = notesPanel(ui, { notes, index, backend: BACKEND, row: storedRow, onModelsChanged: () => void showStored() });
 
 // ---- the model ----
-
-/** What runs the model: ?backend= (webgpu, onnx-wasm, onnx-webgpu), else 'auto'; kept across reloads with ?model=. */
-const BACKEND = ((b) => (b === 'webgpu' || b === 'onnx-wasm' || b === 'onnx-webgpu' ? b : 'auto'))(new URLSearchParams(location.search).get('backend')) as Backend;
 
 async function load(model: string): Promise<void> {
   loading?.abort();
@@ -171,6 +195,13 @@ async function load(model: string): Promise<void> {
       { signal: controller.signal },
     );
     if (controller.signal.aborted) return void loaded.destroy();
+    if (loaded.info.embedding) {
+      // An embedding model (say, picked from the stored models) is for the notes, not the chat.
+      await loaded.destroy();
+      ui.status.textContent = `${model} is an embedding model: it now searches the notes. Load a chat model to talk.`;
+      void panel.loadEmbedder(model);
+      return;
+    }
     engine = loaded;
     const info = loaded.info;
     ui.status.textContent = `${loaded.model} — ${info.arch}, ${info.layers} layers, on ${info.backend.name}${originNote(loaded)}`;
@@ -206,6 +237,7 @@ async function showStored(): Promise<void> {
   ui.stored.replaceChildren(
     ...models.map((m) =>
       storedRow(`${m.id} · ${(m.bytes / 2 ** 20).toFixed(1)} MiB${m.complete ? '' : ' (partial)'}`, `last used ${new Date(m.lastUsed).toLocaleString()}`, {
+        // An embedding model goes to the notes (load() hands one over too).
         [m.complete ? 'Load' : 'Resume']: () => load(m.files.length === 1 ? m.files[0].url : m.id.split('@')[0]),
         Delete: async () => {
           await modelStore.delete(m.id);
@@ -258,11 +290,11 @@ const api = {
 void (async () => {
   view.setReady(false);
   await registerServiceWorker().catch((err: Error) => console.warn(`The Service Worker was not registered: ${err.message}`));
-  const model = new URLSearchParams(location.search).get('model');
+  const params = new URLSearchParams(location.search);
+  const model = params.get('model');
+  const embed = params.get('embed');
   showToolsStatus();
-  await Promise.all([showStored(), showNotes()]);
-  if (model) {
-    ui.modelUrl.value = model;
-    await load(model);
-  }
+  await Promise.all([showStored(), panel.showNotes()]);
+  if (model) ui.modelUrl.value = model;
+  await Promise.all([model ? load(model) : undefined, embed ? panel.loadEmbedder(embed) : undefined]);
 })();
