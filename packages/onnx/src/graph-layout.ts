@@ -10,6 +10,8 @@ export interface GraphLayout {
   inputIds: string;
   attentionMask?: string;
   positionIds?: string;
+  /** How many last positions get logits (llama-graph.ts's graphs; an export without it gives every position's). */
+  logitsToKeep?: string;
   /** Per layer. */
   pastKeys: string[];
   pastValues: string[];
@@ -32,7 +34,7 @@ export interface GraphIO {
 }
 
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
-const KNOWN_INPUTS = new Set(['input_ids', 'attention_mask', 'position_ids']);
+const KNOWN_INPUTS = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep']);
 
 /**
  * The layout of a graph's inputs and outputs, for a model of `shape` (its config's K/V heads and head size).
@@ -66,6 +68,7 @@ export function graphLayout(io: GraphIO, shape: { kvHeads: number; headDim: numb
     inputIds: 'input_ids',
     attentionMask: inputs.includes('attention_mask') ? 'attention_mask' : undefined,
     positionIds: inputs.includes('position_ids') ? 'position_ids' : undefined,
+    logitsToKeep: inputs.includes('num_logits_to_keep') ? 'num_logits_to_keep' : undefined,
     pastKeys,
     pastValues,
     presentKeys,

@@ -50,20 +50,22 @@ class Lm {
 
   /**
    * One run: ids/positions (B, T), mask (B, P+T), past (2L tensors, key then value per layer). Returns the
-   * (B, T, V) logits and the present tensors in the same order as past.
+   * (B, T, V) logits (with `keep`, num_logits_to_keep, the last `keep` positions' only; 0: all) and the present
+   * tensors in the same order as past.
    */
-  async run(ids: number[][], mask: number[][], positions: number[][], past: ort.Tensor[]): Promise<{ logits: Float32Array; present: ort.Tensor[] }> {
+  async run(ids: number[][], mask: number[][], positions: number[][], past: ort.Tensor[], keep = 0): Promise<{ logits: Float32Array; present: ort.Tensor[] }> {
     const B = ids.length;
     const T = ids[0].length;
     const big = (rows: number[][]) => new ort.Tensor('int64', BigInt64Array.from(rows.flat().map(BigInt)), [B, rows[0].length]);
-    const feeds: Record<string, ort.Tensor> = { input_ids: big(ids), attention_mask: big(mask), position_ids: big(positions) };
+    const feeds: Record<string, ort.Tensor> = { input_ids: big(ids), attention_mask: big(mask), position_ids: big(positions), num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), []) };
     for (let l = 0; l < this.config.layers; l++) {
       feeds[`past_key_values.${l}.key`] = past[2 * l];
       feeds[`past_key_values.${l}.value`] = past[2 * l + 1];
     }
     const out = await this.session.run(feeds);
     const dims = out.logits.dims;
-    if (dims.length !== 3 || dims[0] !== B || dims[1] !== T || dims[2] !== this.config.vocab) throw new Error(`logits dims [${dims.join(', ')}], expected [${B}, ${T}, ${this.config.vocab}]`);
+    const rows = keep === 0 ? T : keep;
+    if (dims.length !== 3 || dims[0] !== B || dims[1] !== rows || dims[2] !== this.config.vocab) throw new Error(`logits dims [${dims.join(', ')}], expected [${B}, ${rows}, ${this.config.vocab}]`);
     const present: ort.Tensor[] = [];
     for (let l = 0; l < this.config.layers; l++) present.push(out[`present.${l}.key`], out[`present.${l}.value`]);
     return { logits: out.logits.data as Float32Array, present };
@@ -78,8 +80,9 @@ class Lm {
     const ids: number[] = [];
     while (ids.length < n) {
       const T = tokens.length;
-      const r = await this.run([tokens], [new Array(pos + T).fill(1)], [tokens.map((_, i) => pos + i)], past);
-      const id = argmax(r.logits.subarray((T - 1) * V, T * V));
+      // As the runner asks: the last position's logits only (num_logits_to_keep 1).
+      const r = await this.run([tokens], [new Array(pos + T).fill(1)], [tokens.map((_, i) => pos + i)], past, 1);
+      const id = argmax(r.logits.subarray(0, V));
       ids.push(id);
       past = r.present;
       pos += T;
@@ -131,8 +134,9 @@ describe('stories260K through ORT wasm', () => {
     const graph = await buildLlamaGraph(gguf.config, tensorWeights(gguf.tensors));
     const L = gguf.config.layers;
     // Per layer: 2 norms, qkv MatMul + Split, 2 RotaryEmbedding, Attention, o MatMul + Add, gate|up MatMul + Split,
-    // Sigmoid, 2 Mul, down MatMul + Add = 16; then mask (14), embedding, final norm, tied head (Reshape, Gemm, Shape, Concat, Reshape).
-    expect(graph.nodeCount).toBe(16 * L + 14 + 1 + 1 + 5);
+    // Sigmoid, 2 Mul, down MatMul + Add = 16; then mask (14), embedding, the last rows (Neg, Unsqueeze, Slice), final
+    // norm, tied head (Reshape, Gemm, Shape, Concat, Reshape).
+    expect(graph.nodeCount).toBe(16 * L + 14 + 1 + 3 + 1 + 5);
     const info = readOnnxModel(graph.model);
     expect(info.graph.nodes.length).toBe(graph.nodeCount);
     const io = (v: { name: string; elemType: number; dims: (number | string)[] }) => `${v.name}:${v.elemType}:[${v.dims.join(',')}]`;
@@ -141,9 +145,10 @@ describe('stories260K through ORT wasm', () => {
       'input_ids:7:[batch_size,sequence_length]',
       'attention_mask:7:[batch_size,total_sequence_length]',
       'position_ids:7:[batch_size,sequence_length]',
+      'num_logits_to_keep:7:[]',
       ...past('past_key_values', 'past_sequence_length'),
     ]);
-    expect(info.graph.outputs.map(io)).toEqual(['logits:1:[batch_size,sequence_length,512]', ...past('present', 'total_sequence_length')]);
+    expect(info.graph.outputs.map(io)).toEqual(['logits:1:[batch_size,logits_length,512]', ...past('present', 'total_sequence_length')]);
     expect(info.opsetImports).toEqual([{ domain: '', version: 23 }]);
   });
 });
@@ -162,6 +167,9 @@ describe('fixture variants against the CPU reference', () => {
       // Prefill: the logits of every prompt position.
       const pre = await lm.run([prompt], [prompt.map(() => 1)], [prompt.map((_, i) => i)], lm.emptyPast(1));
       expectClose(`${variant} prefill (${prompt.length} tokens)`, pre.logits, reference().logitsAll(prompt, 0), TOL);
+      // num_logits_to_keep 3: the last three positions' logits, the same numbers.
+      const last3 = await lm.run([prompt], [prompt.map(() => 1)], [prompt.map((_, i) => i)], lm.emptyPast(1), 3);
+      expect(maxAbsDiff(last3.logits, pre.logits.subarray((prompt.length - 3) * V))).toBeLessThan(1e-5);
 
       // Decode: 4 prompt tokens in one run, then one token per run with present fed back as past.
       const ref = reference();

@@ -62,6 +62,8 @@ export const LLAMA_GRAPH_IO = {
   inputIds: 'input_ids',
   attentionMask: 'attention_mask',
   positionIds: 'position_ids',
+  /** How many of the last positions get logits (an int64 scalar: 1 for a prompt chunk, T for a verify step). */
+  logitsToKeep: 'num_logits_to_keep',
   logits: 'logits',
   pastKey: (layer: number) => `past_key_values.${layer}.key`,
   pastValue: (layer: number) => `past_key_values.${layer}.value`,
@@ -132,8 +134,9 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     { name: io.inputIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
     { name: io.attentionMask, elemType: DataType.INT64, dims: ['batch_size', 'total_sequence_length'] },
     { name: io.positionIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
+    { name: io.logitsToKeep, elemType: DataType.INT64, dims: [] },
   ];
-  const outputs: OnnxValueInfo[] = [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', V] }];
+  const outputs: OnnxValueInfo[] = [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', 'logits_length', V] }];
   for (let i = 0; i < L; i++) {
     for (const name of [io.pastKey(i), io.pastValue(i)]) inputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'past_sequence_length', D] });
     for (const name of [io.presentKey(i), io.presentValue(i)]) outputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'total_sequence_length', D] });
@@ -326,7 +329,11 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   }
 
   // ---- head ----
-  const xo = rmsnorm(x, await vector('output_norm.weight', C), 'output_norm'); // xf = rmsnorm(x) * output_norm
+  // Only the last num_logits_to_keep positions go through the head: a prompt chunk needs the last token's logits, a
+  // verify step every row's. (At a 151k vocabulary the head over 15 prompt tokens costs nearly what the layers do.)
+  const keepFrom = g.op1('Unsqueeze', [g.op1('Neg', [io.logitsToKeep], { name: 'head.neg_keep' }), i64('const.axes.0', [0])], { name: 'head.keep_from' }); // [-K]
+  const xs = g.op1('Slice', [x, keepFrom, i64('const.i64.max', [Number.MAX_SAFE_INTEGER]), i64('const.axes.1', [1])], { name: 'head.last_rows' }); // (B, K, C)
+  const xo = rmsnorm(xs, await vector('output_norm.weight', C), 'output_norm'); // xf = rmsnorm(x) * output_norm
   const headBits = nbits ? nbitsOf([embed], options.quantize) : 0;
   if (!config.tiedEmbeddings) {
     await linear(xo, [{ name: 'output.weight', n: V }], C, 'lm_head', undefined, io.logits);
@@ -337,9 +344,9 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     // Tied f32: Gemm reads the (V, C) table transposed, so the weights exist once. Gemm is 2-D: fold (B, T).
     const flat = g.op1('Reshape', [xo, i64('lm_head.flat_shape', [-1, C])], { name: 'lm_head.flat' }); // (B·T, C)
     const y = g.op1('Gemm', [flat, embedTable], { name: 'lm_head', attributes: [attr.int('transB', 1)] }); // (B·T, V)
-    const idsShape = g.op1('Shape', [io.inputIds], { name: 'lm_head.bt' }); // [B, T]
-    const outShape = g.op1('Concat', [idsShape, i64('lm_head.v', [V])], { name: 'lm_head.shape', attributes: [attr.int('axis', 0)] });
-    g.op1('Reshape', [y, outShape], { name: 'lm_head.unflat', output: io.logits }); // (B, T, V)
+    const rowsShape = g.op1('Shape', [xo], { name: 'lm_head.bk', attributes: [attr.int('start', 0), attr.int('end', 2)] }); // [B, K]
+    const outShape = g.op1('Concat', [rowsShape, i64('lm_head.v', [V])], { name: 'lm_head.shape', attributes: [attr.int('axis', 0)] });
+    g.op1('Reshape', [y, outShape], { name: 'lm_head.unflat', output: io.logits }); // (B, K, V)
   }
 
   // ---- serialize ----

@@ -227,6 +227,8 @@ export class OnnxRunner implements StepRunner {
     };
     if (L.attentionMask) feeds[L.attentionMask] = new this.ort.Tensor('int64', new BigInt64Array(past + T).fill(1n), [1, past + T]);
     if (L.positionIds) feeds[L.positionIds] = new this.ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(past + i)), [1, T]);
+    const rows = e.verify ? T : 1;
+    if (L.logitsToKeep) feeds[L.logitsToKeep] = new this.ort.Tensor('int64', BigInt64Array.of(BigInt(rows)), []);
     for (let l = 0; l < L.layers; l++) {
       feeds[L.pastKeys[l]] = kv.keys[l];
       feeds[L.pastValues[l]] = kv.values[l];
@@ -239,7 +241,6 @@ export class OnnxRunner implements StepRunner {
       throw new OnnxRunError(`sequence ${e.seq}, ${T} tokens after ${past}`, err);
     }
     this.replace(e.seq, { keys: L.presentKeys.map((n) => out[n]), values: L.presentValues.map((n) => out[n]) });
-    const rows = e.verify ? T : 1;
     return lastRows(out[L.logits], rows, this.config.vocab);
   }
 
@@ -262,6 +263,7 @@ export class OnnxRunner implements StepRunner {
       [L.attentionMask!]: new this.ort.Tensor('int64', mask, [B, P + 1]),
     };
     if (L.positionIds) feeds[L.positionIds] = new this.ort.Tensor('int64', BigInt64Array.from(pasts, BigInt), [B, 1]);
+    if (L.logitsToKeep) feeds[L.logitsToKeep] = new this.ort.Tensor('int64', BigInt64Array.of(1n), []);
     for (let l = 0; l < L.layers; l++) {
       feeds[L.pastKeys[l]] = padLeft(this.ort, kvs.map((kv) => kv.keys[l]), P);
       feeds[L.pastValues[l]] = padLeft(this.ort, kvs.map((kv) => kv.values[l]), P);
