@@ -111,8 +111,9 @@ function viteOptions(entry, outDir, name, oneFile, read) {
       sourcemap: false,
       copyPublicDir: false,
       rolldownOptions: {
-        // node-llama-cpp (bench compare's llama.cpp/cpu, a dev dependency) is imported where it is installed, when asked.
-        external: oneFile ? ['webgpu', 'node-llama-cpp', /^node:/] : ['webgpu', 'vite', 'playwright', 'ws', 'node-llama-cpp', /^node:/],
+        // node-llama-cpp (bench compare's llama.cpp/cpu) and @huggingface/transformers (bench embed's transformers.js,
+        // which loads onnxruntime-node and sharp natively), dev dependencies, are imported where installed, when asked.
+        external: oneFile ? ['webgpu', 'node-llama-cpp', '@huggingface/transformers', /^node:/] : ['webgpu', 'vite', 'playwright', 'ws', 'node-llama-cpp', '@huggingface/transformers', /^node:/],
         output: oneFile ? { entryFileNames: name, codeSplitting: false } : { entryFileNames: name, chunkFileNames: 'intab-[name]-[hash].mjs' },
       },
     },

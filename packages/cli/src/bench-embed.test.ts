@@ -1,4 +1,4 @@
-// intab bench embed's flags and texts (the run itself, with llama.cpp, is measured by hand: it prints figures, it
+// intab bench embed's flags and texts (the run itself, with transformers.js and llama.cpp, is measured by hand: it prints figures, it
 // asserts nothing timed).
 import { describe, expect, test } from 'vitest';
 import { join, resolve } from 'node:path';
@@ -11,8 +11,9 @@ const M = join(resolve(process.env.INTAB_SHARED ?? fileURLToPath(new URL('../../
 describe('intab bench embed', () => {
   test('flags: batches, repeats, threads and backend are checked before anything loads', () => {
     const o = benchEmbedOptions({ model: M, batch: '1, 8,32', json: true });
-    expect(o).toMatchObject({ batches: [1, 8, 32], repeats: 3, threads: 1, backend: 'auto', native: true, json: true });
+    expect(o).toMatchObject({ batches: [1, 8, 32], repeats: 3, threads: 1, backend: 'auto', native: true, transformers: true, json: true });
     expect(benchEmbedOptions({ model: M, 'no-native': true }).native).toBe(false);
+    expect(benchEmbedOptions({ model: M, 'no-transformers': true }).transformers).toBe(false);
     expect(() => benchEmbedOptions({})).toThrow(/--model <embedding GGUF> is required/);
     expect(() => benchEmbedOptions({ model: M, batch: '1,0' })).toThrow(/--batch takes/);
     expect(() => benchEmbedOptions({ model: M, batch: '4000' })).toThrow(/\[1, 2048\]/);

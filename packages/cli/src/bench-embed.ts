@@ -1,16 +1,24 @@
 // `intab bench embed`: embedding throughput of an embedding model (a bert / nomic-bert GGUF) on the engine in this
 // process (the Node runtime, as `intab serve --runtime node` loads it: intab's kernels on Dawn where Dawn finds a
-// hardware adapter, else onnxruntime-node's CPU provider), against llama.cpp natively on this CPU (node-llama-cpp, the
-// same GGUF), for batches of 1, 8 and 32 texts: inputs per second and tokens per second, medians over repeats, and
-// intab's ratio to llama.cpp. The texts are the embedding tests' 20 (one word to ~150 tokens), in turn.
-// llama.cpp's embedding context takes one text at a time: its batch of N is N texts one after another (what an app
-// gets from node-llama-cpp); intab's is one request of N inputs (packed into the encoder's passes).
-// JSON lines (--json): one per system and batch, then one per batch with the ratio; a table without --json.
-import { EMBED_INPUTS } from '@intab/testing/embed-inputs';
+// hardware adapter, else onnxruntime-node's CPU provider), against transformers.js in this process (its
+// feature-extraction pipeline on the same weights, written as a Hugging Face encoder export: onnxruntime-node's CPU
+// provider, intab's Node CPU backend, with the same session options) and llama.cpp natively on this CPU
+// (node-llama-cpp, the same GGUF), for batches of 1, 8 and 32 texts: inputs per second and tokens per second, medians
+// over repeats, and intab's ratio to each. The texts are the embedding tests' 20 (one word to ~150 tokens), in turn.
+// Before a ratio to transformers.js is quoted, its vectors and token counts are checked against intab's on the texts
+// timed (vectors_match: the least cosine). llama.cpp's embedding context takes one text at a time: its batch of N is
+// N texts one after another (what an app gets from node-llama-cpp); intab's is one request of N inputs (packed into
+// the encoder's passes), transformers.js's one pipeline call (padded to the longest text).
+// JSON lines (--json): one per system and batch, then one per batch and peer with the ratio; a table without --json.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EMBED_INPUTS, cosine } from '@intab/testing/embed-inputs';
 import { wholeFlag, type Flags } from './args.ts';
 import { round } from './grammar-stats.ts';
 import { median } from './bench-tools.ts';
 import { resolveModel, type ResolvedModel } from './model-files.ts';
+import type { EncoderFiles } from '@intab/model';
 
 export interface BenchEmbedOptions {
   model: ResolvedModel;
@@ -22,6 +30,8 @@ export interface BenchEmbedOptions {
   threads: number;
   /** Skip llama.cpp (--no-native). */
   native: boolean;
+  /** Skip transformers.js (--no-transformers). */
+  transformers: boolean;
 }
 
 const BACKENDS = ['auto', 'webgpu', 'onnx-wasm'];
@@ -41,6 +51,7 @@ export function benchEmbedOptions(flags: Flags): BenchEmbedOptions {
     backend: backend as BenchEmbedOptions['backend'],
     threads: wholeFlag(flags, 'threads', 1, 1, 64),
     native: flags['no-native'] === undefined,
+    transformers: flags['no-transformers'] === undefined,
   };
 }
 
@@ -58,8 +69,15 @@ interface Figure {
   tokens: number;
 }
 
-/** The engine in this process: its backend's name and embed(). */
-async function intabHere(o: BenchEmbedOptions): Promise<{ name: string; facts: Record<string, unknown>; embed(texts: string[]): Promise<{ tokens: number }>; close(): Promise<void> }> {
+/** What a system's vectors are checked against: intab's, for the texts timed. */
+interface Vectors {
+  embeddings: Float32Array[];
+  /** Tokens of each text. */
+  tokens: number[];
+}
+
+/** The engine in this process: its backend's name, embed() and the vectors themselves. */
+async function intabHere(o: BenchEmbedOptions): Promise<{ name: string; facts: Record<string, unknown>; files: EncoderFiles; embed(texts: string[]): Promise<{ tokens: number }>; vectors(texts: string[]): Promise<Vectors>; close(): Promise<void> }> {
   const { Engine, loadEncoderModel } = await import('@intab/engine');
   const { isEncoderFiles } = await import('@intab/model');
   const { openAnyOnDisk } = await import('../node/model-source.ts');
@@ -73,12 +91,55 @@ async function intabHere(o: BenchEmbedOptions): Promise<{ name: string; facts: R
   return {
     name: `intab/${info.backend.name}`,
     facts: { backend: info.backend.name, adapter: info.adapter, arch: info.arch, layers: info.layers, hidden: info.hidden, load_ms: round(performance.now() - t0) },
+    files,
     embed: async (texts) => ({ tokens: (await engine.embed({ input: texts, truncate: true })).promptTokens }),
+    async vectors(texts) {
+      const r = await engine.embed({ input: texts, truncate: true });
+      return { embeddings: r.embeddings, tokens: r.tokens ?? [] };
+    },
     async close() {
       await engine.destroy();
       if (choice.name === 'webgpu') choice.gpu.destroy();
     },
   };
+}
+
+/**
+ * transformers.js in this process on the same weights (transformers-embed.ts: the encoder written to a temporary
+ * folder as a Hugging Face export, its feature-extraction pipeline on onnxruntime-node's CPU provider with intab's Node
+ * session options and --threads threads), checked against intab's vectors of the texts timed before it is measured.
+ */
+async function transformersHere(o: BenchEmbedOptions, files: EncoderFiles, ours: { texts: string[]; vectors: Vectors }): Promise<{ name: string; facts: Record<string, unknown>; vectorsMatch: number; tokensEqual: boolean; embed(texts: string[]): Promise<{ tokens: number }>; close(): Promise<void> }> {
+  const { openTransformersEmbedder, writeTransformersFolder } = await import('./transformers-embed.ts');
+  const { nodeOrt } = await import('../node/ort.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'intab-bench-embed-'));
+  try {
+    const t0 = performance.now();
+    await writeTransformersFolder(files, dir);
+    const write_ms = round(performance.now() - t0);
+    const runtime = nodeOrt({ threads: o.threads });
+    const t1 = performance.now();
+    const t = await openTransformersEmbedder(dir, { threads: o.threads, sessionOptions: runtime.sessionOptions as Record<string, unknown> });
+    const load_ms = round(performance.now() - t1);
+    rmSync(dir, { recursive: true, force: true }); // the session holds the graph
+    const counts = new Map<string, number>(ours.texts.map((text) => [text, t.tokens([text])[0]]));
+    const theirs = await t.embed(ours.texts);
+    const vectorsMatch = Math.min(...theirs.map((v, i) => cosine(v, ours.vectors.embeddings[i])));
+    const tokensEqual = ours.texts.every((text, i) => counts.get(text) === ours.vectors.tokens[i]);
+    return {
+      name: 'transformers.js/node-cpu',
+      facts: { version: t.version, runtime: runtime.name, provider: 'cpu', threads: t.threads, dtype: 'fp32', padding: 'longest', write_ms, load_ms },
+      vectorsMatch,
+      tokensEqual,
+      embed: async (texts) => {
+        await t.embed(texts);
+        return { tokens: texts.reduce((n, text) => n + (counts.get(text) ?? t.tokens([text])[0]), 0) };
+      },
+      close: () => t.close(),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** llama.cpp natively (node-llama-cpp's CPU build), the texts one by one in one embedding context. */
@@ -123,6 +184,9 @@ async function measure(system: { name: string; embed(texts: string[]): Promise<{
   return out;
 }
 
+/** The least cosine between transformers.js's and intab's vectors for which the two count as one computation. */
+const VECTORS_MATCH = 0.9999;
+
 const COLUMNS = ['system', 'batch', 'inputs_per_s', 'tokens_per_s', 'ms'];
 
 export async function benchEmbed(flags: Flags): Promise<number> {
@@ -130,24 +194,54 @@ export async function benchEmbed(flags: Flags): Promise<number> {
   const print = (r: Record<string, unknown>) => console.log(o.json ? JSON.stringify({ bench: 'embed', ...r }) : COLUMNS.map((c) => `${c}=${r[c] ?? '-'}`).join('\t'));
   const intab = await intabHere(o);
   let ours: Figure[];
+  /** The texts every batch draws from (benchTexts(n) is a prefix of benchTexts(max)), and intab's vectors of them. */
+  const checked = { texts: benchTexts(Math.max(...o.batches)), vectors: { embeddings: [], tokens: [] } as Vectors };
   try {
     ours = await measure(intab, o);
+    if (o.transformers) checked.vectors = await intab.vectors(checked.texts);
   } finally {
     await intab.close();
   }
   for (const f of ours) print({ ...f, ...intab.facts });
-  if (!o.native) return 0;
-  const native = await llamaCppHere(o);
-  let theirs: Figure[];
-  try {
-    theirs = await measure(native, o);
-  } finally {
-    await native.close();
+  /** Each peer's figures and what its ratio line says besides the ratio. */
+  const peers: { figures: Figure[]; refused?: string; extra: (ratio: number, f: Figure, t: Figure) => Record<string, unknown> }[] = [];
+  if (o.transformers) {
+    const peer = await transformersHere(o, intab.files, checked);
+    let theirs: Figure[];
+    try {
+      theirs = await measure(peer, o);
+    } finally {
+      await peer.close();
+    }
+    const match = { vectors_match: peer.vectorsMatch, tokens_equal: peer.tokensEqual };
+    for (const f of theirs) print({ ...f, ...peer.facts, ...match });
+    // The same backend where intab runs on onnxruntime-node's CPU provider too (not Dawn): the issue's target.
+    const sameBackend = intab.facts.backend !== 'webgpu';
+    // A ratio is quoted only for the same computation: the same tokens, and vectors within cosine VECTORS_MATCH.
+    const refused = peer.tokensEqual && peer.vectorsMatch >= VECTORS_MATCH ? undefined : `transformers.js's ${peer.tokensEqual ? 'vectors differ from' : 'tokens differ from'} intab's (vectors_match ${peer.vectorsMatch}, needs ${VECTORS_MATCH}): no ratio`;
+    peers.push({ figures: theirs, refused, extra: (ratio) => ({ target: 1, met: ratio >= 1, same_backend: sameBackend, ...match }) });
   }
-  for (const f of theirs) print({ ...f, threads: o.threads });
+  if (o.native) {
+    const native = await llamaCppHere(o);
+    let theirs: Figure[];
+    try {
+      theirs = await measure(native, o);
+    } finally {
+      await native.close();
+    }
+    for (const f of theirs) print({ ...f, threads: o.threads });
+    peers.push({ figures: theirs, extra: (_, f, t) => ({ tokens_equal: f.tokens === t.tokens }) });
+  }
   for (const f of ours) {
-    const t = theirs.find((x) => x.batch === f.batch)!;
-    print({ kind: 'ratio', batch: f.batch, system: f.system, versus: t.system, inputs_per_s_ratio: round(f.inputs_per_s / t.inputs_per_s), tokens_equal: f.tokens === t.tokens });
+    for (const p of peers) {
+      const t = p.figures.find((x) => x.batch === f.batch)!;
+      if (p.refused) {
+        print({ kind: 'ratio', batch: f.batch, system: f.system, versus: t.system, inputs_per_s_ratio: null, ...p.extra(Number.NaN, f, t), met: false, refused: p.refused });
+        continue;
+      }
+      const ratio = round(f.inputs_per_s / t.inputs_per_s);
+      print({ kind: 'ratio', batch: f.batch, system: f.system, versus: t.system, inputs_per_s_ratio: ratio, ...p.extra(ratio, f, t) });
+    }
   }
   return 0;
 }

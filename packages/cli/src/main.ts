@@ -269,12 +269,18 @@ export const USAGE = `usage:
       The ttft figure needs a prefix cache (--backend webgpu; onnxruntime has none: the line says it was skipped). The
       model needs a chat template (make-model --tokenizer qwen3).
   intab bench embed --model <embedding GGUF> [--batch 1,8,32] [--repeats N (3)] [--backend auto|webgpu|onnx-wasm]
-                 [--threads N (1)] [--no-native] [--json]
+                 [--threads N (1)] [--no-transformers] [--no-native] [--json]
       Embedding throughput on the engine in this process (as intab serve --runtime node loads it: Dawn on a hardware
-      adapter, else onnxruntime-node's CPU provider, --threads threads) against llama.cpp natively on this CPU
+      adapter, else onnxruntime-node's CPU provider, --threads threads) against transformers.js in this process
+      (feature-extraction, mean pooling, normalize; the same weights written as a Hugging Face encoder export with
+      onnx/model.onnx, fp32 on onnxruntime-node's CPU provider with intab's session options and --threads threads:
+      the same backend as intab's Node CPU path; one pipeline call per batch) and llama.cpp natively on this CPU
       (node-llama-cpp, the same GGUF, --threads threads, the texts one by one as its embedding context takes them):
       {"bench":"embed","system","batch","inputs_per_s","tokens_per_s","ms" (median of --repeats after a warm-up),...}
-      per system and batch, then {"kind":"ratio","batch","inputs_per_s_ratio" (intab over llama.cpp),"tokens_equal"}.
+      per system and batch (transformers.js's with "vectors_match" (least cosine to intab's vectors of the texts
+      timed) and "tokens_equal"), then per batch and peer {"kind":"ratio","batch","versus","inputs_per_s_ratio" (intab
+      over the peer),"tokens_equal"}; versus transformers.js also "target":1,"met","same_backend" (false when intab
+      runs on Dawn), and no ratio ("refused") unless tokens are equal and vectors_match >= 0.9999.
       Texts are the embedding tests' 20, in turn (one word to ~150 tokens). Make a model with
       intab make-model --like all-minilm-l6 --dtype f32 --out /tmp/minilm.gguf.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]

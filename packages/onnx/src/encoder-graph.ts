@@ -23,6 +23,13 @@ export interface EncoderGraphOptions {
    */
   attention?: EncoderAttention;
   /**
+   * What the graph returns. 'embeddings' (default): sentence_embedding (B, C), pooled and normalised in the graph, as
+   * intab's runner reads it. 'last_hidden_state': the last layer's rows (B, T, C) before pooling, and a token_type_ids
+   * (B, T) input where the model has token types (typeVocab > 0), each row adding its type's embedding: the layout of a
+   * Hugging Face encoder export, which transformers.js's feature-extraction pipeline pools itself.
+   */
+  output?: 'embeddings' | 'last_hidden_state';
+  /**
    * Weights (initializers of 1 KiB and more) go to an external data file of this name beside the model. Default: inline
    * unless the model would pass protobuf's 2 GiB, then 'model.onnx_data'. null: always inline.
    */
@@ -38,12 +45,15 @@ export type EncoderGraph = SerializedGraph;
 
 /**
  * Graph input and output names: input_ids and attention_mask as transformers.js feeds an encoder (token_type_ids are
- * implied 0), and sentence-transformers' ONNX output name for the pooled vectors.
+ * implied 0 unless output is 'last_hidden_state'), sentence-transformers' ONNX output name for the pooled vectors, and
+ * a Hugging Face export's for the unpooled rows.
  */
 export const ENCODER_GRAPH_IO = {
   inputIds: 'input_ids',
   attentionMask: 'attention_mask',
+  tokenTypeIds: 'token_type_ids',
   embeddings: 'sentence_embedding',
+  lastHiddenState: 'last_hidden_state',
 } as const;
 
 /**
@@ -68,7 +78,9 @@ const MASKED = -1e30;
  * right-padded (each row is 1…1 0…0: a sequence's tokens, then padding; position i of a row is token i's position).
  * Output: sentence_embedding (B, C) f32, each row pooled over its unmasked tokens as config.pooling says (mean, [CLS]'s
  * row, the last unmasked row) and L2-normalised where config.normalize. Padded rows never reach a real row: keys are
- * masked, and padded queries only produce rows pooling ignores.
+ * masked, and padded queries only produce rows pooling ignores. With `output: 'last_hidden_state'` the graph stops
+ * before pooling: last_hidden_state (B, T, C), padded rows included (the caller's pooling masks them), and a
+ * token_type_ids (B, T) int64 input where the model has token types.
  * @example
  * const model = await openEncoderGguf(await pathSource('all-minilm-l6.gguf'));
  * const { model: bytes } = await buildEncoderGraph(model.config, tensorWeights(model.tensors));
@@ -78,6 +90,9 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
   const file = options.file ?? 'weights';
   const { hidden: C, ffn: F, layers: L, heads: H, headDim: D, vocab: V, eps } = config;
   const attention = options.attention ?? DEFAULT_ENCODER_ATTENTION;
+  const unpooled = options.output === 'last_hidden_state';
+  /** Token types as an input (each row's type embedding added), not type 0 folded in: the unpooled graph's. */
+  const typeInput = unpooled && config.typeVocab > 0;
   const g = new Graph();
   let usesMs = false;
   const io = ENCODER_GRAPH_IO;
@@ -91,8 +106,11 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
   const inputs: OnnxValueInfo[] = [
     { name: io.inputIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
     { name: io.attentionMask, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
+    ...(typeInput ? [{ name: io.tokenTypeIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] }] : []),
   ];
-  const outputs: OnnxValueInfo[] = [{ name: io.embeddings, elemType: DataType.FLOAT, dims: ['batch_size', C] }];
+  const outputs: OnnxValueInfo[] = unpooled
+    ? [{ name: io.lastHiddenState, elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', C] }]
+    : [{ name: io.embeddings, elemType: DataType.FLOAT, dims: ['batch_size', C] }];
 
   // ---- constants ----
   const i64 = (name: string, values: number[], dims: number[] = [values.length]) => g.constant(name, () => i64Tensor(name, dims, values));
@@ -192,10 +210,16 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
     return g.op1('Reshape', [o, i64('const.flat_shape', [0, 0, C])], { name: `${n}attn.flat` });
   };
 
-  // ---- embeddings: x = LN(tok[id] + pos[i] + type[0]) ----
+  // ---- embeddings: x = LN(tok[id] + pos[i] + type[0]), or + type[token_type_ids] where token types are an input ----
   const tok = g.init(f32Tensor('token_embd.weight', [V, C], toF32(await matrix('token_embd.weight', V, C))));
   let x = g.op1('Gather', [tok, io.inputIds], { name: 'embed' }); // (B, T, C)
-  const type0 = config.typeVocab > 0 ? toF32(await matrix('token_types.weight', config.typeVocab, C)).subarray(0, C) : undefined; // every token is type 0
+  let type0: Float32Array | undefined; // every token is type 0: its row is folded into the positions (or added once)
+  if (typeInput) {
+    const types = g.init(f32Tensor('token_types.weight', [config.typeVocab, C], toF32(await matrix('token_types.weight', config.typeVocab, C)))); // (typeVocab, C)
+    x = g.op1('Add', [x, g.op1('Gather', [types, io.tokenTypeIds], { name: 'embed.types' })], { name: 'embed.add_types' }); // (B, T, C)
+  } else if (config.typeVocab > 0) {
+    type0 = toF32(await matrix('token_types.weight', config.typeVocab, C)).subarray(0, C);
+  }
   if (config.absolutePositions) {
     // The first maxPositions rows of position_embd, with type[0] folded in: one Add per pass instead of two.
     const pos = await positionTable(weights, 'position_embd.weight', config.maxPositions, C, file);
@@ -236,9 +260,11 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
     x = await layerNorm(g.op1('Add', [x, down], { name: `${n}ffn.residual` }), `${b}layer_output_norm`); // x = LN(x + Wd h)
   }
 
-  // ---- pooling: (B, T, C) → (B, C) over each row's unmasked tokens ----
-  let pooled: string;
-  if (config.pooling === 'mean') {
+  // ---- pooling: (B, T, C) → (B, C) over each row's unmasked tokens (or the rows themselves) ----
+  let pooled = '';
+  if (unpooled) {
+    g.op1('Identity', [x], { name: 'last_hidden_state', output: io.lastHiddenState }); // (B, T, C)
+  } else if (config.pooling === 'mean') {
     // Σ_t mask[t]·x[t] / Σ_t mask[t], the sum as one (B, 1, T) × (B, T, C) MatMul.
     const maskF = g.op1('Cast', [io.attentionMask], { name: 'pool.mask', attributes: [attr.int('to', DataType.FLOAT)] }); // (B, T): 1 token, 0 padding
     const sum = g.op1('MatMul', [g.op1('Unsqueeze', [maskF, axes(1)], { name: 'pool.mask_row' }), x], { name: 'pool.sum' }); // (B, 1, C)
@@ -253,7 +279,9 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
     const last = g.op1('Sub', [len, i64('const.i64.1', [1], [])], { name: 'pool.last_index' });
     pooled = g.op1('GatherND', [x, last], { name: 'pool.last', attributes: [attr.int('batch_dims', 1)] }); // (B, C)
   }
-  if (config.normalize) {
+  if (unpooled) {
+    // nothing more: the caller pools and normalises
+  } else if (config.normalize) {
     // v / max(‖v‖, tiny): an all-zero vector stays zero, as llama.cpp's common_embd_normalize leaves it.
     const l2 = g.op1('ReduceL2', [pooled, axes(-1)], { name: 'normalize.l2', attributes: [attr.int('keepdims', 1)] }); // (B, 1)
     const safe = g.op1('Max', [l2, f32('const.tiny', [1e-30], [])], { name: 'normalize.safe' });
@@ -269,7 +297,7 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
     inputs,
     outputs,
     opsetImports,
-    metadata: { 'intab.arch': config.arch, 'intab.pooling': config.pooling, 'intab.normalize': String(config.normalize) },
+    metadata: { 'intab.arch': config.arch, 'intab.output': unpooled ? io.lastHiddenState : io.embeddings, 'intab.pooling': config.pooling, 'intab.normalize': String(config.normalize) },
     externalData: options.externalData,
   });
 }

@@ -3,7 +3,8 @@
 // pooling (mean, [CLS], last) with and without L2 normalisation match the CPU reference (reference/bert.ts) on ragged
 // batches; a pass's vectors are the same batched as one by one; the three ways of writing attention agree; q8_0 and
 // q4_0 checkpoints are dequantized exactly; planRuns cuts passes as its cost model says; bad input is refused with
-// typed errors. packages/cli/src/embed-onnx-llamacpp.test.ts holds the same graphs against llama.cpp on
+// typed errors; the unpooled graph (last_hidden_state, token_type_ids: transformers.js's layout) pools to the same
+// vectors. packages/cli/src/embed-onnx-llamacpp.test.ts holds the same graphs against llama.cpp on
 // onnxruntime-node.
 
 import { describe, expect, test } from 'vitest';
@@ -82,6 +83,41 @@ describe('encoder graphs on ORT wasm match the CPU reference', () => {
         expectVectors(seqs.map((_, b) => y.slice(b * config.hidden, (b + 1) * config.hidden)), ref, 1e-5, `${config.arch} ${attention}`);
         await session.release();
       }
+    }
+  });
+
+  test("output 'last_hidden_state': (B, T, C) rows whose masked mean is the reference's vector, token types an input", async () => {
+    for (const config of [TINY_BERT, TINY_NOMIC]) {
+      const { files, weights } = randomEncoder(config, 15);
+      const seqs = raggedInputs(config, [9, 30, 3]);
+      const [B, T, C] = [seqs.length, 30, config.hidden];
+      const ids = new BigInt64Array(B * T);
+      const mask = new BigInt64Array(B * T);
+      seqs.forEach((s, b) => s.forEach((id, i) => ((ids[b * T + i] = BigInt(id)), (mask[b * T + i] = 1n))));
+      const graph = await buildEncoderGraph(config, tensorWeights(files.tensors), { output: 'last_hidden_state' });
+      const { ort, session } = await createSession(graph.model, { backend: 'onnx-wasm' });
+      const io = ENCODER_GRAPH_IO;
+      expect(session.inputNames).toEqual([io.inputIds, io.attentionMask, io.tokenTypeIds]); // both tiny models have token types
+      expect(session.outputNames).toEqual([io.lastHiddenState]);
+      const run = async (type: bigint) => {
+        const feeds = { [io.inputIds]: new ort.Tensor('int64', ids, [B, T]), [io.attentionMask]: new ort.Tensor('int64', mask, [B, T]), [io.tokenTypeIds]: new ort.Tensor('int64', new BigInt64Array(B * T).fill(type), [B, T]) };
+        const out = (await session.run(feeds))[io.lastHiddenState];
+        expect(out.dims).toEqual([B, T, C]);
+        const x = out.data as Float32Array;
+        // Mean over each row's tokens, then L2 (the tiny models pool by mean and normalise): transformers.js's pooling.
+        return seqs.map((s, b) => {
+          const v = new Float32Array(C);
+          for (let t = 0; t < s.length; t++) for (let j = 0; j < C; j++) v[j] += x[(b * T + t) * C + j] / s.length;
+          const n = Math.hypot(...v);
+          return v.map((e) => e / n);
+        });
+      };
+      const ref = encodeReference(weights, seqs).vectors;
+      expectVectors(await run(0n), ref, 1e-5, `${config.arch} type 0`);
+      // Type 1's row is a different row: the input is read, not ignored.
+      const other = await run(1n);
+      expect(Math.min(...other.map((v, i) => cosine(v, ref[i])))).toBeLessThan(0.9999);
+      await session.release();
     }
   });
 

@@ -40,4 +40,4 @@ export { graphLayout, type GraphLayout, type GraphIO } from './graph-layout.ts';
 export { createSession, loadOrt, providerOf, type OnnxBackend, type OnnxSession, type Ort, type OrtRuntime, type SessionOptions } from './session.ts';
 export { loadOnnxRunner, type OnnxLoadOptions, type LoadedOnnx } from './load.ts';
 export { sampleLogits } from './cpu-sampler.ts';
-export { onnxFolderFiles, hfConfig } from './onnx-folder.ts';
+export { onnxFolderFiles, hfConfig, encoderOnnxFolderFiles, encoderHfConfig } from './onnx-folder.ts';

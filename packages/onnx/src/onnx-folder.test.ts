@@ -1,15 +1,17 @@
 // A checkpoint written as an onnx-community folder and read back the way a downloaded one is: stories260K's GGUF
 // (config.json written from its LlamaConfig) and its HF folder (its own config.json) become config.json +
 // onnx/model.onnx + onnx/model.onnx_data; openOnnxFolder finds the graph and its external data, and the ONNX runner
-// on ORT wasm gives golden.json's greedy ids; a folder without its external data file is refused naming it.
+// on ORT wasm gives golden.json's greedy ids; a folder without its external data file is refused naming it. An
+// embedding model's config.json (encoderHfConfig) reads back as the same EncoderConfig.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { bytesSource, configFromHf, openGguf, openHfFolder, openOnnxFolder, openTokenizer, pathSource, type ModelFiles } from '@intab/model';
+import { bytesSource, configFromHf, encoderConfigFromHf, openGguf, openHfFolder, openOnnxFolder, openTokenizer, pathSource, type ModelFiles } from '@intab/model';
 import { loadOnnxRunner } from './load.ts';
-import { onnxFolderFiles } from './onnx-folder.ts';
+import { encoderHfConfig, onnxFolderFiles } from './onnx-folder.ts';
+import { TINY_BERT, TINY_NOMIC } from './test-encoder.ts';
 import { OnnxFormatError } from './errors.ts';
 
 const SHARED = process.env.INTAB_SHARED ? join(process.env.INTAB_SHARED, '/') : fileURLToPath(new URL('../../../../shared/', import.meta.url));
@@ -71,4 +73,12 @@ describe('onnxFolderFiles → openOnnxFolder', () => {
     expect(err).toBeInstanceOf(OnnxFormatError);
     expect(err.message).toContain("its weights are in 'model.onnx_data', which is not among the files given");
   });
+});
+
+test("an embedding model's config.json (bert, nomic_bert) reads back as the same EncoderConfig", () => {
+  for (const c of [TINY_BERT, { ...TINY_NOMIC, rope: { theta: 1000, rotaryDim: 16 } }]) {
+    const back = encoderConfigFromHf(encoderHfConfig(c), 'config.json');
+    // Pooling and normalisation live in sentence-transformers' files, not in config.json.
+    expect({ ...back, pooling: c.pooling, normalize: c.normalize }).toEqual(c);
+  }
 });
