@@ -1,14 +1,16 @@
 // `intab bench chat`: time to first token over a conversation, with the prefix cache off and on, in headless
-// Chromium on WebGPU (packages/cli/page/bench-chat.ts runs it in the page). Flags are checked here, before any
+// Chromium on WebGPU or (--backend) onnxruntime-web (packages/cli/page/bench-chat.ts runs it in the page). Flags are checked here, before any
 // browser starts; the page prints one JSON line per turn and a summary.
 import { readFileSync } from 'node:fs';
-import type { ChatMessage } from '@intab/engine/contract';
+import type { Backend, ChatMessage } from '@intab/engine/contract';
 import type { Job, ModelRef } from '../page/shared.ts';
 import { wholeFlag, type Flags } from './args.ts';
 import { runJob } from './browser.ts';
 import { resolveModel } from './model-files.ts';
 
 const MODES = ['on', 'off', 'both'];
+/** What --backend takes (the engine's LoadOptions.backend); intab's kernels ('webgpu') unless told. */
+const BACKENDS = ['webgpu', 'auto', 'onnx-wasm', 'onnx-webgpu'];
 
 /**
  * The conversation of --conversation FILE: a JSON array of OpenAI-style messages, a system message first (optional),
@@ -49,6 +51,9 @@ export function chatJobFromFlags(flags: Flags, model: ModelRef): Job {
   if (flags.conversation !== undefined && typeof flags.conversation !== 'string') throw new Error('--conversation needs a file: a JSON array of messages');
   const quantize = flags.quantize;
   if (quantize !== undefined && quantize !== 'q8_0' && quantize !== 'q4_0') throw new Error('--quantize takes q8_0 or q4_0');
+  const backend = flags.backend ?? 'webgpu';
+  if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
+  if (quantize !== undefined && backend.startsWith('onnx-')) throw new Error(`--quantize re-quantizes for intab's WebGPU kernels; --backend ${backend} runs the checkpoint's own weights: drop one of them`);
   return {
     mode: 'chat',
     kind: model.kind,
@@ -60,6 +65,7 @@ export function chatJobFromFlags(flags: Flags, model: ModelRef): Job {
     temperature: 0,
     seed: whole('seed', 0, 0, 2 ** 31 - 1),
     quantize,
+    backend: backend as Backend,
     preload: Boolean(flags.preload),
     persist: Boolean(flags.persist),
     persistTokens: whole('persist-tokens', 2048, 16, 32768),

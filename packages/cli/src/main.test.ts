@@ -228,6 +228,10 @@ describe('intab bench chat arguments', () => {
   test('defaults, and a conversation whose assistant messages are dropped', () => {
     expect(chatJobFromFlags({}, model)).toMatchObject({ mode: 'chat', cacheModes: 'both', maxTokens: 32, temperature: 0, preload: false, persist: false, persistTokens: 2048 });
     expect(chatJobFromFlags({}, model).conversation).toBeUndefined(); // the page's built-in 8-turn chat
+    expect(chatJobFromFlags({}, model).backend).toBe('webgpu');
+    expect(chatJobFromFlags({ backend: 'onnx-wasm', preload: true }, model)).toMatchObject({ backend: 'onnx-wasm', preload: true });
+    expect(() => chatJobFromFlags({ backend: 'cuda' }, model)).toThrow(/--backend takes webgpu, auto, onnx-wasm, onnx-webgpu/);
+    expect(() => chatJobFromFlags({ backend: 'onnx-wasm', quantize: 'q8_0' }, model)).toThrow(/drop one of them/);
     const path = file(JSON.stringify([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'a' },

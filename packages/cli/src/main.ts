@@ -119,7 +119,9 @@ export const USAGE = `usage:
       tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
                  [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (5)] [--quantize q8_0|q4_0]
-      Time to first token over a conversation, in headless Chromium on WebGPU. FILE is a JSON array of OpenAI-style
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu (webgpu)]
+      Time to first token over a conversation, in headless Chromium on WebGPU (or --backend: onnxruntime-web, whose
+      runner keeps a cached prefix's K/V beside each sequence's tensors). FILE is a JSON array of OpenAI-style
       messages: a system message, then user messages (assistant messages are ignored); without it a built-in 8-turn
       chat. For each user message in order, the conversation so far (the system message, the earlier user messages,
       the model's own earlier replies, this message) is one chat request (greedy, --max-tokens) through one engine.
