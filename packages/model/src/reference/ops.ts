@@ -68,43 +68,5 @@ export function layernorm(out: Float32Array, x: Float32Array, w: Float32Array, b
   for (let i = 0; i < n; i++) out[o + i] = (x[o + i] - mean) * inv * w[i] + b[i];
 }
 
-/**
- * erf(x) to double precision: its Taylor series below |x| = 3 (terms shrink fast enough that cancellation costs a few
- * digits of sixteen), the continued fraction of erfc above (Lentz), where erf is within 2.3e-5 of ±1.
- */
-export function erf(x: number): number {
-  const a = Math.abs(x);
-  if (a < 3) {
-    // erf(x) = 2/√π Σ (−1)ⁿ x^(2n+1) / (n! (2n+1))
-    let term = a;
-    let sum = a;
-    const x2 = a * a;
-    for (let n = 1; n < 200; n++) {
-      term *= -x2 / n;
-      const add = term / (2 * n + 1);
-      sum += add;
-      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
-    }
-    return Math.sign(x) * sum * (2 / Math.sqrt(Math.PI));
-  }
-  // erfc(a) = e^(−a²)/√π · 1/(a + 1/2/(a + 1/(a + 3/2/(a + 2/(a + ...))))), evaluated by Lentz's method.
-  const tiny = 1e-300;
-  let f = a;
-  let c = a;
-  let d = 0;
-  for (let n = 1; n < 200; n++) {
-    const an = n / 2;
-    d = a + an * d;
-    d = 1 / (Math.abs(d) < tiny ? tiny : d);
-    c = a + an / c;
-    if (Math.abs(c) < tiny) c = tiny;
-    const delta = c * d;
-    f *= delta;
-    if (Math.abs(delta - 1) < 1e-16) break;
-  }
-  const erfc = Math.exp(-a * a) / Math.sqrt(Math.PI) / f;
-  return Math.sign(x) * (1 - erfc);
-}
-
-/** GELU with the exact erf (BERT's hidden_act 'gelu', torch's default): x/2 · (1 + erf(x/√2)). */
-export const geluErf = (x: number) => 0.5 * x * (1 + erf(x / Math.SQRT2));
+// erf to double precision and GELU with it: the kernels' CPU twins' (one implementation for both references).
+export { erf, geluErf } from '@intab/gpu/reference';
