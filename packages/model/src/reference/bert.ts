@@ -10,9 +10,8 @@
 import { ShapeError } from '@intab/gpu';
 import { encoderFacts, type EncoderConfig } from '../encoder-config.ts';
 import type { EncoderRunner } from '../encoder-runner.ts';
-import { ModelMismatchError } from '../errors.ts';
 import type { WeightsFn } from './llama.ts';
-import { geluErf, layernorm, linear, silu } from './ops.ts';
+import { geluErf, layernorm, linear, silu, tensorGetter } from './ops.ts';
 
 /** A projection: W (N, K) and its bias (N) where the family has one. */
 interface Linear {
@@ -55,17 +54,7 @@ export interface EncoderWeights {
  */
 export function loadEncoderWeights(config: EncoderConfig, weights: WeightsFn, file = 'weights'): EncoderWeights {
   const { hidden: C, ffn: F } = config;
-  const get = (name: string, size: number, atLeast = false): Float32Array => {
-    let t: Float32Array | undefined;
-    try {
-      t = weights(name);
-    } catch {
-      t = undefined;
-    }
-    if (!t) throw new ModelMismatchError(file, name, `a tensor of ${size} values`, 'missing');
-    if (atLeast ? t.length < size || t.length % C !== 0 : t.length !== size) throw new ModelMismatchError(file, name, `${size} values`, `${t.length} values`);
-    return t;
-  };
+  const get = tensorGetter(weights, file);
   const lin = (name: string, n: number, k: number): Linear => ({ w: get(`${name}.weight`, n * k), ...(config.projectionBias ? { b: get(`${name}.bias`, n) } : {}) });
   const norm = (name: string): Norm => ({ w: get(`${name}.weight`, C), b: get(`${name}.bias`, C) });
   const layers: EncoderLayerWeights[] = [];
@@ -87,7 +76,7 @@ export function loadEncoderWeights(config: EncoderConfig, weights: WeightsFn, fi
     config,
     tokenEmbd: get('token_embd.weight', config.vocab * C),
     ...(config.typeVocab > 0 ? { typeEmbd: get('token_types.weight', config.typeVocab * C) } : {}),
-    ...(config.absolutePositions ? { posEmbd: get('position_embd.weight', config.maxPositions * C, true) } : {}),
+    ...(config.absolutePositions ? { posEmbd: get('position_embd.weight', config.maxPositions * C, (n) => n >= config.maxPositions * C && n % C === 0) } : {}),
     embdNorm: norm('token_embd_norm'),
     layers,
   };

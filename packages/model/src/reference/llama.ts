@@ -10,7 +10,7 @@ import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
 import { canonicalHfName, ffnNormName, fusedRows, hfValueTransform, type FusedTensor } from '../tensor-names.ts';
 import { createDeltaNet } from './deltanet.ts';
-import { geluTanh, matvec, rmsnorm, silu } from './ops.ts';
+import { geluTanh, matvec, rmsnorm, silu, tensorGetter } from './ops.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -136,17 +136,7 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
   const { hidden: C, ffn: F, layers: L, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = config;
   const eps = config.rmsEps;
 
-  const get = (name: string, size: number): Float32Array => {
-    let t: Float32Array | undefined;
-    try {
-      t = weights(name);
-    } catch {
-      t = undefined;
-    }
-    if (!t) throw new ModelMismatchError(file, name, `a tensor of ${size} values`, 'missing');
-    if (t.length !== size) throw new ModelMismatchError(file, name, `${size} values`, `${t.length} values`);
-    return t;
-  };
+  const get = tensorGetter(weights, file);
 
   const tokenEmbd = get('token_embd.weight', V * C); // (V, C)
   const outputNorm = get('output_norm.weight', C); // (C)

@@ -1,5 +1,29 @@
 // The CPU reference's arithmetic, shared by the Llama-family forward (llama.ts), Qwen3.5's DeltaNet layers
-// (deltanet.ts) and the BERT encoders (bert.ts): each op reads f32, accumulates in float64, writes f32.
+// (deltanet.ts) and the BERT encoders (bert.ts): each op reads f32, accumulates in float64, writes f32. And how both
+// forwards fetch their weights (tensorGetter).
+
+import { ModelMismatchError } from '../errors.ts';
+
+/**
+ * A reference forward's weight fetch: `weights(name)` (which may throw or give nothing for a missing tensor) checked
+ * to be there with `size` values (or a length `fits` accepts), else a ModelMismatchError naming `file` and the tensor.
+ * @example
+ * const get = tensorGetter((n) => tensors.get(n), 'model.gguf');
+ * const norm = get('output_norm.weight', C);
+ */
+export function tensorGetter(weights: (name: string) => Float32Array | undefined, file: string): (name: string, size: number, fits?: (length: number) => boolean) => Float32Array {
+  return (name, size, fits = (n) => n === size) => {
+    let t: Float32Array | undefined;
+    try {
+      t = weights(name);
+    } catch {
+      t = undefined;
+    }
+    if (!t) throw new ModelMismatchError(file, name, `a tensor of ${size} values`, 'missing');
+    if (!fits(t.length)) throw new ModelMismatchError(file, name, `${size} values`, `${t.length} values`);
+    return t;
+  };
+}
 
 /** out (N) = W (N, K) · x (K) [+ bias (N)] */
 export function matvec(out: Float32Array, w: Float32Array, x: Float32Array, n: number, k: number, bias?: Float32Array): void {
