@@ -8,7 +8,7 @@ import { encoderConfigFromGguf, encoderConfigFromHf, type EncoderConfig } from '
 import { ModelFormatError, ModelMismatchError } from './errors.ts';
 import type { GgufFile } from './formats/gguf.ts';
 import { ggufTypeWarnings } from './formats/gguf-keys.ts';
-import { readHfFolder, type HfFiles, type HfFolder } from './formats/hf-folder.ts';
+import { folderLookup, readHfFolder, type HfFiles, type HfFolder } from './formats/hf-folder.ts';
 import { parseGgufSources, splitRows } from './load.ts';
 import type { ByteSource, TensorInfo } from './types.ts';
 
@@ -163,12 +163,6 @@ export function canonicalEncoderName(name: string, arch: EncoderConfig['arch']):
   return null;
 }
 
-/** The files of a folder, looked up by exact relative path (a pooling module's config.json is not the model's). */
-function exactLookup(files: HfFiles): (path: string) => ByteSource | undefined {
-  if (typeof files === 'function') return files;
-  return (path) => files.get(path) ?? [...files].find(([k]) => k.endsWith(`/${path}`))?.[1];
-}
-
 async function readJsonFile(src: ByteSource, file: string, signal?: AbortSignal): Promise<unknown> {
   if (src.size > 1 << 20) throw new ModelFormatError(src.name, file, `${src.size} bytes is too large for a sentence-transformers config`);
   try {
@@ -189,7 +183,7 @@ async function readJsonFile(src: ByteSource, file: string, signal?: AbortSignal)
 export async function openEncoderHfFolder(files: HfFiles, options: { signal?: AbortSignal } = {}): Promise<EncoderFiles> {
   const { signal } = options;
   const hf = await readHfFolder(files, { signal });
-  const get = exactLookup(files);
+  const get = folderLookup(files);
   const modulesSrc = get('modules.json');
   const modules = modulesSrc ? await readJsonFile(modulesSrc, 'modules.json', signal) : undefined;
   let pooling: unknown;

@@ -5,7 +5,7 @@
 import { GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES } from './encoder-config.ts';
 import { ggufEncoderFiles, openEncoderHfFolder, type EncoderFiles } from './encoder-load.ts';
 import { ModelFormatError } from './errors.ts';
-import type { HfFiles } from './formats/hf-folder.ts';
+import { folderLookup, type HfFiles } from './formats/hf-folder.ts';
 import { ggufModelFiles, openHfFolder, parseGgufSources, type ModelFiles } from './load.ts';
 import type { ByteSource } from './types.ts';
 
@@ -35,7 +35,7 @@ export async function openAnyGguf(sources: ByteSource | readonly ByteSource[], o
  * sentence-transformers folder), else a decoder.
  */
 export async function openAnyHfFolder(files: HfFiles, options: { signal?: AbortSignal } = {}): Promise<AnyModelFiles> {
-  const config = topLevel(files, 'config.json');
+  const config = folderLookup(files)('config.json');
   if (!config) return openHfFolder(files as Map<string, ByteSource>); // its own error names what is missing
   let modelType: unknown;
   try {
@@ -45,13 +45,4 @@ export async function openAnyHfFolder(files: HfFiles, options: { signal?: AbortS
   }
   if (typeof modelType === 'string' && HF_ENCODER_TYPES.has(modelType)) return openEncoderHfFolder(files, options);
   return openHfFolder(files as Map<string, ByteSource>);
-}
-
-/** The folder's own `name` (not a module's '1_Pooling/config.json'): the key with the fewest folders that ends with it. */
-function topLevel(files: HfFiles, name: string): ByteSource | undefined {
-  if (typeof files === 'function') return files(name);
-  const exact = files.get(name);
-  if (exact) return exact;
-  const depth = (k: string) => k.split('/').length;
-  return [...files].filter(([k]) => k.endsWith(`/${name}`)).sort(([a], [b]) => depth(a) - depth(b))[0]?.[1];
 }

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { IntabModelError, ModelFormatError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import { bytesSource, pathSource } from '../source.ts';
 import type { ByteSource } from '../types.ts';
-import { readHfFolder } from './hf-folder.ts';
+import { folderLookup, readHfFolder } from './hf-folder.ts';
 import { writeSafetensors } from './safetensors.ts';
 
 const SHARED = process.env.INTAB_SHARED ? `${process.env.INTAB_SHARED.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../../../shared/', import.meta.url));
@@ -117,5 +117,18 @@ describe('readHfFolder', () => {
     files.set('model-00002-of-00002.safetensors', bytesSource('model-00002-of-00002.safetensors', broken));
     const e = await rejection(readHfFolder(files));
     expect((e as ModelFormatError).file).toBe('model-00002-of-00002.safetensors');
+  });
+});
+
+describe('folderLookup', () => {
+  it("finds a file by its path in the folder: exact, or under a prefix (/ or \\), the one in the fewest folders first", () => {
+    const [model, pooling, other] = ['model', 'pooling', 'other'].map((n) => bytesSource(new Uint8Array(1), n));
+    const get = folderLookup(new Map([['m/1_Pooling/config.json', pooling], ['m/config.json', model], ['x\\tokenizer.json', other]]));
+    expect(get('config.json')).toBe(model);
+    expect(get('1_Pooling/config.json')).toBe(pooling);
+    expect(get('tokenizer.json')).toBe(other);
+    expect(get('modules.json')).toBeUndefined();
+    expect(get('g/config.json')).toBeUndefined(); // not a suffix at a folder boundary of any key
+    expect(folderLookup(new Map([['config.json', other], ['m/config.json', model]]))('config.json')).toBe(other);
   });
 });

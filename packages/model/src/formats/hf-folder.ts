@@ -6,7 +6,6 @@
 import { ModelFormatError, UnsupportedModelError } from '../errors.ts';
 import type { ByteSource, TensorInfo } from '../types.ts';
 import { parseSafetensors, parseSafetensorsIndex } from './safetensors.ts';
-import { fileBaseName } from '../source.ts';
 
 /** The files of a folder by name (e.g. from a directory picker, a URL base, or a Node directory). */
 export type HfFiles = ReadonlyMap<string, ByteSource> | ((name: string) => ByteSource | undefined);
@@ -33,15 +32,27 @@ export interface ReadHfFolderOptions {
 /** JSON files above this are refused before reading (the largest real tokenizer.json files are ~30 MB). */
 const MAX_JSON_BYTES = 256 * 1024 * 1024;
 
-function lookupFn(files: HfFiles): (name: string) => ByteSource | undefined {
+/**
+ * A folder's file by its path in the folder ('config.json', '1_Pooling/config.json'). Keys may carry a folder prefix
+ * ('stories/hf/config.json', with / or \\): a key matches when it is the path or ends with '/' + the path, and of several
+ * the one in the fewest folders wins, so 'config.json' is the model's, never a module's '1_Pooling/config.json'.
+ * @example
+ * folderLookup(new Map([['m/1_Pooling/config.json', a], ['m/config.json', b]]))('config.json'); // b
+ */
+export function folderLookup(files: HfFiles): (path: string) => ByteSource | undefined {
   if (typeof files === 'function') return files;
-  // Keys may carry a folder prefix ('stories/hf/config.json'): match on the last path component too.
-  const byBase = new Map<string, ByteSource>();
-  for (const [k, v] of files) {
-    const base = fileBaseName(k);
-    if (!byBase.has(base)) byBase.set(base, v);
-  }
-  return (name) => files.get(name) ?? byBase.get(name);
+  const keys = [...files.keys()].map((k) => [k.replace(/\\/g, '/'), k] as const);
+  return (path) => {
+    const exact = files.get(path);
+    if (exact) return exact;
+    let best: { key: string; depth: number } | undefined;
+    for (const [norm, key] of keys) {
+      if (norm !== path && !norm.endsWith(`/${path}`)) continue;
+      const depth = norm.split('/').length;
+      if (!best || depth < best.depth) best = { key, depth };
+    }
+    return best && files.get(best.key);
+  };
 }
 
 async function readJson(src: ByteSource, file: string, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
@@ -68,7 +79,7 @@ async function readJson(src: ByteSource, file: string, signal: AbortSignal | und
  */
 export async function readHfFolder(files: HfFiles, options: ReadHfFolderOptions = {}): Promise<HfFolder> {
   const { signal } = options;
-  const get = lookupFn(files);
+  const get = folderLookup(files);
   const optional = async (file: string) => {
     const src = get(file);
     return src ? readJson(src, file, signal) : undefined;
