@@ -122,7 +122,7 @@ describe('readHfFolder', () => {
 
 describe('folderLookup', () => {
   it("finds a file by its path in the folder: exact, or under a prefix (/ or \\), the one in the fewest folders first", () => {
-    const [model, pooling, other] = ['model', 'pooling', 'other'].map((n) => bytesSource(new Uint8Array(1), n));
+    const [model, pooling, other] = ['model', 'pooling', 'other'].map((n) => bytesSource(n, new Uint8Array(1)));
     const get = folderLookup(new Map([['m/1_Pooling/config.json', pooling], ['m/config.json', model], ['x\\tokenizer.json', other]]));
     expect(get('config.json')).toBe(model);
     expect(get('1_Pooling/config.json')).toBe(pooling);
