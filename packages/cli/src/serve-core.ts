@@ -5,7 +5,7 @@
 // its key, then given a place, or answered for (401 is the transport's, before the core; 429 and 503 are answered here),
 // and once over (answered, failed, aborted) its place is given back and its charge settled against what it used. A
 // shutdown aborts every request in flight with its reply (shuttingDown), which the core tells the client.
-import { errorResponse, openAIError, type CompletionOptions, type OpenAIEndpoint, type OpenAIErrorBody, type OpenAIErrorReply, type Tally } from 'intab';
+import { errorResponse, openAIError, type CompletionOptions, type OpenAIRoute, type OpenAIErrorBody, type OpenAIErrorReply, type Tally } from 'intab';
 import type { EngineStats } from '@intab/engine/contract';
 import type { ServeEngine } from './serve-engine.ts';
 import { QueueFullError, retryAfterSeconds, type AdmissionGate, type RateLimit, type RateLimiter, type Verdict } from './serve-limits.ts';
@@ -16,7 +16,7 @@ export type Transport = 'http/1.1' | 'h2' | 'ws';
 /** A request in flight, as GET /v1/stats lists it. */
 export interface ActiveRequest {
   id: number;
-  endpoint: OpenAIEndpoint;
+  endpoint: OpenAIRoute;
   transport: Transport;
   key: string;
   /** 'starting' until the engine accepted it (its answer began), then 'running'. */
@@ -72,7 +72,7 @@ export interface ServerStats {
   admission: { in_flight: number; slots: number; max_queue: number };
   requests: {
     id: number;
-    endpoint: OpenAIEndpoint;
+    endpoint: OpenAIRoute;
     transport: Transport;
     key: string;
     state: 'starting' | 'running';

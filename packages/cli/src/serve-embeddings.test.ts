@@ -75,6 +75,26 @@ describe('POST /v1/embeddings', () => {
     expect(many.error.message).toContain('2048');
   });
 
+  test("embeddings go through the server's admission: charged to the key's rate limits (429 past them), counted in /v1/stats", async () => {
+    const limited = await startServer({ model: join(dir, 'minilm.gguf'), port: 0, runtime: 'node', seed: 1, log: () => {}, apiKeys: [{ key: 'sk-embed', rateLimit: { rpm: 2, tpm: 100_000 } }] });
+    try {
+      const post = (input: unknown) => fetch(`${limited.url}/v1/embeddings`, { method: 'POST', headers: { authorization: 'Bearer sk-embed', 'content-type': 'application/json' }, body: JSON.stringify({ input }) });
+      const first = await post(TEXTS[0]);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('x-ratelimit-limit-requests')).toBe('2');
+      expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+      expect((await post(TEXTS.slice(0, 2))).status).toBe(200);
+      const third = await post(TEXTS[2]);
+      expect(third.status).toBe(429);
+      expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(((await third.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
+      const stats = (await (await fetch(`${limited.url}/v1/stats`, { headers: { authorization: 'Bearer sk-embed' } })).json()) as { totals: Record<string, number> };
+      expect(stats.totals).toMatchObject({ completed: 2, refused_429: 1 });
+    } finally {
+      await limited.close({ graceMs: 0 });
+    }
+  }, 120_000);
+
   test('the remote backend embeds through the server: the same vectors, by embeddings.create and embed()', async () => {
     const engine = await createEngine({ remote: { baseURL: `${server.url}/v1`, model: server.model } });
     try {

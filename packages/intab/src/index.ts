@@ -44,7 +44,7 @@ export { opfsBackend, cacheBackend, type StoreBackend, type StoreStamp } from '.
 export { serveOpenAI, type ServeOpenAIOptions } from './openai-server.ts';
 // The one OpenAI HTTP core every HTTP-ish surface is a transport over: routes, errors, JSON and SSE, over any engine.
 export { handleOpenAI, type OpenAIHttpRequest, type OpenAIHttpResponse, type OpenAIHttpOptions } from './openai-http.ts';
-export { answerCompletion, prepareCompletion, type OpenAIEngine, type Endpoint as OpenAIEndpoint, type PreparedCompletion, type Tally, type Admission, type CompletionEnd, type CompletionOptions, type CompletionAnswer, type ObjectStream } from './openai-answer.ts';
+export { answerCompletion, prepareCompletion, type OpenAIEngine, type Endpoint as OpenAIEndpoint, type Route as OpenAIRoute, type AdmissionRequest, type PreparedCompletion, type Tally, type Admission, type CompletionEnd, type CompletionOptions, type CompletionAnswer, type ObjectStream } from './openai-answer.ts';
 export { errorResponse, openAIError, isErrorReply, type OpenAIErrorBody, type OpenAIErrorFields, type OpenAIErrorReply } from './openai-errors.ts';
 // Partial-JSON events from any text stream (a remote server's deltas), as constrained requests stream them.
 export { jsonEvents, PartialJsonParser, JsonAssembler, assembleJson } from '@intab/grammar/partial';

@@ -42,6 +42,18 @@ export interface OpenAIEngine {
 /** Which API a request came in on: POST /v1/chat/completions or POST /v1/completions. */
 export type Endpoint = 'chat' | 'completions';
 
+/** Every POST route the core answers, as admission, stats and errors name it. */
+export type Route = Endpoint | 'embeddings' | 'rerank';
+
+/** What `admit` is told of a checked request: where it came in, and what a rate limit charges it first. */
+export interface AdmissionRequest {
+  endpoint: Route;
+  /** The most tokens it may use (the prompt, estimated at ~4 characters a token, plus max tokens). */
+  estimate: number;
+  /** The prompt's part of the estimate (all of it for embeddings and rerank, which generate nothing). */
+  promptEstimate: number;
+}
+
 /** The body fields the HTTP surfaces read, per endpoint: the tab's chat API's, and vLLM's return_token_ids. */
 export const HTTP_FIELDS: Readonly<Record<Endpoint, readonly string[]>> = {
   chat: [...CHAT_FIELDS, 'return_token_ids'],
@@ -55,7 +67,7 @@ export const HTTP_FIELDS: Readonly<Record<Endpoint, readonly string[]>> = {
 export const ENGINE_DEFAULT_MAX_TOKENS = 256;
 
 /** A checked request, ready for the engine. */
-export interface PreparedCompletion {
+export interface PreparedCompletion extends AdmissionRequest {
   endpoint: Endpoint;
   request: GenerateRequest;
   /** The model name the body gave (answers echo it), if any. */
@@ -65,10 +77,6 @@ export interface PreparedCompletion {
   logprobs: boolean;
   /** vLLM's return_token_ids: every choice carries `token_ids`, the ids it delivered. */
   returnTokenIds: boolean;
-  /** The most tokens it may use (the prompt, estimated at ~4 characters a token, plus max tokens): what a rate limit charges first. */
-  estimate: number;
-  /** The prompt's part of the estimate. */
-  promptEstimate: number;
   /** Body fields nothing reads: ignored, as OpenAI does, and named in the x-intab-ignored-fields header. */
   ignored: string[];
 }
@@ -105,7 +113,7 @@ export interface CompletionOptions {
    * a 503), an Admission to let it in with headers and an end callback, or nothing to let it in as it is. `tally`
    * fills in as the request runs.
    */
-  admit?(request: PreparedCompletion, tally: Readonly<Tally>): Admission | OpenAIErrorReply | undefined | Promise<Admission | OpenAIErrorReply | undefined>;
+  admit?(request: AdmissionRequest, tally: Readonly<Tally>): Admission | OpenAIErrorReply | undefined | Promise<Admission | OpenAIErrorReply | undefined>;
   /** Stream whatever the body says, and without a usage chunk (a transport that always streams and reports the tally itself). */
   stream?: boolean;
   /**

@@ -56,6 +56,15 @@ export function toEmbedRequest(body: unknown): { request: EmbedRequest; format: 
   return { request, format, ...(typeof b.model === 'string' ? { model: b.model } : {}) };
 }
 
+/** What an embeddings request may cost in tokens before it is tokenized (~4 characters a token, +2 for the model's marks), for admission. */
+export function embedEstimate(request: EmbedRequest): number {
+  const one = (x: unknown): number => (typeof x === 'string' ? Math.ceil(x.length / 4) + 2 : Array.isArray(x) ? x.length : 1);
+  const { input } = request;
+  if (!Array.isArray(input)) return one(input);
+  if (input.every((x) => typeof x === 'number')) return input.length;
+  return (input as unknown[]).reduce<number>((n, x) => n + one(x), 0);
+}
+
 /** The engine's vectors as OpenAI's list. */
 export function toEmbeddingResponse(result: EmbedResult, model: string, format: 'float' | 'base64'): CreateEmbeddingResponse {
   return {

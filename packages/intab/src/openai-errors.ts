@@ -110,7 +110,7 @@ export function openAiParam(field: string | undefined): string | null {
  * errorResponse(new InvalidRequestError('logitBias[4000]', '4000', 'a token id in [0, 128)'));
  * // { status: 400, body: { error: { message: "Invalid request: ...", type: 'invalid_request_error', param: 'logit_bias[4000]', code: null } } }
  */
-export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' | 'embeddings' = 'chat', grammarOf: 'response_format' | 'tools' = 'response_format'): { status: number; body: OpenAIErrorBody } {
+export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' | 'embeddings' | 'rerank' = 'chat', grammarOf: 'response_format' | 'tools' = 'response_format'): { status: number; body: OpenAIErrorBody } {
   const e = err as Error & { field?: string; reason?: string };
   if (err instanceof InvalidRequestError || e?.name === 'InvalidRequestError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, openAiParam(e.field)) };
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).

@@ -3,14 +3,14 @@
 // method_not_allowed with Allow), GET /v1/models[/{id}], POST /v1/chat/completions and /v1/completions (JSON, or SSE
 // ending with [DONE], an error event mid-stream), POST /v1/embeddings (JSON), and the error of every situation
 // (openai-errors.ts). What a server adds stays with its transport: TLS, auth, CORS, body limits, rate limits and
-// admission (through `admit`; embeddings go without it), keep-alives, per-socket backpressure, shutdown (abort the
+// admission (through `admit`, for every POST route), keep-alives, per-socket backpressure, shutdown (abort the
 // signal with an OpenAIErrorReply to tell the client).
 // The body is pulled: its next piece is made, and the engine's next chunk read, only when the transport reads it; a
 // transport that stops reading stops the engine's sequence (its queue fills, and the engine pauses it).
 
-import { answerCompletion, type CompletionOptions, type Endpoint, type ObjectStream, type OpenAIEngine } from './openai-answer.ts';
+import { answerCompletion, type Admission, type CompletionEnd, type CompletionOptions, type Endpoint, type ObjectStream, type OpenAIEngine, type Route, type Tally } from './openai-answer.ts';
 import { errorResponse, invalidJson, isErrorReply, methodNotAllowed, modelNotFound, openAIError, unknownUrl, type OpenAIErrorReply } from './openai-errors.ts';
-import { EMBEDDING_FIELDS, toEmbedRequest, toEmbeddingResponse } from './openai-embeddings.ts';
+import { EMBEDDING_FIELDS, embedEstimate, toEmbedRequest, toEmbeddingResponse } from './openai-embeddings.ts';
 import { ignoredFields } from './openai.ts';
 import { encodeSSE } from './sse.ts';
 
@@ -40,7 +40,7 @@ export interface OpenAIHttpResponse {
 }
 
 export interface OpenAIHttpOptions {
-  /** Lets a completion request in, or answers for it (a rate limit's 429, a full queue's 503): see answerCompletion. */
+  /** Lets a request of a POST route in, or answers for it (a rate limit's 429, a full queue's 503): see answerCompletion. */
   admit?: CompletionOptions['admit'];
   /** When the model began to be served, in Unix seconds (/v1/models' `created`) [when the core first saw this engine]. */
   created?: number;
@@ -86,7 +86,7 @@ export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequ
   } catch (err) {
     return reply(invalidJson((err as Error).message));
   }
-  if (path === '/v1/embeddings') return embeddings(engine, body, request.signal);
+  if (path === '/v1/embeddings') return embeddings(engine, body, options.admit, request.signal);
   const endpoint: Endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
   const answer = await answerCompletion(engine, endpoint, body, { admit: options.admit, signal: request.signal });
   switch (answer.kind) {
@@ -100,29 +100,64 @@ export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequ
 }
 
 /**
- * POST /v1/embeddings: one JSON answer (no stream). Fields nothing reads are named in x-intab-ignored-fields, as for
- * completions. A client that went away gets nothing: its inputs leave the engine's queue.
+ * POST /v1/embeddings: one JSON answer (no stream), let in by the transport's `admit` as completions are (its rate
+ * limits are charged the inputs' estimated tokens, settled with the tokens embedded). Fields nothing reads are named in
+ * x-intab-ignored-fields, as for completions. A client that went away gets nothing: its inputs leave the engine's queue.
  */
-async function embeddings(engine: OpenAIEngine, body: unknown, signal: AbortSignal | undefined): Promise<OpenAIHttpResponse> {
+async function embeddings(engine: OpenAIEngine, body: unknown, admit: OpenAIHttpOptions['admit'], signal: AbortSignal | undefined): Promise<OpenAIHttpResponse> {
   let prepared: ReturnType<typeof toEmbedRequest>;
   try {
     prepared = toEmbedRequest(body);
   } catch (err) {
     return reply(errorResponse(err, 'embeddings'));
   }
-  if (!engine.embed) {
+  const embed = engine.embed?.bind(engine);
+  if (!embed) {
     return reply({ status: 400, body: openAIError(`The model served here (${engine.model}) does not embed: send embeddings requests to a server of an embedding model.`, 'invalid_request_error', 'wrong_model_kind', 'model') });
   }
   const ignored = ignoredFields(body, EMBEDDING_FIELDS);
+  const estimate = embedEstimate(prepared.request);
+  return admittedJson('embeddings', estimate, admit, signal, ignored, async () => {
+    const result = await embed(prepared.request, { signal });
+    return { value: toEmbeddingResponse(result, prepared.model ?? engine.model, prepared.format), promptTokens: result.promptTokens };
+  });
+}
+
+/**
+ * A JSON route's request through admission: `admit` lets it in (or answers for it), `run` makes the answer, and the
+ * admission's end is told what it used. Never rejects, but with the signal's reason when the client went away.
+ */
+async function admittedJson(route: Route, estimate: number, admit: OpenAIHttpOptions['admit'], signal: AbortSignal | undefined, ignored: readonly string[], run: () => Promise<{ value: unknown; promptTokens: number }>): Promise<OpenAIHttpResponse> {
+  const named: Record<string, string> = ignored.length ? { 'x-intab-ignored-fields': ignored.join(', ') } : {};
+  const tally: Tally = { promptTokens: 0, completionTokens: 0, finishReason: null };
+  let admitted: Admission | OpenAIErrorReply | undefined;
   try {
-    const result = await engine.embed(prepared.request, { signal });
-    return json(200, toEmbeddingResponse(result, prepared.model ?? engine.model, prepared.format), ignored.length ? { 'x-intab-ignored-fields': ignored.join(', ') } : {});
+    admitted = await admit?.({ endpoint: route, estimate, promptEstimate: estimate }, tally);
+  } catch (err) {
+    return reply(errorResponse(err, route));
+  }
+  if (isErrorReply(admitted)) return reply({ ...admitted, headers: { ...named, ...admitted.headers } });
+  const headers = { ...named, ...admitted?.headers };
+  let over = false;
+  const end = (outcome: CompletionEnd['outcome'], error?: unknown) => {
+    if (over) return;
+    over = true;
+    admitted?.ended?.({ outcome, ran: outcome === 'completed', tally, ...(error !== undefined ? { error } : {}) });
+  };
+  try {
+    const { value, promptTokens } = await run();
+    tally.promptTokens = promptTokens;
+    end('completed');
+    return json(200, value, headers);
   } catch (err) {
     if (signal?.aborted) {
-      if (isErrorReply(signal.reason)) return reply(signal.reason);
+      end('aborted');
+      if (isErrorReply(signal.reason)) return reply({ ...signal.reason, headers: { ...headers, ...signal.reason.headers } });
       throw signal.reason;
     }
-    return reply(errorResponse(err, 'embeddings'));
+    end('failed', err);
+    const r = errorResponse(err, route);
+    return reply({ ...r, headers });
   }
 }
 
