@@ -14,9 +14,11 @@ import { DRAFT_PREFIX, resolveModel } from '../src/model-files.ts';
 import { kernelRecordPrinter, modelRecordPrinter, progressLine, type PageRecord } from '../src/records.ts';
 import { runModelJob } from '../page/run-job.ts';
 import { openModel, setReportSink, type Job } from '../page/shared.ts';
+import { makeModel } from '../src/make-model.ts';
 import { chooseNodeBackend } from './backend.ts';
 import { DAWN_BACKENDS, requestDawnGpu, type DawnGpu } from './dawn.ts';
 import type { DawnBackend } from './errors.ts';
+import { runDeviceKit } from './kit-run.ts';
 import { onDisk, sourceOf } from './model-source.ts';
 
 export const NODE_USAGE = `usage (Node runtime: Dawn or onnxruntime-node, no browser):
@@ -31,7 +33,9 @@ export const NODE_USAGE = `usage (Node runtime: Dawn or onnxruntime-node, no bro
       --dawn: the dawn.node to load (or INTAB_DAWN); else the webgpu package's, else one beside intab-node.mjs.
       Records are the browser runtime's, plus "runtime":"node", "dawn_backend" and "feature_level" (null on
       onnxruntime-node). bench kernels runs the kernel lab's checks (each kernel against its CPU twin: "check" lines)
-      before its benchmark.`;
+      before its benchmark.
+  intab make-model ... (as the CLI's: a random-weight GGUF with a real model's shapes)
+  intab kit-run ... (the device kit's driver, which the kit's run.sh starts: run.sh --help)`;
 
 
 /** Runs one CLI command in this process (Dawn or onnxruntime-node); resolves with the exit code. */
@@ -43,6 +47,9 @@ export async function runNode(argv: string[]): Promise<number> {
   }
   if (flags.runtime !== undefined && flags.runtime !== 'node') throw new Error(`this is the Node runtime: --runtime ${String(flags.runtime)} runs through the repository's intab CLI`);
   const [cmd, sub] = positional;
+  // The device kit (src/device-kit.ts) carries only this file: it makes its models and runs its steps through it.
+  if (cmd === 'make-model') return makeModel(flags);
+  if (cmd === 'kit-run') return runDeviceKit(flags);
   const command = cmd === 'generate' ? 'generate' : cmd === 'bench' && (sub === 'decode' || sub === 'speculative' || sub === 'kernels') ? sub : undefined;
   if (!command) {
     console.error(`intab: '${positional.join(' ')}' has no Node runtime (generate, bench decode, bench speculative and bench kernels have)\n${NODE_USAGE}`);

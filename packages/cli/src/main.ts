@@ -18,6 +18,7 @@ import { exportOnnx } from './export-onnx.ts';
 import { checkFlags, flagsByCommand } from './flags.ts';
 import { generate } from './generate.ts';
 import { makeModel } from './make-model.ts';
+import { deviceKit } from './device-kit.ts';
 import { bundleNode, runNodeRuntime } from './node-runtime.ts';
 import { runtimeOf, serve } from './serve.ts';
 
@@ -304,7 +305,16 @@ export const USAGE = `usage:
   intab bundle-node --out DIR [--no-node]
       Writes DIR/intab-node.mjs (the Node runtime in one file), DIR/dawn.node (this platform's) and DIR/node (this
       Node binary; not with --no-node): with a model file, all a machine without a browser or a registry needs for
-      DIR/node DIR/intab-node.mjs bench decode --model MODEL.gguf --dawn-backend vulkan --json.`;
+      DIR/node DIR/intab-node.mjs bench decode --model MODEL.gguf --dawn-backend vulkan --json.
+  intab device-kit --out DIR [--compress gzip|xz] [--node FILE] [--vulkan-loader FILE|none]
+      Writes a kit of at most 48 MiB that runs on a bare x86-64 Linux with an NVIDIA GPU and no network: this Node
+      binary (or --node) and Dawn's dawn.node compressed (gzip, unpacked there by gzip, python3 or busybox; xz is
+      smaller), the Node runtime in one file, a Vulkan loader where one is found here (--vulkan-loader), run.sh and a
+      README. There, DIR/run.sh checks every kernel against its CPU twin, then prints JSON lines of bench kernels and
+      of bench decode (batch 1 and 4) on SmolLM2-135M-, Qwen3-0.6B- and Llama-3.2-1B-shaped models it makes (q4_0,
+      q8_0, f16 where the adapter has shader-f16), into DIR/results.jsonl too, on Dawn's Vulkan backend where it finds
+      the NVIDIA driver's ICD, else on OpenGL (run.sh -h: its quick mode and its flags). Prints
+      {"device_kit","id","bytes","mib",...}.`;
 
 /** Commands the Node runtime (--runtime node) runs. */
 const NODE_COMMANDS = ['generate', 'bench decode', 'bench speculative', 'bench kernels'];
@@ -347,6 +357,7 @@ export async function main(argv: string[]): Promise<number> {
   const known = flagsByCommand(USAGE);
   checkFlags(command, flags, known, command === 'bench serve' ? [...(known.get('serve') ?? [])] : []);
   if (cmd === 'bundle-node') return bundleNode(flags);
+  if (cmd === 'device-kit') return deviceKit(flags);
   if (cmd === 'bench' && sub === 'kernels') return benchKernels(flags);
   if (cmd === 'bench' && sub === 'decode') {
     if (flags.compare !== undefined) return benchCompare(flags);

@@ -15,7 +15,7 @@ import { ROOT } from './repo.ts';
 export const BUNDLE_NAME = 'intab-node.mjs';
 
 /** The Node runtime's file, built beside this module's own bundle by bin/intab.mjs. */
-function builtNodeRuntime(): string {
+export function builtNodeRuntime(): string {
   const bundle = fileURLToPath(new URL(`./${BUNDLE_NAME}`, import.meta.url));
   if (!existsSync(bundle)) {
     throw new Error(`the Node runtime is built with the CLI: run it through packages/cli/bin/intab.mjs (${bundle} is not there; this copy of the CLI runs from its sources)`);
