@@ -2,7 +2,8 @@
 // files), with the inputs and outputs of the onnx-community / optimum exports that transformers.js runs, so one
 // ORT runner drives both our graphs and downloaded ones. It is the ONNX twin of reference/llama.ts: every
 // LlamaConfig field means here what it means there. Standard opset-23 ops (RMSNormalization, RotaryEmbedding,
-// Attention) keep the node count small; q4_0 / q8_0 matrices may stay quantized as com.microsoft MatMulNBits.
+// Attention) keep the node count small; q4_0 / q8_0 matrices may stay quantized as com.microsoft MatMulNBits (exact),
+// or become int8 matrices run by MatMulInteger (rounded; ORT's wasm build has u8×s8 GEMM kernels, not n-bit ones).
 
 import { dequantize, f16ToF32, quantize, ropeInvFreq, type WeightDtype } from '@intab/gpu';
 import { UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
@@ -16,13 +17,28 @@ export type { GraphWeight, GraphWeights };
 // ---- public surface ----
 
 export interface LlamaGraphOptions {
-  /**
-   * Keep q4_0 / q8_0 matrices quantized as com.microsoft MatMulNBits (block 32, 4 or 8 bits; exact, the same
-   * values) instead of dequantizing them to f32. Default false: ORT's wasm build has no n-bit kernels and
-   * dequantizes the whole matrix on every call (~15× slower than f32 at C = 2048); it saves memory, and is
-   * what the WebGPU EP, which has MatMulNBits shaders, wants.
-   */
+  /** Keep q4_0 / q8_0 matrices quantized as com.microsoft MatMulNBits: matmul 'nbits' (below). Default false. */
   matmulNBits?: boolean;
+  /**
+   * How q4_0 / q8_0 matrices enter the graph (matmulNBits: true stands for 'nbits'):
+   * - 'int8': each matrix requantized to int8 with one scale per output row (stored (K, N), 1/4 of f32's bytes), run as
+   *   DynamicQuantizeLinear → MatMulInteger → Cast → Mul, which ORT fuses into DynamicQuantizeMatMul: the activations
+   *   are quantized to u8 per run and MLAS's u8×s8 GEMM (which ORT's wasm build has, SIMD) reads int8 weights. A
+   *   quantized token embedding is int8 too, one table serving the Gather and a tied head. Not exact: a row's blocks
+   *   share one scale (0.5% relative error on the weights), and the activations are rounded to 8 bits with one scale
+   *   per tensor. On stories260K the greedy ids part from the dequantized graph's within 5 tokens (teacher-forced, 83-95%
+   *   of top-1 agree); on SmolLM2-135M's random-weight shape 92-100%. ORT 1.30's wasm u8×s8 GEMM packs B again on
+   *   every call (its wasm dispatch has no pre-packed path), so decode gains far less than the 4× fewer bytes:
+   *   measured on SmolLM2-135M's shape (Qwen3 vocabulary, one wasm thread, on a loaded 2-core machine) decode 1.0-1.4×
+   *   and prefill 1.5-1.8× the f32 graph's. Hence opt-in, not the default.
+   * - 'nbits': com.microsoft MatMulNBits (block 32, 4 or 8 bits; exact, the same values). onnxruntime-web 1.30's wasm
+   *   build (and 1.31-dev's) has no n-bit kernels: it dequantizes the whole matrix on every call, measured 8-10×
+   *   slower than f32 at M = 1 for bits 4 and 8 and accuracy_level 0, 1 and 4 alike. It saves memory, and is what the
+   *   WebGPU EP, which has MatMulNBits shaders, wants.
+   * - 'f32': dequantized to f32 (exact).
+   * Default 'f32': the exact graph.
+   */
+  matmul?: 'f32' | 'int8' | 'nbits';
   /** With matmulNBits: quantize the other matrices (f32, f16, bf16, q4_K, q6_K) to this format first (rows of K % 32 == 0). */
   quantize?: 'q4_0' | 'q8_0';
   /** MatMulNBits accuracy_level: 0 (default) computes in f32; 4 lets an EP with int8 kernels quantize activations (ORT wasm has none: no change). */
@@ -117,8 +133,14 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   }
   const { hidden: C, ffn: F, layers: L, heads: H, kvHeads: Hkv, headDim: D, vocab: V, rmsEps: eps } = config;
   const rot = config.rope.rotaryDim;
-  const nbits = options.matmulNBits ?? false;
-  if (options.quantize && !nbits) throw new OnnxWriteError('options.quantize', `'${options.quantize}' quantizes matrices for MatMulNBits, which is off`, 'set matmulNBits: true as well, or leave quantize out');
+  if (options.matmulNBits && options.matmul && options.matmul !== 'nbits') {
+    throw new OnnxWriteError('options.matmul', `'${options.matmul}' contradicts matmulNBits: true`, "give one of them: matmul: 'nbits' is matmulNBits: true");
+  }
+  const mode = options.matmulNBits ? 'nbits' : (options.matmul ?? 'f32');
+  if (mode !== 'f32' && mode !== 'int8' && mode !== 'nbits') throw new OnnxWriteError('options.matmul', `'${String(mode)}' is not a matmul mode`, "give 'f32', 'int8' or 'nbits'");
+  const nbits = mode === 'nbits';
+  const int8 = mode === 'int8';
+  if (options.quantize && !nbits) throw new OnnxWriteError('options.quantize', `'${options.quantize}' quantizes matrices for MatMulNBits, which is off`, "set matmul: 'nbits' (matmulNBits: true) as well, or leave quantize out");
   const g = new Graph();
   let usesMs = false;
 
@@ -247,6 +269,23 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     });
   };
 
+  /**
+   * y = x · B · diag(scales) (+ bias) for B (K, N) int8: x quantized to u8 per run (DynamicQuantizeLinear: one scale
+   * and zero point for the whole tensor), the integer product, cast and scaled by x's scale times each column's. The
+   * pattern ORT's MatMulIntegerToFloatFusion turns into one DynamicQuantizeMatMul. Measured alternatives that did not
+   * pay: a second byte of x's rounding residual (12 more nodes per matmul: decode no faster than f32, error only
+   * halved) and a scale per token (8 more nodes: no better top-1 agreement on stories260K or SmolLM2's shape).
+   */
+  const matmulInt8 = (x: string, b: string, scales: Float32Array, name: string, bias?: Float32Array, output?: string): string => {
+    const [xq, xScale, xZero] = g.op('DynamicQuantizeLinear', [x], { name: `${name}.quantize_x`, outputs: 3 }); // u8 x, its scale and zero point
+    const yi = g.op1('MatMulInteger', [xq, b, xZero], { name }); // (…, N) int32: Σ (xq − z)·b
+    const yf = g.op1('Cast', [yi], { name: `${name}.cast`, attributes: [attr.int('to', DataType.FLOAT)] });
+    const scale = g.op1('Mul', [xScale, g.init(f32Tensor(`${name}.scales`, [scales.length], scales))], { name: `${name}.scale` }); // (N)
+    const y = g.op1('Mul', [yf, scale], { name: `${name}.scaled`, ...(bias ? {} : { output }) });
+    if (!bias) return y;
+    return g.op1('Add', [y, g.init(f32Tensor(`${name}.bias`, [bias.length], bias))], { name: `${name}.bias_add`, output });
+  };
+
   /** y = x · [W_0; W_1; …]ᵀ (+ bias): the parts' rows stacked into one matmul over the last axis of x. */
   const linear = async (x: string, parts: { name: string; n: number }[], k: number, name: string, bias?: Float32Array, output?: string): Promise<string> => {
     const ms: Matrix[] = [];
@@ -254,6 +293,11 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     const n = ms.reduce((s, m) => s + m.n, 0);
     const bits = nbits ? nbitsOf(ms, options.quantize) : 0;
     if (bits) return matmulNBits(x, ms, bits, name, bias, output);
+    if (int8 && ms.every(isBlockQuantized)) {
+      const { q, scales } = int8Rows(ms);
+      const b = g.init({ name: `${name}.weight_i8`, dataType: DataType.INT8, dims: [k, n], data: transposeI8(q, n, k) });
+      return matmulInt8(x, b, scales, name, bias, output);
+    }
     // f32, stored (K, N) so MatMul reads it as is.
     const wt = new Float32Array(k * n);
     let col = 0;
@@ -270,9 +314,23 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   // ---- the forward ----
 
   const embed = await matrix('token_embd.weight', V, C); // (V, C)
-  const embedF32 = toF32(embed);
-  const embedTable = g.init(f32Tensor('token_embd.weight', [V, C], embedF32));
-  let x = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed' }); // (B, T, C): x = embed[token]
+  // int8: a quantized embedding becomes one int8 table of per-row scales. Tied, it is stored (C, V) as the head's B
+  // and the Gather takes columns; untied, (V, C) and the Gather takes rows.
+  const embedI8 = int8 && isBlockQuantized(embed) ? int8Rows([embed]) : undefined;
+  const embedColumns = embedI8 !== undefined && config.tiedEmbeddings;
+  let embedTable = '';
+  let x: string;
+  if (embedI8) {
+    embedTable = g.init({ name: 'token_embd.weight_i8', dataType: DataType.INT8, dims: embedColumns ? [C, V] : [V, C], data: embedColumns ? transposeI8(embedI8.q, V, C) : new Uint8Array(embedI8.q.buffer) });
+    const rows = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed', attributes: [attr.int('axis', embedColumns ? 1 : 0)] }); // (C, B, T) or (B, T, C) int8
+    const bt = embedColumns ? g.op1('Transpose', [rows], { name: 'embed.transpose', attributes: [attr.ints('perm', [1, 2, 0])] }) : rows; // (B, T, C)
+    const values = g.op1('Cast', [bt], { name: 'embed.cast', attributes: [attr.int('to', DataType.FLOAT)] });
+    const rowScale = g.op1('Gather', [g.init(f32Tensor('token_embd.scales', [V], embedI8.scales)), io.inputIds], { name: 'embed.row_scale' }); // (B, T)
+    x = g.op1('Mul', [values, g.op1('Unsqueeze', [rowScale, i64('const.axes.2', [2])], { name: 'embed.row_scale3' })], { name: 'embed.scaled' }); // (B, T, C)
+  } else {
+    embedTable = g.init(f32Tensor('token_embd.weight', [V, C], toF32(embed)));
+    x = g.op1('Gather', [embedTable, io.inputIds], { name: 'embed' }); // (B, T, C): x = embed[token]
+  }
   if (config.embedScale !== 1) x = g.op1('Mul', [x, f32('const.embed_scale', [config.embedScale], [])], { name: 'embed.scale' }); // Gemma: x *= √C
 
   const qkSize = [H * D, Hkv * D, Hkv * D];
@@ -337,6 +395,9 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const headBits = nbits ? nbitsOf([embed], options.quantize) : 0;
   if (!config.tiedEmbeddings) {
     await linear(xo, [{ name: 'output.weight', n: V }], C, 'lm_head', undefined, io.logits);
+  } else if (embedColumns) {
+    // int8: the (C, V) table is the head's B.
+    matmulInt8(xo, embedTable, embedI8!.scales, 'lm_head', undefined, io.logits);
   } else if (headBits) {
     // The quantized embedding serves the head as MatMulNBits (it reads (N, K) rows as stored); Gather keeps the f32 table.
     matmulNBits(xo, [embed], headBits, 'lm_head', undefined, io.logits);
@@ -407,4 +468,51 @@ function packNBits(ms: readonly Matrix[], bits: 4 | 8, target: 'q4_0' | 'q8_0' |
     row += m.n;
   }
   return { b, scales };
+}
+
+/** Whether a matrix is stored in a block format the int8 path requantizes (q4_0, q8_0). */
+function isBlockQuantized(m: Matrix): boolean {
+  return m.dtype === 'q4_0' || m.dtype === 'q8_0';
+}
+
+/**
+ * The matrices' rows (stacked) as int8 with one scale per row: q = round(w / s), s = max |w| / 127 over the row (a
+ * row of zeros gets s = 0 and q = 0). Returned row-major (N, K), with the N scales.
+ */
+function int8Rows(ms: readonly Matrix[]): { q: Int8Array; scales: Float32Array } {
+  const k = ms[0].k;
+  const n = ms.reduce((s, m) => s + m.n, 0);
+  const q = new Int8Array(n * k);
+  const scales = new Float32Array(n);
+  let row = 0;
+  for (const m of ms) {
+    const w = toF32(m);
+    for (let r = 0; r < m.n; r++, row++) {
+      let amax = 0;
+      for (let j = r * k; j < (r + 1) * k; j++) amax = Math.max(amax, Math.abs(w[j]));
+      const s = Math.fround(amax / 127);
+      scales[row] = s;
+      if (s === 0) continue;
+      const inv = 1 / s;
+      for (let j = 0; j < k; j++) q[row * k + j] = Math.max(-127, Math.min(127, Math.round(w[r * k + j] * inv)));
+    }
+  }
+  return { q, scales };
+}
+
+/** The (rows, cols) int8 matrix transposed to (cols, rows), as bytes: in 64×64 tiles, so both sides stay in cache. */
+function transposeI8(q: Int8Array, rows: number, cols: number): Uint8Array {
+  const out = new Int8Array(rows * cols);
+  const TILE = 64;
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let c = c0; c < c1; c++) {
+        const o = c * rows;
+        for (let r = r0; r < r1; r++) out[o + r] = q[r * cols + c];
+      }
+    }
+  }
+  return new Uint8Array(out.buffer);
 }
