@@ -63,7 +63,7 @@ test('intab bench compare: intab on its three backends, the peers and llama.cpp 
   const runs = lines.filter((l) => l.type === 'compare-run');
   const systems = lines.filter((l) => l.bench === 'compare' && !l.summary && l.type === undefined);
   const summary = lines.at(-1)!;
-  const names = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm', 'llama.cpp/cpu'];
+  const names = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm', 'llama.cpp/native'];
   expect(systems.map((l) => `${l.system}/${l.backend}`)).toEqual(names);
   expect(runs).toHaveLength(names.length);
   for (const l of systems) {

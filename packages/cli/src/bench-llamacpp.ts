@@ -1,4 +1,4 @@
-// `intab bench compare`'s llama.cpp/cpu system: llama.cpp natively on this machine's CPU (node-llama-cpp's prebuilt
+// `intab bench compare`'s llama.cpp/native system: llama.cpp natively on this machine's CPU (node-llama-cpp's prebuilt
 // build, never compiled here), the engine a user would run outside the browser, on the same GGUF and the same seeded
 // prompt ids as the page's systems, greedy, timed alike: the time to the first sampled token (the prompt's prefill),
 // then decode tokens per second from the first token to the last.
@@ -48,7 +48,7 @@ export async function llamaCppRuns(file: string, promptIds: readonly number[], m
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
 /**
- * The llama.cpp/cpu line of bench compare: medians of `runs`, whether its ids equal intab's (the page's reference
+ * The llama.cpp/native line of bench compare: medians of `runs`, whether its ids equal intab's (the page's reference
  * system), and the ratios against intab's WebGPU kernels and intab on the CPU (onnx-wasm), when those ran.
  */
 export function llamaCppLine(runs: NativeRun[], o: { threads: number; promptTokens: number; rounds: number; loadMs: number; intab: Map<string, { decode_tok_s: number; prefill_tok_s: number; ttft_ms: number; ids?: number[] }> }): Record<string, unknown> {
@@ -63,7 +63,7 @@ export function llamaCppLine(runs: NativeRun[], o: { threads: number; promptToke
   return {
     bench: 'compare',
     system: 'llama.cpp',
-    backend: 'cpu',
+    backend: 'native',
     threads: o.threads,
     decode_tok_s: round(decode),
     prefill_tok_s: round(prefill),

@@ -7,8 +7,10 @@ describe('bench compare --systems', () => {
   const gguf = { onnx: false, gguf: true };
   test('every system that applies by default; a bare name is its backends', () => {
     expect(systemsFromFlags({}, gguf)).toEqual(SYSTEMS);
-    expect(systemsFromFlags({ systems: 'intab,llama.cpp' }, gguf)).toEqual(['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'llama.cpp/cpu']);
-    expect(systemsFromFlags({ systems: 'intab/webgpu, llama.cpp/cpu,intab' }, gguf)).toEqual(['intab/webgpu', 'llama.cpp/cpu', 'intab/onnx-wasm', 'intab/onnx-webgpu']);
+    expect(systemsFromFlags({ systems: 'intab,llama.cpp' }, gguf)).toEqual(['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'llama.cpp/native']);
+    expect(systemsFromFlags({ systems: 'intab/webgpu, llama.cpp/native,intab' }, gguf)).toEqual(['intab/webgpu', 'llama.cpp/native', 'intab/onnx-wasm', 'intab/onnx-webgpu']);
+    // The earlier name is still taken.
+    expect(systemsFromFlags({ systems: 'llama.cpp/cpu' }, gguf)).toEqual(['llama.cpp/native']);
     // an ONNX folder: no WebGPU kernels, no GGUF peers
     expect(systemsFromFlags({ systems: 'intab' }, { onnx: true, gguf: false })).toEqual(['intab/onnx-wasm', 'intab/onnx-webgpu']);
   });

@@ -15,10 +15,12 @@ import { openGguf, pathSource } from '@intab/model';
 
 /**
  * What --systems takes (system/backend), in report order; the page (bench-systems.ts) runs the list it is sent, and
- * llama.cpp/cpu (native, node-llama-cpp) runs here after it.
+ * llama.cpp/native (node-llama-cpp's prebuilt CPU build) runs here after it.
  */
-export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm', 'llama.cpp/cpu'];
-const NATIVE = 'llama.cpp/cpu';
+export const SYSTEMS = ['intab/webgpu', 'intab/onnx-wasm', 'intab/onnx-webgpu', 'transformers.js/wasm', 'transformers.js/webgpu', 'wllama/wasm', 'llama.cpp/native'];
+const NATIVE = 'llama.cpp/native';
+/** Earlier names of systems, still taken by --systems. */
+const ALIASES: Readonly<Record<string, string>> = { 'llama.cpp/cpu': NATIVE };
 
 /**
  * The systems to run: --systems, else every one that applies to the model (intab/webgpu needs a checkpoint, wllama and
@@ -28,7 +30,7 @@ export function systemsFromFlags(flags: Flags, model: { onnx: boolean; gguf: boo
   const applies = (s: string) => (s !== 'intab/webgpu' || !model.onnx) && ((s !== 'wllama/wasm' && s !== NATIVE) || model.gguf);
   if (flags.systems === undefined) return SYSTEMS.filter(applies);
   if (typeof flags.systems !== 'string') throw new Error(`--systems needs a comma-separated list of ${SYSTEMS.join(', ')}`);
-  const asked = flags.systems.split(',').map((s) => s.trim()).filter(Boolean);
+  const asked = flags.systems.split(',').map((s) => s.trim()).filter(Boolean).map((s) => ALIASES[s] ?? s);
   const list: string[] = [];
   for (const s of asked) {
     const family = s.includes('/') ? [] : SYSTEMS.filter((x) => x.startsWith(`${s}/`));
@@ -124,13 +126,13 @@ export async function benchSystems(flags: Flags): Promise<number> {
       process.stderr.write(`llama.cpp on the CPU (${threads} thread${threads === 1 ? '' : 's'})\n`);
       try {
         const { runs, loadMs } = await llamaCppRuns(file, promptIds, maxTokens, rounds, threads);
-        if (flags.json) runs.forEach((run, round) => process.stdout.write(`${JSON.stringify({ type: 'compare-run', bench: 'compare', system: 'llama.cpp', backend: 'cpu', round, decode_tok_s: run.decodeTokS, prefill_tok_s: run.prefillTokS, ttft_ms: run.ttftMs, tokens: run.ids.length })}\n`));
+        if (flags.json) runs.forEach((run, round) => process.stdout.write(`${JSON.stringify({ type: 'compare-run', bench: 'compare', system: 'llama.cpp', backend: 'native', round, decode_tok_s: run.decodeTokS, prefill_tok_s: run.prefillTokS, ttft_ms: run.ttftMs, tokens: run.ids.length })}\n`));
         const line = llamaCppLine(runs, { threads, promptTokens, rounds, loadMs, intab });
         speeds.set(NATIVE, line.decode_tok_s as number);
         process.stdout.write(`${JSON.stringify(line)}\n`);
       } catch (err) {
         // as the page reports a system that fails to load: the line says why, the others stand
-        process.stdout.write(`${JSON.stringify({ bench: 'compare', system: 'llama.cpp', backend: 'cpu', error: `${(err as Error).name}: ${(err as Error).message}` })}\n`);
+        process.stdout.write(`${JSON.stringify({ bench: 'compare', system: 'llama.cpp', backend: 'native', error: `${(err as Error).name}: ${(err as Error).message}` })}\n`);
       }
     }
     if (summary) {

@@ -187,9 +187,9 @@ export const USAGE = `usage:
       "decode_vs_intab_webgpu","decode_vs_intab_same_backend" (a peer against intab on its kind of backend),...},
       then a summary: {"summary":true,"auto_backend","auto_is_fastest","fastest_intab_backend","fastest_system"}.
       --json adds a "compare-run" line per run. --systems: a comma-separated subset of intab/webgpu,
-      intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm, llama.cpp/cpu; a
+      intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm, llama.cpp/native; a
       bare name stands for its backends that apply (--systems intab,llama.cpp).
-      llama.cpp/cpu (a GGUF) is llama.cpp run natively on this CPU (node-llama-cpp, --threads threads, K/V in f32) after
+      llama.cpp/native (a GGUF; llama.cpp/cpu is taken too) is llama.cpp run natively on this CPU (node-llama-cpp, --threads threads, K/V in f32) after
       the page's systems, on the same prompt ids; its line adds "threads" and "decode_vs_intab_webgpu",
       "prefill_vs_intab_webgpu", "ttft_vs_intab_webgpu" (and the same against intab_onnx_wasm).
   intab export-onnx --model <gguf file | HF folder> --out DIR
