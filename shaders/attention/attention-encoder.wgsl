@@ -1,8 +1,9 @@
-// attention-encoder: bidirectional multi-head attention over packed sequences, the encoder's (no causal mask, no KV
-// cache), one pass of online softmax:
+// attention-encoder: multi-head attention over packed sequences, the encoder's (no KV cache; bidirectional unless the
+// reach says otherwise), one pass of online softmax:
 //   out[t, h, :] = sum_{j in seq(t)} softmax_j(scale * q[t, h, :] . k[j, kvh, :]) v[j, kvh, :],  kvh = h / (H / Hkv)
 // where seq(t) = [seq_starts[b], seq_starts[b + 1]) for t's sequence b (lib/packed-seqs.wgsl): many inputs of
-// different lengths in one dispatch, none attending to another.
+// different lengths in one dispatch, none attending to another; within it, t sees keys j with t - before <= j <= t + after
+// (lib/encoder-params.wgsl: every key by default, causal with after = 0, a symmetric window with before = after).
 //   q, k, v: token rows at a stride and offset (lib/encoder-params.wgsl), f32 read as vec4
 //   seq_starts: (B + 1) u32    out: (T, H, D) f32
 // One workgroup owns WG_SIZE consecutive tokens (one per invocation) and one query head (linear id tile * H + h).
@@ -49,8 +50,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var key1 = 0u;
   if (live) {
     let b = seq_of(t, p.sequences);
-    key0 = seq_starts[b];
-    key1 = seq_starts[b + 1u];
+    let r = reach_of(t, seq_starts[b], seq_starts[b + 1u]);
+    key0 = r.x;
+    key1 = r.y;
     let q0 = (t * p.q_stride + p.q_off) / 4u + h * d4;
     for (var i = 0u; i < d4; i++) {
       row_q[i] = q[q0 + i] * p.scale;

@@ -12,12 +12,13 @@
 // loops, and a private array indexed by a loop counter lives in memory, which made it ~5x slower.
 // Rows past the part and tokens past T repeat the last valid one and are never written; for the
 // 4-element-chunk formats (f32, f16, bf16) a K % 32 tail is done one vec4 at a time.
-// ACCUMULATE adds into y (the residual stream). ACT 1 applies GELU with erf after the bias (lib/gelu-erf.wgsl).
+// ACCUMULATE adds into y (the residual stream). ACT 1 applies GELU with erf after the bias (lib/gelu-erf.wgsl), ACT 2
+// tanh of the input clamped to ±15 (a reranker head's dense layer; some backends' tanh overflows past that).
 
 override WG_SIZE: u32 = 64u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
-override ACT: u32 = 0u;  // 0: none; 1: y = gelu_erf(W x + bias)
+override ACT: u32 = 0u;  // 0: none; 1: y = gelu_erf(W x + bias); 2: y = tanh(W x + bias)
 
 const ROWS: u32 = 8u;    // rows per invocation
 const TOKENS: u32 = 8u;  // tokens per invocation (and per workgroup)
@@ -80,6 +81,7 @@ fn store_row(local_row: u32, t0: u32, lo: vec4<f32>, hi: vec4<f32>) {
     var v = select(hi[t & 3u], lo[t & 3u], t < 4u) + b;
     if (ACCUMULATE) { v += y[yi]; }
     if (ACT == 1u) { v = gelu_erf(v); }
+    if (ACT == 2u) { v = tanh(clamp(v, -15.0, 15.0)); }
     y[yi] = v;
   }
 }

@@ -8,7 +8,8 @@
 // the chunk of all TOKENS staged tokens, accumulating ROWS × TOKENS sums in f32 registers.
 // Invocation i owns rows first + i + WG_SIZE * r (r < ROWS); rows past the part and tokens past T are
 // computed on zeros or skipped and never written. ACCUMULATE adds into y (the residual stream). ACT 1 applies GELU
-// with erf after the bias (an encoder's up projection; lib/gelu-erf.wgsl, joined by the wrapper; not with ACCUMULATE).
+// with erf after the bias (an encoder's up projection; lib/gelu-erf.wgsl, joined by the wrapper; not with ACCUMULATE),
+// ACT 2 tanh of it clamped to ±15 (a reranker head's dense layer; some backends' tanh overflows past that).
 // Variants: any weight format × HAS_BIAS × ACCUMULATE × ACT; f32 math, no optional features needed.
 // gemm.rows.wgsl is the barrier-free sibling for software adapters (~7x faster on SwiftShader).
 // ROWS ≤ MAX_ROWS and TOKENS ≤ MAX_TOKENS (register arrays need a fixed size); K_TILE % CHUNK == 0.
@@ -20,7 +21,7 @@ override K_TILE: u32 = 128u;     // elements of K staged per step (a multiple of
 override XS_V4: u32 = TOKENS * K_TILE / 4u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
-override ACT: u32 = 0u;  // 0: none; 1: y = gelu_erf(W x + bias)
+override ACT: u32 = 0u;  // 0: none; 1: y = gelu_erf(W x + bias); 2: y = tanh(W x + bias)
 
 const MAX_ROWS: u32 = 4u;
 const MAX_TOKENS: u32 = 16u;
@@ -100,6 +101,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       var v = acc[r * MAX_TOKENS + t] + b;
       if (ACCUMULATE) { v += y[yi]; }
       if (ACT == 1u) { v = gelu_erf(v); }
+      if (ACT == 2u) { v = tanh(clamp(v, -15.0, 15.0)); }
       y[yi] = v;
     }
   }

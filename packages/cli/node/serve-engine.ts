@@ -5,7 +5,7 @@
 // from disk (or from its URLs) as the Node runtime reads it.
 
 import { Engine, loadEncoderModel, openModels, type ModelInfo } from '@intab/engine';
-import { isEncoderFiles, type EncoderFiles } from '@intab/model';
+import { isEmbeddingModelFiles, type EmbeddingModelFiles } from '@intab/model';
 import type { Gpu } from '@intab/gpu';
 import { withChatTemplate } from '../page/chat-template.ts';
 import { loadEngine, setReportSink } from '../page/shared.ts';
@@ -27,8 +27,8 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
   const dawnBackend = (o.dawnBackend ?? 'auto') as DawnBackend;
   if (!DAWN_BACKENDS.includes(dawnBackend)) throw new Error(`--dawn-backend takes ${DAWN_BACKENDS.join(', ')}`);
   const files = await openAnyOnDisk(o.model);
-  // An embedding model: its encoder answers POST /v1/embeddings (and refuses completions with a 400 wrong_model_kind).
-  const opened = isEncoderFiles(files) ? undefined : await openModels(async () => files, o.model);
+  // An embedding model or a reranker: its encoder answers POST /v1/embeddings or /v1/rerank (and refuses completions with a 400 wrong_model_kind).
+  const opened = isEmbeddingModelFiles(files) ? undefined : await openModels(async () => files, o.model);
   let gpu: Gpu | undefined;
   const choice = await chooseNodeBackend(o.backend, opened?.model, {
     backend: dawnBackend,
@@ -49,7 +49,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
   try {
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the model did not load within ${o.loadTimeoutMs / 1000} s`)), o.loadTimeoutMs).unref());
     const loaded = await Promise.race([
-      !opened ? loadEncoderEngine(choice, files as EncoderFiles, o) : loadEngine(choice, { quantize: o.quantize, backend: o.backend }, { ...opened, tokenizer }, {
+      !opened ? loadEncoderEngine(choice, files as EmbeddingModelFiles, o) : loadEngine(choice, { quantize: o.quantize, backend: o.backend }, { ...opened, tokenizer }, {
         maxBatch: o.maxBatch,
         kvBudgetBytes: o.kvBudgetBytes,
         maxQueuedChunks: o.maxQueuedChunks,
@@ -81,6 +81,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
     info,
     ...pullStreams(engine),
     embed: (request, options = {}) => engine.embed(request, options.signal),
+    rerank: (request, options = {}) => engine.rerank(request, options.signal),
     stats: async () => engine.stats(),
     alive: () => closed === undefined && !(gpu?.destroyed ?? false),
     died,
@@ -93,7 +94,7 @@ export async function startNodeEngine(o: ServeEngineOptions): Promise<ServeEngin
 }
 
 /** An embedding model's engine: its encoder on the chosen backend (intab's kernels on Dawn, or onnxruntime-node). */
-async function loadEncoderEngine(choice: NodeBackendChoice, files: EncoderFiles, o: ServeEngineOptions): Promise<{ engine: Engine; info: ModelInfo }> {
+async function loadEncoderEngine(choice: NodeBackendChoice, files: EmbeddingModelFiles, o: ServeEngineOptions): Promise<{ engine: Engine; info: ModelInfo }> {
   const { encoder, tokenizer, info } = await loadEncoderModel(files, choice, { quantize: o.quantize });
   return { engine: new Engine({ encoder, tokenizer, info }), info };
 }

@@ -8,12 +8,12 @@
 // OpenAI core, as for the Engine in Node); this page deals in engine requests and chunks only.
 //
 // Wire (JSON text frames), server → page: {id, op: 'start', request} | {id, op: 'next', sid} | {id, op: 'cancel', sid}
-// | {id, op: 'stats'} | {id, op: 'embed', request} (answered with base64 vectors); page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
+// | {id, op: 'stats'} | {id, op: 'embed', request} (answered with base64 vectors) | {id, op: 'rerank', request}; page → server: {id, ok: true, value} | {id, ok: false, error: SerializedError}, and once, after
 // the load, {op: 'ready', info}.
 
 import { requestGpu } from '@intab/gpu';
-import { Engine, chooseBackend, loadEncoderModel, openModels, serializeError, type EmbedRequest, type GenerateRequest, type ModelInfo } from '@intab/engine';
-import { isEncoderFiles } from '@intab/model';
+import { Engine, chooseBackend, loadEncoderModel, openModels, serializeError, type EmbedRequest, type RerankRequest, type GenerateRequest, type ModelInfo } from '@intab/engine';
+import { isEmbeddingModelFiles } from '@intab/model';
 import { vectorToBase64 } from 'intab';
 import { withChatTemplate } from './chat-template.ts';
 import { loadEngine, openAnyModel, report, type Job, type ModelRef } from './shared.ts';
@@ -34,7 +34,7 @@ export interface ServeJob extends ModelRef, Pick<Job, 'quantize' | 'backend'> {
   chatTemplate?: string;
 }
 
-type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'embed'; request: EmbedRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
+type Request = { id: number; op: 'start'; request: GenerateRequest } | { id: number; op: 'embed'; request: EmbedRequest } | { id: number; op: 'rerank'; request: RerankRequest } | { id: number; op: 'next'; sid: number } | { id: number; op: 'cancel'; sid: number } | { id: number; op: 'stats' };
 
 /** Answers one bridge request. */
 async function answer(engine: Engine, m: Request): Promise<unknown> {
@@ -53,6 +53,8 @@ async function answer(engine: Engine, m: Request): Promise<unknown> {
       const r = await engine.embed(m.request);
       return { ...r, embeddings: r.embeddings.map(vectorToBase64) };
     }
+    case 'rerank':
+      return engine.rerank(m.request);
   }
 }
 
@@ -62,7 +64,7 @@ async function main(): Promise<void> {
   const files = await openAnyModel(job);
   let engine: Engine;
   let info: ModelInfo;
-  if (isEncoderFiles(files)) {
+  if (isEmbeddingModelFiles(files)) {
     // An embedding model: its encoder answers /v1/embeddings (the server refuses completions with it).
     const loaded = await loadEncoderModel(files, await chooseBackend(job.backend ?? 'webgpu', undefined, requestGpu), { quantize: job.quantize });
     engine = new Engine({ encoder: loaded.encoder, tokenizer: loaded.tokenizer, info: loaded.info });

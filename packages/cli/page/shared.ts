@@ -18,7 +18,7 @@ import {
   type SpeculativeMethod,
   type SpeculativeOptions,
 } from '@intab/engine';
-import { isEncoderFiles, openAnyGguf, openAnyHfFolder, openOnnxFolder, Runner, UnsupportedModelError, urlSource, type AnyModelFiles, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
+import { isEmbeddingModelFiles, openAnyGguf, openAnyHfFolder, openOnnxFolder, Runner, UnsupportedModelError, urlSource, type AnyModelFiles, type ByteSource, type ModelFiles, type StepRunner } from '@intab/model';
 
 // ---- the job ----
 
@@ -120,8 +120,8 @@ export const report = (r: unknown) => (sink ?? globalThis.window?.__intabReport)
  */
 export async function openModel(job: ModelRef, sourceOf: (url: string) => Promise<ByteSource> = (u) => urlSource(new URL(u, location.href).href)): Promise<ModelFiles> {
   const files = await openAnyModel(job, sourceOf);
-  if (!isEncoderFiles(files)) return files;
-  throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'model', files.config.arch, 'this is an embedding model: intab serve answers POST /v1/embeddings with it; this command runs text models');
+  if (!isEmbeddingModelFiles(files)) return files;
+  throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'model', files.config.arch, 'classifier' in files.config && files.config.classifier ? 'this is a reranker (a cross-encoder): intab serve answers POST /v1/rerank with it; this command runs text models' : 'this is an embedding model: intab serve answers POST /v1/embeddings with it; this command runs text models');
 }
 
 /** openModel's files whichever model they hold: a text model's, or an embedding model's encoder (isEncoderFiles). */

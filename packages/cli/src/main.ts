@@ -175,6 +175,9 @@ export const USAGE = `usage:
       --like all-minilm-l6|nomic-embed-v1.5 writes an embedding model (llama.cpp's bert / nomic-bert, mean pooling)
       with a 30,522-token WordPiece vocabulary built from a real word list (--dtype f32|f16|bf16|q8_0|q4_0), so
       texts embed in llama.cpp and in intab alike.
+      --like qwen3-embedding-0.6b|embeddinggemma-300m writes a decoder embedding model (llama.cpp's qwen3 with last-token
+      pooling, <|endoftext|> appended; gemma-embedding: both ways, symmetric window, mean pooling, dense_2/dense_3, <bos>
+      … <eos>) with its real tokenizer; llama.cpp embeds it (embedding context), intab opens it with openAnyGguf.
   intab bench compare --model <gguf file | HF folder | ONNX folder> [--systems LIST] [--prompt-tokens N (32)]
                  [--max-tokens N (64)] [--rounds N (3)] [--seed S] [--threads N (1)] [--json]
       intab against the peers, in one headless Chromium sitting, on the same weights and seeded prompt ids, greedy:

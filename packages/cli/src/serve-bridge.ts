@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Chunk, EmbedRequest, EmbedResult, EngineStats, GenerateRequest } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineStats, GenerateRequest, RerankRequest, RerankResult } from '@intab/engine/contract';
 import { base64ToVector } from 'intab';
 import { deserializeError, isSerializedError } from '@intab/engine/errors';
 import { openPage, type OpenPage } from './browser.ts';
@@ -136,11 +136,12 @@ export async function startChromiumEngine(o: ServeEngineOptions): Promise<ServeE
         next: (sid: number): Promise<Chunk> => call('next', { sid }),
         cancel: (sid: number): Promise<void> => call('cancel', { sid }),
       }),
-      // (An abort does not cross the bridge: the page embeds the inputs it was given, and the answer is dropped.)
+      // (An abort does not cross the bridge: the page embeds or ranks the inputs it was given, and the answer is dropped.)
       embed: async (request: EmbedRequest): Promise<EmbedResult> => {
         const r = await call('embed', { request });
         return { ...r, embeddings: (r.embeddings as string[]).map(base64ToVector) };
       },
+      rerank: (request: RerankRequest): Promise<RerankResult> => call('rerank', { request }),
       stats: (): Promise<EngineStats> => call('stats'),
       alive: () => !dead,
       died,

@@ -42,3 +42,32 @@ export async function llamaCppEmbeddings(file: string, texts: readonly string[])
     await model.dispose();
   }
 }
+
+/**
+ * llama.cpp's ids and pooled vectors (unnormalised, after any dense projections) of `texts`, one by one, for a decoder
+ * embedding GGUF (Qwen3-Embedding, EmbeddingGemma). The ids are what node-llama-cpp's embedding context evaluates:
+ * the text's tokens, BOS first when the GGUF says add_bos_token, EOS last when it says add_eos_token.
+ */
+export async function llamaCppDecoderEmbeddings(file: string, texts: readonly string[], contextSize = 512): Promise<{ ids: number[][]; vectors: number[][] }> {
+  const model = await (await llamaCpp()).loadModel({ modelPath: file });
+  try {
+    const context = await model.createEmbeddingContext({ contextSize, batchSize: contextSize, threads: 1 });
+    try {
+      const ids: number[][] = [];
+      const vectors: number[][] = [];
+      const { bos, eos, shouldPrependBosToken, shouldAppendEosToken } = model.tokens;
+      for (const text of texts) {
+        const t = [...model.tokenize(text)] as number[];
+        if (shouldPrependBosToken && bos !== null && t[0] !== bos) t.unshift(bos);
+        if (shouldAppendEosToken && eos !== null && t.at(-1) !== eos) t.push(eos);
+        ids.push(t);
+        vectors.push([...(await context.getEmbeddingFor(text)).vector]);
+      }
+      return { ids, vectors };
+    } finally {
+      await context.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}

@@ -278,6 +278,39 @@ export interface EmbedResult {
   ms: number;
 }
 
+/**
+ * A rerank request (EngineApi.rerank), for a reranker (a cross-encoder: ModelInfo.rerank): how relevant each document
+ * is to the query. Each (query, document) pair is one sequence of the model, in its tokenizer's pair template (BERT's
+ * [CLS] query [SEP] document [SEP]); pairs of this and other requests run packed together, as embeddings do.
+ */
+export interface RerankRequest {
+  query: string;
+  /** The texts to score against the query (at most EMBED_LIMITS.inputs; none empty). */
+  documents: string[];
+  /** Keep the `topN` best results only [all of them]. */
+  topN?: number;
+  /**
+   * A pair longer than the model's context: its document cut to fit, the query kept whole (`true`, as Cohere's and
+   * Jina's rerank APIs do), or refused with a ContextLengthExceededError naming the document (false) [true].
+   */
+  truncate?: boolean;
+}
+
+/** What EngineApi.rerank returns: the documents best first. */
+export interface RerankResult {
+  /**
+   * Best first: each document's index in the request and its relevance score, the model's raw logit (as llama.cpp's
+   * server and sentence-transformers' CrossEncoder return it; sigmoid(score) is a probability in (0, 1)).
+   */
+  results: { index: number; score: number }[];
+  /** Tokens of all pairs as scored (after truncation). */
+  promptTokens: number;
+  /** Indexes of the documents that were cut to fit beside the query. */
+  truncated: number[];
+  /** Time from the call to the last score, in ms. */
+  ms: number;
+}
+
 /** Bounds of an embeddings request (EmbedRequest), checked by the engine and named in each refusal. */
 export const EMBED_LIMITS = {
   /** Most inputs in one request (OpenAI's bound too). */
@@ -607,6 +640,11 @@ export interface ModelInfo {
    */
   embedding?: { dimensions: number; pooling: 'mean' | 'cls' | 'last'; normalized: boolean; matryoshka: boolean };
   /**
+   * A reranker (a cross-encoder with a classification head, e.g. bge-reranker, ms-marco-MiniLM): the names of its head's
+   * outputs (the first is the relevance score). Such a model answers EngineApi.rerank, and neither embeds nor generates.
+   */
+  rerank?: { labels: readonly string[] };
+  /**
    * The model store (createEngine, main thread): the model's id there, the bytes downloaded now (0: every file came
    * from the store), whether every file is known to hash to what it must (hashed now, or stored unchanged since it was),
    * and whether the origin's storage is persisted (navigator.storage.persist()'s answer when a first download asked
@@ -650,6 +688,11 @@ export interface EngineApi {
    * `signal` drops the inputs not yet embedded and rejects with the signal's reason.
    */
   embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult>;
+  /**
+   * Scores documents against a query with a reranker (ModelInfo.rerank), best first. Aborting `signal` drops the pairs
+   * not yet scored and rejects with the signal's reason.
+   */
+  rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult>;
   /** Prefills a prefix and pins it in the prefix cache; requests that start with it skip its prefill. */
   preload(request: PreloadRequest, signal?: AbortSignal): Promise<PreloadInfo>;
   /** Unpins a preloaded prefix (its pages stay cached until evicted). Idempotent. */

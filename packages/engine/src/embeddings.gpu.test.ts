@@ -13,6 +13,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     embedHubUrl: string;
     embedOracle: { ids: number[][]; vectors: number[][] };
+    decoderEmbedOracle: Record<string, { ids: number[][]; vectors: number[][] }>;
   }
 }
 
@@ -61,4 +62,51 @@ describe('embeddings on WebGPU against llama.cpp', () => {
     const [alone] = (await engine.embed({ input: EMBED_INPUTS[13] })).embeddings;
     expect(cosine(alone, all.embeddings[13])).toBeGreaterThan(0.999999);
   });
+});
+
+describe('a lost device under an embedding model (WebGPU)', () => {
+  test('the call in flight ends with DeviceLostError; the encoder is loaded again on a new device by itself, and a call sent meanwhile waits and gets the same vectors', async () => {
+    const engine = await Engine.load(MINILM, { backend: 'webgpu' });
+    engines.push(engine);
+    const [before] = (await engine.embed({ input: EMBED_INPUTS[4] })).embeddings;
+    const inFlight = engine.embed({ input: Array.from({ length: 64 }, (_, i) => EMBED_INPUTS[i % 20]) });
+    // The device under the engine, destroyed as a driver reset would take it (the engine did not ask for it).
+    (engine as unknown as { gpu: { device: GPUDevice } }).gpu.device.destroy();
+    const err = await inFlight.catch((x: unknown) => x);
+    expect(err).toMatchObject({ name: 'DeviceLostError' });
+    expect((err as Error).message).toMatch(/reloading the model on a new device by itself/);
+    const during = engine.embed({ input: EMBED_INPUTS[4] });
+    let s = await engine.status(0);
+    while (s.state !== 'ready' || s.recoveries < 1) s = await engine.status(s.version);
+    expect(s).toMatchObject({ losses: 1, recoveries: 1 });
+    const [after] = (await during).embeddings;
+    expect(cosine(after, before)).toBeGreaterThan(0.999999);
+    expect(cosine(after, oracle.vectors[4])).toBeGreaterThanOrEqual(0.9999);
+  });
+});
+
+describe('decoders trained to embed (Qwen3-Embedding, EmbeddingGemma) against llama.cpp', () => {
+  const decoderOracle = inject('decoderEmbedOracle');
+  for (const like of ['qwen3-embedding-0.6b', 'embeddinggemma-300m']) {
+    test(`${like}-shaped (2 layers, widths 64, its real tokenizer): 'auto' loads it on onnx-wasm, llama.cpp's ids and vectors within cosine 0.9999, batched = one by one`, async () => {
+      const source = { kind: 'url', url: `${inject('embedHubUrl')}/test/decoder-embed/resolve/main/${like}.gguf` } as const;
+      const engine = await Engine.load(source, {});
+      engines.push(engine);
+      const info = engine.modelInfo!;
+      expect(info.backend.name).toBe('onnx-wasm');
+      expect(info.embedding).toMatchObject({ pooling: like.startsWith('qwen3') ? 'last' : 'mean', normalized: true, dimensions: 64 });
+      const oracle = decoderOracle[like];
+      const all = await engine.embed({ input: [...EMBED_INPUTS] });
+      expect(all.tokens).toEqual(oracle.ids.map((ids) => ids.length));
+      const cos = all.embeddings.map((v, i) => cosine(v, oracle.vectors[i]));
+      console.log(JSON.stringify({ test: `decoder-embed-${like}-onnx-wasm`, min_cosine: Math.min(...cos), ms: Math.round(all.ms) }));
+      for (const c of cos) expect(c).toBeGreaterThanOrEqual(0.9999);
+      expect(cosine(all.embeddings[0], oracle.vectors[1])).toBeLessThan(0.999);
+      const [alone] = (await engine.embed({ input: EMBED_INPUTS[13] })).embeddings;
+      expect(cosine(alone, all.embeddings[13])).toBeGreaterThan(0.999999);
+      // Ids in: the tokenizer's (EOS last) give the same vector.
+      const [byIds] = (await engine.embed({ input: [oracle.ids[13]] })).embeddings;
+      expect(cosine(byIds, alone)).toBeGreaterThan(0.999999);
+    });
+  }
 });

@@ -5,71 +5,13 @@
 // the CPU reference in their own files): its vector of a sequence is a function of the ids, so order mistakes show.
 
 import { describe, expect, test } from 'vitest';
-import { loadTokenizer, type EncoderFacts, type EncoderRunner } from '@intab/model';
 import { Engine } from './engine.ts';
 import { Embedder, cutVector } from './embeddings.ts';
 import { ContextLengthExceededError, InvalidRequestError, ModelKindError } from './errors.ts';
 import { EMBED_LIMITS } from './contract.ts';
 import { ReferenceRunner } from './reference/runner.ts';
 import { stories260K } from './test-models.ts';
-
-const FACTS: EncoderFacts = { arch: 'bert', layers: 1, hidden: 4, vocab: 64, contextLength: 8, dimensions: 4, pooling: 'mean', normalized: true, matryoshka: false };
-
-/** An encoder whose vector of ids is [length, sum, first, last], normalised; it records each pass's sequences. */
-class RecordingEncoder implements EncoderRunner {
-  readonly passes: number[][][] = [];
-  readonly weightBytes = 0;
-  destroyed = false;
-  /** Resolves the pass in flight when set (to hold a pass open). */
-  hold?: Promise<void>;
-  constructor(
-    readonly facts: EncoderFacts = FACTS,
-    readonly maxTokensPerPass = 16,
-    readonly maxSequencesPerPass = 4,
-  ) {}
-  async encode(sequences: readonly (readonly number[])[]): Promise<Float32Array[]> {
-    expect(sequences.length).toBeLessThanOrEqual(this.maxSequencesPerPass);
-    expect(sequences.reduce((n, s) => n + s.length, 0)).toBeLessThanOrEqual(this.maxTokensPerPass);
-    this.passes.push(sequences.map((s) => [...s]));
-    await this.hold;
-    return sequences.map((s) => unit(vectorOf(s)));
-  }
-  destroy(): void {
-    this.destroyed = true;
-  }
-}
-
-const vectorOf = (s: readonly number[]) => [s.length, s.reduce((a, b) => a + b, 0), s[0], s.at(-1)!];
-function unit(v: number[]): Float32Array {
-  const n = Math.hypot(...v);
-  return Float32Array.from(v, (x) => x / n);
-}
-
-/** A WordPiece tokenizer as BERT's: lower-cased words, ## pieces, [CLS] first and [SEP] last. */
-function wordPiece() {
-  const special = (id: number, content: string) => ({ id, content, special: true, normalized: false, lstrip: false, rstrip: false, single_word: false });
-  const vocab: Record<string, number> = { '[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3 };
-  for (let c = 0; c < 26; c++) vocab[String.fromCharCode(97 + c)] = 4 + c;
-  for (let c = 0; c < 26; c++) vocab[`##${String.fromCharCode(97 + c)}`] = 30 + c;
-  vocab.note = 56;
-  vocab.hello = 57;
-  return loadTokenizer({
-    tokenizerJson: {
-      version: '1.0',
-      added_tokens: [special(0, '[PAD]'), special(1, '[UNK]'), special(2, '[CLS]'), special(3, '[SEP]')],
-      normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
-      pre_tokenizer: { type: 'BertPreTokenizer' },
-      post_processor: {
-        type: 'TemplateProcessing',
-        single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
-        pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
-        special_tokens: { '[CLS]': { id: '[CLS]', ids: [2], tokens: ['[CLS]'] }, '[SEP]': { id: '[SEP]', ids: [3], tokens: ['[SEP]'] } },
-      },
-      decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-      model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
-    },
-  });
-}
+import { FACTS, RecordingEncoder, unit, vectorOf, wordPiece } from './test-encoders.ts';
 
 const now = () => performance.now();
 

@@ -2,12 +2,14 @@
 // inputs of every other request in flight, and packed into the encoder's passes (whole sequences, no padding: a pass
 // costs what its tokens cost, whatever their lengths). Passes are filled round-robin between requests, one input of
 // each in turn, so a request of 2,048 inputs does not hold a one-input request back until all of its own are done.
-// One pass runs at a time. Matryoshka cuts and the final normalisation are done here, per request.
+// One pass runs at a time. Matryoshka cuts and the final normalisation are done here, per request. A reranker's
+// (query, document) pairs (rerank.ts) take the same queue and passes, with each pair's token-type split.
 
 import type { EncoderFacts, EncoderRunner, Tokenizer } from '@intab/model';
-import { EMBED_LIMITS, type EmbedRequest, type EmbedResult } from './contract.ts';
+import { EMBED_LIMITS, type EmbedRequest, type EmbedResult, type RerankRequest, type RerankResult } from './contract.ts';
 import { ContextLengthExceededError, InvalidRequestError, TokenizerRequiredError } from './errors.ts';
 import { EMBED_FIELDS, checkKnownFields } from './field-checks.ts';
+import { rankedResults, rerankInputs } from './rerank.ts';
 
 /**
  * Characters of one text input tokenized at most with `truncate: true`: past this many, no tokenizer's tokens could
@@ -20,6 +22,8 @@ const MAX_CHARS = 16_000_000;
 /** A request in the queue: its inputs' ids, the vectors back so far, and how it ends. */
 interface Job {
   inputs: number[][];
+  /** Per input, where its token type 1 starts (a rerank pair's document); absent: all type 0. */
+  splits?: number[];
   /** The next input to put in a pass. */
   next: number;
   vectors: (Float32Array | undefined)[];
@@ -156,15 +160,7 @@ export class Embedder {
     signal?.throwIfAborted();
     const { facts } = this.encoder;
     const { ids, truncated } = embedInputs(request, facts, this.tokenizer, this.limit);
-    const vectors = await new Promise<Float32Array[]>((resolve, reject) => {
-      const job: Job = { inputs: ids, next: 0, vectors: new Array(ids.length), left: ids.length, resolve, reject, dropped: false };
-      const onAbort = () => this.drop(job, signal!.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      job.resolve = (v) => (signal?.removeEventListener('abort', onAbort), resolve(v));
-      job.reject = (e) => (signal?.removeEventListener('abort', onAbort), reject(e));
-      this.jobs.push(job);
-      this.running ??= this.run();
-    });
+    const vectors = await this.queue(ids, undefined, signal);
     const d = request.dimensions ?? facts.dimensions;
     return {
       embeddings: vectors.map((v) => cutVector(v, d, facts.normalized)),
@@ -173,6 +169,32 @@ export class Embedder {
       truncated,
       ms: this.now() - started,
     };
+  }
+
+  /**
+   * A reranker's scores of documents against a query (see RerankRequest): the pairs run in the queue's passes as
+   * embedding inputs do, and each pair's first head output is its score.
+   */
+  async rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult> {
+    const started = this.now();
+    if (this.closed) throw this.closed;
+    signal?.throwIfAborted();
+    const { ids, splits, truncated } = rerankInputs(request, this.tokenizer, this.limit);
+    const logits = await this.queue(ids, splits, signal);
+    return { results: rankedResults(logits, request.topN), promptTokens: ids.reduce((n, s) => n + s.length, 0), truncated, ms: this.now() - started };
+  }
+
+  /** Puts a request's sequences in the queue; resolves with their outputs in order once the last pass that holds one ran. */
+  private queue(inputs: number[][], splits: number[] | undefined, signal: AbortSignal | undefined): Promise<Float32Array[]> {
+    return new Promise<Float32Array[]>((resolve, reject) => {
+      const job: Job = { inputs, ...(splits ? { splits } : {}), next: 0, vectors: new Array(inputs.length), left: inputs.length, resolve, reject, dropped: false };
+      const onAbort = () => this.drop(job, signal!.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      job.resolve = (v) => (signal?.removeEventListener('abort', onAbort), resolve(v));
+      job.reject = (e) => (signal?.removeEventListener('abort', onAbort), reject(e));
+      this.jobs.push(job);
+      this.running ??= this.run();
+    });
   }
 
   /** Ends every request in the queue with `err`, and refuses later ones; waits for the pass in flight. */
@@ -202,7 +224,10 @@ export class Embedder {
         }
         let out: Float32Array[];
         try {
-          out = await this.encoder.encode(pass.map((p) => p.job.inputs[p.index]));
+          const sequences = pass.map((p) => p.job.inputs[p.index]);
+          // Token types only for a pass that holds a pair (an embedding input's tokens are all type 0).
+          const typed = pass.some((p) => p.job.splits);
+          out = await this.encoder.encode(sequences, typed ? { typeSplits: pass.map((p) => p.job.splits?.[p.index] ?? p.job.inputs[p.index].length) } : undefined);
         } catch (err) {
           for (const job of new Set(pass.map((p) => p.job))) this.drop(job, err);
           continue;

@@ -7,9 +7,9 @@
 // pages).
 
 import type { DeviceLostError, Gpu } from '@intab/gpu';
-import { ChatTemplateError, encodeChat, isEncoderFiles, renderChat, tokenBytes, UnsupportedModelError, type AnyModelFiles, type EncoderFiles, type EncoderRunner, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import { ChatTemplateError, encodeChat, isEmbeddingModelFiles, isEncoderFiles, renderChat, tokenBytes, UnsupportedModelError, type AnyModelFiles, type EmbeddingModelFiles, type EncoderRunner, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import { prepareMasks, sharedMaskCache, TokenVocabulary, type Grammar } from '@intab/grammar';
-import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, StepLogEntry, ToolDefinition } from './contract.ts';
+import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult, StepLogEntry, ToolDefinition } from './contract.ts';
 import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, ModelKindError, TokenizerRequiredError } from './errors.ts';
 import { Scheduler } from './scheduler.ts';
 import { Sequence, resolveOptions, type ResolvedOptions, type SequenceTools } from './sequence.ts';
@@ -141,6 +141,10 @@ export class Engine implements EngineApi {
           this.gpu = gpu;
           this.attach(loaded.runner, tokenizer, this.info, loaded.draft);
         },
+        attachEncoder: (gpu, encoder, tokenizer) => {
+          this.gpu = gpu;
+          this.attachEncoder(encoder, tokenizer, this.info);
+        },
         pinAgain: (gone) => this.prefixes.pinAgain(gone, this.info),
       },
       this.options.lossWindowMs,
@@ -171,7 +175,7 @@ export class Engine implements EngineApi {
       this.options = { ...this.options, ...options };
       this.keepSteps(options.stepLog);
       const files = await openModel(source, signal);
-      if (isEncoderFiles(files)) return await this.loadEncoder(files, options, signal);
+      if (isEmbeddingModelFiles(files)) return await this.loadEncoder(files, options, signal);
       // The model's files are open already; a draft must be a text model too.
       const opened = await openModels((s: ModelSource) => (s === source ? Promise.resolve(files) : openModel(s, signal).then(decoderOnly)), source, options.draft);
       const backend = await chooseBackend(options.backend, opened.model);
@@ -216,12 +220,16 @@ export class Engine implements EngineApi {
     }
   }
 
-  /** load() of an embedding model: its encoder on the backend asked for ('auto': as for any model). */
-  private async loadEncoder(files: EncoderFiles, options: LoadOptions, signal: AbortSignal | undefined): Promise<ModelInfo> {
+  /**
+   * load() of an embedding model or reranker: its encoder on the backend asked for ('auto': as for any model, but
+   * onnxruntime for a decoder trained to embed, which runs there only).
+   */
+  private async loadEncoder(files: EmbeddingModelFiles, options: LoadOptions, signal: AbortSignal | undefined): Promise<ModelInfo> {
     for (const [field, given] of [['draft', options.draft], ['preload', options.preload]] as const) {
       if (given !== undefined) throw new InvalidRequestError(field, given, `absent for an embedding model (${files.config.arch}): it embeds, and generates nothing to speculate on or prefill`);
     }
-    const backend = await chooseBackend(options.backend);
+    const asked = options.backend ?? 'auto';
+    const backend = await chooseBackend(asked === 'auto' && !isEncoderFiles(files) ? 'onnx-wasm' : asked);
     const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
     let loaded: LoadedEncoder;
     try {
@@ -237,9 +245,9 @@ export class Engine implements EngineApi {
     }
     this.gpu = gpu;
     this.attachEncoder(loaded.encoder, loaded.tokenizer, loaded.info);
-    // A lost device ends the encoder: requests then fail with the DeviceLostError (restart() loads it again; an
-    // embedding model is not recovered from by itself as a text model is).
-    void gpu?.lost.then((err) => this.embedder?.close(err));
+    // On intab's WebGPU kernels a lost device is recovered from as for a text model: the calls in flight end with the
+    // DeviceLostError, and the encoder is loaded again on a new device (calls sent meanwhile wait for it).
+    if (gpu) this.devices.watch(gpu, { encoder: files, options: { quantize: options.quantize }, reason: backend.reason });
     return loaded.info;
   }
 
@@ -352,16 +360,37 @@ export class Engine implements EngineApi {
    */
   async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
     if (this.closed) throw new EngineClosedError('destroyed');
-    if (!this.embedder) {
-      if (!this.runner) throw new EngineClosedError('not-loaded');
-      throw new ModelKindError('generation', 'embed', this.info?.arch ?? 'unknown');
-    }
-    return this.embedder.embed(request, signal);
+    await this.devices.recovered();
+    return this.encoderFor('embed').embed(request, signal);
   }
 
-  /** What an embedding model says to a call it cannot answer. */
+  /**
+   * EngineApi.rerank: a reranker's scores of documents against a query, best first (see RerankRequest); pairs of
+   * concurrent requests share the encoder's passes.
+   * @example
+   * const { results } = await engine.rerank({ query: 'reset my password', documents: ['Billing', 'Account recovery'] });
+   */
+  async rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    await this.devices.recovered();
+    return this.encoderFor('rerank').rerank(request, signal);
+  }
+
+  /** The encoder's queue for embed() or rerank(), or the ModelKindError of a model that answers the other call (or generates). */
+  private encoderFor(call: 'embed' | 'rerank'): Embedder {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    if (!this.embedder) {
+      if (!this.runner) throw new EngineClosedError('not-loaded');
+      throw new ModelKindError('generation', call, this.info?.arch ?? 'unknown');
+    }
+    const kind = this.embedder.encoder.facts.classifier ? 'rerank' : 'embedding';
+    if ((call === 'rerank') !== (kind === 'rerank')) throw new ModelKindError(kind, call, this.info?.arch ?? this.embedder.encoder.facts.arch);
+    return this.embedder;
+  }
+
+  /** What an embedding model or reranker says to a call it cannot answer. */
   private embeddingOnly(call: 'generate' | 'preload'): ModelKindError {
-    return new ModelKindError('embedding', call, this.info?.arch ?? this.embedder!.encoder.facts.arch);
+    return new ModelKindError(this.embedder!.encoder.facts.classifier ? 'rerank' : 'embedding', call, this.info?.arch ?? this.embedder!.encoder.facts.arch);
   }
 
   /** Aborts every stream, waits for the step in flight, then frees the runner and the GPU. Idempotent. */
@@ -458,6 +487,10 @@ export class Engine implements EngineApi {
 
   /** The device was lost: every request ends with `err`, and its model goes (runners, device, pins). */
   private dropModel(err: DeviceLostError): void {
+    // An encoder's calls end with `err`; the encoder is freed once the pass in flight settled.
+    const embedder = this.embedder;
+    this.embedder = undefined;
+    if (embedder) void embedder.close(err).finally(() => embedder.encoder.destroy());
     this.loop.failAll(err);
     const { runner, draft, gpu } = this;
     this.runner = this.draft = this.scheduler = this.cache = this.speculator = undefined;
@@ -651,6 +684,6 @@ export class Engine implements EngineApi {
 
 /** A draft model's files: a text model (an embedding model has no tokens to propose). */
 function decoderOnly(files: AnyModelFiles): ModelFiles {
-  if (!isEncoderFiles(files)) return files;
+  if (!isEmbeddingModelFiles(files)) return files;
   throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'draft', files.config.arch, 'a draft model proposes tokens for speculative decoding: pick a small text model with the same tokenizer, not an embedding model');
 }

@@ -74,10 +74,11 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
   readonly pinnedPages: number;
   /**
    * 'prompt': the prompt alone does not fit; 'max-tokens': strictContext, and prompt + maxTokens does not fit;
-   * 'input': an input of an embeddings request (EngineApi.embed) is longer than the context, and truncate is off.
+   * 'input': an input of an embeddings request (EngineApi.embed) is longer than the context, and truncate is off;
+   * 'document': a rerank pair (the query and document `input`) is, and truncate is off.
    */
-  readonly reason: 'prompt' | 'max-tokens' | 'input';
-  /** With reason 'input': which input (its index in the request's list; 0 for a single input). */
+  readonly reason: 'prompt' | 'max-tokens' | 'input' | 'document';
+  /** With reason 'input' or 'document': which input or document (its index in the request's list; 0 for a single input). */
   readonly input?: number;
   /** With `truncate: 'oldest'`: the messages dropped before giving up (every turn but the system messages and the last). */
   readonly truncatedMessages: number;
@@ -87,7 +88,7 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
     maxTokens: number;
     limit: number;
     limitedBy: 'context' | 'kv-cache';
-    reason: 'prompt' | 'max-tokens' | 'input';
+    reason: 'prompt' | 'max-tokens' | 'input' | 'document';
     input?: number;
     pinnedPages?: number;
     truncatedMessages?: number;
@@ -102,7 +103,11 @@ export class ContextLengthExceededError extends errorClass(IntabEngineError, 'Co
     const kv = limitedBy === 'context' ? [] : pinned > 0 ? ['release() preloaded prefixes', 'load the model with a larger kvBudgetBytes'] : ['load the model with a larger kvBudgetBytes'];
     const or = (fixes: string[]) => (fixes.length === 1 ? fixes[0] : `${fixes.slice(0, -1).join(', ')} or ${fixes[fixes.length - 1]}`);
     let message: string;
-    if (reason === 'input') {
+    if (reason === 'document') {
+      message =
+        `The query and document ${init.input ?? 0} of the rerank request are ${p} tokens as one pair, but ${what} holds at most ${limit}: ` +
+        'leave truncate out (or send true) to score the document\'s beginning, or split the document into chunks and rerank those.';
+    } else if (reason === 'input') {
       message =
         `Input ${init.input ?? 0} of the embeddings request is ${p} tokens, but ${what} holds at most ${limit}: ` +
         `send truncate: true to embed its first ${limit} tokens, or split the text into chunks of at most ${limit} tokens and embed each.`;
@@ -151,18 +156,27 @@ export class EngineStateError extends errorClass(IntabEngineError, 'EngineStateE
  */
 export class ModelKindError extends errorClass(IntabEngineError, 'ModelKindError', 'wrong_model_kind')<{
   /** What the loaded model is. */
-  readonly kind: 'embedding' | 'generation';
+  readonly kind: 'embedding' | 'generation' | 'rerank';
   /** The call it was asked, e.g. 'embed' or 'generate'. */
   readonly call: string;
   /** The model's architecture. */
   readonly arch: string;
 }> {
-  constructor(kind: 'embedding' | 'generation', call: string, arch: string) {
+  constructor(kind: 'embedding' | 'generation' | 'rerank', call: string, arch: string) {
+    const cannot = call === 'preload' ? 'preload a prefix' : call === 'embed' ? 'embed' : call === 'rerank' ? 'rerank' : 'generate text';
+    const ask =
+      call === 'rerank'
+        ? 'load a reranker (a cross-encoder such as bge-reranker or ms-marco-MiniLM, as a GGUF with pooling type rank) in an engine of its own and call rerank() there'
+        : call === 'embed'
+          ? 'load one that embeds (all-MiniLM-L6-v2, bge-small, nomic-embed-text-v1.5, as a GGUF or a sentence-transformers folder) in an engine of its own and call embed() there'
+          : 'load a chat model in another engine to generate';
     super(
       { kind, call, arch },
       kind === 'embedding'
-        ? `This model (${arch}) is an embedding model and cannot ${call === 'preload' ? 'preload a prefix' : 'generate text'}: call embed() (embeddings.create, POST /v1/embeddings) with it, and load a chat model in another engine to generate.`
-        : `This model (${arch}) generates text and is not an embedding model: load one that embeds (all-MiniLM-L6-v2, bge-small, nomic-embed-text-v1.5, as a GGUF or a sentence-transformers folder) in an engine of its own and call embed() there.`,
+        ? `This model (${arch}) is an embedding model and cannot ${cannot}: call embed() (embeddings.create, POST /v1/embeddings) with it, and ${ask}.`
+        : kind === 'rerank'
+          ? `This model (${arch}) is a reranker (a cross-encoder) and cannot ${cannot}: call rerank() (POST /v1/rerank) with it, and ${ask}.`
+          : `This model (${arch}) generates text and cannot ${cannot}: ${ask}.`,
     );
   }
 }

@@ -3,7 +3,7 @@
 // remote/api.ts): the list of GenerateRequest fields, the refusal of an unknown one naming the closest, the chat roles.
 // It imports only the errors and the contract, so the page side can use it without the engine (and its grammar compiler).
 
-import { REQUEST_LIMITS as L, type EmbedRequest, type GenerateRequest, type PreloadRequest } from './contract.ts';
+import { REQUEST_LIMITS as L, type EmbedRequest, type GenerateRequest, type PreloadRequest, type RerankRequest } from './contract.ts';
 import { InvalidRequestError } from './errors.ts';
 
 /** Whether a field was sent: undefined and null both mean "absent" (JSON bodies send null for "the default"). */
@@ -63,6 +63,7 @@ export const PRELOAD_FIELDS = ['messages', 'prompt', 'promptIds', 'tools'] as co
 
 /** The fields of an EmbedRequest. */
 export const EMBED_FIELDS = ['input', 'dimensions', 'truncate'] as const satisfies readonly (keyof EmbedRequest)[];
+export const RERANK_FIELDS = ['query', 'documents', 'topN', 'truncate'] as const satisfies readonly (keyof RerankRequest)[];
 
 /** `true` when `Listed` names every key of `T`; otherwise the missing keys, which `true` does not fit. */
 type AllListed<T, Listed extends PropertyKey> = [Exclude<T, Listed>] extends [never] ? true : Exclude<T, Listed>;
@@ -70,6 +71,7 @@ type AllListed<T, Listed extends PropertyKey> = [Exclude<T, Listed>] extends [ne
 const generateFieldsListed: AllListed<keyof GenerateRequest, (typeof GENERATE_FIELDS)[number]> = true;
 const preloadFieldsListed: AllListed<KeysOf<PreloadRequest>, (typeof PRELOAD_FIELDS)[number]> = true;
 const embedFieldsListed: AllListed<keyof EmbedRequest, (typeof EMBED_FIELDS)[number]> = true;
+const rerankFieldsListed: AllListed<keyof RerankRequest, (typeof RERANK_FIELDS)[number]> = true;
 
 /** Edit distance (insertions, deletions, substitutions) between two names. */
 export function editDistance(a: string, b: string): number {

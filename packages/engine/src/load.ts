@@ -8,7 +8,7 @@
 
 import { isSoftwareAdapter, requestGpu, type Gpu } from '@intab/gpu';
 import type { OrtRuntime } from '@intab/onnx';
-import { createBertRunner, encoderFacts, openTokenizer, Runner, type EncoderFiles, type EncoderRunner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import { UnsupportedModelError, createBertRunner, isEncoderFiles, openTokenizer, Runner, type EmbeddingModelFiles, type EncoderRunner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel, modelFacts } from './open-model.ts';
@@ -208,28 +208,35 @@ export interface LoadedEncoder {
 }
 
 /**
- * Loads an embedding model's encoder (EncoderFiles: bert, nomic-bert) on the chosen backend: intab's WebGPU kernels
- * (arch/bert.ts), or onnxruntime (an encoder graph written from the weights), and embeds one short input so that the
- * first request does not pay for compiling pipelines.
+ * Loads an embedding model or reranker on the chosen backend: an encoder (EncoderFiles: bert, nomic-bert) on intab's
+ * WebGPU kernels (arch/bert.ts) or onnxruntime (an encoder graph written from the weights); a decoder trained to embed
+ * (DecoderEmbeddingFiles: Qwen3-Embedding, EmbeddingGemma) on onnxruntime (the Llama-family graph's final-norm states,
+ * pooled and projected). It embeds one short input so that the first request does not pay for compiling pipelines.
  * @example
  * const { encoder, info } = await loadEncoderModel(files, await chooseBackend('auto'), { signal });
  */
-export async function loadEncoderModel(files: EncoderFiles, backend: BackendChoice, o: { quantize?: 'q8_0' | 'q4_0'; maxTokensPerPass?: number; signal?: AbortSignal } = {}): Promise<LoadedEncoder> {
+export async function loadEncoderModel(files: EmbeddingModelFiles, backend: BackendChoice, o: { quantize?: 'q8_0' | 'q4_0'; maxTokensPerPass?: number; signal?: AbortSignal } = {}): Promise<LoadedEncoder> {
   const tokenizer = openTokenizer(files);
-  const facts = encoderFacts(files.config);
   let encoder: EncoderRunner;
   let adapter: string;
-  if (backend.name === 'webgpu') {
+  if (backend.name === 'webgpu' && !isEncoderFiles(files)) {
+    throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'backend', 'webgpu', `a ${files.config.arch} embedding model (a decoder trained to embed) runs on onnxruntime: load it with backend 'onnx-wasm' ('auto' picks it for this model)`);
+  }
+  if (backend.name === 'webgpu' && isEncoderFiles(files)) {
     const { gpu } = backend;
     encoder = await createBertRunner(gpu, files.config, files.tensors, { quantize: o.quantize, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass });
     adapter = [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' ');
   } else {
     if (o.quantize) throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels)`);
-    const { loadOnnxEncoder } = await import('@intab/onnx');
-    const loaded = await loadOnnxEncoder(files, { backend: backend.name, runtime: backend.ort, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass });
+    const onnxBackend = backend.name === 'webgpu' ? 'onnx-wasm' : backend.name;
+    const { loadOnnxEncoder, loadOnnxDecoderEncoder } = await import('@intab/onnx');
+    const options = { backend: onnxBackend, runtime: backend.name === 'webgpu' ? undefined : backend.ort, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass };
+    const loaded = isEncoderFiles(files) ? await loadOnnxEncoder(files, options) : await loadOnnxDecoderEncoder(files, options);
     encoder = loaded.runner;
-    adapter = `${loaded.runs.runtime} ${loaded.runs.provider === 'wasm' ? `wasm (${loaded.threads} thread${loaded.threads === 1 ? '' : 's'})` : loaded.runs.provider}; encoder graph written from the weights`;
+    const graph = isEncoderFiles(files) ? 'encoder graph' : 'states graph';
+    adapter = `${loaded.runs.runtime} ${loaded.runs.provider === 'wasm' ? `wasm (${loaded.threads} thread${loaded.threads === 1 ? '' : 's'})` : loaded.runs.provider}; ${graph} written from the weights`;
   }
+  const facts = encoder.facts;
   try {
     // Warm-up: every pipeline (or ORT kernel) compiled before the first request.
     await encoder.encode([[0, 0]]);
@@ -250,7 +257,8 @@ export async function loadEncoderModel(files: EncoderFiles, backend: BackendChoi
     weightBytes: encoder.weightBytes,
     kvPages: 0,
     adapter,
-    embedding: { dimensions: facts.dimensions, pooling: facts.pooling, normalized: facts.normalized, matryoshka: facts.matryoshka },
+    // A reranker's outputs are scores, not an embedding.
+    ...(facts.classifier ? { rerank: { labels: [...facts.classifier.labels] } } : { embedding: { dimensions: facts.dimensions, pooling: facts.pooling, normalized: facts.normalized, matryoshka: facts.matryoshka } }),
     ...(files.warnings?.length ? { warnings: [...files.warnings] } : {}),
   };
   return { encoder, tokenizer, info };

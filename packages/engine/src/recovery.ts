@@ -6,10 +6,10 @@
 // follows the state by long-polling status(since).
 
 import { DeviceLostError, requestGpu, type Gpu } from '@intab/gpu';
-import type { StepRunner, Tokenizer } from '@intab/model';
+import type { EmbeddingModelFiles, EncoderRunner, StepRunner, Tokenizer } from '@intab/model';
 import type { EngineStatus } from './contract.ts';
 import { DeviceRecoveryError, EngineClosedError } from './errors.ts';
-import { loadOnBackend, type OpenedModels, type RunnersOptions } from './load.ts';
+import { loadEncoderModel, loadOnBackend, type OpenedModels, type RunnersOptions } from './load.ts';
 
 /** A second loss within this long of the previous one is not recovered from [60 s]. */
 export const LOSS_WINDOW_MS = 60_000;
@@ -141,12 +141,14 @@ export class LossSignal<E = unknown> {
 /** What the engine says on a DeviceLostError it recovers from. */
 const RECOVERING = 'The engine is reloading the model on a new device by itself (engine.state is \'recovering\', then \'ready\'): send the request again; requests sent meanwhile wait for it.';
 
-/** What load() put on the GPU, kept to load it again on a new device after a loss. */
-export interface Reload {
-  opened: OpenedModels;
-  options: RunnersOptions & { prefixCache?: boolean };
-  reason: string;
-}
+/**
+ * What load() put on the GPU, kept to load it again on a new device after a loss: a text model's runners (`opened`),
+ * or an embedding model's or reranker's encoder (`encoder`).
+ */
+export type Reload = { reason: string } & (
+  | { opened: OpenedModels; options: RunnersOptions & { prefixCache?: boolean } }
+  | { encoder: EmbeddingModelFiles; options: { quantize?: 'q8_0' | 'q4_0'; maxTokensPerPass?: number } }
+);
 
 /** What the recovery does to the engine. */
 export interface RecoveryHost {
@@ -158,6 +160,8 @@ export interface RecoveryHost {
   dropModel(err: DeviceLostError): void;
   /** Puts a model loaded on a new device in place (its prefix cache and scheduler anew). */
   attach(gpu: Gpu, loaded: { runner: StepRunner; draft?: StepRunner }, tokenizer: Tokenizer | undefined): void;
+  /** Puts an encoder loaded on a new device in place (a new queue for its embed() and rerank() calls). */
+  attachEncoder(gpu: Gpu, encoder: EncoderRunner, tokenizer: Tokenizer | undefined): void;
   /** Pins the preloads again on the new device; `gone` says whether a failure is the engine's end (that device lost too, or destroy()). */
   pinAgain(gone: () => boolean): Promise<void>;
 }
@@ -244,6 +248,7 @@ export class DeviceRecovery {
   private async reload(): Promise<void> {
     const r = this.reloadable!;
     const gpu = await reacquire(() => requestGpu());
+    if ('encoder' in r) return this.reloadEncoder(gpu, r.encoder, r.options, r.reason);
     let loaded: { runner: StepRunner; draft?: StepRunner };
     try {
       loaded = await loadOnBackend({ name: 'webgpu', gpu, reason: r.reason }, r.opened, r.options);
@@ -263,5 +268,23 @@ export class DeviceRecovery {
     // Pinning again only saves prefill time: a preload that fails now is dropped, with a warning in info, rather than
     // failing the engine (unless the new device went too: that loss's own recovery takes over).
     await this.host.pinAgain(() => loss.lost || this.host.closed());
+  }
+
+  /** An encoder on the new device (warmed up as at load), in place of the lost one. */
+  private async reloadEncoder(gpu: Gpu, files: EmbeddingModelFiles, options: { quantize?: 'q8_0' | 'q4_0'; maxTokensPerPass?: number }, reason: string): Promise<void> {
+    let loaded: { encoder: EncoderRunner; tokenizer?: Tokenizer };
+    try {
+      loaded = await loadEncoderModel(files, { name: 'webgpu', gpu, reason }, options);
+    } catch (err) {
+      gpu.destroy();
+      throw err;
+    }
+    if (this.host.closed()) {
+      loaded.encoder.destroy();
+      gpu.destroy();
+      throw new EngineClosedError('destroyed');
+    }
+    this.host.attachEncoder(gpu, loaded.encoder, loaded.tokenizer);
+    this.watch(gpu);
   }
 }

@@ -11,7 +11,7 @@
 // follows the recovery through status()); an engine whose recovery failed is replaced by a new load for the next tab
 // that attaches or restarts (engine.restart() re-attaches), never torn down under the tabs still on it.
 
-import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult, ShareStats } from './contract.ts';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult, ShareStats } from './contract.ts';
 import { Engine } from './engine.ts';
 import { GpuOutOfMemoryError } from '@intab/gpu';
 import { EngineClosedError, EngineStateError, SharedMemoryError, UnknownStreamError } from './errors.ts';
@@ -164,7 +164,7 @@ export class HostSession implements EngineApi {
   private engine?: Engine;
   private readonly streams = new Set<number>();
   private readonly preloads = new Set<number>();
-  /** embed() calls in flight: aborted when the tab goes, so their inputs leave the encoder's queue. */
+  /** embed() and rerank() calls in flight: aborted when the tab goes, so their inputs leave the encoder's queue. */
   private readonly embeds = new Set<AbortController>();
   private closed = false;
   private closing?: Promise<void>;
@@ -241,12 +241,21 @@ export class HostSession implements EngineApi {
     this.streams.delete(stream);
   }
 
-  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+  embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    return this.encoderCall(signal, (engine, s) => engine.embed(request, s));
+  }
+
+  rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult> {
+    return this.encoderCall(signal, (engine, s) => engine.rerank(request, s));
+  }
+
+  /** An embed() or rerank() call, aborted with the tab as well as by `signal`. */
+  private async encoderCall<T>(signal: AbortSignal | undefined, call: (engine: Engine, signal: AbortSignal) => Promise<T>): Promise<T> {
     const engine = this.ready();
     const own = new AbortController();
     this.embeds.add(own);
     try {
-      return await engine.embed(request, signal ? AbortSignal.any([signal, own.signal]) : own.signal);
+      return await call(engine, signal ? AbortSignal.any([signal, own.signal]) : own.signal);
     } finally {
       this.embeds.delete(own);
     }

@@ -157,6 +157,7 @@ export function sharedBackend(key: string): Backend | undefined {
     next: (stream) => session.next(stream),
     cancel: (stream) => session.cancel(stream),
     embed: (request, signal) => session.embed(request, signal),
+    rerank: (request, signal) => session.rerank(request, signal),
     preload: (request, signal) => session.preload(request, signal),
     release: (preload) => session.release(preload),
     saveCache: (options) => session.saveCache(options),

@@ -5,7 +5,7 @@
 // through the backend's CallGuard, so a worker that dies rejects them instead of leaving them hanging. An engine
 // attached to the origin's shared engine answers the Service Worker's relayed OpenAI requests by itself (serveRelayed).
 
-import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineState, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, EngineStateError } from '@intab/engine/errors';
 import { releaseSignal } from '@intab/engine/transfer';
 import {
@@ -145,6 +145,10 @@ export class EngineFacade implements IntabEngine {
 
   embed(request: EmbedRequest, options: RequestOptions = {}): Promise<EmbedResult> {
     return this.call(options.signal, (api, signal) => api.embed(request, signal));
+  }
+
+  rerank(request: RerankRequest, options: RequestOptions = {}): Promise<RerankResult> {
+    return this.call(options.signal, (api, signal) => api.rerank(request, signal));
   }
 
   private async createEmbedding(body: EmbeddingCreateParams, options: RequestOptions = {}): Promise<CreateEmbeddingResponse> {

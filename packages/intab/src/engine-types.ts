@@ -2,7 +2,7 @@
 // chat.completions, preload, saveCache, the device state, restart, destroy), the options of one request and a
 // preloaded prefix's handle. Types only: engine-facade.ts implements IntabEngine, engine.ts creates it.
 
-import type { Chunk, EmbedRequest, EmbedResult, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineState, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult } from '@intab/engine/contract';
 import type { RemoteOptions } from './remote/http.ts';
 import type { ModelInput } from './model-source.ts';
 import type { ModelStore } from './store/model-store.ts';
@@ -154,6 +154,14 @@ export interface IntabEngine {
    * const { embeddings: [a, b] } = await engine.embed({ input: ['first note', 'second note'] });
    */
   embed(request: EmbedRequest, options?: RequestOptions): Promise<EmbedResult>;
+  /**
+   * Scores documents against a query with a reranker (a cross-encoder: info.rerank), best first (see RerankRequest:
+   * `topN`, `truncate`). Any other model rejects it with ModelKindError.
+   * @example
+   * const { results } = await engine.rerank({ query: 'How do I reset my password?', documents: notes.map((n) => n.text), topN: 3 });
+   * const best = notes[results[0].index];
+   */
+  rerank(request: RerankRequest, options?: RequestOptions): Promise<RerankResult>;
   /**
    * Prefills a prefix and pins it in the prefix cache: a system prompt (`{ messages }`, rendered up to the end of
    * the messages), text or token ids. Requests that start with it skip its prefill, so their time to first token

@@ -6,6 +6,7 @@ export { createEngine } from './engine.ts';
 export type { CreateEngineOptions, IntabEngine, RequestOptions, ChatCompletions, Embeddings, Preloaded } from './engine-types.ts';
 // OpenAI's embeddings API (engine.embeddings.create, POST /v1/embeddings).
 export { toEmbedRequest, toEmbeddingResponse, vectorToBase64, base64ToVector, type EmbeddingCreateParams, type CreateEmbeddingResponse, type Embedding } from './openai-embeddings.ts';
+export { toRerankRequest, toRerankResponse, type RerankCreateParams, type RerankResponse } from './openai-rerank.ts';
 export { resolveModelSource, isHfId, HF_FOLDER_FILES, type ModelInput, type HfModelRef, type ResolveModelOptions } from './model-source.ts';
 export { toReadableStream, encodeSSE, decodeSSE, type StreamSource, type SseInput } from './sse.ts';
 // TransformStreams that compose with pipeThrough: text only, SSE out and in, partial-JSON events, stop strings, pacing.
@@ -56,6 +57,8 @@ export type {
   GenerateRequest,
   EmbedRequest,
   EmbedResult,
+  RerankRequest,
+  RerankResult,
   FinishReason,
   TokenLogprob,
   RequestMetrics,

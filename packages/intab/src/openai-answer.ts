@@ -5,7 +5,7 @@
 // (`intab serve`'s WebSocket) uses answerCompletion directly. Nothing here is a server's: who asks, how many run, and
 // how bytes reach a socket belong to the transport, which hooks in through `admit`.
 
-import type { Chunk, EmbedRequest, EmbedResult, FinishReason, GenerateRequest, ToolFormatName } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, FinishReason, GenerateRequest, RerankRequest, RerankResult, ToolFormatName } from '@intab/engine/contract';
 import { IntabEngineError, InvalidRequestError } from '@intab/engine/errors';
 import { CHAT_FIELDS, completionId, ignoredFields, toChatCompletion, toChatCompletionChunks, toGenerateRequest, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionCreateParams } from './openai.ts';
 import { COMPLETION_FIELDS, textCompletionId, toCompletion, toCompletionChunks, toCompletionRequest, type Completion, type CompletionCreateParams } from './openai-completions.ts';
@@ -37,6 +37,11 @@ export interface OpenAIEngine {
    * with a 400 'wrong_model_kind'. Aborting `signal` drops the inputs not yet embedded.
    */
   embed?(request: EmbedRequest, options?: { signal?: AbortSignal }): Promise<EmbedResult>;
+  /**
+   * Optional: a reranker's scores, best first (EngineApi.rerank), for POST /v1/rerank; an engine without it answers
+   * that route with a 400 'wrong_model_kind'.
+   */
+  rerank?(request: RerankRequest, options?: { signal?: AbortSignal }): Promise<RerankResult>;
 }
 
 /** Which API a request came in on: POST /v1/chat/completions or POST /v1/completions. */

@@ -81,7 +81,7 @@ const OPENAI_PARAMS = new Map(Object.entries({
   maxTokens: 'max_tokens', topP: 'top_p', topK: 'top_k', minP: 'min_p', repetitionPenalty: 'repetition_penalty', presencePenalty: 'presence_penalty',
   frequencyPenalty: 'frequency_penalty', logitBias: 'logit_bias', topLogprobs: 'top_logprobs', strictContext: 'strict_context', promptIds: 'prompt',
   responseFormat: 'response_format', 'responseFormat.schema': 'response_format.json_schema.schema', 'responseFormat.strict': 'response_format.json_schema.strict',
-  toolChoice: 'tool_choice', parallelToolCalls: 'parallel_tool_calls',
+  toolChoice: 'tool_choice', parallelToolCalls: 'parallel_tool_calls', topN: 'top_n',
 }));
 
 /** The engine's message fields that an OpenAI body spells otherwise ('messages[2].toolCalls[0]' → 'messages[2].tool_calls[0]'). */
@@ -115,7 +115,7 @@ export function errorResponse(err: unknown, endpoint: 'chat' | 'completions' | '
   if (err instanceof InvalidRequestError || e?.name === 'InvalidRequestError') return { status: 400, body: openAIError(e.message, 'invalid_request_error', null, openAiParam(e.field)) };
   // As OpenAI answers a prompt over the context (and here, with strict_context, a max_tokens past it).
   if (err instanceof ContextLengthExceededError || e?.name === 'ContextLengthExceededError') {
-    const param = e.reason === 'max-tokens' ? 'max_tokens' : e.reason === 'input' ? 'input' : endpoint === 'completions' ? 'prompt' : 'messages';
+    const param = e.reason === 'max-tokens' ? 'max_tokens' : e.reason === 'input' ? 'input' : e.reason === 'document' ? 'documents' : endpoint === 'completions' ? 'prompt' : 'messages';
     return { status: 400, body: openAIError(e.message, 'invalid_request_error', 'context_length_exceeded', param) };
   }
   // A chat request to an embedding model, or an embeddings request to a chat model: the wrong model for the route.

@@ -196,7 +196,7 @@ describe('routes and checks', () => {
     const odd = await handleOpenAI(s.engine, { method: 'GET', path: '/v1/models/%E0%A4%A' });
     expect([odd.status, JSON.parse(await textOf(odd)).error.code]).toEqual([404, 'model_not_found']);
     const missing = await handleOpenAI(s.engine, { method: 'GET', path: '/health' }, { otherRoutes: ['GET /health', 'GET /v1/stats'] });
-    expect(JSON.parse(await textOf(missing)).error.message).toMatch(/serves POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings, GET \/v1\/models, GET \/health and GET \/v1\/stats\.$/);
+    expect(JSON.parse(await textOf(missing)).error.message).toMatch(/serves POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings, POST \/v1\/rerank, GET \/v1\/models, GET \/health and GET \/v1\/stats\.$/);
     const models = await handleOpenAI(s.engine, { method: 'get', path: '/v1/models/?x=1' }, { created: 1_700_000_000 });
     expect(JSON.parse(await textOf(models)).data[0]).toEqual({ id: 'tiny-llama', object: 'model', created: 1_700_000_000, owned_by: 'intab', max_model_len: 256, tool_format: 'generic' });
     const options = await handleOpenAI(s.engine, { method: 'OPTIONS', path: '/v1/completions' });

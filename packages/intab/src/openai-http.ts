@@ -1,7 +1,7 @@
 // The one OpenAI HTTP core: a request (method, path, body text, signal) in, a response (status, headers, a body of
 // bytes) out, over any engine that streams chunks. It owns what is OpenAI's about HTTP: routing (404 unknown_url, 405
 // method_not_allowed with Allow), GET /v1/models[/{id}], POST /v1/chat/completions and /v1/completions (JSON, or SSE
-// ending with [DONE], an error event mid-stream), POST /v1/embeddings (JSON), and the error of every situation
+// ending with [DONE], an error event mid-stream), POST /v1/embeddings and /v1/rerank (JSON), and the error of every situation
 // (openai-errors.ts). What a server adds stays with its transport: TLS, auth, CORS, body limits, rate limits and
 // admission (through `admit`, for every POST route), keep-alives, per-socket backpressure, shutdown (abort the
 // signal with an OpenAIErrorReply to tell the client).
@@ -11,6 +11,7 @@
 import { answerCompletion, type Admission, type CompletionEnd, type CompletionOptions, type Endpoint, type ObjectStream, type OpenAIEngine, type Route, type Tally } from './openai-answer.ts';
 import { errorResponse, invalidJson, isErrorReply, methodNotAllowed, modelNotFound, openAIError, unknownUrl, type OpenAIErrorReply } from './openai-errors.ts';
 import { EMBEDDING_FIELDS, embedEstimate, toEmbedRequest, toEmbeddingResponse } from './openai-embeddings.ts';
+import { RERANK_BODY_FIELDS, rerankEstimate, toRerankRequest, toRerankResponse } from './openai-rerank.ts';
 import { ignoredFields } from './openai.ts';
 import { encodeSSE } from './sse.ts';
 
@@ -49,8 +50,8 @@ export interface OpenAIHttpOptions {
 }
 
 /** The core's routes: path → the one method it answers. */
-const ROUTES: Readonly<Record<string, string>> = { '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/embeddings': 'POST', '/v1/models': 'GET' };
-const SERVED = ['POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/embeddings', 'GET /v1/models'];
+const ROUTES: Readonly<Record<string, string>> = { '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/embeddings': 'POST', '/v1/rerank': 'POST', '/v1/models': 'GET' };
+const SERVED = ['POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/embeddings', 'POST /v1/rerank', 'GET /v1/models'];
 const JSON_TYPE = { 'content-type': 'application/json' };
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
 
@@ -87,6 +88,7 @@ export async function handleOpenAI(engine: OpenAIEngine, request: OpenAIHttpRequ
     return reply(invalidJson((err as Error).message));
   }
   if (path === '/v1/embeddings') return embeddings(engine, body, options.admit, request.signal);
+  if (path === '/v1/rerank') return rerank(engine, body, options.admit, request.signal);
   const endpoint: Endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
   const answer = await answerCompletion(engine, endpoint, body, { admit: options.admit, signal: request.signal });
   switch (answer.kind) {
@@ -120,6 +122,28 @@ async function embeddings(engine: OpenAIEngine, body: unknown, admit: OpenAIHttp
   return admittedJson('embeddings', estimate, admit, signal, ignored, async () => {
     const result = await embed(prepared.request, { signal });
     return { value: toEmbeddingResponse(result, prepared.model ?? engine.model, prepared.format), promptTokens: result.promptTokens };
+  });
+}
+
+/**
+ * POST /v1/rerank (llama.cpp's server, Jina and Cohere share its shape): the documents best first, let in by `admit`
+ * as embeddings are.
+ */
+async function rerank(engine: OpenAIEngine, body: unknown, admit: OpenAIHttpOptions['admit'], signal: AbortSignal | undefined): Promise<OpenAIHttpResponse> {
+  let prepared: ReturnType<typeof toRerankRequest>;
+  try {
+    prepared = toRerankRequest(body);
+  } catch (err) {
+    return reply(errorResponse(err, 'rerank'));
+  }
+  const rank = engine.rerank?.bind(engine);
+  if (!rank) {
+    return reply({ status: 400, body: openAIError(`The model served here (${engine.model}) does not rerank: send rerank requests to a server of a reranker (a cross-encoder such as bge-reranker).`, 'invalid_request_error', 'wrong_model_kind', 'model') });
+  }
+  const ignored = ignoredFields(body, RERANK_BODY_FIELDS);
+  return admittedJson('rerank', rerankEstimate(prepared.request), admit, signal, ignored, async () => {
+    const result = await rank(prepared.request, { signal });
+    return { value: toRerankResponse(result, prepared.model ?? engine.model, prepared.request.documents, prepared.returnDocuments), promptTokens: result.promptTokens };
   });
 }
 

@@ -105,9 +105,11 @@ describe('the relayed OpenAI endpoint', () => {
       [await s.post('/v1/chat/completions', { messages, logit_bias: { '4000': -100 } }), 400, /\[0, 128\)/, 'logit_bias[4000]'],
       [await s.post('/v1/chat/completions', '[{"messages": []}]'), 400, /JSON object/, null],
       [await s.post('/v1/chat/completions', 'null'), 400, /JSON object/, null],
-      // Embeddings are a route of the core: a text model refuses them (an embedding model answers: openai-relay.gpu.test.ts).
-      [await s.post('/v1/embeddings', { input: 'x' }), 400, /generates text and is not an embedding model/, 'model'],
-      [await s.post('/v1/nothing', { input: 'x' }), 404, /POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings and GET \/v1\/models/, null],
+      // Embeddings and rerank are routes of the core: a text model refuses them (an embedding model answers: openai-relay.gpu.test.ts).
+      [await s.post('/v1/embeddings', { input: 'x' }), 400, /generates text and cannot embed: load one that embeds/, 'model'],
+      [await s.post('/v1/rerank', { query: 'x', documents: ['y'] }), 400, /generates text and cannot rerank: load a reranker/, 'model'],
+      [await s.post('/v1/rerank', { query: 'x', documents: [{ title: 'y' }] }), 400, /a string, or an object with a string `text`/, 'documents[0]'],
+      [await s.post('/v1/nothing', { input: 'x' }), 404, /POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings, POST \/v1\/rerank and GET \/v1\/models/, null],
       [await relayRequest(new Request('https://app.test/v1/chat/completions'), s.clients), 405, /use POST/, null],
       // The legacy completions too (the Service Worker relays every path under its prefix to the core).
       [await s.post('/v1/completions', { prompt: 'x', echo: true }), 400, /'echo' should be false/, 'echo'],

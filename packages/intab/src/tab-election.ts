@@ -9,7 +9,7 @@
 // Fairness between tabs is the host's scheduler's, as in the SharedWorker.
 
 import * as Comlink from 'comlink';
-import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, SaveCacheResult } from '@intab/engine/contract';
+import type { Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult } from '@intab/engine/contract';
 import { EngineClosedError, UnknownStreamError } from '@intab/engine/errors';
 import { channelEndpoint, hostChannelName, type ChannelHere } from '@intab/engine/tab-host';
 import { registerTransferHandlers } from '@intab/engine/transfer';
@@ -216,13 +216,24 @@ class ElectedApi implements EngineApi {
     await racing(s.link.session.cancel(s.id), s.link).catch(() => {});
   }
 
-  async embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+  embed(request: EmbedRequest, signal?: AbortSignal): Promise<EmbedResult> {
+    return this.encoderCall(signal, (session, s) => session.embed(request, s));
+  }
+
+  rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult> {
+    return this.encoderCall(signal, (session, s) => session.rerank(request, s));
+  }
+
+  /**
+   * An embed() or rerank() call on the current host. Over the channel no AbortSignal crosses: an abort here stops the
+   * wait (the host finishes the inputs it holds); in the host's own tab the signal reaches the engine.
+   */
+  private async encoderCall<T>(signal: AbortSignal | undefined, call: (session: SessionApi, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
     const link = await this.current();
     signal?.throwIfAborted();
-    // Over the channel no AbortSignal crosses: an abort here stops the wait (the host finishes the inputs it holds).
-    const answer = racing(link.session.embed(request, link.host ? signal : undefined), link);
+    const answer = racing(call(link.session, link.host ? signal : undefined), link);
     if (link.host || !signal) return answer;
-    return new Promise<EmbedResult>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       const onAbort = () => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       answer.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));

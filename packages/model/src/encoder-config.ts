@@ -2,7 +2,9 @@
 // WebGPU encoder and the loaders read. BERT's post-norm layer in two families: 'bert' (all-MiniLM, bge: absolute
 // position and token-type embeddings, biases on every projection, erf GELU) and 'nomic-bert' (nomic-embed-text: RoPE,
 // SwiGLU, no projection biases). Pooling and L2 normalisation are part of the model: GGUF's `pooling_type`, a
-// sentence-transformers folder's modules.json and its Pooling and Normalize modules. encoderConfigFromGguf and
+// sentence-transformers folder's modules.json and its Pooling and Normalize modules. A reranker (cross-encoder: GGUF
+// pooling_type 4 'rank', with llama.cpp's cls.* tensors) is the same encoder with a classification head on its [CLS]
+// row (`classifier`). encoderConfigFromGguf and
 // encoderConfigFromHf throw typed errors naming the file and the key at fault; a model they cannot run is an
 // UnsupportedModelError that says what to pick instead.
 
@@ -35,7 +37,10 @@ export interface EncoderConfig {
   eps: number;
   /** Most tokens of one sequence: BERT's position embeddings, nomic-bert's trained context. */
   maxPositions: number;
-  /** Rows of the token-type (segment) embedding; 0 when the model has none. Every token is type 0. */
+  /**
+   * Rows of the token-type (segment) embedding; 0 when the model has none. A token is type 0 unless encode() is given
+   * where a pair's second segment starts (type 1, for a model with ≥ 2 rows).
+   */
   typeVocab: number;
   /** Learned absolute position embeddings (position_embd, (maxPositions, C)) added to the token embedding: BERT. */
   absolutePositions: boolean;
@@ -48,6 +53,22 @@ export interface EncoderConfig {
   pooling: Pooling;
   /** The pooled vector is L2-normalised. */
   normalize: boolean;
+  /**
+   * A reranker's classification head on the [CLS] row (pooling 'cls', normalize false), as llama.cpp's rank pooling
+   * runs it: h = tanh(cls · x + cls_b) when `dense` (RoBERTa's classifier.dense, BERT's pooler), then
+   * logits = cls.output · h + cls.output_b ((outputs, C)) when `outputs` > 0. null for an embedding model.
+   */
+  classifier?: EncoderClassifier | null;
+}
+
+/** A cross-encoder's head (llama.cpp's cls.weight/bias (C, C) and cls.output.weight/bias (outputs, C)). */
+export interface EncoderClassifier {
+  /** cls.weight and cls.bias: a (C, C) dense layer and tanh before the output projection. */
+  dense: boolean;
+  /** Rows of cls.output (the logits per sequence); 0 when the file has no output projection (the dense layer's C values are the output). */
+  outputs: number;
+  /** The outputs' names (`<arch>.classifier.output_labels`, HF id2label), as many as outputs; ['LABEL_0'] style when unnamed. */
+  labels: readonly string[];
 }
 
 /**
@@ -57,7 +78,17 @@ export interface EncoderConfig {
  */
 export function encoderFacts(c: EncoderConfig): EncoderFacts {
   // Matryoshka training leaves no mark in a config; nothing claims it until a model's card is read.
-  return { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, contextLength: c.maxPositions, dimensions: c.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: false };
+  const facts: EncoderFacts = { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, contextLength: c.maxPositions, dimensions: c.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: false };
+  if (c.classifier) {
+    const outputs = classifierOutputs(c);
+    return { ...facts, dimensions: outputs, normalized: false, classifier: { outputs, labels: c.classifier.labels } };
+  }
+  return facts;
+}
+
+/** Values a reranker's head returns per sequence: its output projection's rows, or C without one. */
+export function classifierOutputs(c: EncoderConfig): number {
+  return c.classifier ? (c.classifier.outputs > 0 ? c.classifier.outputs : c.hidden) : 0;
 }
 
 const ENCODER_ADVICE = 'intab embeds with BERT encoders (bert: all-MiniLM, bge; nomic-bert: nomic-embed-text v1/v1.5): pick an embedding model of one of these families';
@@ -101,8 +132,8 @@ function checkHeads(hidden: number, heads: number, file: string, key: string): n
 
 // ---- GGUF ----
 
-/** llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank. */
-const GGUF_POOLING: Readonly<Record<number, Pooling>> = { 1: 'mean', 2: 'cls', 3: 'last' };
+/** llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank ([CLS] row then the classification head). */
+const GGUF_POOLING: Readonly<Record<number, Pooling>> = { 1: 'mean', 2: 'cls', 3: 'last', 4: 'cls' };
 
 /**
  * Builds an EncoderConfig from GGUF metadata (keys as llama.cpp reads them for `bert` and `nomic-bert`). `tensors`
@@ -137,14 +168,16 @@ export function encoderConfigFromGguf(metadata: Record<string, unknown>, file: s
 
   const rawPooling = m[`${p}pooling_type`];
   let pooling: Pooling = 'mean'; // sentence-transformers' default where a model names no pooling
+  let rank = false;
   if (rawPooling !== undefined) {
     const t = num(m, `${p}pooling_type`, file, { int: true });
-    if (t === 0) throw new UnsupportedModelError(file, `${p}pooling_type`, '0 (none)', 'intab returns one vector per input: give the file a pooling type (1 mean, 2 cls, 3 last) as the model card says');
-    if (t === 4) throw new UnsupportedModelError(file, `${p}pooling_type`, '4 (rank)', 'this is a reranker (a cross-encoder with a classification head), not an embedding model: intab does not rerank yet');
+    if (t === 0) throw new UnsupportedModelError(file, `${p}pooling_type`, '0 (none)', 'intab returns one vector per input: give the file a pooling type (1 mean, 2 cls, 3 last, 4 rank) as the model card says');
     const named = GGUF_POOLING[t];
-    if (!named) throw new ModelFormatError(file, `${p}pooling_type`, `should be 1 (mean), 2 (cls) or 3 (last) but is ${t}`);
+    if (!named) throw new ModelFormatError(file, `${p}pooling_type`, `should be 1 (mean), 2 (cls), 3 (last) or 4 (rank) but is ${t}`);
     pooling = named;
+    rank = t === 4;
   }
+  if (rank && arch !== 'bert') throw new UnsupportedModelError(file, `${p}pooling_type`, '4 (rank)', 'intab reranks with BERT-family cross-encoders (architecture bert: bge-reranker, ms-marco-MiniLM)');
 
   const typeCount = num(m, 'tokenizer.ggml.token_type_count', file, { int: true, min: 0, def: 0 });
   if (typeCount === 0) throw new ModelFormatError(file, 'tokenizer.ggml.token_type_count', 'is missing or 0 (llama.cpp refuses such a BERT file too): convert the model again with a current llama.cpp');
@@ -171,9 +204,12 @@ export function encoderConfigFromGguf(metadata: Record<string, unknown>, file: s
     // What llama.cpp's bert graph can add and intab's encoder does not run.
     for (const [name, what] of [['blk.0.attn_q_norm.weight', 'q/k LayerNorms'], ['blk.0.attn_norm_2.weight', 'a second attention norm'], ['blk.0.ffn_gate.weight', 'a gated feed-forward'], ['cls.output.weight', 'a classification head']] as const) {
       if (arch === 'nomic-bert' && name === 'blk.0.ffn_gate.weight') continue;
+      if (rank && name === 'cls.output.weight') continue;
       if (names.has(name)) throw new UnsupportedModelError(file, name, 'present', `this ${arch} file has ${what}, which intab's encoder does not run: ${ENCODER_ADVICE}`);
     }
+    if (names.has('cls.norm.weight')) throw new UnsupportedModelError(file, 'cls.norm.weight', 'present', "intab's reranker head is BERT's and RoBERTa's (dense, tanh, output projection), without a head norm");
   }
+  const classifier = rank ? ggufClassifier(m, p, file, tensors) : null;
   return {
     arch,
     hidden,
@@ -190,8 +226,33 @@ export function encoderConfigFromGguf(metadata: Record<string, unknown>, file: s
     activation: arch === 'bert' ? 'gelu' : 'swiglu',
     projectionBias: names ? names.has('blk.0.attn_q.bias') || names.has('blk.0.attn_qkv.bias') : arch === 'bert',
     pooling,
-    normalize: true,
+    normalize: !rank,
+    ...(classifier ? { classifier } : {}),
   };
+}
+
+/**
+ * A rank GGUF's head, as llama.cpp loads it: cls.weight (C, C) with cls.bias, then cls.output.weight (outputs, C) with
+ * cls.output.bias, each optional but not both absent; the outputs' count is `<arch>.classifier.output_labels`' length
+ * (llama.cpp's n_cls_out, 1 without the key).
+ */
+function ggufClassifier(m: Json, p: string, file: string, tensors?: readonly { readonly name: string; readonly shape: readonly number[] }[]): EncoderClassifier {
+  const key = `${p}classifier.output_labels`;
+  const raw = m[key];
+  let labels: string[] = ['LABEL_0'];
+  if (raw !== undefined) {
+    if (!Array.isArray(raw) || raw.length === 0 || raw.some((l) => typeof l !== 'string')) throw new ModelFormatError(file, key, 'should be a non-empty list of label names');
+    labels = raw as string[];
+  }
+  if (!tensors) return { dense: true, outputs: labels.length, labels };
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const dense = byName.has('cls.weight');
+  const out = byName.get('cls.output.weight');
+  if (!dense && !out) throw new ModelFormatError(file, 'cls.output.weight', 'is missing (and so is cls.weight): a rank model needs a classification head; convert the reranker again with a current llama.cpp');
+  if (dense && !byName.has('cls.bias')) throw new ModelFormatError(file, 'cls.bias', 'is missing: llama.cpp adds it after cls.weight');
+  if (out && !byName.has('cls.output.bias')) throw new ModelFormatError(file, 'cls.output.bias', 'is missing: llama.cpp adds it after cls.output.weight');
+  if (out && out.shape[0] !== labels.length) throw new ModelFormatError(file, key, `names ${labels.length} outputs but cls.output.weight has ${out.shape[0]} rows`);
+  return { dense, outputs: out ? labels.length : 0, labels: out ? labels : [] };
 }
 
 // ---- Hugging Face config.json and sentence-transformers ----
@@ -280,20 +341,50 @@ export function encoderConfigFromHf(configJson: unknown, file: string, st: Sente
   const j = configJson as Json;
   const cls = Array.isArray(j.architectures) && typeof j.architectures[0] === 'string' ? j.architectures[0] : undefined;
   let arch: EncoderArch;
-  if (j.model_type === 'bert') arch = 'bert';
+  const seqCls = cls !== undefined && /ForSequenceClassification$/.test(cls);
+  const roberta = j.model_type === 'roberta' || j.model_type === 'xlm-roberta';
+  if (j.model_type === 'bert' || (roberta && seqCls)) arch = 'bert';
   else if (j.model_type === 'nomic_bert') arch = 'nomic-bert';
   else if (j.model_type === undefined && cls && HF_CLASSES[cls]) arch = HF_CLASSES[cls];
   else if (typeof j.model_type === 'string') {
     throw new UnsupportedModelError(file, 'model_type', j.model_type, HF_ENCODER_TYPES.has(j.model_type) ? ENCODER_ADVICE : `this is not an encoder (embedding) model; ${ENCODER_ADVICE}`);
   } else throw new ModelFormatError(file, 'model_type', 'is missing (and no architectures list names the model class)');
-  if (cls && /For(SequenceClassification|TokenClassification|QuestionAnswering|CausalLM)$/.test(cls)) {
-    throw new UnsupportedModelError(file, 'architectures[0]', cls, 'intab embeds with the encoder of an embedding model; a classifier or reranker head is not run');
+  if (cls && (/For(TokenClassification|QuestionAnswering|CausalLM)$/.test(cls) || (seqCls && arch !== 'bert'))) {
+    throw new UnsupportedModelError(file, 'architectures[0]', cls, 'intab runs embedding models and BERT / RoBERTa / XLM-R sequence classifiers (rerankers such as ms-marco-MiniLM, bge-reranker); this head is not run');
+  }
+  if (seqCls) {
+    // A cross-encoder (sentence-transformers' CrossEncoder): [CLS] row, the head, raw logits.
+    return { ...hfBert(j, file, 'cls', false, roberta), classifier: hfClassifier(j, file) };
   }
   const { pooling, normalize } = sentenceTransformersPooling(st);
   return arch === 'bert' ? hfBert(j, file, pooling, normalize) : hfNomicBert(j, file, pooling, normalize);
 }
 
-function hfBert(j: Json, file: string, pooling: Pooling, normalize: boolean): EncoderConfig {
+/**
+ * The head of a BertForSequenceClassification (the pooler's dense + tanh, then classifier) or a
+ * (XLM-)RobertaForSequenceClassification (classifier.dense + tanh, then classifier.out_proj): both a dense layer and an
+ * output projection to as many logits as id2label names (num_labels, transformers' default 2, without it).
+ */
+function hfClassifier(j: Json, file: string): EncoderClassifier {
+  let labels: string[];
+  if (j.id2label !== undefined) {
+    if (typeof j.id2label !== 'object' || j.id2label === null || Array.isArray(j.id2label)) throw new ModelFormatError(file, 'id2label', 'should be an object of label names by index');
+    const byIndex = j.id2label as Json;
+    labels = Object.keys(byIndex).map((_, i) => {
+      const name = byIndex[String(i)];
+      if (typeof name !== 'string') throw new ModelFormatError(file, `id2label.${i}`, 'is missing: labels are numbered 0..n-1');
+      return name;
+    });
+  } else labels = Array.from({ length: num(j, 'num_labels', file, { int: true, min: 1, def: 2 }) }, (_, i) => `LABEL_${i}`);
+  if (labels.length === 0) throw new ModelFormatError(file, 'id2label', 'names no label: a classifier has at least one output');
+  return { dense: true, outputs: labels.length, labels };
+}
+
+/**
+ * BERT's config.json, or RoBERTa / XLM-R's (`roberta`): the same layer, with positions counted from pad_token_id + 1 (the
+ * loader drops those first rows of the table, as llama.cpp's converter does).
+ */
+function hfBert(j: Json, file: string, pooling: Pooling, normalize: boolean, roberta = false): EncoderConfig {
   const act = j.hidden_act ?? 'gelu';
   if (act !== 'gelu') throw new UnsupportedModelError(file, 'hidden_act', String(act), "intab's BERT feed-forward is the exact (erf) GELU, hidden_act 'gelu'");
   const posType = j.position_embedding_type ?? 'absolute';
@@ -310,7 +401,7 @@ function hfBert(j: Json, file: string, pooling: Pooling, normalize: boolean): En
     ffn: num(j, 'intermediate_size', file, { int: true, min: 1 }),
     vocab: num(j, 'vocab_size', file, { int: true, min: 1 }),
     eps: num(j, 'layer_norm_eps', file, { min: 0, def: 1e-12 }),
-    maxPositions: num(j, 'max_position_embeddings', file, { int: true, min: 1 }),
+    maxPositions: num(j, 'max_position_embeddings', file, { int: true, min: 1 }) - (roberta ? robertaPositionOffset(j, file) : 0),
     typeVocab: num(j, 'type_vocab_size', file, { int: true, min: 0, def: 2 }),
     absolutePositions: true,
     rope: null,
@@ -319,6 +410,11 @@ function hfBert(j: Json, file: string, pooling: Pooling, normalize: boolean): En
     pooling,
     normalize,
   };
+}
+
+/** RoBERTa's first position row: pad_token_id + 1 (its position ids count from there; the rows before are never read). */
+export function robertaPositionOffset(j: Record<string, unknown>, file = 'config.json'): number {
+  return num(j, 'pad_token_id', file, { int: true, min: 0, def: 1 }) + 1;
 }
 
 /** nomic-bert's config (GPT-2-style keys), checked as llama.cpp's converter checks it. */

@@ -227,6 +227,61 @@ describe('encoder models from Hugging Face folders and GGUF files', () => {
     });
   }
 
+  it('rerankers: a BertForSequenceClassification and an XLMRobertaForSequenceClassification folder open as the GGUF with cls tensors does, same logits', async () => {
+    const { hf, gguf } = tinyTensors('bert', 7);
+    const rng = mulberry32(9);
+    const t = (shape: number[], std: number): [number[], Float32Array] => [shape, new Float32Array(shape.reduce((a, b) => a * b, 1)).map(() => std * randn(rng))];
+    const dense = t([C, C], 1 / Math.sqrt(C));
+    const denseBias = t([C], 0.1);
+    const out = t([1, C], 2 / Math.sqrt(C));
+    const outBias = t([1], 0.1);
+    const head = new Map([['cls.weight', dense], ['cls.bias', denseBias], ['cls.output.weight', out], ['cls.output.bias', outBias]]);
+    const ggufFile = writeGguf({
+      metadata: {
+        'general.architecture': 'bert', 'bert.context_length': P, 'bert.embedding_length': C, 'bert.feed_forward_length': F, 'bert.block_count': L,
+        'bert.attention.head_count': H, 'bert.attention.layer_norm_epsilon': 1e-12, 'bert.attention.causal': false, 'bert.pooling_type': 4,
+        'bert.classifier.output_labels': ['LABEL_0'], 'tokenizer.ggml.token_type_count': 2,
+      },
+      tensors: [...gguf, ...head].map(([name, [shape, data]]) => ({ name, type: 'f32', shape, data: new Uint8Array(data.buffer) })),
+    });
+    const fromGguf = await openEncoderGguf(bytesSource('rerank.gguf', ggufFile));
+    const folder = (config: Record<string, unknown>, tensors: Map<string, [number[], Float32Array]>) => new Map<string, ByteSource>([
+      ['r/config.json', bytesSource('config.json', json(config))],
+      ['r/model.safetensors', bytesSource('model.safetensors', writeSafetensors([...tensors].map(([name, [shape, data]]) => ({ name, dtype: 'F32', shape, data: new Uint8Array(data.buffer) })), { format: 'pt' }))],
+      ['r/tokenizer.json', bytesSource('tokenizer.json', json(tokenizerJson()))],
+    ]);
+    // BERT: bert.* names, the pooler as the dense layer, classifier as the output projection.
+    const bertTensors = new Map([...hf].map(([n, v]) => [`bert.${n}`, v] as [string, [number[], Float32Array]]));
+    bertTensors.set('bert.pooler.dense.weight', dense).set('bert.pooler.dense.bias', denseBias).set('classifier.weight', out).set('classifier.bias', outBias);
+    const bertConfig = { ...hfConfig('bert'), architectures: ['BertForSequenceClassification'], id2label: { 0: 'LABEL_0' } };
+    const fromBert = await openEncoderHfFolder(folder(bertConfig, bertTensors));
+    // XLM-R: roberta.* names, positions from pad_token_id + 1 = 2 (two more rows first), classifier.dense / out_proj.
+    const robertaTensors = new Map([...hf].filter(([n]) => n !== 'pooler.dense.weight').map(([n, v]) => [`roberta.${n}`, v] as [string, [number[], Float32Array]]));
+    const [posShape, pos] = hf.get('embeddings.position_embeddings.weight')!;
+    const padded = new Float32Array((P + 2) * C).fill(7); // rows 0 and 1 are never read
+    padded.set(pos, 2 * C);
+    robertaTensors.set('roberta.embeddings.position_embeddings.weight', [[posShape[0] + 2, C], padded]);
+    robertaTensors.set('classifier.dense.weight', dense).set('classifier.dense.bias', denseBias).set('classifier.out_proj.weight', out).set('classifier.out_proj.bias', outBias);
+    const robertaConfig = { ...hfConfig('bert'), model_type: 'xlm-roberta', architectures: ['XLMRobertaForSequenceClassification'], max_position_embeddings: P + 2, pad_token_id: 1, num_labels: 1 };
+    const fromRoberta = await openEncoderHfFolder(folder(robertaConfig, robertaTensors));
+
+    const want = { pooling: 'cls', normalize: false, maxPositions: P, classifier: { dense: true, outputs: 1, labels: ['LABEL_0'] } };
+    for (const m of [fromGguf, fromBert, fromRoberta]) {
+      expect(m.config).toMatchObject(want);
+      expect([...m.tensors.keys()].sort()).toEqual([...encoderTensorShapes(m.config).keys()].sort());
+    }
+    expect(encoderFacts(fromBert.config)).toMatchObject({ dimensions: 1, normalized: false, classifier: { outputs: 1 } });
+    const ids = [[2, 7, 13, 3, 8, 9, 3], [2, 5, 3, 11, 3]];
+    const typeSplits = [4, 3];
+    const a = encodeReference(await weightsOf(fromGguf), ids, { typeSplits }).vectors;
+    expect(encodeReference(await weightsOf(fromBert), ids, { typeSplits }).vectors).toEqual(a);
+    expect(encodeReference(await weightsOf(fromRoberta), ids, { typeSplits }).vectors).toEqual(a);
+    expect(a.map((v) => v.length)).toEqual([1, 1]);
+    // The head matters: the pooler of an embedding folder stays unread.
+    expect(canonicalEncoderName('bert.pooler.dense.weight', 'bert')).toBeNull();
+    expect(canonicalEncoderName('bert.pooler.dense.weight', 'bert', true)).toBe('cls.weight');
+  });
+
   it('pooling and normalisation follow the sentence-transformers files', async () => {
     const cls = await openEncoderHfFolder(hfFolder('bert', { pooling: { pooling_mode_cls_token: true, pooling_mode_mean_tokens: false } }));
     expect(cls.config).toMatchObject({ pooling: 'cls', normalize: true });
@@ -269,7 +324,7 @@ describe('encoder models intab cannot run: typed errors that say what to do', ()
     ['a MoE encoder', { 'general.architecture': 'nomic-bert-moe' }, 'general.architecture', UnsupportedModelError, /nomic-bert/],
     ['causal attention (key missing: llama.cpp\'s default)', { 'bert.attention.causal': undefined }, 'bert.attention.causal', UnsupportedModelError, /convert the model again/],
     ['per-token vectors (pooling none)', { 'bert.pooling_type': 0 }, 'bert.pooling_type', UnsupportedModelError, /one vector per input/],
-    ['a reranker (pooling rank)', { 'bert.pooling_type': 4 }, 'bert.pooling_type', UnsupportedModelError, /reranker/],
+    ['a reranker whose outputs have no names', { 'bert.pooling_type': 4, 'bert.classifier.output_labels': [] }, 'bert.classifier.output_labels', ModelFormatError, /list of label names/],
     ['an unknown pooling', { 'bert.pooling_type': 9 }, 'bert.pooling_type', ModelFormatError, /1 \(mean\)/],
     ['no token type count', { 'tokenizer.ggml.token_type_count': undefined }, 'tokenizer.ggml.token_type_count', ModelFormatError, /llama.cpp refuses/],
     ['heads that do not divide the width', { 'bert.attention.head_count': 5 }, 'bert.attention.head_count', ModelFormatError, /divide/],
@@ -282,6 +337,22 @@ describe('encoder models intab cannot run: typed errors that say what to do', ()
     expect(e).toBeInstanceOf(type);
     expect(e.field).toBe(field);
     expect(e.message).toMatch(advice);
+  });
+
+  it('GGUF: a reranker (pooling rank) opens with its head; one without a head, or of nomic-bert, is refused', () => {
+    const tensors = (names: string[]) => [{ name: 'token_embd.weight', shape: [VOCAB.length, C] }, { name: 'token_types.weight', shape: [2, C] }, { name: 'blk.0.attn_q.bias', shape: [C] }, ...names.map((name) => ({ name, shape: name.startsWith('cls.output') ? [1, C] : [C, C] }))];
+    const rank = meta('bert', { 'bert.pooling_type': 4 });
+    expect(encoderConfigFromGguf(rank, 'rank.gguf', tensors(['cls.weight', 'cls.bias', 'cls.output.weight', 'cls.output.bias']))).toMatchObject({ pooling: 'cls', normalize: false, classifier: { dense: true, outputs: 1, labels: ['LABEL_0'] } });
+    expect(encoderConfigFromGguf(rank, 'rank.gguf', tensors(['cls.output.weight', 'cls.output.bias'])).classifier).toEqual({ dense: false, outputs: 1, labels: ['LABEL_0'] });
+    expect(encoderConfigFromGguf(meta('bert'), 'embed.gguf', tensors([])).classifier).toBeUndefined();
+    const headless = thrown(() => encoderConfigFromGguf(rank, 'rank.gguf', tensors([])));
+    expect([headless.name, headless.field]).toEqual(['ModelFormatError', 'cls.output.weight']);
+    expect(headless.message).toMatch(/needs a classification head/);
+    const nomic = thrown(() => encoderConfigFromGguf(meta('nomic-bert', { 'nomic-bert.pooling_type': 4 }), 'rank.gguf'));
+    expect([nomic.name, nomic.field]).toEqual(['UnsupportedModelError', 'nomic-bert.pooling_type']);
+    // An embedding model with a head left in is still refused (the head would be ignored).
+    const embed = thrown(() => encoderConfigFromGguf(meta('bert'), 'embed.gguf', tensors(['cls.output.weight'])));
+    expect([embed.name, embed.field]).toEqual(['UnsupportedModelError', 'cls.output.weight']);
   });
 
   it('GGUF: nomic-bert with RoPE scaling, and bert with tensors it does not run', () => {
@@ -302,7 +373,9 @@ describe('encoder models intab cannot run: typed errors that say what to do', ()
     ['a decoder', { model_type: 'llama' }, 'model_type', /not an encoder/],
     ['a tanh GELU', { hidden_act: 'gelu_new' }, 'hidden_act', /erf/],
     ['relative positions', { position_embedding_type: 'relative_key' }, 'position_embedding_type', /absolute/],
-    ['a classifier head', { architectures: ['BertForSequenceClassification'] }, 'architectures[0]', /classifier/],
+    ['a token classifier head', { architectures: ['BertForTokenClassification'] }, 'architectures[0]', /sequence classifiers/],
+    ['a nomic-bert sequence classifier', { model_type: 'nomic_bert', architectures: ['NomicBertForSequenceClassification'] }, 'architectures[0]', /this head is not run/],
+    ['a RoBERTa embedding model', { model_type: 'roberta', architectures: ['RobertaModel'] }, 'model_type', /embedding model/],
   ];
   it.each(hfCases)('config.json: %s', (_, extra, field, advice) => {
     const e = thrown(() => encoderConfigFromHf({ ...hfConfig('bert'), ...extra }, 'config.json'));

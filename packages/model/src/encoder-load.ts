@@ -1,10 +1,12 @@
 // Opens an embedding model's files into an EncoderConfig and a table of tensors under llama.cpp's names (the names
 // the CPU reference and the WebGPU encoder read): a GGUF of architecture bert / nomic-bert, or a Hugging Face folder
-// (config.json, model.safetensors, and sentence-transformers' modules.json and Pooling config). nomic-bert's fused
+// (config.json, model.safetensors, and sentence-transformers' modules.json and Pooling config), or a reranker's (a BERT /
+// RoBERTa / XLM-R ...ForSequenceClassification folder: its head under llama.cpp's cls names, RoBERTa's position rows
+// from pad_token_id + 1 on, as llama.cpp's converter cuts them). nomic-bert's fused
 // q|k|v projection becomes three row ranges (attn_q, attn_k, attn_v), so both families read alike. Every tensor's
 // shape is checked against the config here, once. Nothing is read but headers and JSON.
 
-import { encoderConfigFromGguf, encoderConfigFromHf, type EncoderConfig } from './encoder-config.ts';
+import { encoderConfigFromGguf, encoderConfigFromHf, robertaPositionOffset, type EncoderConfig } from './encoder-config.ts';
 import { ModelFormatError, ModelMismatchError } from './errors.ts';
 import type { GgufFile } from './formats/gguf.ts';
 import { ggufTypeWarnings } from './formats/gguf-keys.ts';
@@ -28,7 +30,9 @@ export interface EncoderFiles {
  * Every tensor the encoder reads, by canonical name, with its row-major shape: token_embd (V, C), token_types
  * (typeVocab, C) when the model has them, position_embd (maxPositions, C) for BERT, token_embd_norm, and per layer
  * attn_q/k/v and attn_output (C, C), attn_output_norm, ffn_up (F, C) (and ffn_gate for SwiGLU), ffn_down (C, F),
- * layer_output_norm; biases (N) on every projection where config.projectionBias; norms have weight and bias (C).
+ * layer_output_norm; biases (N) on every projection where config.projectionBias; norms have weight and bias (C); a
+ * reranker's head: cls.weight (C, C) and cls.bias (C) when config.classifier.dense, cls.output.weight (outputs, C) and
+ * cls.output.bias (outputs) when it has outputs.
  * @example
  * encoderTensorShapes(config).get('blk.0.ffn_up.weight'); // [1536, 384]
  */
@@ -54,6 +58,14 @@ export function encoderTensorShapes(c: EncoderConfig): Map<string, number[]> {
     if (c.activation === 'swiglu') linear(`${b}ffn_gate`, F, C);
     linear(`${b}ffn_down`, C, F);
     norm(`${b}layer_output_norm`);
+  }
+  if (c.classifier?.dense) {
+    out.set('cls.weight', [C, C]);
+    out.set('cls.bias', [C]);
+  }
+  if (c.classifier && c.classifier.outputs > 0) {
+    out.set('cls.output.weight', [c.classifier.outputs, C]);
+    out.set('cls.output.bias', [c.classifier.outputs]);
   }
   return out;
 }
@@ -148,19 +160,47 @@ const EMBEDDINGS: Readonly<Record<string, string>> = {
 };
 
 /**
- * llama.cpp's name for a Hugging Face BERT / nomic-bert tensor (nomic's Wqkv: 'blk.N.attn_qkv.*', split later), or
- * null for one the encoder does not read (the pooler, masked-LM heads, position_ids buffers).
+ * A sequence classifier's head under llama.cpp's names: BERT's pooler (dense + tanh) and classifier, RoBERTa's
+ * classifier.dense and classifier.out_proj (convert_hf_to_gguf.py's cls / cls.output).
+ */
+const CLASSIFIER: Readonly<Record<string, string>> = {
+  'pooler.dense.weight': 'cls.weight',
+  'pooler.dense.bias': 'cls.bias',
+  'classifier.weight': 'cls.output.weight',
+  'classifier.bias': 'cls.output.bias',
+  'classifier.dense.weight': 'cls.weight',
+  'classifier.dense.bias': 'cls.bias',
+  'classifier.out_proj.weight': 'cls.output.weight',
+  'classifier.out_proj.bias': 'cls.output.bias',
+};
+
+/**
+ * llama.cpp's name for a Hugging Face BERT / RoBERTa / nomic-bert tensor (nomic's Wqkv: 'blk.N.attn_qkv.*', split
+ * later), or null for one the encoder does not read (masked-LM heads, position_ids buffers, and the pooler unless
+ * `classifier`: a sequence classifier's head is read, an embedding model's pooler is not).
  * @example
  * canonicalEncoderName('encoder.layer.3.intermediate.dense.weight', 'bert'); // 'blk.3.ffn_up.weight'
+ * canonicalEncoderName('classifier.out_proj.weight', 'bert', true); // 'cls.output.weight'
  */
-export function canonicalEncoderName(name: string, arch: EncoderConfig['arch']): string | null {
-  const n = name.replace(/^(bert|model)\./, '');
+export function canonicalEncoderName(name: string, arch: EncoderConfig['arch'], classifier = false): string | null {
+  if (classifier && CLASSIFIER[name]) return CLASSIFIER[name];
+  const n = name.replace(/^(bert|roberta|model)\./, '');
   if (EMBEDDINGS[n]) return EMBEDDINGS[n];
+  if (classifier && CLASSIFIER[n]) return CLASSIFIER[n];
   for (const [re, canonical] of arch === 'bert' ? BERT_LAYER : NOMIC_LAYER) {
     const m = re.exec(n);
     if (m) return `blk.${m[1]}.${canonical}.${m[2] === 'gamma' ? 'weight' : m[2] === 'beta' ? 'bias' : m[2]}`;
   }
   return null;
+}
+
+/** A table's first `rows` rows cut off (RoBERTa's position rows before pad_token_id + 1, which no position reads). */
+function dropLeadingRows(tensors: Map<string, TensorInfo>, name: string, rows: number): void {
+  const t = tensors.get(name);
+  if (!t || t.shape.length !== 2) return; // checkTensors names what is missing or misshapen
+  if (t.shape[0] <= rows) throw new ModelMismatchError(t.source.name, `${name} shape`, `more than ${rows} rows (positions start at pad_token_id + 1)`, `[${t.shape.join(', ')}]`);
+  const perRow = t.byteLength / t.shape[0];
+  tensors.set(name, { ...t, shape: [t.shape[0] - rows, t.shape[1]], offset: t.offset + rows * perRow, byteLength: t.byteLength - rows * perRow });
 }
 
 async function readJsonFile(src: ByteSource, file: string, signal?: AbortSignal): Promise<unknown> {
@@ -197,9 +237,11 @@ export async function openEncoderHfFolder(files: HfFiles, options: { signal?: Ab
   const config = encoderConfigFromHf(hf.config, 'config.json', { modules, pooling, poolingFile });
   const tensors = new Map<string, TensorInfo>();
   for (const t of hf.tensors) {
-    const canonical = canonicalEncoderName(t.name, config.arch);
+    const canonical = canonicalEncoderName(t.name, config.arch, !!config.classifier);
     if (canonical !== null) tensors.set(canonical, { ...t, name: canonical });
   }
+  const modelType = (hf.config as Record<string, unknown>).model_type;
+  if (modelType === 'roberta' || modelType === 'xlm-roberta') dropLeadingRows(tensors, 'position_embd.weight', robertaPositionOffset(hf.config as Record<string, unknown>));
   splitQkv(config, tensors);
   checkTensors(config, tensors, 'model.safetensors');
   return { config, tensors, hf };

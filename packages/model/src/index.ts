@@ -16,13 +16,17 @@ export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions } from './runner.ts';
 export type { StepRunner, RunnerCapabilities, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
-export type { EncoderRunner, EncoderFacts, Pooling } from './encoder-runner.ts';
+export type { EncoderRunner, EncoderFacts, EncodeOptions, Pooling } from './encoder-runner.ts';
 export {
-  encoderConfigFromGguf, encoderConfigFromHf, encoderFacts, sentenceTransformersPooling, GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES,
-  type EncoderConfig, type EncoderArch, type EncoderActivation, type SentenceTransformersFiles,
+  encoderConfigFromGguf, encoderConfigFromHf, encoderFacts, classifierOutputs, sentenceTransformersPooling, GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES,
+  type EncoderConfig, type EncoderClassifier, type EncoderArch, type EncoderActivation, type SentenceTransformersFiles,
 } from './encoder-config.ts';
+export { rerankPair, pairTemplate, RerankInputError, type RerankPair, type PairTemplate } from './rerank-pair.ts';
 export { openEncoderGguf, openEncoderHfFolder, encoderTensorShapes, canonicalEncoderName, type EncoderFiles } from './encoder-load.ts';
-export { openAnyGguf, openAnyHfFolder, isEncoderFiles, type AnyModelFiles } from './open-any.ts';
+export { openAnyGguf, openAnyHfFolder, isEncoderFiles, isEmbeddingModelFiles, type AnyModelFiles, type EmbeddingModelFiles } from './open-any.ts';
+export { decoderEmbeddingConfigFromGguf, decoderEmbeddingFacts, isDecoderEmbeddingGguf, type DecoderEmbeddingConfig, type DenseProjection } from './decoder-embedding-config.ts';
+export { poolStates, projectAndNormalize } from './embedding-head.ts';
+export { openDecoderEmbeddingGguf, ggufDecoderEmbeddingFiles, isDecoderEmbeddingFiles, type DecoderEmbeddingFiles } from './decoder-embedding-load.ts';
 export { createBertRunner, type BertRunnerOptions } from './arch/bert.ts';
 export { uploadVector, readVector, type UploadOptions } from './upload.ts';
 export * from './tokenizer/index.ts';

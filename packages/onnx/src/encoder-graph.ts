@@ -2,7 +2,9 @@
 // the tensors @intab/model's encoder loaders open (GGUF or Hugging Face folder), so onnxruntime (wasm in the browser,
 // onnxruntime-node's CPU provider in Node) embeds where WebGPU is missing. It is the ONNX twin of reference/bert.ts:
 // every EncoderConfig field means here what it means there, and pooling and L2 normalisation happen inside the graph,
-// so a run returns the vectors themselves. Same writer, opset and weight handling as llama-graph.ts (q8_0 / q4_0
+// so a run returns the vectors themselves. A reranker (config.classifier) ends in its head instead — [CLS] row, dense +
+// tanh, output projection — with a `logits` output (as a Hugging Face sequence-classification export names it) and a
+// token_type_ids input where the model has two types (a pair's document is type 1). Same writer, opset and weight handling as llama-graph.ts (q8_0 / q4_0
 // matrices are dequantized to f32: ORT's CPU kernels have no fast n-bit path, see LlamaGraphOptions.matmulNBits).
 
 import { dequantize, ropeInvFreq, rowBytes } from '@intab/gpu';
@@ -54,7 +56,13 @@ export const ENCODER_GRAPH_IO = {
   tokenTypeIds: 'token_type_ids',
   embeddings: 'sentence_embedding',
   lastHiddenState: 'last_hidden_state',
+  logits: 'logits',
 } as const;
+
+/** Whether the graph of `config` takes token_type_ids: the unpooled export where the model has types, a reranker with two. */
+export function encoderGraphTakesTypes(config: EncoderConfig, output: EncoderGraphOptions['output'] = 'embeddings'): boolean {
+  return output === 'last_hidden_state' ? config.typeVocab > 0 : !!config.classifier && config.typeVocab >= 2;
+}
 
 /**
  * The attention the builder writes unless told. Measured (best of 2 interleaved rounds, ms per run) with
@@ -91,8 +99,9 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
   const { hidden: C, ffn: F, layers: L, heads: H, headDim: D, vocab: V, eps } = config;
   const attention = options.attention ?? DEFAULT_ENCODER_ATTENTION;
   const unpooled = options.output === 'last_hidden_state';
-  /** Token types as an input (each row's type embedding added), not type 0 folded in: the unpooled graph's. */
-  const typeInput = unpooled && config.typeVocab > 0;
+  const head = unpooled ? null : config.classifier ?? null;
+  /** Token types as an input (each row's type embedding added), not type 0 folded in: the unpooled graph's, a reranker's. */
+  const typeInput = encoderGraphTakesTypes(config, options.output);
   const g = new Graph();
   let usesMs = false;
   const io = ENCODER_GRAPH_IO;
@@ -110,7 +119,9 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
   ];
   const outputs: OnnxValueInfo[] = unpooled
     ? [{ name: io.lastHiddenState, elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', C] }]
-    : [{ name: io.embeddings, elemType: DataType.FLOAT, dims: ['batch_size', C] }];
+    : head
+      ? [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', head.outputs > 0 ? head.outputs : C] }]
+      : [{ name: io.embeddings, elemType: DataType.FLOAT, dims: ['batch_size', C] }];
 
   // ---- constants ----
   const i64 = (name: string, values: number[], dims: number[] = [values.length]) => g.constant(name, () => i64Tensor(name, dims, values));
@@ -281,6 +292,20 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
   }
   if (unpooled) {
     // nothing more: the caller pools and normalises
+  } else if (head) {
+    // A reranker's head on the [CLS] row (llama.cpp's rank pooling): logits = Wout · tanh(Wcls x + bcls) + bout.
+    /** y = x · Wᵀ + b for a head matrix (n, C) and its bias, both read to f32. */
+    const dense = async (x0: string, name: string, n: number, label: string) => {
+      const m = await matrix(`${name}.weight`, n, C);
+      const wt = new Float32Array(C * n);
+      transposeInto(wt, n, 0, toF32(m), n, C);
+      const y = g.op1('MatMul', [x0, g.init(f32Tensor(`${name}.weight`, [C, n], wt))], { name: label });
+      return g.op1('Add', [y, g.init(f32Tensor(`${name}.bias`, [n], await vector(`${name}.bias`, n)))], { name: `${label}.bias_add` });
+    };
+    let h = pooled;
+    if (head.dense) h = g.op1('Tanh', [await dense(h, 'cls', C, 'head.dense')], { name: 'head.tanh' }); // (B, C)
+    if (head.outputs > 0) h = await dense(h, 'cls.output', head.outputs, 'head.out'); // (B, outputs)
+    g.op1('Identity', [h], { name: 'logits', output: io.logits });
   } else if (config.normalize) {
     // v / max(‖v‖, tiny): an all-zero vector stays zero, as llama.cpp's common_embd_normalize leaves it.
     const l2 = g.op1('ReduceL2', [pooled, axes(-1)], { name: 'normalize.l2', attributes: [attr.int('keepdims', 1)] }); // (B, 1)
@@ -297,7 +322,7 @@ export async function buildEncoderGraph(config: EncoderConfig, weights: GraphWei
     inputs,
     outputs,
     opsetImports,
-    metadata: { 'intab.arch': config.arch, 'intab.output': unpooled ? io.lastHiddenState : io.embeddings, 'intab.pooling': config.pooling, 'intab.normalize': String(config.normalize) },
+    metadata: { 'intab.arch': config.arch, 'intab.output': unpooled ? io.lastHiddenState : head ? io.logits : io.embeddings, 'intab.pooling': config.pooling, 'intab.normalize': String(config.normalize) },
     externalData: options.externalData,
   });
 }

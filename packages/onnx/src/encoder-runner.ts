@@ -3,7 +3,7 @@
 // attention kernels are CUDA-only), so a pass's sequences are sorted by length and cut into runs of neighbours, each
 // right-padded to its longest: planRuns picks the cuts that minimise a cost model of padded work plus a fixed cost per
 // run, within a memory bound per run. Pooling and normalisation happen in the graph; a run returns (B, C) vectors, put
-// back in the caller's order.
+// back in the caller's order (a reranker's graph: (B, outputs) logits, with each pair's token types as an input).
 // Why: measured on all-MiniLM-L6 (f32, 6 layers), ms per pass (best of 2 rounds), onnxruntime-node 1.30 CPU 2 threads /
 // 1 thread / onnxruntime-web 1.30 wasm in Node 1 thread:
 //   the 20 embed-inputs texts (4..154 tokens, 806 in all): one padded run 141 / 241 / 1,111; sorted, cut by planRuns
@@ -15,8 +15,8 @@
 // were up to 10% slower than 16, 256 (few runs, much padding) 6-32% slower, one padded run 6-71%, one run each 6-56%.
 
 import type { Tensor } from 'onnxruntime-web';
-import { IntabModelError, encoderFacts, type EncoderConfig, type EncoderFacts, type EncoderRunner } from '@intab/model';
-import { ENCODER_GRAPH_IO } from './encoder-graph.ts';
+import { IntabModelError, classifierOutputs, encoderFacts, type EncodeOptions, type EncoderConfig, type EncoderFacts, type EncoderRunner } from '@intab/model';
+import { ENCODER_GRAPH_IO, encoderGraphTakesTypes } from './encoder-graph.ts';
 import { OnnxRunError } from './errors.ts';
 import type { OnnxSession } from './session.ts';
 
@@ -124,9 +124,9 @@ export class OnnxEncoder implements EncoderRunner {
     this.cost = runCostModel(config, perRun);
   }
 
-  encode(sequences: readonly (readonly number[])[]): Promise<Float32Array[]> {
+  encode(sequences: readonly (readonly number[])[], options: EncodeOptions = {}): Promise<Float32Array[]> {
     // One session, one run at a time (ORT refuses concurrent runs on a session), in call order.
-    const run = this.queue.then(() => this.encodeNow(sequences));
+    const run = this.queue.then(() => this.encodeNow(sequences, options));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -138,7 +138,7 @@ export class OnnxEncoder implements EncoderRunner {
     void this.queue.then(() => this.onnx.session.release()).catch(() => undefined);
   }
 
-  private check(sequences: readonly (readonly number[])[]): void {
+  private check(sequences: readonly (readonly number[])[], splits: readonly number[] | undefined): void {
     if (this.destroyed) throw new IntabModelError('This encoder was destroyed: load the model again.');
     const c = this.config;
     const n = sequences.length;
@@ -152,21 +152,30 @@ export class OnnxEncoder implements EncoderRunner {
       tokens += ids.length;
     });
     if (tokens > this.maxTokensPerPass) throw new IntabModelError(`onnx encoder: ${tokens} tokens in one pass; at most ${this.maxTokensPerPass} (maxTokensPerPass): split the batch.`);
+    if (splits === undefined) return;
+    if (splits.length !== n) throw new IntabModelError(`onnx encoder: ${splits.length} typeSplits for ${n} sequences; give one per sequence.`);
+    splits.forEach((x, b) => {
+      if (!Number.isInteger(x) || x < 0) throw new IntabModelError(`onnx encoder: typeSplits[${b}] = ${x}; a split is a token index ≥ 0.`);
+      if (x < sequences[b].length && c.typeVocab >= 2 && !encoderGraphTakesTypes(c)) {
+        throw new IntabModelError(`onnx encoder: sequence ${b} has type-1 tokens, which this embedding graph does not take (token types are a reranker's input): leave typeSplits out.`);
+      }
+    });
   }
 
-  private async encodeNow(sequences: readonly (readonly number[])[]): Promise<Float32Array[]> {
-    this.check(sequences);
+  private async encodeNow(sequences: readonly (readonly number[])[], options: EncodeOptions): Promise<Float32Array[]> {
+    const splits = options.typeSplits;
+    this.check(sequences, splits);
     const out: Float32Array[] = new Array(sequences.length);
-    const C = this.config.hidden;
+    const C = this.config.classifier ? classifierOutputs(this.config) : this.config.hidden;
     for (const run of planRuns(sequences.map((s) => s.length), this.cost)) {
-      const vectors = await this.run(run.map((i) => sequences[i]));
+      const vectors = await this.run(run.map((i) => sequences[i]), run.map((i) => splits?.[i] ?? sequences[i].length));
       run.forEach((i, r) => (out[i] = vectors.slice(r * C, (r + 1) * C)));
     }
     return out;
   }
 
-  /** One ORT run over `rows` right-padded to the longest: (rows, C) vectors. */
-  private async run(rows: readonly (readonly number[])[]): Promise<Float32Array> {
+  /** One ORT run over `rows` right-padded to the longest (token type 1 from each row's split on): (rows, C) vectors. */
+  private async run(rows: readonly (readonly number[])[], splits: readonly number[]): Promise<Float32Array> {
     const { ort, session } = this.onnx;
     const B = rows.length;
     const T = rows[rows.length - 1].length; // planRuns puts the longest last
@@ -179,13 +188,21 @@ export class OnnxEncoder implements EncoderRunner {
       }
     });
     const io = ENCODER_GRAPH_IO;
+    const feeds: Record<string, Tensor> = { [io.inputIds]: new ort.Tensor('int64', ids, [B, T]), [io.attentionMask]: new ort.Tensor('int64', mask, [B, T]) };
+    if (encoderGraphTakesTypes(this.config)) {
+      const types = new BigInt64Array(B * T); // padding: type 0, masked
+      rows.forEach((seq, b) => {
+        for (let i = splits[b]; i < seq.length; i++) types[b * T + i] = 1n;
+      });
+      feeds[io.tokenTypeIds] = new ort.Tensor('int64', types, [B, T]);
+    }
     let out: Record<string, Tensor>;
     try {
-      out = await session.run({ [io.inputIds]: new ort.Tensor('int64', ids, [B, T]), [io.attentionMask]: new ort.Tensor('int64', mask, [B, T]) });
+      out = await session.run(feeds);
     } catch (err) {
       throw new OnnxRunError(`encoding ${B} sequences of up to ${T} tokens`, err, 'Retry with fewer or shorter inputs, or load the model on another backend.');
     }
     this.runs++;
-    return out[io.embeddings].data as Float32Array; // (B, C): CPU memory of its own
+    return out[this.config.classifier ? io.logits : io.embeddings].data as Float32Array; // (B, C) or (B, outputs): CPU memory of its own
   }
 }

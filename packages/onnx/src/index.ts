@@ -33,6 +33,7 @@ export { buildLlamaGraph, tensorWeights, LLAMA_GRAPH_IO, type LlamaGraph, type L
 export { buildEncoderGraph, ENCODER_GRAPH_IO, DEFAULT_ENCODER_ATTENTION, type EncoderGraph, type EncoderGraphOptions, type EncoderAttention } from './encoder-graph.ts';
 export { OnnxEncoder, type OnnxEncoderOptions } from './encoder-runner.ts';
 export { loadOnnxEncoder, type OnnxEncoderLoadOptions, type LoadedOnnxEncoder } from './load.ts';
+export { OnnxDecoderEncoder, loadOnnxDecoderEncoder, onnxDecoderContext, type OnnxDecoderEncoderLoadOptions } from './decoder-encoder.ts';
 
 // ---- running: the StepRunner over onnxruntime-web ----
 export { OnnxRunner, type OnnxRunnerOptions, type OnnxModelConfig } from './onnx-runner.ts';

@@ -56,6 +56,18 @@ export interface LlamaGraphOptions {
   externalData?: string | null;
   /** RMSNorm as one RMSNormalization-23 node (default), or the primitive Pow/ReduceMean/Add/Sqrt/Div/Mul chain ORT fuses itself. */
   norm?: 'op' | 'primitive';
+  /**
+   * 'logits' (default): a text generator's graph (logits of the last num_logits_to_keep positions, K/V in and out).
+   * 'states': an embedding model's (a decoder trained to embed: Qwen3-Embedding, EmbeddingGemma): the final-norm states
+   * of every position as `last_hidden_state` (B, T, C), whole sequences per call, no head and no past/present K/V.
+   */
+  output?: 'logits' | 'states';
+  /**
+   * 'causal' (default): a token sees itself and earlier ones. 'bidirectional' (EmbeddingGemma): every token of its
+   * sequence, and a sliding layer's window is symmetric, |i − j| ≤ ⌊window / 2⌋ (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC);
+   * only with output 'states'.
+   */
+  attention?: 'causal' | 'bidirectional';
   /** Name of the weights' file or folder, for error messages. */
   file?: string;
   /** Checked between tensors. */
@@ -81,6 +93,8 @@ export const LLAMA_GRAPH_IO = {
   /** How many of the last positions get logits (an int64 scalar: 1 for a prompt chunk, T for a verify step). */
   logitsToKeep: 'num_logits_to_keep',
   logits: 'logits',
+  /** output 'states': the final-norm states (B, T, C). */
+  states: 'last_hidden_state',
   pastKey: (layer: number) => `past_key_values.${layer}.key`,
   pastValue: (layer: number) => `past_key_values.${layer}.value`,
   presentKey: (layer: number) => `present.${layer}.key`,
@@ -141,6 +155,11 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const nbits = mode === 'nbits';
   const int8 = mode === 'int8';
   if (options.quantize && !nbits) throw new OnnxWriteError('options.quantize', `'${options.quantize}' quantizes matrices for MatMulNBits, which is off`, "set matmul: 'nbits' (matmulNBits: true) as well, or leave quantize out");
+  const states = options.output === 'states';
+  if (options.output !== undefined && options.output !== 'logits' && !states) throw new OnnxWriteError('options.output', `'${String(options.output)}' is not an output`, "give 'logits' or 'states'");
+  const bidirectional = options.attention === 'bidirectional';
+  if (options.attention !== undefined && options.attention !== 'causal' && !bidirectional) throw new OnnxWriteError('options.attention', `'${String(options.attention)}' is not an attention`, "give 'causal' or 'bidirectional'");
+  if (bidirectional && !states) throw new OnnxWriteError('options.attention', "'bidirectional' needs output 'states'", "a generator's K/V cache assumes causal attention: set output: 'states' (an embedding model) or leave attention out");
   const g = new Graph();
   let usesMs = false;
 
@@ -156,10 +175,12 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     { name: io.inputIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
     { name: io.attentionMask, elemType: DataType.INT64, dims: ['batch_size', 'total_sequence_length'] },
     { name: io.positionIds, elemType: DataType.INT64, dims: ['batch_size', 'sequence_length'] },
-    { name: io.logitsToKeep, elemType: DataType.INT64, dims: [] },
+    ...(states ? [] : [{ name: io.logitsToKeep, elemType: DataType.INT64, dims: [] }]),
   ];
-  const outputs: OnnxValueInfo[] = [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', 'logits_length', V] }];
-  for (let i = 0; i < L; i++) {
+  const outputs: OnnxValueInfo[] = states
+    ? [{ name: io.states, elemType: DataType.FLOAT, dims: ['batch_size', 'sequence_length', C] }]
+    : [{ name: io.logits, elemType: DataType.FLOAT, dims: ['batch_size', 'logits_length', V] }];
+  for (let i = 0; i < L && !states; i++) {
     for (const name of [io.pastKey(i), io.pastValue(i)]) inputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'past_sequence_length', D] });
     for (const name of [io.presentKey(i), io.presentValue(i)]) outputs.push({ name, elemType: DataType.FLOAT, dims: ['batch_size', Hkv, 'total_sequence_length', D] });
   }
@@ -183,7 +204,8 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const queryIdx = g.op1('Range', [pScalar, sScalar, oneI], { name: 'mask.queries' }); // (T): P+t
   const queryCol = g.op1('Unsqueeze', [queryIdx, i64('const.axes.1', [1])], { name: 'mask.queries_col' }); // (T, 1)
   const dist = g.op1('Sub', [queryCol, keyIdx], { name: 'mask.dist' }); // (T, S): P+t − j
-  const causal = g.op1('GreaterOrEqual', [dist, zeroI], { name: 'mask.causal' }); // j ≤ P+t
+  // Causal: j ≤ P+t. Bidirectional (P = 0): every key of the sequence, padding aside.
+  const causal = bidirectional ? g.op1('Equal', [dist, dist], { name: 'mask.all' }) : g.op1('GreaterOrEqual', [dist, zeroI], { name: 'mask.causal' });
   const keep = g.op1('Cast', [io.attentionMask], { name: 'mask.padding', attributes: [attr.int('to', DataType.BOOL)] }); // (B, S)
   const keep4 = g.op1('Unsqueeze', [keep, i64('const.axes.1_2', [1, 2])], { name: 'mask.padding4' }); // (B, 1, 1, S)
   /** The additive (B, 1, T, S) mask of a layer that sees every earlier key (suffix '') or only the window's. */
@@ -198,7 +220,10 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
   const fullMask = windows.some((w) => w === 0) ? additive(causal, '') : '';
   let windowMask = '';
   if (config.slidingWindow !== null && anySliding) {
-    const inWindow = g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.in_window' });
+    // Causal: P+t − j < w. Symmetric (bidirectional): |t − j| ≤ ⌊w / 2⌋.
+    const inWindow = bidirectional
+      ? g.op1('LessOrEqual', [g.op1('Abs', [dist], { name: 'mask.abs_dist' }), i64('const.half_window', [Math.floor(config.slidingWindow / 2)], [])], { name: 'mask.in_window' })
+      : g.op1('Less', [dist, i64('const.window', [config.slidingWindow], [])], { name: 'mask.in_window' });
     windowMask = additive(g.op1('And', [causal, inWindow], { name: 'mask.causal_window' }), '.window');
   }
 
@@ -361,9 +386,9 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     }
     // softmax(q·kᵀ·scale + mask)·v over past|new keys (scale 1/√D, Gemma's 1/√query_pre_attn_scalar); GQA: query
     // head h reads kv head h / (H/Hkv).
-    const [att] = g.op('Attention', [q, k, v, windowed(l) ? windowMask : fullMask, io.pastKey(l), io.pastValue(l)], {
+    const [att] = g.op('Attention', [q, k, v, windowed(l) ? windowMask : fullMask, ...(states ? [] : [io.pastKey(l), io.pastValue(l)])], {
       name: `${n}attn`,
-      outputs: [`${n}attn/out`, io.presentKey(l), io.presentValue(l)],
+      outputs: states ? [`${n}attn/out`] : [`${n}attn/out`, io.presentKey(l), io.presentValue(l)],
       attributes: [attr.int('q_num_heads', H), attr.int('kv_num_heads', Hkv), attr.float('scale', config.attnScale)],
     }); // (B, T, H·D)
     let o = await linear(att, [{ name: `${b}attn_output.weight`, n: C }], H * D, `${n}attn.o`); // Wo att
@@ -384,6 +409,14 @@ export async function buildLlamaGraph(config: LlamaConfig, weights: GraphWeights
     let down = await linear(h, [{ name: `${b}ffn_down.weight`, n: C }], F, `${n}ffn.down`);
     if (config.postNorms) down = rmsnorm(down, await vector(`${b}post_ffw_norm.weight`, C), `${n}ffn_post_norm`); // Gemma
     x = g.op1('Add', [x, down], { name: `${n}ffn.residual` }); // x += Wd h
+  }
+
+  if (states) {
+    // ---- an embedding model's states: every position, final-norm; pooling is the runner's ----
+    const normed = rmsnorm(x, await vector('output_norm.weight', C), 'output_norm'); // xf = rmsnorm(x) * output_norm
+    g.op1('Identity', [normed], { name: 'states', output: io.states }); // (B, T, C)
+    const opsetImports = [{ domain: '', version: OPSET }, ...(usesMs ? [{ domain: MS, version: 1 }] : [])];
+    return serializeGraph(g, { name: `intab-${config.arch}-states`, inputs, outputs, opsetImports, metadata: { 'intab.arch': config.arch, 'intab.output': 'states' }, externalData: options.externalData });
   }
 
   // ---- head ----

@@ -38,3 +38,20 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   }
   return dot / Math.sqrt(aa * bb);
 }
+
+/**
+ * 10 (query, document) pairs for the rerank tests, on every tier: one query against five documents of 1 to ~150
+ * tokens (so the order of their scores is a ranking), and five other pairs from a word to the longest text above.
+ */
+export const RERANK_PAIRS: readonly { query: string; document: string }[] = [
+  { query: 'What is the capital of France?', document: 'Paris' },
+  { query: 'What is the capital of France?', document: 'Paris is the capital and largest city of France, on the Seine.' },
+  { query: 'What is the capital of France?', document: EMBED_INPUTS[7] },
+  { query: 'What is the capital of France?', document: EMBED_INPUTS[11] },
+  { query: 'What is the capital of France?', document: EMBED_INPUTS[17] },
+  { query: 'bread', document: EMBED_INPUTS[3] },
+  { query: 'How do rivers form deltas?', document: EMBED_INPUTS[18] },
+  { query: 'Why keep documentation next to the code?', document: EMBED_INPUTS[19] },
+  { query: 'Café prices in 2024?', document: EMBED_INPUTS[6] },
+  { query: 'A neural network learns a function from examples by adjusting its weights; how does gradient descent pick each step?', document: EMBED_INPUTS[12] },
+];

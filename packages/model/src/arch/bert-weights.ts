@@ -2,7 +2,9 @@
 // tensor checked against the EncoderConfig before anything is allocated, matrices kept in their stored format (or
 // quantized on the way), projections reading the same input stacked into one tensor where their formats match ([q; k; v]
 // unless the file already has attn_qkv, nomic's [gate; up]), and biases joined to match. BERT's position rows are read
-// to f32 with the token-type row 0 added, so the embedding sum costs one gather and one norm's residual.
+// to f32 with a token-type row added — one table per type, stacked (row t·P + p = position p + type t) — so the
+// embedding sum costs one gather and one norm's residual whatever the token's type. A reranker's head (cls, cls.output)
+// is kept as two small matrices with their biases.
 
 import { createWeight, rowBytes, type Gpu, type WeightTensor } from '@intab/gpu';
 import type { EncoderConfig } from '../encoder-config.ts';
@@ -33,12 +35,19 @@ export interface BertLayerWeights {
 
 export interface BertWeights {
   tokens: WeightTensor; // (V, C)
-  /** bert: (P, C) f32, position_embd with token_types row 0 added to every row. */
+  /**
+   * bert: (typeTables · P, C) f32: position_embd with token_types row t added, for t < typeTables (row t·P + p is
+   * position p of type t).
+   */
   positions?: WeightTensor;
+  /** Stacked position tables: 2 for a model with ≥ 2 token types (type 1 for a pair's second segment), else 1. */
+  typeTables: number;
   /** nomic-bert: (C) f32, token_types row 0 (every token is type 0); absent without token types. */
   typeRow?: GPUBuffer;
   embedNorm: NormWeights; // token_embd_norm
   layers: BertLayerWeights[];
+  /** A reranker's head: cls (C, C) + bias (then tanh), cls.output (outputs, C) + bias, as config.classifier has them. */
+  head?: { dense?: { w: WeightTensor; b: GPUBuffer }; out?: { w: WeightTensor; b: GPUBuffer } };
   bytes: number;
   destroy(): void;
 }
@@ -64,6 +73,8 @@ function expectedTensors(c: EncoderConfig, fusedQkv: boolean): [string, number[]
     e.push([`${b}ffn_up.weight`, [F, C]], [`${b}ffn_down.weight`, [C, F]], [`${b}layer_output_norm.weight`, [C]], [`${b}layer_output_norm.bias`, [C]]);
     if (bias) e.push([`${b}attn_output.bias`, [C]], [`${b}ffn_up.bias`, [F]], [`${b}ffn_down.bias`, [C]]);
   }
+  if (c.classifier?.dense) e.push(['cls.weight', [C, C]], ['cls.bias', [C]]);
+  if (c.classifier && c.classifier.outputs > 0) e.push(['cls.output.weight', [c.classifier.outputs, C]], ['cls.output.bias', [c.classifier.outputs]]);
   return e;
 }
 
@@ -136,13 +147,19 @@ export async function loadBertWeights(
   try {
     const C = c.hidden;
     const tokens = await matrix('token_embd.weight', 'token_embd');
-    const typeRow0 = c.typeVocab > 0 ? (await readVector(tensors.get('token_types.weight')!, opts)).subarray(0, C) : new Float32Array(C);
+    const types = c.typeVocab > 0 ? await readVector(tensors.get('token_types.weight')!, opts) : new Float32Array(C);
+    const typeRow0 = types.subarray(0, C);
+    const typeTables = c.absolutePositions && c.typeVocab >= 2 ? 2 : 1;
     let positions: WeightTensor | undefined;
     let typeRow: GPUBuffer | undefined;
     if (c.absolutePositions) {
-      const pos = await readVector(tensors.get('position_embd.weight')!, opts);
-      for (let p = 0; p < c.maxPositions; p++) for (let i = 0; i < C; i++) pos[p * C + i] += typeRow0[i];
-      positions = createWeight(gpu, { dtype: 'f32', n: c.maxPositions, k: C, label: 'position_embd+type0', data: new Uint8Array(pos.buffer, pos.byteOffset, pos.byteLength) });
+      const P = c.maxPositions;
+      const pos = (await readVector(tensors.get('position_embd.weight')!, opts)).subarray(0, P * C);
+      const table = new Float32Array(typeTables * P * C);
+      for (let t = 0; t < typeTables; t++) {
+        for (let p = 0; p < P; p++) for (let i = 0; i < C; i++) table[(t * P + p) * C + i] = pos[p * C + i] + types[t * C + i];
+      }
+      positions = createWeight(gpu, { dtype: 'f32', n: typeTables * P, k: C, label: 'position_embd+types', data: new Uint8Array(table.buffer) });
       owned.push(positions);
     } else if (c.typeVocab > 0) {
       typeRow = uploadF32(gpu, typeRow0.slice(), 'token_types[0]');
@@ -166,13 +183,21 @@ export async function loadBertWeights(
       const outNorm = await norm(`${b}layer_output_norm`, `${L}layer_output_norm`);
       layers.push({ qkv, qkvBias, o, oBias, attnNorm, up: upW, upBias, down, downBias, outNorm });
     }
+    let head: BertWeights['head'];
+    if (c.classifier) {
+      head = {};
+      if (c.classifier.dense) head.dense = { w: await matrix('cls.weight', 'cls.dense'), b: await joined(['cls.bias'], 'cls.dense.bias') };
+      if (c.classifier.outputs > 0) head.out = { w: await matrix('cls.output.weight', 'cls.output'), b: await joined(['cls.output.bias'], 'cls.output.bias') };
+    }
     let destroyed = false;
     return {
       tokens,
       positions,
+      typeTables,
       typeRow,
       embedNorm,
       layers,
+      head,
       bytes: total,
       destroy() {
         if (destroyed) return;

@@ -2,7 +2,10 @@
 // RunState of activations sized once at load, and one function that records a pass layer by layer. A pass packs whole
 // sequences back to back (no padding: attention, RoPE and pooling read one table of sequence starts) and records
 // everything into one command encoder; the readback is the pooled, normalised vectors. Families differ by config
-// fields only: absolute positions + token types + biases + erf GELU (bert), RoPE + SwiGLU (nomic-bert).
+// fields only: absolute positions + token types + biases + erf GELU (bert), RoPE + SwiGLU (nomic-bert). A pair's
+// token types (a reranker's document, type 1) pick the position table of their type: the gathered row is
+// position + type, no extra dispatch. A reranker pools [CLS] unnormalised and runs its head on those B rows: two more
+// GEMMs (dense + bias + tanh, then the output projection + bias); the readback is the logits.
 // Dispatches per layer: bert 7 (qkv, attention, out+residual, norm, up+bias+GELU, down+residual, norm), nomic-bert 9
 // (+ RoPE, + SwiGLU); per pass 2-3 for the embeddings and 1 for pooling (and one more per extra weight part).
 
@@ -22,7 +25,7 @@ import {
   type WeightTensor,
 } from '@intab/gpu';
 import { encoderFacts, type EncoderConfig } from '../encoder-config.ts';
-import type { EncoderFacts, EncoderRunner } from '../encoder-runner.ts';
+import type { EncodeOptions, EncoderFacts, EncoderRunner } from '../encoder-runner.ts';
 import { IntabModelError } from '../errors.ts';
 import { loadBertWeights, type BertWeights } from './bert-weights.ts';
 import type { TensorTable } from './llama-weights.ts';
@@ -50,6 +53,8 @@ interface RunState {
   ffn: GPUBuffer; // (T, F) bert: gelu(up); nomic-bert: (T, 2F) [gate | up]
   act: GPUBuffer; // (T, F) nomic-bert: silu(gate) * up
   out: GPUBuffer; // (B, C) pooled vectors
+  headH: GPUBuffer; // (B, C) a reranker's tanh(dense · [CLS] + b)
+  logits: GPUBuffer; // (B, outputs) a reranker's head output
 }
 
 /**
@@ -94,6 +99,9 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
   const rope = c.rope ? createRopeEncoder(gpu, { heads: H, headDim: D, rotaryDim: c.rope.rotaryDim, theta: c.rope.theta, style: 'neox', label: 'bert.rope' }) : undefined;
   const act = swiglu ? createSwiglu(gpu) : undefined;
   const pool = createPool(gpu, { mode: c.pooling, normalize: c.normalize });
+  const head = w.head;
+  const outputs = head ? (head.out ? head.out.w.n : C) : C; // values read back per sequence
+  const P = c.maxPositions;
 
   // ---- run state ----
   const owned: GPUBuffer[] = [];
@@ -115,7 +123,11 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
     ffn: buffer('ffn', T * (swiglu ? 2 : 1) * F * 4),
     act: buffer('act', swiglu ? T * F * 4 : 16),
     out: buffer('out', B * C * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC),
+    headH: buffer('head_h', head?.dense ? B * C * 4 : 16, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC),
+    logits: buffer('logits', head?.out ? B * outputs * 4 : 16, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC),
   };
+  /** The buffer the pass's result is read from: the pooled vectors, or a reranker head's last step. */
+  const result = head?.out ? s.logits : head?.dense ? s.headH : s.out;
 
   /** y (tokens, N) = x · Wᵀ (+ bias) for a weight stored as one tensor or several stacked ones (column ranges of y). */
   const matmul = (pass: GPUComputePassEncoder, parts: readonly WeightTensor[], x: GPUBuffer, y: GPUBuffer, tokens: number, o: Omit<GemmOptions, 'dtype'>, biasBuf?: GPUBuffer) => {
@@ -168,15 +180,23 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
       matmul(pass, [L.down], act ? s.act : s.ffn, s.h2, tokens, { bias, accumulate: true }, L.downBias);
       norm.encode(pass, { x: s.h2, ...L.outNorm, out: s.h, ...ln });
     }
-    // out[b] = normalize(pool(h[rows of b]))
+    // out[b] = normalize(pool(h[rows of b]))   (a reranker: h[CLS of b], unnormalised)
     pool.encode(pass, { x: s.h, cols: C, out: s.out, ...seqs });
+    if (head?.dense) {
+      // headH = tanh(out · Wclsᵀ + bcls)   (RoBERTa's classifier.dense, BERT's pooler)
+      gemm(head.dense.w, { bias: true, activation: 'tanh' }).encode(pass, { weight: head.dense.w, x: s.out, y: s.headH, tokens: sequences, bias: head.dense.b });
+    }
+    if (head?.out) {
+      // logits = headH · Woutᵀ + bout
+      gemm(head.out.w, { bias: true }).encode(pass, { weight: head.out.w, x: head.dense ? s.headH : s.out, y: s.logits, tokens: sequences, bias: head.out.b });
+    }
   };
 
   const facts: EncoderFacts = encoderFacts(c);
   let queue: Promise<unknown> = Promise.resolve();
   let destroyed = false;
 
-  const encodeNow = async (sequences: readonly (readonly number[])[]): Promise<Float32Array[]> => {
+  const encodeNow = async (sequences: readonly (readonly number[])[], options: EncodeOptions): Promise<Float32Array[]> => {
     if (destroyed) throw new IntabModelError('This encoder was destroyed: load the model again.');
     const n = sequences.length;
     if (n === 0) return [];
@@ -190,13 +210,24 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
     });
     const tokens = starts[n];
     if (tokens > T) throw new IntabModelError(`bert: ${tokens} tokens in one pass; at most ${T} (maxTokensPerPass): split the batch.`);
+    const splits = options.typeSplits;
+    if (splits !== undefined) {
+      if (splits.length !== n) throw new IntabModelError(`bert: ${splits.length} typeSplits for ${n} sequences; give one per sequence.`);
+      splits.forEach((x, b) => {
+        if (!Number.isInteger(x) || x < 0) throw new IntabModelError(`bert: typeSplits[${b}] = ${x}; a split is a token index ≥ 0.`);
+        if (x < sequences[b].length && c.typeVocab >= 2 && w.typeTables < 2) {
+          throw new IntabModelError(`bert: sequence ${b} has type-1 tokens, which this ${c.arch} encoder does not embed (token types are read with absolute positions only): leave typeSplits out.`);
+        }
+      });
+    }
     const ids = new Uint32Array(tokens);
     const positions = new Uint32Array(tokens);
     sequences.forEach((seq, b) => {
       seq.forEach((id, i) => {
         if (!Number.isInteger(id) || id < 0 || id >= c.vocab) throw new IntabModelError(`bert: sequence ${b} token ${i} is id ${id}; ids are 0..${c.vocab - 1}.`);
         ids[starts[b] + i] = id;
-        positions[starts[b] + i] = i;
+        // The row of position i in the table of the token's type (type 1 from the split on, where the model has it).
+        positions[starts[b] + i] = (w.typeTables > 1 && splits !== undefined && i >= splits[b] ? P : 0) + i;
       });
     });
     const q = gpu.device.queue;
@@ -216,14 +247,14 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
       await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
       throw err;
     }
-    const ticket = gpu.readback.encodeCopy(encoder, s.out, 0, n * C * 4);
+    const ticket = gpu.readback.encodeCopy(encoder, result, 0, n * outputs * 4);
     gpu.submit([encoder.finish()]);
     gpu.uniforms.reset();
     const [validation, oom] = await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
     const vectors = new Float32Array(await ticket.read());
     const err = validation ?? oom;
     if (err) throw new GpuValidationError(validation ? 'validation' : 'out-of-memory', 'bert.encode', err.message);
-    return Array.from({ length: n }, (_, b) => vectors.slice(b * C, (b + 1) * C));
+    return Array.from({ length: n }, (_, b) => vectors.slice(b * outputs, (b + 1) * outputs));
   };
 
   return {
@@ -231,9 +262,9 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
     maxTokensPerPass: T,
     maxSequencesPerPass: B,
     weightBytes: w.bytes,
-    encode(sequences) {
+    encode(sequences, options = {}) {
       // Passes share the run state: one at a time, in call order.
-      const run = queue.then(() => encodeNow(sequences));
+      const run = queue.then(() => encodeNow(sequences, options));
       queue = run.catch(() => undefined);
       return run;
     },

@@ -2,14 +2,16 @@
 // plain loops over packed sequences (all tokens of all sequences in one (T, C) array, none attending to another,
 // positions restarting at 0 in each), float64 in every sum, f32 between ops. It is the twin the WebGPU encoder is tested
 // against, and a CPU EncoderRunner for engine tests. The layer is post-norm:
-//   x = LN(tok[id] + pos[p] + type[0])                                   (bert adds pos; nomic-bert rotates q and k)
+//   x = LN(tok[id] + pos[p] + type[t])    (t = 0, or 1 from a pair's split; bert adds pos; nomic-bert rotates q and k)
 //   x = LN(x + Wo·attn(Wq x, Wk x, Wv x) + bo)                           (bidirectional, 1/√D, softmax in float64)
 //   x = LN(x + Wd·gelu_erf(Wu x + bu) + bd)     or   LN(x + Wd·(silu(Wg x) ⊙ Wu x))
-// then pooling (mean over every token, [CLS]'s row, or the last row) and L2 normalisation as the config says.
+// then pooling (mean over every token, [CLS]'s row, or the last row) and L2 normalisation as the config says; a
+// reranker's head on the [CLS] row instead of normalisation: logits = Wout·tanh(Wcls x + bcls) + bout (llama.cpp's
+// rank pooling).
 
 import { ShapeError } from '@intab/gpu';
 import { encoderFacts, type EncoderConfig } from '../encoder-config.ts';
-import type { EncoderRunner } from '../encoder-runner.ts';
+import type { EncodeOptions, EncoderRunner } from '../encoder-runner.ts';
 import type { WeightsFn } from './llama.ts';
 import { geluErf, layernorm, linear, silu, tensorGetter } from './ops.ts';
 
@@ -44,6 +46,8 @@ export interface EncoderWeights {
   readonly posEmbd?: Float32Array; // (≥ maxPositions, C), absolute positions only
   readonly embdNorm: Norm;
   readonly layers: readonly EncoderLayerWeights[];
+  /** A reranker's head: cls (C, C) + bias, then cls.output (outputs, C) + bias, as config.classifier has them. */
+  readonly head?: { dense?: Linear; out?: Linear };
 }
 
 /**
@@ -79,7 +83,30 @@ export function loadEncoderWeights(config: EncoderConfig, weights: WeightsFn, fi
     ...(config.absolutePositions ? { posEmbd: get('position_embd.weight', config.maxPositions * C, (n) => n >= config.maxPositions * C && n % C === 0) } : {}),
     embdNorm: norm('token_embd_norm'),
     layers,
+    ...(config.classifier ? {
+      head: {
+        ...(config.classifier.dense ? { dense: { w: get('cls.weight', C * C), b: get('cls.bias', C) } } : {}),
+        ...(config.classifier.outputs > 0 ? { out: { w: get('cls.output.weight', config.classifier.outputs * C), b: get('cls.output.bias', config.classifier.outputs) } } : {}),
+      },
+    } : {}),
   };
+}
+
+/**
+ * Each token's type (segment) row: 0 before `typeSplits[b]`, 1 from it on, for a model with ≥ 2 types; checked.
+ * @example
+ * tokenTypes([[101, 7, 102, 9, 102]], [3], 2); // [Int32Array [0, 0, 0, 1, 1]]
+ */
+export function tokenTypes(sequences: readonly (readonly number[])[], typeSplits: readonly number[] | undefined, typeVocab: number, who = 'reference-bert'): Int32Array[] {
+  if (typeSplits !== undefined && typeSplits.length !== sequences.length) throw new ShapeError(who, 'typeSplits', `one split per sequence (${sequences.length})`, `${typeSplits.length}`);
+  return sequences.map((seq, b) => {
+    const t = new Int32Array(seq.length);
+    const split = typeSplits?.[b];
+    if (split === undefined) return t;
+    if (!Number.isInteger(split) || split < 0) throw new ShapeError(who, `typeSplits[${b}]`, 'a token index ≥ 0', String(split));
+    if (typeVocab >= 2) for (let i = split; i < seq.length; i++) t[i] = 1;
+    return t;
+  });
 }
 
 /** What encodeReference returns for B sequences of T tokens in all. */
@@ -121,7 +148,7 @@ function rope(x: Float32Array, positions: Int32Array, heads: number, d: number, 
  * @example
  * const { vectors } = encodeReference(weights, [tok.encode('a cat'), tok.encode('a dog sat')]);
  */
-export function encodeReference(weights: EncoderWeights, sequences: readonly (readonly number[])[]): EncodeResult {
+export function encodeReference(weights: EncoderWeights, sequences: readonly (readonly number[])[], options: EncodeOptions = {}): EncodeResult {
   const c = weights.config;
   const { hidden: C, heads: H, headDim: D, ffn: F, eps } = c;
   const B = sequences.length;
@@ -136,17 +163,18 @@ export function encodeReference(weights: EncoderWeights, sequences: readonly (re
     starts.push(starts[b] + seq.length);
   });
   const T = starts[B];
+  const types = tokenTypes(sequences, options.typeSplits, c.typeVocab);
   const positions = new Int32Array(T); // each token's position within its own sequence
   for (let b = 0; b < B; b++) for (let i = starts[b]; i < starts[b + 1]; i++) positions[i] = i - starts[b];
 
-  // ---- embeddings: x = LN(tok[id] + pos[p] + type[0]) ----
+  // ---- embeddings: x = LN(tok[id] + pos[p] + type[t]) ----
   const x = new Float32Array(T * C); // (T, C) residual stream
   for (let b = 0; b < B; b++) {
     sequences[b].forEach((id, i) => {
       const o = (starts[b] + i) * C;
       for (let j = 0; j < C; j++) {
         let v = weights.tokenEmbd[id * C + j];
-        if (weights.typeEmbd) v += weights.typeEmbd[j]; // token type 0 ("sentence A") for every token
+        if (weights.typeEmbd) v += weights.typeEmbd[types[b][i] * C + j]; // type 0 ("sentence A") unless split
         if (weights.posEmbd) v += weights.posEmbd[i * C + j];
         x[o + j] = v;
       }
@@ -228,6 +256,10 @@ export function encodeReference(weights: EncoderWeights, sequences: readonly (re
       }
     } else p.set(x.subarray((s0 + (c.pooling === 'cls' ? 0 : S - 1)) * C, (s0 + (c.pooling === 'cls' ? 1 : S)) * C));
     pooled.push(p);
+    if (weights.head) {
+      vectors.push(classify(weights.head, p, C));
+      continue;
+    }
     if (!c.normalize) {
       vectors.push(p.slice());
       continue;
@@ -240,6 +272,21 @@ export function encodeReference(weights: EncoderWeights, sequences: readonly (re
   return { vectors, pooled, hidden: x, starts };
 }
 
+/** A reranker's head on one pooled [CLS] row: out · tanh(dense · x + b) + b_out (each step where the model has it). */
+function classify(head: NonNullable<EncoderWeights['head']>, x: Float32Array, C: number): Float32Array {
+  let h = x;
+  if (head.dense) {
+    h = new Float32Array(C);
+    linear(h, x, 1, head.dense.w, C, C, head.dense.b);
+    for (let j = 0; j < C; j++) h[j] = Math.tanh(h[j]);
+  }
+  if (!head.out) return h;
+  const n = head.out.w.length / C;
+  const logits = new Float32Array(n);
+  linear(logits, h, 1, head.out.w, n, C, head.out.b);
+  return logits;
+}
+
 /**
  * The CPU reference as an EncoderRunner (the engine's contract), for engine tests without a GPU: every encode() is one
  * packed pass of encodeReference.
@@ -250,7 +297,8 @@ export function encodeReference(weights: EncoderWeights, sequences: readonly (re
 export function createReferenceEncoder(weights: EncoderWeights, options: { maxTokensPerPass?: number; maxSequencesPerPass?: number } = {}): EncoderRunner {
   const c = weights.config;
   const bytes = [weights.tokenEmbd, weights.typeEmbd, weights.posEmbd, weights.embdNorm.w, weights.embdNorm.b,
-    ...weights.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.up, l.gate, l.down].flatMap((p) => (p ? [p.w, p.b] : [])).concat([l.attnNorm.w, l.attnNorm.b, l.outNorm.w, l.outNorm.b]))]
+    ...weights.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.up, l.gate, l.down].flatMap((p) => (p ? [p.w, p.b] : [])).concat([l.attnNorm.w, l.attnNorm.b, l.outNorm.w, l.outNorm.b])),
+    ...[weights.head?.dense, weights.head?.out].flatMap((p) => (p ? [p.w, p.b] : []))]
     .reduce((n, a) => n + (a?.byteLength ?? 0), 0);
   let destroyed = false;
   const runner: EncoderRunner = {
@@ -258,12 +306,12 @@ export function createReferenceEncoder(weights: EncoderWeights, options: { maxTo
     maxTokensPerPass: options.maxTokensPerPass ?? 4 * c.maxPositions,
     maxSequencesPerPass: options.maxSequencesPerPass ?? 64,
     weightBytes: bytes,
-    async encode(sequences) {
+    async encode(sequences, options) {
       if (destroyed) throw new ShapeError('reference-bert', 'runner', 'a runner not yet destroyed', 'destroyed');
       const tokens = sequences.reduce((n, s) => n + s.length, 0);
       if (tokens > runner.maxTokensPerPass) throw new ShapeError('reference-bert', 'sequences', `at most ${runner.maxTokensPerPass} tokens in one pass`, `${tokens} tokens`);
       if (sequences.length > runner.maxSequencesPerPass) throw new ShapeError('reference-bert', 'sequences', `at most ${runner.maxSequencesPerPass} sequences in one pass`, `${sequences.length}`);
-      return encodeReference(weights, sequences).vectors;
+      return encodeReference(weights, sequences, options).vectors;
     },
     destroy() {
       destroyed = true;

@@ -17,6 +17,8 @@ export {
 export { readSafetensors, writeSafetensors, readGgufLite, type LiteTensor, type LiteGguf } from './safetensors-lite.ts';
 // The BERT encoders (embedding models): the twin of the WebGPU encoder, and a CPU EncoderRunner.
 export { loadEncoderWeights, encodeReference, createReferenceEncoder, type EncoderWeights, type EncodeResult } from './bert.ts';
+// The decoders that embed (Qwen3-Embedding, EmbeddingGemma): the Llama-family forward's states, pooled and projected.
+export { loadDecoderEmbeddingWeights, encodeDecoderReference, createReferenceDecoderEncoder, type DecoderEmbeddingWeights } from './decoder-embedding.ts';
 export { erf, geluErf } from './ops.ts';
 
 // Production definitions the twin uses (the config it runs, the names it reads weights by), re-exported so tests

@@ -3,14 +3,15 @@
 // f32 storage between steps (as on the GPU). Every LlamaConfig variant (GQA, qkv bias, q/k norm, tied
 // or untied output, normal/neox/partial rope, llama3 scaling, sliding window, SwiGLU/GeGLU; Qwen3.5's gated
 // attention and Gated DeltaNet layers, deltanet.ts) runs here, so the GPU forward and the engine's tests have one
-// slow, obviously-correct twin to compare with.
+// slow, obviously-correct twin to compare with. hiddenStates runs the same layers layer by layer over a whole sequence
+// (no cache carried between calls), causally or both ways, for the decoders that embed (reference/decoder-embedding.ts).
 
 import { ShapeError } from '@intab/gpu';
 import { layerWindows, type LlamaConfig } from '../config.ts';
 import { IntabModelError, ModelMismatchError } from '../errors.ts';
 import { canonicalHfName, ffnNormName, fusedRows, hfValueTransform, type FusedTensor } from '../tensor-names.ts';
 import { createDeltaNet } from './deltanet.ts';
-import { geluTanh, matvec, rmsnorm, silu, tensorGetter } from './ops.ts';
+import { geluTanh, linear, matvec, rmsnorm, silu, tensorGetter } from './ops.ts';
 
 /** Returns a tensor by its canonical (GGUF) name, e.g. 'blk.0.attn_q.weight', or undefined when absent. */
 export type WeightsFn = (canonicalName: string) => Float32Array | undefined;
@@ -29,6 +30,14 @@ export interface ReferenceModel {
   logitsAll(tokens: readonly number[], startPos: number, layers?: number): Float32Array;
   /** Empties the KV cache. */
   reset(): void;
+  /**
+   * The (T, C) final-norm hidden states (rmsnorm(x) · output_norm, what the lm_head reads) of every token of one whole
+   * sequence at positions 0..T−1, layer by layer. `bidirectional`: every token attends to every token of the sequence,
+   * and a sliding layer's window is symmetric, |i − j| ≤ ⌊window / 2⌋ (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC; EmbeddingGemma);
+   * otherwise causal, as forward. Overwrites the KV cache (the model's own; a model with external KV rows, Gated
+   * DeltaNet layers or an attention output gate refuses): reset() before forward again.
+   */
+  hiddenStates(tokens: readonly number[], options?: { bidirectional?: boolean }): Float32Array;
 }
 
 export interface ReferenceModelOptions {
@@ -207,10 +216,90 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     capacity = cap;
   };
 
+  // The layer's parts over T rows at once (the token-at-a-time step passes T = 1; hiddenStates a whole sequence): the
+  // same sums in the same order either way (linear is matvec four rows at a time), so both give the same bits.
+
+  /**
+   * qs (T, H·D) (and Qwen3.5's gates, qGates (T, H·2D)), ks and vs (T, Hkv·D) of layer l from the normed inputs xbs
+   * (T, C) at positions pos0..pos0+T−1: biases, per-head q/k norms, RoPE.
+   */
+  const project = (l: number, w: AttentionWeights, xbs: Float32Array, T: number, pos0: number, qs: Float32Array, ks: Float32Array, vs: Float32Array, qGates?: Float32Array) => {
+    if (gated && qGates) {
+      linear(qGates, xbs, T, w.wq, H * 2 * D, C); // [q_h | gate_h] per head = Wq xb (Qwen3.5)
+      for (let t = 0; t < T; t++) for (let h = 0; h < H; h++) qs.set(qGates.subarray((t * H + h) * 2 * D, (t * H + h) * 2 * D + D), (t * H + h) * D);
+    } else linear(qs, xbs, T, w.wq, H * D, C, w.bq); // q = Wq xb (+ bq)
+    linear(ks, xbs, T, w.wk, Hkv * D, C, w.bk); // k = Wk xb (+ bk)
+    linear(vs, xbs, T, w.wv, Hkv * D, C, w.bv); // v = Wv xb (+ bv)
+    for (let t = 0; t < T; t++) {
+      const qt = qs.subarray(t * H * D, (t + 1) * H * D);
+      const kt = ks.subarray(t * Hkv * D, (t + 1) * Hkv * D);
+      if (w.qNorm && w.kNorm) {
+        for (let h = 0; h < H; h++) rmsnorm(qt, qt, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
+        for (let h = 0; h < Hkv; h++) rmsnorm(kt, kt, w.kNorm, h * D, D, eps);
+      }
+      if (!noRope.has(l)) {
+        const inv = windows[l] !== Infinity ? localInvFreq : invFreq;
+        rope(qt, H, D, pos0 + t, inv, neox);
+        rope(kt, Hkv, D, pos0 + t, inv, neox);
+      }
+    }
+  };
+
+  /**
+   * out (H·D) = Σ_j softmax_j(qRow·k_j · scale) v_j over the cached positions first..last of layer l (rows[j]), each
+   * head times sigmoid(its gate) where gates are given (Qwen3.5).
+   */
+  const attend = (l: number, qRow: Float32Array, first: number, last: number, scores: Float64Array, out: Float32Array, gateRow?: Float32Array) => {
+    for (let h = 0; h < H; h++) {
+      const qo = h * D;
+      const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
+      let max = -Infinity;
+      for (let j = first; j <= last; j++) {
+        let s = 0;
+        const ko = rows[j] + kvo;
+        for (let i = 0; i < D; i++) s += qRow[qo + i] * kCache[l][ko + i];
+        scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
+        if (scores[j] > max) max = scores[j];
+      }
+      let sum = 0;
+      for (let j = first; j <= last; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
+      for (let i = 0; i < D; i++) {
+        let o = 0;
+        for (let j = first; j <= last; j++) o += scores[j] * vCache[l][rows[j] + kvo + i];
+        out[qo + i] = o / sum; // att_h = Σ_j p_j v_j
+      }
+      if (gateRow) for (let i = 0; i < D; i++) out[qo + i] *= 1 / (1 + Math.exp(-gateRow[h * 2 * D + D + i])); // att_h *= sigmoid(gate_h)
+    }
+  };
+
+  /** xs (T, C) += Wo atts (Gemma: += rmsnorm(Wo att) * post_attention_norm); projs: (T, C) scratch. */
+  const addAttention = (w: AttentionWeights, atts: Float32Array, xs: Float32Array, T: number, projs: Float32Array) => {
+    linear(projs, atts, T, w.wo, C, H * D);
+    for (let t = 0; t < T; t++) if (w.attnPostNorm) rmsnorm(projs, projs, w.attnPostNorm, t * C, C, eps);
+    for (let i = 0; i < T * C; i++) xs[i] += projs[i];
+  };
+
+  /** The feed-forward sublayer on xs (T, C); xbs, projs (T, C) and gates, ups (T, F) are scratch. */
+  const feedForward = (lw: LayerWeights, xs: Float32Array, T: number, s: { xbs: Float32Array; projs: Float32Array; gates: Float32Array; ups: Float32Array }) => {
+    for (let t = 0; t < T; t++) rmsnorm(s.xbs, xs, lw.ffnNorm, t * C, C, eps); // xb = rmsnorm(x) * ffn_norm (Qwen3.5's post_attention_norm)
+    linear(s.gates, s.xbs, T, lw.wGate, F, C); // g = Wg xb
+    linear(s.ups, s.xbs, T, lw.wUp, F, C); // u = Wu xb
+    for (let i = 0; i < T * F; i++) s.gates[i] = act(s.gates[i]) * s.ups[i]; // h = act(g) * u
+    linear(s.projs, s.gates, T, lw.wDown, C, F); // x += Wd h (Gemma: x += rmsnorm(Wd h) * post_ffw_norm)
+    for (let t = 0; t < T; t++) if (lw.ffnPostNorm) rmsnorm(s.projs, s.projs, lw.ffnPostNorm, t * C, C, eps);
+    for (let i = 0; i < T * C; i++) xs[i] += s.projs[i];
+  };
+  const oneRow = { xbs: xb, projs: proj, gates: gate, ups: up };
+
+  /** xs[t] = embed[token] (Gemma: · √C). */
+  const embed = (xs: Float32Array, t: number, token: number) => {
+    xs.set(tokenEmbd.subarray(token * C, (token + 1) * C), t * C);
+    if (config.embedScale !== 1) for (let i = t * C; i < (t + 1) * C; i++) xs[i] *= config.embedScale;
+  };
+
   /** Runs one token at `pos` through layers 0..layers−1; leaves the final hidden state in x. */
   const step = (token: number, pos: number, layers: number) => {
-    x.set(tokenEmbd.subarray(token * C, (token + 1) * C)); // x = embed[token]
-    if (config.embedScale !== 1) for (let i = 0; i < C; i++) x[i] *= config.embedScale; // Gemma: x *= √C
+    embed(x, 0, token);
     const scores = new Float64Array(pos + 1);
     if (rows.length < pos + 1) rows = new Int32Array(Math.max(pos + 1, rows.length * 2));
     for (let j = Math.max(0, pos - widest + 1); j <= pos; j++) rows[j] = rowOf(j) * row;
@@ -223,57 +312,14 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
         deltaNet!.step(l, xb, proj); // x += DeltaNet(xb), advancing layer l's recurrent state
         for (let i = 0; i < C; i++) x[i] += proj[i];
       } else {
-        const first = Math.max(0, pos - windows[l] + 1); // sliding window: pos - j < window
-        // ---- attention ----
-        if (gated) {
-          matvec(qGate, w.wq, xb, H * 2 * D, C); // [q_h | gate_h] per head = Wq xb (Qwen3.5)
-          for (let h = 0; h < H; h++) q.set(qGate.subarray(h * 2 * D, h * 2 * D + D), h * D);
-        } else matvec(q, w.wq, xb, H * D, C, w.bq); // q = Wq xb (+ bq)
-        matvec(k, w.wk, xb, Hkv * D, C, w.bk); // k = Wk xb (+ bk)
-        matvec(v, w.wv, xb, Hkv * D, C, w.bv); // v = Wv xb (+ bv)
-        if (w.qNorm && w.kNorm) {
-          for (let h = 0; h < H; h++) rmsnorm(q, q, w.qNorm, h * D, D, eps); // per-head q/k RMSNorm (Qwen3)
-          for (let h = 0; h < Hkv; h++) rmsnorm(k, k, w.kNorm, h * D, D, eps);
-        }
-        if (!noRope.has(l)) {
-          const inv = windows[l] !== Infinity ? localInvFreq : invFreq;
-          rope(q, H, D, pos, inv, neox);
-          rope(k, Hkv, D, pos, inv, neox);
-        }
+        // ---- attention: this token's k, v into the cache, then over positions first..pos ----
+        project(l, w, xb, 1, pos, q, k, v, gated ? qGate : undefined);
         kCache[l].set(k, rows[pos]);
         vCache[l].set(v, rows[pos]);
-        for (let h = 0; h < H; h++) {
-          const qo = h * D;
-          const kvo = Math.floor(h / group) * D; // GQA: query head h reads kv head h / (H/Hkv)
-          let max = -Infinity;
-          for (let j = first; j <= pos; j++) {
-            let s = 0;
-            const ko = rows[j] + kvo;
-            for (let i = 0; i < D; i++) s += q[qo + i] * kCache[l][ko + i];
-            scores[j] = s * scale; // score_j = q·k_j / sqrt(D)
-            if (scores[j] > max) max = scores[j];
-          }
-          let sum = 0;
-          for (let j = first; j <= pos; j++) sum += scores[j] = Math.exp(scores[j] - max); // softmax in float64
-          for (let i = 0; i < D; i++) {
-            let o = 0;
-            for (let j = first; j <= pos; j++) o += scores[j] * vCache[l][rows[j] + kvo + i];
-            att[qo + i] = o / sum; // att_h = Σ_j p_j v_j
-          }
-          if (gated) for (let i = 0; i < D; i++) att[qo + i] *= 1 / (1 + Math.exp(-qGate[h * 2 * D + D + i])); // att_h *= sigmoid(gate_h)
-        }
-        matvec(proj, w.wo, att, C, H * D); // x += Wo att (Gemma: x += rmsnorm(Wo att) * post_attention_norm)
-        if (w.attnPostNorm) rmsnorm(proj, proj, w.attnPostNorm, 0, C, eps);
-        for (let i = 0; i < C; i++) x[i] += proj[i];
+        attend(l, q, Math.max(0, pos - windows[l] + 1), pos, scores, att, gated ? qGate : undefined); // sliding window: pos - j < window
+        addAttention(w, att, x, 1, proj);
       }
-      // ---- feed-forward ----
-      rmsnorm(xb, x, lw.ffnNorm, 0, C, eps); // xb = rmsnorm(x) * ffn_norm (Qwen3.5's post_attention_norm)
-      matvec(gate, lw.wGate, xb, F, C); // g = Wg xb
-      matvec(up, lw.wUp, xb, F, C); // u = Wu xb
-      for (let i = 0; i < F; i++) gate[i] = act(gate[i]) * up[i]; // h = act(g) * u
-      matvec(proj, lw.wDown, gate, C, F); // x += Wd h (Gemma: x += rmsnorm(Wd h) * post_ffw_norm)
-      if (lw.ffnPostNorm) rmsnorm(proj, proj, lw.ffnPostNorm, 0, C, eps);
-      for (let i = 0; i < C; i++) x[i] += proj[i];
+      feedForward(lw, x, 1, oneRow);
     }
   };
 
@@ -330,8 +376,49 @@ export function createReferenceModel(config: LlamaConfig, weights: WeightsFn, op
     return out;
   };
 
+  // ---- a whole sequence, layer by layer (embedding models) ----
+  const hiddenStates = (tokens: readonly number[], bidirectional: boolean): Float32Array => {
+    if (external || deltaNet || gated) {
+      throw new IntabModelError(`reference-llama: hiddenStates runs a whole sequence through the model's own cache and attention-only layers; this model has ${external ? 'external KV rows' : 'Gated DeltaNet layers or an attention output gate'} (${config.arch}): use forward instead.`);
+    }
+    check(tokens, 0, L);
+    const T = tokens.length;
+    ensure(T);
+    length = 0; // the cache rows are overwritten below
+    history.length = 0;
+    if (rows.length < T) rows = new Int32Array(T);
+    for (let j = 0; j < T; j++) rows[j] = j * row; // own cache: position j at row j, so (T, Hkv·D) K and V are its rows
+    const xs = new Float32Array(T * C); // (T, C) residual stream of every token
+    const qs = new Float32Array(T * H * D); // (T, H, D)
+    const ks = new Float32Array(T * Hkv * D); // (T, Hkv, D)
+    const vs = new Float32Array(T * Hkv * D);
+    const atts = new Float32Array(T * H * D);
+    const scratch = { xbs: new Float32Array(T * C), projs: new Float32Array(T * C), gates: new Float32Array(T * F), ups: new Float32Array(T * F) };
+    const scores = new Float64Array(T);
+    tokens.forEach((id, t) => embed(xs, t, id));
+    for (let l = 0; l < L; l++) {
+      const lw = weightsOf[l];
+      const w = lw.attn!;
+      for (let t = 0; t < T; t++) rmsnorm(scratch.xbs, xs, lw.attnNorm, t * C, C, eps); // xb = rmsnorm(x) * attn_norm
+      project(l, w, scratch.xbs, T, 0, qs, ks, vs);
+      kCache[l].set(ks, 0);
+      vCache[l].set(vs, 0);
+      const half = windows[l] === Infinity ? T : Math.floor(windows[l] / 2); // the symmetric window's reach
+      for (let t = 0; t < T; t++) {
+        const [first, last] = bidirectional ? [Math.max(0, t - half), Math.min(T - 1, t + half)] : [Math.max(0, t - windows[l] + 1), t]; // |t − j| ≤ ⌊window/2⌋, or t − j < window
+        attend(l, qs.subarray(t * H * D, (t + 1) * H * D), first, last, scores, atts.subarray(t * H * D, (t + 1) * H * D));
+      }
+      addAttention(w, atts, xs, T, scratch.projs);
+      feedForward(lw, xs, T, scratch);
+    }
+    const out = new Float32Array(T * C);
+    for (let t = 0; t < T; t++) rmsnorm(out, xs, outputNorm, t * C, C, eps); // rmsnorm(x) * output_norm
+    return out;
+  };
+
   return {
     config,
+    hiddenStates: (tokens, options = {}) => hiddenStates(tokens, options.bidirectional === true),
     get length() {
       return length;
     },

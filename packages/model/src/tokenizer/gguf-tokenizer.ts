@@ -367,7 +367,7 @@ function bertFromGguf(r: Reader, tokens: readonly string[], types: readonly numb
     truncation: null,
     padding: null,
     added_tokens: addedTokens(pieces, types),
-    ...bertTokenizerSections(pieces, { cls: cls!, sep: sep!, unk, lowercase, stripAccents }, vocabObject(pieces)),
+    ...bertTokenizerSections(pieces, { cls: cls!, sep: sep!, unk, lowercase, stripAccents, doubleSep: r.bool('tokenizer.ggml.add_sep_token') ?? false }, vocabObject(pieces)),
   };
   return { tokenizerJson, tokenizerConfig: { clean_up_tokenization_spaces: false }, ids };
 }

@@ -4,7 +4,10 @@
 // and takes the longest known piece, again and again. Both forms name the same pieces, so the conversion is lossless
 // both ways. llama.cpp's normalization is BERT's (lowercase, strip accents, split off punctuation and CJK characters,
 // drop controls), with `tokenizer.ggml.normalizer.lowercase` / `.strip_accents` for cased models; it always wraps a
-// text in [CLS] (the BOS id) ... [SEP] (the separator id), whatever add_bos / add_eos say.
+// text in [CLS] (the BOS id) ... [SEP] (the separator id), whatever add_bos / add_eos say. A pair (a reranker's query and
+// document) is BERT's [CLS] A [SEP] B [SEP] with B's part of type 1, or, where the file sets add_sep_token (a converted
+// RoBERTa / XLM-R reranker such as bge-reranker), [CLS] A [SEP] [SEP] B [SEP] all of type 0, as llama.cpp's server
+// formats a rerank pair (BOS, query, EOS, SEP if add_sep, document, EOS).
 
 import { ModelFormatError } from '../errors.ts';
 import { ggufTyped, type GgufWriteValue } from '../formats/gguf-writer.ts';
@@ -37,6 +40,8 @@ export interface BertVocabFacts {
   /** BertNormalizer's options (tokenizer.ggml.normalizer.*; llama.cpp's defaults: both true). */
   lowercase: boolean;
   stripAccents: boolean;
+  /** `tokenizer.ggml.add_sep_token`: a pair has two separators between its texts, and one token type (RoBERTa's pair). */
+  doubleSep?: boolean;
 }
 
 /**
@@ -53,10 +58,15 @@ export function bertTokenizerSections(pieces: readonly string[], facts: BertVoca
     post_processor: {
       type: 'TemplateProcessing',
       single: [{ SpecialToken: { id: cls, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: sep, type_id: 0 } }],
-      pair: [
-        { SpecialToken: { id: cls, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: sep, type_id: 0 } },
-        { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: sep, type_id: 1 } },
-      ],
+      pair: facts.doubleSep
+        ? [
+          { SpecialToken: { id: cls, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: sep, type_id: 0 } },
+          { SpecialToken: { id: sep, type_id: 0 } }, { Sequence: { id: 'B', type_id: 0 } }, { SpecialToken: { id: sep, type_id: 0 } },
+        ]
+        : [
+          { SpecialToken: { id: cls, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: sep, type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: sep, type_id: 1 } },
+        ],
       special_tokens: {
         [cls]: { id: cls, ids: [facts.cls], tokens: [cls] },
         [sep]: { id: sep, ids: [facts.sep], tokens: [sep] },
