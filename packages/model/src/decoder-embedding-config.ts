@@ -5,6 +5,7 @@
 // generator is here, as fields: the attention's direction, the pooling, the projections after it, normalisation.
 // decoderEmbeddingConfigFromGguf reads what llama.cpp reads and throws typed errors naming the file and key.
 
+import { ggufModelNames, trainedForMatryoshka } from './matryoshka.ts';
 import { configFromGguf, type LlamaConfig, type TensorShapeLike } from './config.ts';
 import type { EncoderFacts, Pooling } from './encoder-runner.ts';
 import { ModelFormatError, UnsupportedModelError } from './errors.ts';
@@ -34,6 +35,8 @@ export interface DecoderEmbeddingConfig {
   dense: readonly DenseProjection[];
   /** The vector is L2-normalised (llama.cpp's server and llama-embedding normalise by default). */
   normalize: boolean;
+  /** Trained with Matryoshka dimensions (its name is one of matryoshka.ts's): `dimensions` may cut its vectors. */
+  matryoshka?: boolean;
 }
 
 /** GGUF architectures that are decoders trained to embed whatever their pooling_type says. */
@@ -86,7 +89,7 @@ export function decoderEmbeddingConfigFromGguf(metadata: Record<string, unknown>
   if (arch !== 'gemma-embedding') {
     const decoder = configFromGguf(metadata, file, tensors);
     if (decoder.linearAttention) throw new UnsupportedModelError(file, 'general.architecture', arch, 'intab embeds with attention-only decoders');
-    return { arch, decoder, attention: 'causal', pooling, dense: [], normalize: true };
+    return { arch, decoder, attention: 'causal', pooling, dense: [], normalize: true, ...(trainedForMatryoshka(ggufModelNames(metadata)) ? { matryoshka: true } : {}) };
   }
 
   // gemma-embedding: Gemma 3's keys under another prefix; read them as gemma3's, then set what differs.
@@ -104,7 +107,7 @@ export function decoderEmbeddingConfigFromGguf(metadata: Record<string, unknown>
     attnScale: 1 / Math.sqrt(base.headDim),
   };
   const dense = denseProjections(metadata, p, file, base.hidden, tensors);
-  return { arch, decoder, attention: 'bidirectional', pooling, dense, normalize: true };
+  return { arch, decoder, attention: 'bidirectional', pooling, dense, normalize: true, ...(trainedForMatryoshka(ggufModelNames(metadata)) ? { matryoshka: true } : {}) };
 }
 
 /** llama.cpp's load_swa_pattern: a per-layer flag array, or every n-th layer dense (n = 6 when absent; 0: all sliding). */
@@ -154,6 +157,6 @@ function denseProjections(m: Record<string, unknown>, p: string, file: string, h
  */
 export function decoderEmbeddingFacts(c: DecoderEmbeddingConfig): EncoderFacts {
   const d = c.decoder;
-  // Both models were trained with Matryoshka (MRL) dimensions, but no GGUF key says so: nothing claims it.
-  return { arch: c.arch, layers: d.layers, hidden: d.hidden, vocab: d.vocab, contextLength: d.maxContext, dimensions: c.dense.at(-1)?.rows ?? d.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: false };
+  // Both models were trained with Matryoshka (MRL) dimensions; no GGUF key says so, the model's name does (matryoshka.ts).
+  return { arch: c.arch, layers: d.layers, hidden: d.hidden, vocab: d.vocab, contextLength: d.maxContext, dimensions: c.dense.at(-1)?.rows ?? d.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: c.matryoshka ?? false };
 }

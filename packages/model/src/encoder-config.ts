@@ -8,6 +8,7 @@
 // encoderConfigFromHf throw typed errors naming the file and the key at fault; a model they cannot run is an
 // UnsupportedModelError that says what to pick instead.
 
+import { ggufModelNames, trainedForMatryoshka } from './matryoshka.ts';
 import { ModelFormatError, UnsupportedModelError } from './errors.ts';
 import type { EncoderFacts, Pooling } from './encoder-runner.ts';
 
@@ -59,6 +60,8 @@ export interface EncoderConfig {
    * logits = cls.output · h + cls.output_b ((outputs, C)) when `outputs` > 0. null for an embedding model.
    */
   classifier?: EncoderClassifier | null;
+  /** Trained with Matryoshka dimensions (its name is one of matryoshka.ts's): `dimensions` may cut its vectors. */
+  matryoshka?: boolean;
 }
 
 /** A cross-encoder's head (llama.cpp's cls.weight/bias (C, C) and cls.output.weight/bias (outputs, C)). */
@@ -77,8 +80,8 @@ export interface EncoderClassifier {
  * const facts = encoderFacts(encoderConfigFromGguf(gguf.metadata, 'model.gguf', gguf.tensors));
  */
 export function encoderFacts(c: EncoderConfig): EncoderFacts {
-  // Matryoshka training leaves no mark in a config; nothing claims it until a model's card is read.
-  const facts: EncoderFacts = { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, contextLength: c.maxPositions, dimensions: c.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: false };
+  // Matryoshka training leaves no mark in a config: the model's name says it (matryoshka.ts).
+  const facts: EncoderFacts = { arch: c.arch, layers: c.layers, hidden: c.hidden, vocab: c.vocab, contextLength: c.maxPositions, dimensions: c.hidden, pooling: c.pooling, normalized: c.normalize, matryoshka: (c.matryoshka ?? false) && !c.classifier };
   if (c.classifier) {
     const outputs = classifierOutputs(c);
     return { ...facts, dimensions: outputs, normalized: false, classifier: { outputs, labels: c.classifier.labels } };
@@ -228,6 +231,7 @@ export function encoderConfigFromGguf(metadata: Record<string, unknown>, file: s
     pooling,
     normalize: !rank,
     ...(classifier ? { classifier } : {}),
+    ...(trainedForMatryoshka(ggufModelNames(metadata)) ? { matryoshka: true } : {}),
   };
 }
 
@@ -357,7 +361,9 @@ export function encoderConfigFromHf(configJson: unknown, file: string, st: Sente
     return { ...hfBert(j, file, 'cls', false, roberta), classifier: hfClassifier(j, file) };
   }
   const { pooling, normalize } = sentenceTransformersPooling(st);
-  return arch === 'bert' ? hfBert(j, file, pooling, normalize) : hfNomicBert(j, file, pooling, normalize);
+  const config = arch === 'bert' ? hfBert(j, file, pooling, normalize) : hfNomicBert(j, file, pooling, normalize);
+  // The folder's own name for the model (transformers writes _name_or_path when it saves one).
+  return trainedForMatryoshka([j._name_or_path]) ? { ...config, matryoshka: true } : config;
 }
 
 /**
