@@ -345,6 +345,33 @@ describe('adaptive k', () => {
     expect(chooseK(0.8, 8, 1, cheap, (k) => 10 * k)).toBe(0); // a draft as dear as the target never pays
   });
 
+  test('one slow sample does not rule a k out for good: unmeasured for 64 steps, its cost is capped and measured again', () => {
+    // A CPU: a verify step of 5 tokens costs 1.2 decode steps, but its one sample came while the machine was busy.
+    const costs = new StepCosts();
+    costs.record(1, 100);
+    costs.record(5, 600);
+    expect(costs.cost(5)).toBe(600);
+    expect(chooseK(0.95, 4, 1, costs, () => 0)).toBe(0);
+    for (let i = 0; i < 63; i++) costs.record(1, 100);
+    expect(costs.cost(5)).toBe(600); // 63 steps later: still trusted
+    costs.record(1, 100);
+    // Stale: no more than the prior's 15% a token beyond the count measured since.
+    expect(costs.cost(5)).toBeCloseTo(160);
+    expect(costs.cost(3)).toBeCloseTo(100 + (160 - 100) / 2); // interpolated from what is trusted
+    expect(chooseK(0.95, 4, 1, costs, () => 0)).toBe(4);
+    // Its next sample replaces the stale one instead of averaging with it.
+    costs.record(5, 120);
+    expect(costs.cost(5)).toBe(120);
+    costs.record(5, 130);
+    expect(costs.cost(5)).toBeCloseTo(122);
+    // A stale count with no smaller count measured since keeps its measurement (a GPU speculating every step
+    // measures only its verify steps: plain decoding's cost must not be guessed down from them).
+    const gpu = new StepCosts();
+    gpu.record(1, 10);
+    for (let i = 0; i < 100; i++) gpu.record(7, 11);
+    expect(gpu.cost(1)).toBe(10);
+  });
+
   test('switched off, a sequence probes after its back-off and resumes when the probe is accepted', () => {
     const runner = new ReferenceRunner(config, (n) => tensors.get(n));
     const speculator = new Speculator(runner, undefined, () => 0);
@@ -406,7 +433,17 @@ describe('options and errors', () => {
     expect(ngramProposals([5, 6, 7, 8, 5, 6], 3, 1, 3)).toEqual([7, 8, 5]);
     expect(ngramProposals([1, 2, 9, 1, 2, 3, 4, 1, 2], 2, 1, 2)).toEqual([3, 4]);
     expect(ngramProposals([1, 2, 3], 3, 1, 4)).toEqual([]);
-    expect(ngramProposals([4, 4], 3, 1, 4)).toEqual([4]);
+  });
+
+  test('n-gram lookup copies on over its own proposals when the match is near the end (a loop gets k proposals)', () => {
+    // A run of one token: the latest match is one back, and the copy repeats it k times.
+    expect(ngramProposals([4, 4], 3, 1, 4)).toEqual([4, 4, 4, 4]);
+    // Period 2: [4, 9] matched at 0, then 4, 9 and the copy goes on with the period.
+    expect(ngramProposals([4, 9, 4, 9], 3, 1, 5)).toEqual([4, 9, 4, 9, 4]);
+    // Period 4 (7, 8, 5, 6), matched on its last two tokens: the proposals run through the period and on.
+    expect(ngramProposals([5, 6, 7, 8, 5, 6], 3, 1, 6)).toEqual([7, 8, 5, 6, 7, 8]);
+    // Far enough back, only the text is copied, as before.
+    expect(ngramProposals([1, 2, 3, 4, 5, 6, 1, 2], 2, 1, 3)).toEqual([3, 4, 5]);
   });
 
   test('bad speculative options are InvalidRequestErrors that say what to send', async () => {

@@ -76,9 +76,13 @@ export function resolveSpeculative(
 
 /**
  * Prompt lookup: the tokens that followed the latest earlier occurrence of the text's last n tokens
- * (n from max down to min), at most k of them.
+ * (n from max down to min), k of them. When fewer than k follow it (the occurrence is near the end: the text
+ * repeats with a short period, as a loop, a list or a table row does), the copy runs on over its own proposals,
+ * as an overlapping LZ77 copy does: the text is taken to go on repeating, so a period-d loop gets k proposals
+ * instead of d. The CPU verifies k tokens for little more than one, so those proposals pay there.
  * @example
  * ngramProposals([5, 6, 7, 8, 5, 6], 3, 1, 3); // [7, 8, 5]
+ * ngramProposals([4, 9, 4, 9], 3, 1, 5); // [4, 9, 4, 9, 4]
  */
 export function ngramProposals(text: readonly number[], max: number, min: number, k: number): number[] {
   const L = text.length;
@@ -89,28 +93,47 @@ export function ngramProposals(text: readonly number[], max: number, min: number
       while (j < n && text[i + j] === text[L - n + j]) j++;
       if (j < n) continue;
       const from = i + n;
-      return text.slice(from, Math.min(from + k, L));
+      const out = text.slice(from, Math.min(from + k, L));
+      // Past the text's end, position from + m of text ++ out is out[from + m - L] (from < L, so it is already there).
+      for (let m = out.length; m < k; m++) out.push(out[from + m - L]);
+      return out;
     }
   }
   return [];
 }
 
-/** Wall-clock cost of steps by their token count, as running averages (the adaptive k's cost model). */
+/** Recorded steps after which a token count's cost, unmeasured since, is stale (StepCosts). */
+const STALE_STEPS = 64;
+
+/**
+ * Wall-clock cost of steps by their token count, as running averages (the adaptive k's cost model). A count is
+ * measured only when adaptive k picks it, so one slow sample (another tab, GC, a busy CPU) could rule a k out for
+ * good: a count not measured in the last STALE_STEPS steps is trusted no further than the prior's extrapolation
+ * from the nearest smaller count measured since, so it is tried, and so measured, again. Its next sample replaces it.
+ */
 export class StepCosts {
-  private readonly ms = new Map<number, number>();
+  private readonly ms = new Map<number, { ms: number; at: number }>();
+  /** Steps recorded so far. */
+  private clock = 0;
 
   record(tokens: number, ms: number): void {
     const old = this.ms.get(tokens);
-    this.ms.set(tokens, old === undefined ? ms : 0.8 * old + 0.2 * ms);
+    this.ms.set(tokens, { ms: old && !this.stale(old) ? 0.8 * old.ms + 0.2 * ms : ms, at: ++this.clock });
   }
 
   /**
    * Estimated ms of a step of `tokens` tokens: measured, else interpolated between the nearest measured
-   * counts, else extrapolated with a prior of 15% more per token beyond the nearest measured count.
+   * counts, else extrapolated with a prior of 15% more per token beyond the nearest measured count. A stale
+   * measurement is capped at that prior's extrapolation from the nearest smaller count measured since.
    */
   cost(tokens: number): number {
     const exact = this.ms.get(tokens);
-    if (exact !== undefined) return exact;
+    if (exact !== undefined) {
+      if (!this.stale(exact)) return exact.ms;
+      let lo: number | undefined;
+      for (const [t, e] of this.ms) if (t < tokens && !this.stale(e) && (lo === undefined || t > lo)) lo = t;
+      return lo === undefined ? exact.ms : Math.min(exact.ms, this.ms.get(lo)!.ms * (1 + 0.15 * (tokens - lo)));
+    }
     let lo: number | undefined;
     let hi: number | undefined;
     for (const t of this.ms.keys()) {
@@ -118,17 +141,21 @@ export class StepCosts {
       if (t > tokens && (hi === undefined || t < hi)) hi = t;
     }
     if (lo !== undefined && hi !== undefined) {
-      const a = this.ms.get(lo)!;
-      const b = this.ms.get(hi)!;
+      const a = this.cost(lo);
+      const b = this.cost(hi);
       return a + ((b - a) * (tokens - lo)) / (hi - lo);
     }
-    if (lo !== undefined) return this.ms.get(lo)! * (1 + 0.15 * (tokens - lo));
-    if (hi !== undefined) return this.ms.get(hi)! / (1 + 0.15 * (hi - tokens));
+    if (lo !== undefined) return this.cost(lo) * (1 + 0.15 * (tokens - lo));
+    if (hi !== undefined) return this.cost(hi) / (1 + 0.15 * (hi - tokens));
     return 1 + 0.15 * (tokens - 1);
   }
 
   get measured(): boolean {
     return this.ms.size > 0;
+  }
+
+  private stale(e: { at: number }): boolean {
+    return this.clock - e.at >= STALE_STEPS;
   }
 }
 
