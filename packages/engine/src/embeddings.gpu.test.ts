@@ -88,25 +88,27 @@ describe('a lost device under an embedding model (WebGPU)', () => {
 describe('decoders trained to embed (Qwen3-Embedding, EmbeddingGemma) against llama.cpp', () => {
   const decoderOracle = inject('decoderEmbedOracle');
   for (const like of ['qwen3-embedding-0.6b', 'embeddinggemma-300m']) {
-    test(`${like}-shaped (2 layers, widths 64, its real tokenizer): 'auto' loads it on onnx-wasm, llama.cpp's ids and vectors within cosine 0.9999, batched = one by one`, async () => {
-      const source = { kind: 'url', url: `${inject('embedHubUrl')}/test/decoder-embed/resolve/main/${like}.gguf` } as const;
-      const engine = await Engine.load(source, {});
-      engines.push(engine);
-      const info = engine.modelInfo!;
-      expect(info.backend.name).toBe('onnx-wasm');
-      expect(info.embedding).toMatchObject({ pooling: like.startsWith('qwen3') ? 'last' : 'mean', normalized: true, dimensions: 64 });
-      const oracle = decoderOracle[like];
-      const all = await engine.embed({ input: [...EMBED_INPUTS] });
-      expect(all.tokens).toEqual(oracle.ids.map((ids) => ids.length));
-      const cos = all.embeddings.map((v, i) => cosine(v, oracle.vectors[i]));
-      console.log(JSON.stringify({ test: `decoder-embed-${like}-onnx-wasm`, min_cosine: Math.min(...cos), ms: Math.round(all.ms) }));
-      for (const c of cos) expect(c).toBeGreaterThanOrEqual(0.9999);
-      expect(cosine(all.embeddings[0], oracle.vectors[1])).toBeLessThan(0.999);
-      const [alone] = (await engine.embed({ input: EMBED_INPUTS[13] })).embeddings;
-      expect(cosine(alone, all.embeddings[13])).toBeGreaterThan(0.999999);
-      // Ids in: the tokenizer's (EOS last) give the same vector.
-      const [byIds] = (await engine.embed({ input: [oracle.ids[13]] })).embeddings;
-      expect(cosine(byIds, alone)).toBeGreaterThan(0.999999);
-    });
+    for (const backend of ['webgpu', 'auto'] as const) {
+      test(`${like}-shaped (2 layers, widths 64, its real tokenizer) on ${backend}: llama.cpp's ids and vectors within cosine 0.9999, batched = one by one`, async () => {
+        const source = { kind: 'url', url: `${inject('embedHubUrl')}/test/decoder-embed/resolve/main/${like}.gguf` } as const;
+        const engine = await Engine.load(source, { backend });
+        engines.push(engine);
+        const info = engine.modelInfo!;
+        expect(info.backend.name).toBe(backend === 'webgpu' ? 'webgpu' : 'onnx-wasm');
+        expect(info.embedding).toMatchObject({ pooling: like.startsWith('qwen3') ? 'last' : 'mean', normalized: true, dimensions: 64 });
+        const oracle = decoderOracle[like];
+        const all = await engine.embed({ input: [...EMBED_INPUTS] });
+        expect(all.tokens).toEqual(oracle.ids.map((ids) => ids.length));
+        const cos = all.embeddings.map((v, i) => cosine(v, oracle.vectors[i]));
+        console.log(JSON.stringify({ test: `decoder-embed-${like}-${info.backend.name}`, min_cosine: Math.min(...cos), ms: Math.round(all.ms) }));
+        for (const c of cos) expect(c).toBeGreaterThanOrEqual(0.9999);
+        expect(cosine(all.embeddings[0], oracle.vectors[1])).toBeLessThan(0.999);
+        const [alone] = (await engine.embed({ input: EMBED_INPUTS[13] })).embeddings;
+        expect(cosine(alone, all.embeddings[13])).toBeGreaterThan(0.999999);
+        // Ids in: the tokenizer's (EOS last) give the same vector.
+        const [byIds] = (await engine.embed({ input: [oracle.ids[13]] })).embeddings;
+        expect(cosine(byIds, alone)).toBeGreaterThan(0.999999);
+      });
+    }
   }
 });

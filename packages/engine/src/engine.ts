@@ -7,7 +7,7 @@
 // pages).
 
 import type { DeviceLostError, Gpu } from '@intab/gpu';
-import { ChatTemplateError, encodeChat, isEmbeddingModelFiles, isEncoderFiles, renderChat, tokenBytes, UnsupportedModelError, type AnyModelFiles, type EmbeddingModelFiles, type EncoderRunner, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import { ChatTemplateError, encodeChat, isEmbeddingModelFiles, renderChat, tokenBytes, UnsupportedModelError, type AnyModelFiles, type EmbeddingModelFiles, type EncoderRunner, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import { prepareMasks, sharedMaskCache, TokenVocabulary, type Grammar } from '@intab/grammar';
 import type { ChatMessage, Chunk, EmbedRequest, EmbedResult, EngineApi, EngineStats, EngineStatus, GenerateRequest, LoadOptions, LoadProgress, ModelInfo, ModelSource, PreloadInfo, PreloadRequest, RerankRequest, RerankResult, SaveCacheResult, StepLogEntry, ToolDefinition } from './contract.ts';
 import { EngineClosedError, EngineStateError, InvalidRequestError, DraftMismatchError, ModelKindError, TokenizerRequiredError } from './errors.ts';
@@ -220,16 +220,12 @@ export class Engine implements EngineApi {
     }
   }
 
-  /**
-   * load() of an embedding model or reranker: its encoder on the backend asked for ('auto': as for any model, but
-   * onnxruntime for a decoder trained to embed, which runs there only).
-   */
+  /** load() of an embedding model or reranker: its encoder on the backend asked for ('auto': as for any model). */
   private async loadEncoder(files: EmbeddingModelFiles, options: LoadOptions, signal: AbortSignal | undefined): Promise<ModelInfo> {
     for (const [field, given] of [['draft', options.draft], ['preload', options.preload]] as const) {
       if (given !== undefined) throw new InvalidRequestError(field, given, `absent for an embedding model (${files.config.arch}): it embeds, and generates nothing to speculate on or prefill`);
     }
-    const asked = options.backend ?? 'auto';
-    const backend = await chooseBackend(asked === 'auto' && !isEncoderFiles(files) ? 'onnx-wasm' : asked);
+    const backend = await chooseBackend(options.backend);
     const gpu = backend.name === 'webgpu' ? backend.gpu : undefined;
     let loaded: LoadedEncoder;
     try {

@@ -8,7 +8,7 @@
 
 import { isSoftwareAdapter, requestGpu, type Gpu } from '@intab/gpu';
 import type { OrtRuntime } from '@intab/onnx';
-import { UnsupportedModelError, createBertRunner, isEncoderFiles, openTokenizer, Runner, type EmbeddingModelFiles, type EncoderRunner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
+import { createBertRunner, createDecoderEmbedRunner, isEncoderFiles, openTokenizer, Runner, type EmbeddingModelFiles, type EncoderRunner, type LoadProgress, type ModelFiles, type StepRunner, type Tokenizer } from '@intab/model';
 import type { Backend, ModelInfo } from './contract.ts';
 import { InvalidRequestError, ModelSourceError } from './errors.ts';
 import { checkDraft, describeModel, modelFacts } from './open-model.ts';
@@ -210,8 +210,9 @@ export interface LoadedEncoder {
 /**
  * Loads an embedding model or reranker on the chosen backend: an encoder (EncoderFiles: bert, nomic-bert) on intab's
  * WebGPU kernels (arch/bert.ts) or onnxruntime (an encoder graph written from the weights); a decoder trained to embed
- * (DecoderEmbeddingFiles: Qwen3-Embedding, EmbeddingGemma) on onnxruntime (the Llama-family graph's final-norm states,
- * pooled and projected). It embeds one short input so that the first request does not pay for compiling pipelines.
+ * (DecoderEmbeddingFiles: Qwen3-Embedding, EmbeddingGemma) on intab's kernels (arch/decoder-embed.ts) or onnxruntime
+ * (the Llama-family graph's final-norm states, pooled and projected). It embeds one short input so that the first
+ * request does not pay for compiling pipelines.
  * @example
  * const { encoder, info } = await loadEncoderModel(files, await chooseBackend('auto'), { signal });
  */
@@ -219,18 +220,15 @@ export async function loadEncoderModel(files: EmbeddingModelFiles, backend: Back
   const tokenizer = openTokenizer(files);
   let encoder: EncoderRunner;
   let adapter: string;
-  if (backend.name === 'webgpu' && !isEncoderFiles(files)) {
-    throw new UnsupportedModelError(files.gguf?.source.name ?? 'config.json', 'backend', 'webgpu', `a ${files.config.arch} embedding model (a decoder trained to embed) runs on onnxruntime: load it with backend 'onnx-wasm' ('auto' picks it for this model)`);
-  }
-  if (backend.name === 'webgpu' && isEncoderFiles(files)) {
+  if (backend.name === 'webgpu') {
     const { gpu } = backend;
-    encoder = await createBertRunner(gpu, files.config, files.tensors, { quantize: o.quantize, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass });
+    const options = { quantize: o.quantize, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass };
+    encoder = isEncoderFiles(files) ? await createBertRunner(gpu, files.config, files.tensors, options) : await createDecoderEmbedRunner(gpu, files.config, files.tensors, options);
     adapter = [gpu.adapterInfo.vendor, gpu.adapterInfo.architecture, gpu.adapterInfo.description].filter(Boolean).join(' ');
   } else {
     if (o.quantize) throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels)`);
-    const onnxBackend = backend.name === 'webgpu' ? 'onnx-wasm' : backend.name;
     const { loadOnnxEncoder, loadOnnxDecoderEncoder } = await import('@intab/onnx');
-    const options = { backend: onnxBackend, runtime: backend.name === 'webgpu' ? undefined : backend.ort, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass };
+    const options = { backend: backend.name, runtime: backend.ort, signal: o.signal, maxTokensPerPass: o.maxTokensPerPass };
     const loaded = isEncoderFiles(files) ? await loadOnnxEncoder(files, options) : await loadOnnxDecoderEncoder(files, options);
     encoder = loaded.runner;
     const graph = isEncoderFiles(files) ? 'encoder graph' : 'states graph';

@@ -28,5 +28,6 @@ export { decoderEmbeddingConfigFromGguf, decoderEmbeddingFacts, isDecoderEmbeddi
 export { poolStates, projectAndNormalize } from './embedding-head.ts';
 export { openDecoderEmbeddingGguf, ggufDecoderEmbeddingFiles, isDecoderEmbeddingFiles, type DecoderEmbeddingFiles } from './decoder-embedding-load.ts';
 export { createBertRunner, type BertRunnerOptions } from './arch/bert.ts';
+export { createDecoderEmbedRunner, type DecoderEmbedRunnerOptions } from './arch/decoder-embed.ts';
 export { uploadVector, readVector, type UploadOptions } from './upload.ts';
 export * from './tokenizer/index.ts';
