@@ -6,9 +6,10 @@
 // token (decode speed). One 'compare-run' record per run, one 'bench' record per system (medians, ids_equal against
 // intab's WebGPU kernels, ratios), and a summary with the backend 'auto' picks on this machine and the fastest.
 
-import { mulberry32, requestGpu, type Gpu } from '@intab/gpu';
+import { requestGpu, type Gpu } from '@intab/gpu';
 import { chooseBackend, Engine, openModels, type Backend } from '@intab/engine';
 import { openOnnxFolder, urlSource, type ByteSource, type ModelFiles } from '@intab/model';
+import { benchPromptIds } from './bench-prompt.ts';
 import { timedRun, type Peer, type PeerRun } from './peers/types.ts';
 import { consume, loadEngine, median, report, round, type Job, type ModelRef } from './shared.ts';
 
@@ -32,10 +33,9 @@ interface Runnable {
 }
 
 export async function benchSystems(job: Job & CompareJob, openModel: (ref: ModelRef) => Promise<ModelFiles>): Promise<void> {
-  const rng = mulberry32(job.seed);
   const opened = await openModels(openModel, job);
-  const c = opened.model.config;
-  const promptIds = Array.from({ length: job.promptTokens ?? 32 }, (_, i) => (i === 0 && c.bosId !== null ? c.bosId : 3 + Math.floor(rng() * (c.vocab - 3))));
+  // The same ids llama.cpp gets in src/bench-systems.ts: a text's encoding where the model has a tokenizer.
+  const promptIds = benchPromptIds(opened.model.config, opened.tokenizer, job.promptTokens ?? 32, job.seed);
   const maxTokens = job.maxTokens;
   const wanted = job.systems;
   let gpu: Gpu | undefined;
@@ -84,7 +84,18 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
   for (let r = 0; r < rounds; r++) {
     const order = loaded.map((_, i) => loaded[(i + r) % loaded.length]);
     for (const sys of order) {
-      const run = await sys.run(promptIds, maxTokens);
+      let run: PeerRun;
+      try {
+        run = await sys.run(promptIds, maxTokens);
+      } catch (err) {
+        // As a system that fails to load: its line says why, it leaves the rounds, the others stand (wllama 3.x
+        // refuses prompt ids that no text gives back).
+        report({ type: 'bench', bench: 'compare', ...split(sys.name), error: `${(err as Error).name}: ${(err as Error).message}` });
+        loaded.splice(loaded.indexOf(sys), 1);
+        runs.delete(sys.name);
+        await sys.destroy().catch(() => {});
+        continue;
+      }
       runs.get(sys.name)!.push(run);
       report({ type: 'compare-run', bench: 'compare', ...split(sys.name), round: r, decode_tok_s: round(run.decodeTokS), prefill_tok_s: round(run.prefillTokS), ttft_ms: round(run.ttftMs), tokens: run.ids.length });
     }

@@ -10,8 +10,8 @@ import { runJob } from './browser.ts';
 import { writeOnnxFolder } from './export-onnx.ts';
 import { ONNX_PREFIX, resolveModel } from './model-files.ts';
 import { llamaCppLine, llamaCppRuns } from './bench-llamacpp.ts';
-import { mulberry32 } from '@intab/gpu';
-import { openGguf, pathSource } from '@intab/model';
+import { openGguf, openTokenizer, pathSource } from '@intab/model';
+import { benchPromptIds } from '../page/bench-prompt.ts';
 
 /**
  * What --systems takes (system/backend), in report order; the page (bench-systems.ts) runs the list it is sent, and
@@ -120,9 +120,8 @@ export async function benchSystems(flags: Flags): Promise<number> {
     if (native) {
       // the page's seeded prompt ids (page/bench-systems.ts), for llama.cpp on this CPU
       const file = join(model.dir, model.files[0]);
-      const { config } = await openGguf(await pathSource(file));
-      const rng = mulberry32(seed);
-      const promptIds = Array.from({ length: promptTokens }, (_, i) => (i === 0 && config.bosId !== null ? config.bosId : 3 + Math.floor(rng() * (config.vocab - 3))));
+      const gguf = await openGguf(await pathSource(file));
+      const promptIds = benchPromptIds(gguf.config, openTokenizer(gguf), promptTokens, seed);
       process.stderr.write(`llama.cpp on the CPU (${threads} thread${threads === 1 ? '' : 's'})\n`);
       try {
         const { runs, loadMs } = await llamaCppRuns(file, promptIds, maxTokens, rounds, threads);

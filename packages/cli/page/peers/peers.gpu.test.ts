@@ -1,7 +1,8 @@
 // The peers of `intab bench compare` in headless Chromium: transformers.js on ORT's wasm and WebGPU execution
 // providers (the ONNX folder @intab/onnx's builder wrote, served by the test hub) and wllama on the GGUF with a
-// vocabulary each reproduce golden.json's greedy ids of stories260K from exactly the prompt ids, with every
-// wasm binary served from node_modules, and report positive timings. Speeds are printed, never asserted.
+// vocabulary each reproduce golden.json's greedy ids of stories260K from exactly the prompt ids (wllama 3.x through
+// their text, which the vocabulary's user-defined pieces give back exactly), with every wasm binary served from
+// node_modules, and report positive timings. Speeds are printed, never asserted.
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import { fetchShared } from '@intab/testing/gpu';
 import type { Peer } from './types.ts';
@@ -64,5 +65,17 @@ describe('peers of intab bench compare (stories260K, golden greedy ids)', () => 
     const peer = await loadWllama(GGUF, { contextSize: 64 });
     peers.push(peer);
     await expect(peer.run([1, 403, 261], 62)).rejects.toMatchObject({ name: 'PeerError', system: 'wllama', message: expect.stringContaining('context of 64 tokens') });
+  });
+
+  test('wllama refuses prompt ids it cannot take as text (3.x completions take text only) with a typed error', async () => {
+    const { loadWllama } = await import('./wllama.ts');
+    const peer = await loadWllama(GGUF, { contextSize: 64 });
+    peers.push(peer);
+    // 600 is past the 512-piece vocabulary: it decodes to nothing, so no text gives these ids back.
+    await expect(peer.run([1, 403, 600], 4)).rejects.toMatchObject({ name: 'PeerError', system: 'wllama', message: expect.stringContaining('text only') });
+    // No BOS first: llama.cpp would put one before the text.
+    await expect(peer.run([403, 261], 4)).rejects.toMatchObject({ name: 'PeerError', system: 'wllama', message: expect.stringContaining('start them with BOS') });
+    // The peer still runs after refusing.
+    expect((await peer.run([1, 403, 261, 310, 263], 4)).ids).toEqual([343, 456, 465, 465]);
   });
 });
