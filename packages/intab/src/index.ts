@@ -100,7 +100,7 @@ export type {
 // (instanceof works). errors.test.ts holds these exports to the one list of classes (error-list.ts).
 export { IntabError } from '@intab/errors';
 export { IntabGpuError, WebGpuUnavailableError, DeviceLostError, ShapeError, UnsupportedError, LimitError, GpuValidationError, GpuOutOfMemoryError } from '@intab/gpu';
-export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError } from '@intab/model/errors';
+export { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError, RerankInputError } from '@intab/model/errors';
 export { IntabGrammarError, UnsupportedSchemaError, InvalidSchemaError, GrammarSyntaxError, GrammarBudgetError, type UnsupportedKeyword } from '@intab/grammar/errors';
 export { PartialJsonError } from '@intab/grammar/partial';
 export { IntabOnnxError, OnnxFormatError, OnnxWriteError, OnnxLayoutError, OnnxRunError, OnnxUnsupportedError } from '@intab/onnx/errors';

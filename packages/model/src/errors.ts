@@ -11,6 +11,13 @@ export class IntabModelError extends errorClass(IntabError, 'IntabModelError', '
   }
 }
 
+/** A rerank pair cannot be formed: a tokenizer without a pair template, or a query that leaves no room for a document. */
+export class RerankInputError extends errorClass(IntabModelError, 'RerankInputError', 'rerank_input') {
+  constructor(message: string) {
+    super({}, message);
+  }
+}
+
 /** A model file is malformed: truncated, wrong magic, absurd lengths, offsets out of range, bad JSON. */
 export class ModelFormatError extends errorClass(IntabModelError, 'ModelFormatError', 'malformed_model')<{
   /** The file (name or URL) at fault. */
@@ -107,4 +114,4 @@ export class ModelSourceError extends errorClass(IntabModelError, 'ModelSourceEr
 }
 
 /** Every error class of this package, by name: what crosses the worker as itself (@intab/engine's error registry). */
-export const MODEL_ERRORS = { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError } as const;
+export const MODEL_ERRORS = { IntabModelError, ModelFormatError, UnsupportedModelError, ModelMismatchError, KvCacheFullError, ChatTemplateError, ModelSourceError, RerankInputError } as const;

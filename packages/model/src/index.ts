@@ -21,7 +21,7 @@ export {
   encoderConfigFromGguf, encoderConfigFromHf, encoderFacts, classifierOutputs, sentenceTransformersPooling, GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES,
   type EncoderConfig, type EncoderClassifier, type EncoderArch, type EncoderActivation, type SentenceTransformersFiles,
 } from './encoder-config.ts';
-export { rerankPair, pairTemplate, RerankInputError, type RerankPair, type PairTemplate } from './rerank-pair.ts';
+export { rerankPair, pairTemplate, type RerankPair, type PairTemplate } from './rerank-pair.ts';
 export { openEncoderGguf, openEncoderHfFolder, encoderTensorShapes, canonicalEncoderName, type EncoderFiles } from './encoder-load.ts';
 export { openAnyGguf, openAnyHfFolder, isEncoderFiles, isEmbeddingModelFiles, type AnyModelFiles, type EmbeddingModelFiles } from './open-any.ts';
 export { decoderEmbeddingConfigFromGguf, decoderEmbeddingFacts, isDecoderEmbeddingGguf, type DecoderEmbeddingConfig, type DenseProjection } from './decoder-embedding-config.ts';

@@ -7,7 +7,7 @@
 // between the texts, which is the RoBERTa form. Too long a pair loses the end of its document, never of its query
 // (transformers' truncation 'only_second').
 
-import { IntabModelError } from './errors.ts';
+import { RerankInputError } from './errors.ts';
 import type { Tokenizer } from './tokenizer/tokenizer.ts';
 
 /** A pair template: the special ids around and between the two texts, and where token type 1 starts. */
@@ -33,14 +33,6 @@ export interface RerankPair {
   typeSplit: number;
   /** Document tokens cut off its end to fit `maxTokens` (0 when it fit). */
   truncated: number;
-}
-
-/** A typed error naming the tokenizer and what to use instead. */
-export class RerankInputError extends IntabModelError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RerankInputError';
-  }
 }
 
 type Json = Record<string, unknown>;
