@@ -10,6 +10,10 @@
 // N texts one after another (what an app gets from node-llama-cpp); intab's is one request of N inputs (packed into
 // the encoder's passes), transformers.js's one pipeline call (padded to the longest text).
 // JSON lines (--json): one per system and batch, then one per batch and peer with the ratio; a table without --json.
+// --runtime chromium runs intab and transformers.js in one headless Chromium page instead (bench-embed-page.ts and
+// page/bench-embed.ts): intab through its public createEngine on the backend asked (onnxruntime-web's wasm or WebGPU
+// execution provider, or intab's WebGPU kernels), transformers.js's pipeline on the same graph on device wasm or
+// webgpu; llama.cpp still runs natively here after the page. Every line says where it ran ("host": node or chromium).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,28 +22,40 @@ import { wholeFlag, type Flags } from './args.ts';
 import { round } from './grammar-stats.ts';
 import { median } from './bench-tools.ts';
 import { resolveModel, type ResolvedModel } from './model-files.ts';
-import type { EncoderFiles } from '@intab/model';
+import type { EmbeddingModelFiles, EncoderFiles } from '@intab/model';
 
 export interface BenchEmbedOptions {
   model: ResolvedModel;
   json: boolean;
   batches: number[];
   repeats: number;
-  backend: 'auto' | 'webgpu' | 'onnx-wasm';
-  /** Threads of llama.cpp and of onnxruntime-node [1: a fair comparison of one core each]. */
+  /** Where intab and transformers.js run: this process ('node'), or one headless Chromium page ('chromium'). */
+  runtime: 'node' | 'chromium';
+  /** intab's backend (the runtime's: onnx-webgpu is Chromium's only). */
+  backend: 'auto' | 'webgpu' | 'onnx-wasm' | 'onnx-webgpu';
+  /** Threads of llama.cpp and of onnxruntime-node [1: a fair comparison of one core each]; the page's wasm runs one. */
   threads: number;
+  /** Seconds the page may take (--runtime chromium) [1800]. */
+  timeoutS: number;
+  /** intab's engine in its Worker, as createEngine does by default (--runtime chromium; --no-worker: on the page's thread). */
+  worker: boolean;
   /** Skip llama.cpp (--no-native). */
   native: boolean;
   /** Skip transformers.js (--no-transformers). */
   transformers: boolean;
 }
 
-const BACKENDS = ['auto', 'webgpu', 'onnx-wasm'];
+/** The backends of each runtime: the Node runtime's (onnx-wasm: onnxruntime-node's CPU provider) and the page's. */
+const BACKENDS = { node: ['auto', 'webgpu', 'onnx-wasm'], chromium: ['auto', 'onnx-wasm', 'onnx-webgpu', 'webgpu'] };
 
-export function benchEmbedOptions(flags: Flags): BenchEmbedOptions {
+/** Flags of `intab bench embed` (`runtime`: --runtime, which main.ts reads). */
+export function benchEmbedOptions(flags: Flags, runtime: 'node' | 'chromium' = 'node'): BenchEmbedOptions {
   if (typeof flags.model !== 'string') throw new Error('--model <embedding GGUF> is required (e.g. intab make-model --like all-minilm-l6 --dtype f32 --out /tmp/minilm.gguf)');
   const backend = flags.backend ?? 'auto';
-  if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')} (the Node runtime's)`);
+  if (runtime === 'node' && flags['no-worker'] !== undefined) throw new Error('--no-worker goes with --runtime chromium (createEngine\'s Worker in the page); the Node runtime runs the engine in this process');
+  if (typeof backend !== 'string' || !BACKENDS[runtime].includes(backend)) {
+    throw new Error(`--backend takes ${BACKENDS[runtime].join(', ')} with --runtime ${runtime}${runtime === 'node' ? ' (onnx-webgpu and the page\'s backends: --runtime chromium)' : ''}`);
+  }
   const batchText = typeof flags.batch === 'string' ? flags.batch : '1,8,32';
   const batches = batchText.split(',').map((b) => Number(b.trim()));
   if (!batches.length || batches.some((b) => !Number.isInteger(b) || b < 1 || b > 2048)) throw new Error(`--batch takes a comma-separated list of whole numbers in [1, 2048], e.g. 1,8,32 (not ${batchText})`);
@@ -48,8 +64,11 @@ export function benchEmbedOptions(flags: Flags): BenchEmbedOptions {
     json: Boolean(flags.json),
     batches,
     repeats: wholeFlag(flags, 'repeats', 3, 1, 50),
+    runtime,
     backend: backend as BenchEmbedOptions['backend'],
     threads: wholeFlag(flags, 'threads', 1, 1, 64),
+    timeoutS: wholeFlag(flags, 'timeout', 1800, 1, 86_400),
+    worker: flags['no-worker'] === undefined,
     native: flags['no-native'] === undefined,
     transformers: flags['no-transformers'] === undefined,
   };
@@ -60,7 +79,7 @@ export function benchTexts(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${i + 1}. ${EMBED_INPUTS[i % EMBED_INPUTS.length]}`);
 }
 
-interface Figure {
+export interface Figure {
   system: string;
   batch: number;
   ms: number;
@@ -77,13 +96,13 @@ interface Vectors {
 }
 
 /** The engine in this process: its backend's name, embed() and the vectors themselves. */
-async function intabHere(o: BenchEmbedOptions): Promise<{ name: string; facts: Record<string, unknown>; files: EncoderFiles; embed(texts: string[]): Promise<{ tokens: number }>; vectors(texts: string[]): Promise<Vectors>; close(): Promise<void> }> {
+async function intabHere(o: BenchEmbedOptions): Promise<{ name: string; facts: Record<string, unknown>; files: EmbeddingModelFiles; embed(texts: string[]): Promise<{ tokens: number }>; vectors(texts: string[]): Promise<Vectors>; close(): Promise<void> }> {
   const { Engine, loadEncoderModel } = await import('@intab/engine');
-  const { isEncoderFiles } = await import('@intab/model');
+  const { isEmbeddingModelFiles } = await import('@intab/model');
   const { openAnyOnDisk } = await import('../node/model-source.ts');
   const { chooseNodeBackend } = await import('../node/backend.ts');
   const files = await openAnyOnDisk(o.model);
-  if (!isEncoderFiles(files)) throw new Error(`${o.model.files[0] ?? o.model.urls[0]} is a text model (${files.config.arch}): bench embed takes an embedding model (bert, nomic-bert), e.g. intab make-model --like all-minilm-l6`);
+  if (!isEmbeddingModelFiles(files)) throw new Error(`${o.model.files[0] ?? o.model.urls[0]} is a text model (${files.config.arch}): bench embed takes an embedding model (bert, nomic-bert, or a decoder trained to embed: qwen3 with a pooling type, gemma-embedding), e.g. intab make-model --like all-minilm-l6`);
   const choice = await chooseNodeBackend(o.backend, undefined, { threads: o.threads });
   const t0 = performance.now();
   const { encoder, tokenizer, info } = await loadEncoderModel(files, choice);
@@ -148,12 +167,15 @@ async function llamaCppHere(o: BenchEmbedOptions): Promise<{ name: string; embed
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: o.model.dir ? `${o.model.dir}/${o.model.files[0]}` : o.model.files[0] });
   const context = await model.createEmbeddingContext({ contextSize: Math.min(model.trainContextSize, 2048), batchSize: Math.min(model.trainContextSize, 2048), threads: o.threads });
+  // The marks llama.cpp adds to a text: BERT's [CLS] and [SEP] (its BOS and EOS), Qwen3-Embedding's EOS, ...
+  const { bos, eos, shouldPrependBosToken, shouldAppendEosToken } = model.tokens;
+  const marks = (bos !== null && shouldPrependBosToken ? 1 : 0) + (eos !== null && shouldAppendEosToken ? 1 : 0);
   return {
     name: 'llama.cpp/cpu',
     async embed(texts) {
       let tokens = 0;
       for (const t of texts) {
-        tokens += model.tokenize(t).length + 2;
+        tokens += model.tokenize(t).length + marks;
         await context.getEmbeddingFor(t);
       }
       return { tokens };
@@ -189,37 +211,70 @@ const VECTORS_MATCH = 0.9999;
 
 const COLUMNS = ['system', 'batch', 'inputs_per_s', 'tokens_per_s', 'ms'];
 
-export async function benchEmbed(flags: Flags): Promise<number> {
-  const o = benchEmbedOptions(flags);
-  const print = (r: Record<string, unknown>) => console.log(o.json ? JSON.stringify({ bench: 'embed', ...r }) : COLUMNS.map((c) => `${c}=${r[c] ?? '-'}`).join('\t'));
-  const intab = await intabHere(o);
+/** A peer's figures, why no ratio is quoted (when not), and what its ratio line says besides the ratio. */
+interface PeerFigures {
+  figures: Figure[];
+  refused?: string;
+  extra: (ratio: number, f: Figure, t: Figure) => Record<string, unknown>;
+}
+
+/** transformers.js as a peer: a ratio only for the same computation (the same tokens, vectors within VECTORS_MATCH). */
+function transformersPeer(figures: Figure[], vectorsMatch: number, tokensEqual: boolean, sameBackend: boolean, more: Record<string, unknown> = {}): PeerFigures {
+  const match = { vectors_match: vectorsMatch, tokens_equal: tokensEqual };
+  const refused = tokensEqual && vectorsMatch >= VECTORS_MATCH ? undefined : `transformers.js's ${tokensEqual ? 'vectors differ from' : 'tokens differ from'} intab's (vectors_match ${vectorsMatch}, needs ${VECTORS_MATCH}): no ratio`;
+  return { figures, refused, extra: (ratio) => ({ target: 1, met: ratio >= 1, same_backend: sameBackend, ...more, ...match }) };
+}
+
+/**
+ * `intab bench embed`: prints its lines through `out` [console.log]. `runtime` is --runtime ['node'].
+ * @example
+ * await benchEmbed({ model: '/tmp/minilm.gguf', backend: 'onnx-wasm', batch: '1,8,32', json: true }, 'chromium');
+ */
+export async function benchEmbed(flags: Flags, runtime: 'node' | 'chromium' = 'node', out: (line: string) => void = console.log): Promise<number> {
+  const o = benchEmbedOptions(flags, runtime);
+  // host: where intab and transformers.js ran (--runtime; transformers.js's Node line already names its onnxruntime `runtime`).
+  const print = (r: Record<string, unknown>) => out(o.json ? JSON.stringify({ bench: 'embed', host: o.runtime, ...r }) : COLUMNS.map((c) => `${c}=${r[c] ?? '-'}`).join('\t'));
   let ours: Figure[];
-  /** The texts every batch draws from (benchTexts(n) is a prefix of benchTexts(max)), and intab's vectors of them. */
-  const checked = { texts: benchTexts(Math.max(...o.batches)), vectors: { embeddings: [], tokens: [] } as Vectors };
-  try {
-    ours = await measure(intab, o);
-    if (o.transformers) checked.vectors = await intab.vectors(checked.texts);
-  } finally {
-    await intab.close();
-  }
-  for (const f of ours) print({ ...f, ...intab.facts });
-  /** Each peer's figures and what its ratio line says besides the ratio. */
-  const peers: { figures: Figure[]; refused?: string; extra: (ratio: number, f: Figure, t: Figure) => Record<string, unknown> }[] = [];
-  if (o.transformers) {
-    const peer = await transformersHere(o, intab.files, checked);
-    let theirs: Figure[];
-    try {
-      theirs = await measure(peer, o);
-    } finally {
-      await peer.close();
+  const peers: PeerFigures[] = [];
+  if (o.runtime === 'chromium') {
+    const { pageSystems } = await import('./bench-embed-page.ts');
+    const [intab, ...others] = await pageSystems(o);
+    ours = intab.figures;
+    for (const f of ours) print({ ...f, backend: intab.backend, ...intab.facts });
+    for (const t of others) {
+      const match = { vectors_match: t.vectorsMatch, tokens_equal: t.tokensEqual };
+      for (const f of t.figures) print({ ...f, backend: t.backend, ...t.facts, ...match });
+      // Both in this page on the same device: onnxruntime-web's wasm, or WebGPU on the same adapter (intab's onnx-webgpu
+      // on onnxruntime-web's WebGPU execution provider as transformers.js; intab's webgpu on its own kernels).
+      peers.push(transformersPeer(t.figures, t.vectorsMatch, t.tokensEqual, true, { backend: intab.backend, versus_backend: t.backend }));
     }
-    const match = { vectors_match: peer.vectorsMatch, tokens_equal: peer.tokensEqual };
-    for (const f of theirs) print({ ...f, ...peer.facts, ...match });
-    // The same backend where intab runs on onnxruntime-node's CPU provider too (not Dawn): the issue's target.
-    const sameBackend = intab.facts.backend !== 'webgpu';
-    // A ratio is quoted only for the same computation: the same tokens, and vectors within cosine VECTORS_MATCH.
-    const refused = peer.tokensEqual && peer.vectorsMatch >= VECTORS_MATCH ? undefined : `transformers.js's ${peer.tokensEqual ? 'vectors differ from' : 'tokens differ from'} intab's (vectors_match ${peer.vectorsMatch}, needs ${VECTORS_MATCH}): no ratio`;
-    peers.push({ figures: theirs, refused, extra: (ratio) => ({ target: 1, met: ratio >= 1, same_backend: sameBackend, ...match }) });
+  } else {
+    const intab = await intabHere(o);
+    /** The texts every batch draws from (benchTexts(n) is a prefix of benchTexts(max)), and intab's vectors of them. */
+    const checked = { texts: benchTexts(Math.max(...o.batches)), vectors: { embeddings: [], tokens: [] } as Vectors };
+    try {
+      ours = await measure(intab, o);
+      if (o.transformers) checked.vectors = await intab.vectors(checked.texts);
+    } finally {
+      await intab.close();
+    }
+    for (const f of ours) print({ ...f, ...intab.facts });
+    // transformers.js's side is an encoder export (transformers-embed.ts): a decoder embedding model has none here.
+    const { isEncoderFiles } = await import('@intab/model');
+    const encoder = isEncoderFiles(intab.files) ? intab.files : undefined;
+    if (o.transformers && !encoder) process.stderr.write(`transformers.js skipped: bench embed writes its ONNX folder for BERT-family encoders, and ${intab.files.config.arch} is a decoder trained to embed\n`);
+    if (o.transformers && encoder) {
+      const peer = await transformersHere(o, encoder, checked);
+      let theirs: Figure[];
+      try {
+        theirs = await measure(peer, o);
+      } finally {
+        await peer.close();
+      }
+      for (const f of theirs) print({ ...f, ...peer.facts, vectors_match: peer.vectorsMatch, tokens_equal: peer.tokensEqual });
+      // The same backend where intab runs on onnxruntime-node's CPU provider too (not Dawn): the issue's target.
+      peers.push(transformersPeer(theirs, peer.vectorsMatch, peer.tokensEqual, intab.facts.backend !== 'webgpu'));
+    }
   }
   if (o.native) {
     const native = await llamaCppHere(o);

@@ -274,8 +274,9 @@ export const USAGE = `usage:
       adapter and tool_format; --json adds a "decode_run" / "ttft_run" line per run first (after an untimed warm-up).
       The ttft figure needs a prefix cache (--backend webgpu; onnxruntime has none: the line says it was skipped). The
       model needs a chat template (make-model --tokenizer qwen3).
-  intab bench embed --model <embedding GGUF> [--batch 1,8,32] [--repeats N (3)] [--backend auto|webgpu|onnx-wasm]
-                 [--threads N (1)] [--no-transformers] [--no-native] [--json]
+  intab bench embed --model <embedding GGUF> [--batch 1,8,32] [--repeats N (3)]
+                 [--backend auto|webgpu|onnx-wasm|onnx-webgpu] [--runtime node|chromium] [--threads N (1)]
+                 [--no-transformers] [--no-native] [--no-worker] [--timeout S (1800)] [--json]
       Embedding throughput on the engine in this process (as intab serve --runtime node loads it: Dawn on a hardware
       adapter, else onnxruntime-node's CPU provider, --threads threads) against transformers.js in this process
       (feature-extraction, mean pooling, normalize; the same weights written as a Hugging Face encoder export with
@@ -289,6 +290,13 @@ export const USAGE = `usage:
       runs on Dawn), and no ratio ("refused") unless tokens are equal and vectors_match >= 0.9999.
       Texts are the embedding tests' 20, in turn (one word to ~150 tokens). Make a model with
       intab make-model --like all-minilm-l6 --dtype f32 --out /tmp/minilm.gguf.
+      --runtime chromium runs intab and transformers.js in one headless Chromium page instead, same texts and batches,
+      calls alternating: intab through createEngine (its Worker) on --backend onnx-wasm (onnxruntime-web's wasm),
+      onnx-webgpu (its WebGPU execution provider), webgpu (intab's kernels) or auto, loading the GGUF from the CLI's
+      server; transformers.js's pipeline on the same graph, device wasm beside onnx-wasm, else webgpu; one wasm thread
+      each; --no-worker runs intab's engine on the page's thread (createEngine's worker: false), as transformers.js
+      runs. Lines add "host" (node or chromium), "backend", "adapter" and "worker"; ratio lines "backend",
+      "versus_backend" and "same_backend":true.
   intab bench kernels [--json] [--quick] [--filter TEXT] [--timeout SECONDS]
       Runs the kernel benchmark in headless Chromium on WebGPU and prints one record per case
       (JSON lines with --json): baselines first, then kernel, dtype, shape, median_ms, gbps,
@@ -343,10 +351,10 @@ export async function main(argv: string[]): Promise<number> {
     return benchTools(rest);
   }
   if (cmd === 'bench' && sub === 'embed') {
-    if (flags.runtime !== undefined && flags.runtime !== 'node') throw new Error('intab bench embed runs the engine in this process (--runtime node)');
-    const { runtime: _runtime, ...rest } = flags;
+    // --runtime node (the default): the engine in this process; chromium: intab and transformers.js in one page.
+    const { runtime, ...rest } = flags;
     checkFlags('bench embed', rest, flagsByCommand(USAGE));
-    return benchEmbed(rest);
+    return benchEmbed(rest, runtimeOf(runtime, 'node'));
   }
   const runtime = runtimeOf(flags.runtime, serving ? 'node' : 'chromium');
   if (runtime === 'node' && !serving) {
