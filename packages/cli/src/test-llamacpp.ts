@@ -1,6 +1,6 @@
 // llama.cpp as the node tier's oracle (node-llama-cpp's prebuilt CPU build): one instance per test file, and its
 // greedy ids after a prompt. Test-only.
-import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type Token } from 'node-llama-cpp';
+import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
 
 let llama: Promise<Llama> | undefined;
 
@@ -21,26 +21,8 @@ export async function greedyIds(context: LlamaContext, prompt: readonly number[]
  * llama.cpp's ids ([CLS] + its tokenization + [SEP], as its embedding context wraps a text) and pooled vectors (as it
  * returns them: unnormalised) of `texts`, one by one, for an embedding GGUF.
  */
-export async function llamaCppEmbeddings(file: string, texts: readonly string[]): Promise<{ ids: number[][]; vectors: number[][] }> {
-  const model = await (await llamaCpp()).loadModel({ modelPath: file });
-  try {
-    // One thread: llama.cpp's default (every core, spinning) is many times slower on a busy small machine. A whole text
-    // must fit one batch (the encoder sees it all at once).
-    const context = await model.createEmbeddingContext({ contextSize: 512, batchSize: 512, threads: 1 });
-    try {
-      const ids: number[][] = [];
-      const vectors: number[][] = [];
-      for (const text of texts) {
-        ids.push([model.tokens.bos!, ...model.tokenize(text), model.tokens.sep!]);
-        vectors.push([...(await context.getEmbeddingFor(text)).vector]);
-      }
-      return { ids, vectors };
-    } finally {
-      await context.dispose();
-    }
-  } finally {
-    await model.dispose();
-  }
+export function llamaCppEmbeddings(file: string, texts: readonly string[]): Promise<{ ids: number[][]; vectors: number[][] }> {
+  return embeddingsOf(file, texts, 512, (model, text) => [model.tokens.bos!, ...model.tokenize(text), model.tokens.sep!]);
 }
 
 /**
@@ -48,19 +30,30 @@ export async function llamaCppEmbeddings(file: string, texts: readonly string[])
  * embedding GGUF (Qwen3-Embedding, EmbeddingGemma). The ids are what node-llama-cpp's embedding context evaluates:
  * the text's tokens, BOS first when the GGUF says add_bos_token, EOS last when it says add_eos_token.
  */
-export async function llamaCppDecoderEmbeddings(file: string, texts: readonly string[], contextSize = 512): Promise<{ ids: number[][]; vectors: number[][] }> {
+export function llamaCppDecoderEmbeddings(file: string, texts: readonly string[], contextSize = 512): Promise<{ ids: number[][]; vectors: number[][] }> {
+  return embeddingsOf(file, texts, contextSize, (model, text) => {
+    const { bos, eos, shouldPrependBosToken, shouldAppendEosToken } = model.tokens;
+    const t = [...model.tokenize(text)] as number[];
+    if (shouldPrependBosToken && bos !== null && t[0] !== bos) t.unshift(bos);
+    if (shouldAppendEosToken && eos !== null && t.at(-1) !== eos) t.push(eos);
+    return t;
+  });
+}
+
+/**
+ * `texts` embedded one by one in an embedding context of `contextSize` (a whole text must fit one batch: the model sees
+ * it all at once), with the ids `idsOf` says the context evaluates. One thread: llama.cpp's default (every core,
+ * spinning) is many times slower on a busy small machine.
+ */
+async function embeddingsOf(file: string, texts: readonly string[], contextSize: number, idsOf: (model: LlamaModel, text: string) => number[]): Promise<{ ids: number[][]; vectors: number[][] }> {
   const model = await (await llamaCpp()).loadModel({ modelPath: file });
   try {
     const context = await model.createEmbeddingContext({ contextSize, batchSize: contextSize, threads: 1 });
     try {
       const ids: number[][] = [];
       const vectors: number[][] = [];
-      const { bos, eos, shouldPrependBosToken, shouldAppendEosToken } = model.tokens;
       for (const text of texts) {
-        const t = [...model.tokenize(text)] as number[];
-        if (shouldPrependBosToken && bos !== null && t[0] !== bos) t.unshift(bos);
-        if (shouldAppendEosToken && eos !== null && t.at(-1) !== eos) t.push(eos);
-        ids.push(t);
+        ids.push(idsOf(model, text));
         vectors.push([...(await context.getEmbeddingFor(text)).vector]);
       }
       return { ids, vectors };

@@ -9,7 +9,7 @@
 
 import type { Tensor } from 'onnxruntime-web';
 import { IntabModelError, decoderEmbeddingFacts, poolStates, projectAndNormalize, type DecoderEmbeddingFiles, type EncodeOptions, type EncoderFacts, type EncoderRunner, type LoadProgress } from '@intab/model';
-import { MAX_SCORES_PER_RUN, RUN_COST, planRuns, type OnnxEncoderOptions, type RunCostModel } from './encoder-runner.ts';
+import { MAX_SCORES_PER_RUN, RUN_COST, passLimits, planRuns, type OnnxEncoderOptions, type RunCostModel } from './encoder-runner.ts';
 import { OnnxRunError } from './errors.ts';
 import { fetchMatrix, toF32 } from './graph-builder.ts';
 import { LLAMA_GRAPH_IO, buildLlamaGraph, tensorWeights } from './llama-graph.ts';
@@ -47,13 +47,10 @@ export class OnnxDecoderEncoder implements EncoderRunner {
     const d = files.config.decoder;
     const context = onnxDecoderContext(d.maxContext, d.heads);
     this.facts = { ...decoderEmbeddingFacts(files.config), contextLength: context };
-    const floor = Math.max(2048, context);
-    this.maxTokensPerPass = o.maxTokensPerPass ?? floor;
-    this.maxSequencesPerPass = o.maxSequencesPerPass ?? 64;
-    const perRun = o.maxTokensPerRun ?? floor;
-    for (const [key, v] of [['maxTokensPerPass', this.maxTokensPerPass], ['maxSequencesPerPass', this.maxSequencesPerPass], ['maxTokensPerRun', perRun]] as const) {
-      if (!Number.isInteger(v) || v < 1) throw new IntabModelError(`onnx decoder encoder: ${key} = ${v} must be a positive integer.`);
-    }
+    const limits = passLimits(o, Math.max(2048, context), 'onnx decoder encoder');
+    this.maxTokensPerPass = limits.maxTokensPerPass;
+    this.maxSequencesPerPass = limits.maxSequencesPerPass;
+    const perRun = limits.maxTokensPerRun;
     // Work per token: the projections (q, k, v, o and the gated feed-forward) against attention's 4·T·H·D.
     const projections = 2 * d.hidden * d.heads * d.headDim + 2 * d.hidden * d.kvHeads * d.headDim + 3 * d.hidden * d.ffn;
     this.cost = { runCost: RUN_COST, attentionTokens: projections / (4 * d.heads * d.headDim), maxTokensPerRun: perRun, maxScoresPerRun: MAX_SCORES_PER_RUN, heads: d.heads };
@@ -154,14 +151,7 @@ export interface OnnxDecoderEncoderLoadOptions extends OnnxEncoderOptions {
 export async function loadOnnxDecoderEncoder(files: DecoderEmbeddingFiles, o: OnnxDecoderEncoderLoadOptions): Promise<{ runner: OnnxDecoderEncoder; weightBytes: number; threads: number; runs: OnnxSession['runs'] }> {
   providerOf(o.backend, o.runtime); // refused before a byte is read
   const c = files.config;
-  const read = tensorWeights(files.tensors, { signal: o.signal });
-  const total = [...files.tensors.values()].reduce((n, t) => n + t.byteLength, 0);
-  let loaded = 0;
-  const weights = async (name: string) => {
-    const w = await read(name);
-    o.onProgress?.({ loaded: (loaded += files.tensors.get(name)?.byteLength ?? 0), total });
-    return w;
-  };
+  const weights = tensorWeights(files.tensors, { signal: o.signal, onProgress: o.onProgress });
   const graph = await buildLlamaGraph(c.decoder, weights, { output: 'states', attention: c.attention, file: 'weights', signal: o.signal });
   const dense = [];
   for (const d of c.dense) dense.push({ rows: d.rows, cols: d.cols, weight: toF32(await fetchMatrix(weights, d.name, d.rows, d.cols, 'weights', o.signal)) });

@@ -88,6 +88,18 @@ export function planRuns(lengths: readonly number[], m: RunCostModel): number[][
   return runs;
 }
 
+/**
+ * An ORT encoder's bounds from its options: tokens and sequences of one pass, padded tokens of one run (`floor` the
+ * default tokens, 64 sequences), each a positive integer (else an IntabModelError naming `who`).
+ */
+export function passLimits(o: OnnxEncoderOptions, floor: number, who: string): Required<OnnxEncoderOptions> {
+  const limits = { maxTokensPerPass: o.maxTokensPerPass ?? floor, maxSequencesPerPass: o.maxSequencesPerPass ?? 64, maxTokensPerRun: o.maxTokensPerRun ?? floor };
+  for (const [key, v] of Object.entries(limits)) {
+    if (!Number.isInteger(v) || v < 1) throw new IntabModelError(`${who}: ${key} = ${v} must be a positive integer.`);
+  }
+  return limits;
+}
+
 // ---- the runner ----
 
 /**
@@ -114,14 +126,10 @@ export class OnnxEncoder implements EncoderRunner {
     o: OnnxEncoderOptions = {},
   ) {
     this.facts = encoderFacts(config);
-    const floor = Math.max(2048, config.maxPositions);
-    this.maxTokensPerPass = o.maxTokensPerPass ?? floor;
-    this.maxSequencesPerPass = o.maxSequencesPerPass ?? 64;
-    const perRun = o.maxTokensPerRun ?? floor;
-    for (const [key, v] of [['maxTokensPerPass', this.maxTokensPerPass], ['maxSequencesPerPass', this.maxSequencesPerPass], ['maxTokensPerRun', perRun]] as const) {
-      if (!Number.isInteger(v) || v < 1) throw new IntabModelError(`onnx encoder: ${key} = ${v} must be a positive integer.`);
-    }
-    this.cost = runCostModel(config, perRun);
+    const limits = passLimits(o, Math.max(2048, config.maxPositions), 'onnx encoder');
+    this.maxTokensPerPass = limits.maxTokensPerPass;
+    this.maxSequencesPerPass = limits.maxSequencesPerPass;
+    this.cost = runCostModel(config, limits.maxTokensPerRun);
   }
 
   encode(sequences: readonly (readonly number[])[], options: EncodeOptions = {}): Promise<Float32Array[]> {

@@ -6,7 +6,7 @@
 // or become int8 matrices run by MatMulInteger (rounded; ORT's wasm build has u8×s8 GEMM kernels, not n-bit ones).
 
 import { dequantize, f16ToF32, quantize, ropeInvFreq, type WeightDtype } from '@intab/gpu';
-import { UnsupportedModelError, layerWindows, type LlamaConfig, type TensorInfo } from '@intab/model';
+import { UnsupportedModelError, layerWindows, type LlamaConfig, type LoadProgress, type TensorInfo } from '@intab/model';
 import { OnnxUnsupportedError } from './errors.ts';
 import { OnnxWriteError } from './errors.ts';
 import { Graph, OPSET, concatF32, fetchMatrix, serializeGraph, toF32, transposeInto, type GraphWeight, type GraphWeights, type Matrix } from './graph-builder.ts';
@@ -103,12 +103,15 @@ export const LLAMA_GRAPH_IO = {
 
 /**
  * A GraphWeights over an opened model's tensor table (openGguf / openHfFolder's `tensors`): each tensor's stored
- * bytes, read when the builder asks for it.
+ * bytes, read when the builder asks for it. `onProgress` hears the bytes read so far of the table's whole size, tensor
+ * by tensor (a load's progress: the builder reads each tensor once).
  * @example
  * const model = await openGguf(await pathSource('stories260K.gguf'));
  * const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors));
  */
-export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options: { signal?: AbortSignal } = {}): GraphWeights {
+export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void } = {}): GraphWeights {
+  const total = options.onProgress ? [...tensors.values()].reduce((n, t) => n + t.byteLength, 0) : 0;
+  let loaded = 0;
   return async (name) => {
     const t = tensors.get(name);
     if (!t) return undefined;
@@ -116,6 +119,7 @@ export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options:
       throw new UnsupportedModelError(t.source.name, `tensor '${name}' dtype`, t.dtype.slice('unsupported:'.length), 'intab reads f32, f16, bf16, q8_0, q4_0, q4_K and q6_K tensors: pick another quantization of the model');
     }
     const data = await t.source.read(t.offset, t.byteLength, options.signal);
+    options.onProgress?.({ loaded: (loaded += t.byteLength), total });
     if (!t.valueOffset) return { dtype: t.dtype as WeightDtype, data };
     // Gemma's HF norm weights: used as stored + 1.
     return dequantize(t.dtype as WeightDtype, data, 1, t.shape.reduce((a, b) => a * b, 1)).map((v) => v + t.valueOffset!);

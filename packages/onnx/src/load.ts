@@ -78,9 +78,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   } else {
     file = `${c.arch} graph`;
     // Progress is the checkpoint's bytes read into the graph, tensor by tensor (the builder checks the signal between them).
-    const read = tensorWeights(model.tensors, { signal: o.signal });
-    const total = [...model.tensors.values()].reduce((n, t) => n + t.byteLength, 0);
-    let loaded = 0;
+    const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress });
     const weights = async (name: string) => {
       const w = await read(name);
       const t = model.tensors.get(name);
@@ -88,7 +86,6 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
         hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
         hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
       }
-      o.onProgress?.({ loaded: (loaded += model.tensors.get(name)?.byteLength ?? 0), total });
       return w;
     };
     const graph = await buildLlamaGraph(c, weights, { signal: o.signal, file: 'weights', matmulNBits: keepQuantized(model) });
@@ -183,14 +180,7 @@ export async function loadOnnxEncoder(files: EncoderFiles, o: OnnxEncoderLoadOpt
   providerOf(o.backend, o.runtime); // refused before a byte is read
   const c = files.config;
   const file = `${c.arch} encoder graph`;
-  const read = tensorWeights(files.tensors, { signal: o.signal });
-  const total = [...files.tensors.values()].reduce((n, t) => n + t.byteLength, 0);
-  let loaded = 0;
-  const weights = async (name: string) => {
-    const w = await read(name);
-    o.onProgress?.({ loaded: (loaded += files.tensors.get(name)?.byteLength ?? 0), total });
-    return w;
-  };
+  const weights = tensorWeights(files.tensors, { signal: o.signal, onProgress: o.onProgress });
   const graph = await buildEncoderGraph(c, weights, { signal: o.signal, file: 'weights', attention: o.attention });
   o.signal?.throwIfAborted();
   const externalData = graph.externalData ? new Map([[graph.externalData.path, graph.externalData.data]]) : undefined;

@@ -220,16 +220,7 @@ export class RemoteEngineApi implements EngineApi {
     const body: Record<string, unknown> = { model: this.config.model, input: request.input, encoding_format: 'base64' };
     if (request.dimensions !== undefined) body.dimensions = request.dimensions;
     if (request.truncate !== undefined) body.truncate = request.truncate;
-    const { response } = await send(this.config, '/embeddings', { method: 'POST', body }, signal);
-    const url = `${this.config.baseURL}/embeddings`;
-    const text = await response.text();
-    const answer = (() => {
-      try {
-        return JSON.parse(text);
-      } catch {
-        return undefined;
-      }
-    })() as { data?: { index?: unknown; embedding?: unknown }[]; usage?: { prompt_tokens?: unknown } } | undefined;
+    const { url, text, answer } = await this.postJson<{ data?: { index?: unknown; embedding?: unknown }[]; usage?: { prompt_tokens?: unknown } }>('/embeddings', body, signal);
     const count = typeof request.input === 'string' || (Array.isArray(request.input) && request.input.every((x) => typeof x === 'number')) ? 1 : (request.input as unknown[]).length;
     if (!Array.isArray(answer?.data) || answer.data.length !== count) throw new RemoteProtocolError(url, `the answer has ${Array.isArray(answer?.data) ? answer.data.length : 'no'} embeddings for ${count} inputs`, text);
     const embeddings: Float32Array[] = new Array(count);
@@ -257,16 +248,7 @@ export class RemoteEngineApi implements EngineApi {
     const body: Record<string, unknown> = { model: this.config.model, query: request.query, documents: request.documents };
     if (request.topN !== undefined) body.top_n = request.topN;
     if (request.truncate !== undefined) body.truncate = request.truncate;
-    const { response } = await send(this.config, '/rerank', { method: 'POST', body }, signal);
-    const url = `${this.config.baseURL}/rerank`;
-    const text = await response.text();
-    const answer = (() => {
-      try {
-        return JSON.parse(text);
-      } catch {
-        return undefined;
-      }
-    })() as { results?: { index?: unknown; relevance_score?: unknown }[]; usage?: { prompt_tokens?: unknown } } | undefined;
+    const { url, text, answer } = await this.postJson<{ results?: { index?: unknown; relevance_score?: unknown }[]; usage?: { prompt_tokens?: unknown } }>('/rerank', body, signal);
     const count = request.documents.length;
     if (!Array.isArray(answer?.results) || answer.results.length > count) throw new RemoteProtocolError(url, `the answer has ${Array.isArray(answer?.results) ? answer.results.length : 'no'} results for ${count} documents`, text);
     const seen = new Set<number>();
@@ -282,6 +264,22 @@ export class RemoteEngineApi implements EngineApi {
     results.sort((a, b) => b.score - a.score || a.index - b.index);
     const promptTokens = typeof answer.usage?.prompt_tokens === 'number' ? answer.usage.prompt_tokens : 0;
     return { results: request.topN !== undefined ? results.slice(0, request.topN) : results, promptTokens, truncated: [], ms: performance.now() - started };
+  }
+
+  /**
+   * A JSON POST to the server's `path`: its URL (for errors), the answer's text, and the text parsed (undefined when it
+   * is not JSON: the caller's RemoteProtocolError quotes the text).
+   */
+  private async postJson<T>(path: string, body: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ url: string; text: string; answer: T | undefined }> {
+    const { response } = await send(this.config, path, { method: 'POST', body }, signal);
+    const text = await response.text();
+    let answer: T | undefined;
+    try {
+      answer = JSON.parse(text) as T;
+    } catch {
+      answer = undefined;
+    }
+    return { url: `${this.config.baseURL}${path}`, text, answer };
   }
 
   preload(): Promise<PreloadInfo> {

@@ -17,7 +17,6 @@ import {
   createPool,
   createRopeEncoder,
   createSwiglu,
-  GpuValidationError,
   type AttentionEncoder,
   type Gemm,
   type GemmOptions,
@@ -28,6 +27,7 @@ import { encoderFacts, type EncoderConfig } from '../encoder-config.ts';
 import type { EncodeOptions, EncoderFacts, EncoderRunner } from '../encoder-runner.ts';
 import { IntabModelError } from '../errors.ts';
 import { loadBertWeights, type BertWeights } from './bert-weights.ts';
+import { runEncoderPass } from './encoder-pass.ts';
 import type { TensorTable } from './llama-weights.ts';
 
 export interface BertRunnerOptions {
@@ -234,27 +234,7 @@ export function bertRunner(gpu: Gpu, c: EncoderConfig, w: BertWeights, options: 
     q.writeBuffer(s.ids, 0, ids);
     if (w.positions) q.writeBuffer(s.positions, 0, positions);
     q.writeBuffer(s.seqStarts, 0, starts);
-    gpu.device.pushErrorScope('out-of-memory');
-    gpu.device.pushErrorScope('validation');
-    const encoder = gpu.device.createCommandEncoder({ label: 'bert.pass' });
-    const pass = encoder.beginComputePass({ label: 'bert.pass' });
-    try {
-      record(pass, tokens, n);
-      pass.end();
-    } catch (err) {
-      pass.end();
-      gpu.uniforms.reset();
-      await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
-      throw err;
-    }
-    const ticket = gpu.readback.encodeCopy(encoder, result, 0, n * outputs * 4);
-    gpu.submit([encoder.finish()]);
-    gpu.uniforms.reset();
-    const [validation, oom] = await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
-    const vectors = new Float32Array(await ticket.read());
-    const err = validation ?? oom;
-    if (err) throw new GpuValidationError(validation ? 'validation' : 'out-of-memory', 'bert.encode', err.message);
-    return Array.from({ length: n }, (_, b) => vectors.slice(b * outputs, (b + 1) * outputs));
+    return runEncoderPass(gpu, 'bert', (pass) => record(pass, tokens, n), result, n, outputs);
   };
 
   return {

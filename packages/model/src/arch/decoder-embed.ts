@@ -20,7 +20,6 @@ import {
   createRopeKvAppend,
   createSwiglu,
   createWeight,
-  GpuValidationError,
   type Gemm,
   type Gpu,
   type RopeKvAppend,
@@ -31,6 +30,7 @@ import { decoderEmbeddingFacts, type DecoderEmbeddingConfig } from '../decoder-e
 import type { EncoderRunner } from '../encoder-runner.ts';
 import { IntabModelError, ModelMismatchError, UnsupportedModelError } from '../errors.ts';
 import { uploadDtype, uploadRows } from '../upload.ts';
+import { runEncoderPass } from './encoder-pass.ts';
 import { loadLlamaWeights, type LlamaWeights, type LoadProgress, type TensorTable } from './llama-weights.ts';
 
 export interface DecoderEmbedRunnerOptions {
@@ -319,27 +319,7 @@ function decoderEmbedRunner(gpu: Gpu, ec: DecoderEmbeddingConfig, w: LlamaWeight
     q.writeBuffer(s.positions, 0, positions);
     q.writeBuffer(s.pageTable, 0, pageTable);
     q.writeBuffer(s.seqStarts, 0, starts);
-    gpu.device.pushErrorScope('out-of-memory');
-    gpu.device.pushErrorScope('validation');
-    const encoder = gpu.device.createCommandEncoder({ label: `${tag}.pass` });
-    const pass = encoder.beginComputePass({ label: `${tag}.pass` });
-    try {
-      record(pass, tokens, n, longest);
-      pass.end();
-    } catch (err) {
-      pass.end();
-      gpu.uniforms.reset();
-      await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
-      throw err;
-    }
-    const ticket = gpu.readback.encodeCopy(encoder, result, 0, n * dims * 4);
-    gpu.submit([encoder.finish()]);
-    gpu.uniforms.reset();
-    const [validation, oom] = await Promise.all([gpu.device.popErrorScope(), gpu.device.popErrorScope()]);
-    const vectors = new Float32Array(await ticket.read());
-    const err = validation ?? oom;
-    if (err) throw new GpuValidationError(validation ? 'validation' : 'out-of-memory', `${tag}.encode`, err.message);
-    return Array.from({ length: n }, (_, b) => vectors.slice(b * dims, (b + 1) * dims));
+    return runEncoderPass(gpu, tag, (pass) => record(pass, tokens, n, longest), result, n, dims);
   };
 
   return {
