@@ -43,6 +43,7 @@ export function rerankInputs(request: RerankRequest, tokenizer: Tokenizer | unde
     if (err instanceof RerankInputError) throw new InvalidRequestError('model', tokenizer.file, err.message);
     throw err;
   }
+  const queryIds = tokenizer.encode(query, { addSpecialTokens: false }); // once, not once per document
   const ids: number[][] = [];
   const splits: number[] = [];
   const truncated: number[] = [];
@@ -51,7 +52,7 @@ export function rerankInputs(request: RerankRequest, tokenizer: Tokenizer | unde
     const text = truncate && documents[i].length > limit * CHARS_PER_TOKEN_BOUND ? documents[i].slice(0, limit * CHARS_PER_TOKEN_BOUND) : documents[i];
     let pair;
     try {
-      pair = rerankPair(tokenizer, query, text, { template, ...(truncate ? { maxTokens: limit } : {}) });
+      pair = rerankPair(tokenizer, query, text, { template, queryIds, ...(truncate ? { maxTokens: limit } : {}) });
     } catch (err) {
       // The only refusal with a limit: a query that leaves no room for a document.
       if (err instanceof RerankInputError) throw new InvalidRequestError('query', `${query.length} characters`, `a shorter query: ${err.message}`);

@@ -111,13 +111,15 @@ export function pairTemplate(tok: Tokenizer): PairTemplate {
 /**
  * The ids of one rerank pair, with the split encode() needs for token types. `maxTokens` (the model's context, or
  * less) cuts the document's end so the pair fits; a query too long to leave room for one document token is refused.
+ * `template` and `queryIds` (the query's tokens without special tokens) spare a caller with many documents their work.
  * @example
  * const { ids, typeSplit } = rerankPair(tok, 'what is a cat?', 'A cat is a small feline.', { maxTokens: 512 });
  * const [logits] = await runner.encode([ids], { typeSplits: [typeSplit] });
  */
-export function rerankPair(tok: Tokenizer, query: string, document: string, options: { maxTokens?: number; template?: PairTemplate } = {}): RerankPair {
+export function rerankPair(tok: Tokenizer, query: string, document: string, options: { maxTokens?: number; template?: PairTemplate; queryIds?: readonly number[] } = {}): RerankPair {
   const t = options.template ?? pairTemplate(tok);
-  const q = tok.encode(query, { addSpecialTokens: false });
+  // A caller pairing one query with many documents passes its tokens (queryIds) and template once.
+  const q = options.queryIds ?? tok.encode(query, { addSpecialTokens: false });
   let d = tok.encode(document, { addSpecialTokens: false });
   const fixed = t.first.length + q.length + t.middle.length + t.last.length;
   let truncated = 0;
