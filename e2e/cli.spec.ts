@@ -272,3 +272,14 @@ test('intab bench share: the second tab attaches to the first one\'s engine, one
   await expect(intab('bench', 'share', '--model', join(MODEL, 'hf'))).rejects.toThrow(/one GGUF file or a URL/);
   await expect(intab('bench', 'share', '--model', join(MODEL, 'stories260K.gguf'), '--tabs', '0')).rejects.toThrow(/--tabs needs/);
 });
+
+test('intab bench speculative --backend onnx-wasm: the methods the backend runs are measured, self-speculation (WebGPU only) is a skipped line saying why', async () => {
+  const lines = await intab('bench', 'speculative', '--model', join(MODEL, 'stories260K.gguf'), '--backend', 'onnx-wasm', '--max-tokens', '16', '--repeats', '1');
+  const bench = lines.filter((l) => l.bench === 'speculative');
+  const ngram = bench.filter((l) => l.method === 'ngram');
+  expect(ngram.map((l) => [l.prompt, l.adaptive])).toEqual([['grounded', true], ['grounded', false], ['open', true], ['open', false]]);
+  for (const l of ngram) expect(l).toMatchObject({ identical_ids: true, backend: 'onnx-wasm' });
+  const self = bench.filter((l) => l.method === 'self');
+  expect(self.map((l) => l.prompt)).toEqual(['grounded', 'open']);
+  for (const l of self) expect(String(l.skipped)).toMatch(/self-speculation needs the WebGPU backend/);
+});

@@ -42,11 +42,19 @@ export async function benchSpeculative(engine: Engine, job: Job, tokenizer: Toke
   const repeats = job.repeats ?? 3;
   for (const [name, prompt] of [['grounded', grounded], ['open', open]] as const) {
     await run(prompt, warm, false);
-    for (const method of job.methods ?? ['ngram', 'self']) {
+    methods: for (const method of job.methods ?? ['ngram', 'self']) {
       for (const adaptive of [true, false]) {
         const spec: SpeculativeOptions = adaptive ? { method } : { method, k: job.specK ?? 4, adaptive: false };
         const resolved = resolveSpeculative(spec, { hasDraft: info.draft !== undefined, layers: info.layers })!;
-        await run(prompt, warm, spec);
+        try {
+          await run(prompt, warm, spec);
+        } catch (err) {
+          // The engine refuses a method this backend cannot run (self-speculation off intab's WebGPU kernels): the line
+          // says why, and the other methods are measured.
+          if ((err as { name?: string; field?: string }).name !== 'InvalidRequestError' || (err as { field?: string }).field !== 'speculative.method') throw err;
+          report({ type: 'bench', bench: 'speculative', prompt: name, method, skipped: (err as Error).message, backend: facts.backend, adapter: facts.adapter });
+          continue methods;
+        }
         const plainTokS: number[] = [];
         const specTokS: number[] = [];
         const ratios: number[] = [];

@@ -35,7 +35,8 @@ export function modelRecordPrinter(flags: Flags, mode: JobMode, extra: Record<st
         console.log(SPEC_COLUMNS.join('\t'));
         header = true;
       }
-      console.log(SPEC_COLUMNS.map((c) => r[c]).join('\t'));
+      // A method the backend cannot run: its line says why.
+      console.log(r.skipped !== undefined ? `${r.prompt}\t${r.method}\tskipped: ${r.skipped}` : SPEC_COLUMNS.map((c) => r[c]).join('\t'));
     } else if (r.type === 'summary' || r.type === 'bench') {
       process.stdout.write(`${JSON.stringify(r)}\n`);
     }
