@@ -10,9 +10,9 @@
 // kept pages are also read and written as bytes (pageIO), so a saved prefix cache is restored at the next load.
 
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
-import { DEFAULT_KMAX, f16ToF32, type SamplingParams } from '@intab/gpu';
+import { f16ToF32 } from '@intab/gpu';
 import { PagePool, checkStep, type KvKey, type PageIO, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
-import { sampleLogits } from './cpu-sampler.ts';
+import { sampleEntry } from './sample-entry.ts';
 import { OnnxRunError, OnnxUnsupportedError } from './errors.ts';
 import type { GraphLayout } from './graph-layout.ts';
 import type { OnnxSession, Ort } from './session.ts';
@@ -89,8 +89,6 @@ class SharingPool extends PagePool {
     this.onRelease(page);
   }
 }
-
-const GREEDY: SamplingParams = { temperature: 0, u: 0 };
 
 /**
  * The ONNX StepRunner.
@@ -200,7 +198,7 @@ export class OnnxRunner implements StepRunner {
     const batched = this.batching === 'batched' && entries.length > 1 && this.layout.attentionMask !== undefined && entries.every((e) => e.tokens.length === 1 && !e.verify);
     const logits = batched ? await this.runBatched(entries) : [];
     const results: StepResult[] = [];
-    for (const [b, e] of entries.entries()) results.push(this.sample(e, batched ? logits[b] : await this.run(e), options.logits === true));
+    for (const [b, e] of entries.entries()) results.push(sampleEntry(e, batched ? logits[b] : await this.run(e), this.config.vocab, options.logits === true));
     return results;
   }
 
@@ -282,19 +280,6 @@ export class OnnxRunner implements StepRunner {
     const V = this.config.vocab;
     const all = lastRows(out[L.logits], B, V);
     return entries.map((_, b) => all.subarray(b * V, (b + 1) * V));
-  }
-
-  /** The sampled token of an entry from its logits rows (the WebGPU Runner's rules: see accept.wgsl for verify). */
-  private sample(e: StepEntry, logits: Float32Array, withLogits: boolean): StepResult {
-    const V = this.config.vocab;
-    const masks = e.masks?.();
-    const params = (p: SamplingParams, i: number): SamplingParams => (masks?.[i] ? { ...p, allowed: masks[i] } : p);
-    const extra = withLogits ? { logits } : {};
-    if (!e.verify) return { ...sampleLogits(logits, params(e.sampling ?? GREEDY, 0), DEFAULT_KMAX), ...extra };
-    const rows = e.verify.map((p, i) => sampleLogits(logits.subarray(i * V, (i + 1) * V), params(p, i), DEFAULT_KMAX));
-    let accepted = 0;
-    while (accepted < e.tokens.length - 1 && rows[accepted].id === e.tokens[accepted + 1]) accepted++;
-    return { ...rows[accepted], accepted, ...(e.rows ? { acceptedRows: rows.slice(0, accepted) } : {}), ...extra };
   }
 
   // ---- pages the prefix cache holds ----
