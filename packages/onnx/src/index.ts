@@ -42,3 +42,6 @@ export { createSession, loadOrt, providerOf, type OnnxBackend, type OnnxSession,
 export { loadOnnxRunner, type OnnxLoadOptions, type LoadedOnnx } from './load.ts';
 export { sampleLogits } from './cpu-sampler.ts';
 export { onnxFolderFiles, hfConfig, encoderOnnxFolderFiles, encoderHfConfig } from './onnx-folder.ts';
+// intab's own CPU kernels (wasm SIMD128) for quantized GGUF decoders: what onnx-wasm runs where they apply.
+export { CpuRunner, type CpuRunnerOptions } from './cpu/cpu-runner.ts';
+export { loadCpuRunner, cpuRunnable, type CpuLoadOptions, type LoadedCpu } from './cpu/load-cpu.ts';

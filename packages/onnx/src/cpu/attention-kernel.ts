@@ -1,0 +1,102 @@
+// The attention of intab's CPU forward as wasm SIMD128 (f32x4), over K/V rows the page table scatters: one query head
+// against the positions it sees. Scores (q·k_j · scale) and the weighted sum of V rows run here; the softmax between
+// them (an exp per position) stays in JS, which has exp and wasm has not. Same memory as the matmul kernels
+// (CpuMatmul.memory): q, the K/V pages, the row offsets and the outputs are all pointers into it.
+//
+// Exports, all pointers byte offsets:
+//   attn_scores(q, kv, offs, n, d, out, scale): out[j] = scale · Σ_i q[i]·kv[offs[j] + 4i], j < n   (f32, i32 offs)
+//   attn_mix(p, kv, offs, n, d, out):           out[i] = Σ_j p[j]·kv[offs[j] + 4i], i < d
+// d (the head dimension) a multiple of 16; offs[j] the byte offset of position j's row from kv (the layer's K or V
+// block plus the kv head's offset).
+
+import { F32, I32, V128, WasmModule, type Code } from '../wasm/wasm-module.ts';
+
+/** Head dimensions the kernels take: multiples of 16 floats (four f32x4 accumulators per pass). */
+export const ATTENTION_HEAD_DIM_STEP = 16;
+
+/** The module's binary. */
+export function buildAttentionModule(): Uint8Array<ArrayBuffer> {
+  const mod = new WasmModule({ memoryPages: 1 });
+  emitScores(mod.func('attn_scores', [I32, I32, I32, I32, I32, I32, F32], []));
+  emitMix(mod.func('attn_mix', [I32, I32, I32, I32, I32, I32], []));
+  return mod.encode();
+}
+
+const ZERO = new Uint8Array(16);
+
+/** out[j] = scale · q·k_j: per row, four f32x4 partial sums over 16 floats at a time, summed across lanes at the end. */
+function emitScores(c: Code): void {
+  const [q, kv, offs, n, d, out, scale] = [0, 1, 2, 3, 4, 5, 6];
+  const j = c.local(I32);
+  const kp = c.local(I32);
+  const qp = c.local(I32);
+  const i = c.local(I32);
+  const acc = [c.local(V128), c.local(V128), c.local(V128), c.local(V128)];
+  c.get(n).i32_eqz().if_().return_().end();
+  c.i32_const(0).set(j);
+  c.loop();
+  {
+    c.get(kv).get(offs).get(j).i32_const(2).i32_shl().i32_add().i32_load(0).i32_add().set(kp);
+    c.get(q).set(qp);
+    for (const a of acc) c.v128_const(ZERO).set(a);
+    c.get(d).i32_const(4).i32_shr_u().set(i); // d / 16 passes
+    c.loop();
+    for (let u = 0; u < 4; u++) c.get(acc[u]).get(qp).v128_load(16 * u).get(kp).v128_load(16 * u).f32x4_mul().f32x4_add().set(acc[u]);
+    c.get(qp).i32_const(64).i32_add().set(qp);
+    c.get(kp).i32_const(64).i32_add().set(kp);
+    c.get(i).i32_const(1).i32_sub().tee(i).br_if(0);
+    c.end();
+    c.get(acc[0]).get(acc[1]).f32x4_add().get(acc[2]).get(acc[3]).f32x4_add().f32x4_add().set(acc[0]);
+    c.get(out).get(j).i32_const(2).i32_shl().i32_add();
+    c.get(acc[0]).f32x4_extract_lane(0).get(acc[0]).f32x4_extract_lane(1).f32_add();
+    c.get(acc[0]).f32x4_extract_lane(2).get(acc[0]).f32x4_extract_lane(3).f32_add().f32_add();
+    c.get(scale).f32_mul().f32_store(0);
+    c.get(j).i32_const(1).i32_add().tee(j).get(n).i32_lt_u().br_if(0);
+  }
+  c.end();
+}
+
+/** out = Σ_j p_j · v_j: per 16 floats of the output, four f32x4 accumulators over every row, then stored. */
+function emitMix(c: Code): void {
+  const [p, kv, offs, n, d, out] = [0, 1, 2, 3, 4, 5];
+  const chunk = c.local(I32); // byte offset of the 16 floats being summed
+  const j = c.local(I32);
+  const vp = c.local(I32);
+  const pj = c.local(V128);
+  const acc = [c.local(V128), c.local(V128), c.local(V128), c.local(V128)];
+  c.get(d).i32_eqz().if_().return_().end();
+  c.i32_const(0).set(chunk);
+  c.loop();
+  {
+    for (const a of acc) c.v128_const(ZERO).set(a);
+    c.i32_const(0).set(j);
+    c.block();
+    c.get(n).i32_eqz().br_if(0);
+    c.loop();
+    c.get(p).get(j).i32_const(2).i32_shl().i32_add().f32_load(0).f32x4_splat().set(pj);
+    c.get(kv).get(offs).get(j).i32_const(2).i32_shl().i32_add().i32_load(0).i32_add().get(chunk).i32_add().set(vp);
+    for (let u = 0; u < 4; u++) c.get(acc[u]).get(pj).get(vp).v128_load(16 * u).f32x4_mul().f32x4_add().set(acc[u]);
+    c.get(j).i32_const(1).i32_add().tee(j).get(n).i32_lt_u().br_if(0);
+    c.end();
+    c.end();
+    for (let u = 0; u < 4; u++) c.get(out).get(chunk).i32_add().get(acc[u]).v128_store(16 * u);
+    c.get(chunk).i32_const(64).i32_add().tee(chunk).get(d).i32_const(2).i32_shl().i32_lt_u().br_if(0);
+  }
+  c.end();
+}
+
+/** The attention kernels, instantiated over a memory (CpuMatmul.memory). */
+export interface AttentionKernels {
+  attn_scores(q: number, kv: number, offs: number, n: number, d: number, out: number, scale: number): void;
+  attn_mix(p: number, kv: number, offs: number, n: number, d: number, out: number): void;
+}
+
+/**
+ * @example
+ * const attention = await createAttentionKernels(cpu.memory);
+ * attention.attn_scores(qPtr, keysPtr, offsPtr, n, 64, scoresPtr, 0.125);
+ */
+export async function createAttentionKernels(memory: WebAssembly.Memory): Promise<AttentionKernels> {
+  const { instance } = await WebAssembly.instantiate(buildAttentionModule(), { env: { memory } });
+  return instance.exports as unknown as AttentionKernels;
+}

@@ -1,0 +1,118 @@
+// From opened model files to a ready CpuRunner: which checkpoints intab's CPU kernels run (cpuRunnable: a Llama-family
+// decoder whose layer matrices are GGUF q4_0 / q8_0 blocks, the formats those kernels read without converting), the
+// weights read into the kernels' memory (hashed as read, for the saved prefix cache's key), the memory sized once for
+// weights, K/V and scratch, and a warm-up so the browser's optimizing tier has compiled the kernels before the first
+// request.
+
+import type { LoadProgress, ModelFiles } from '@intab/model';
+import { createXXHash128 } from 'hash-wasm';
+import { OnnxUnsupportedError } from '../errors.ts';
+import { tensorWeights } from '../llama-graph.ts';
+import { CpuMatmul } from '../wasm/cpu-matmul.ts';
+import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from './attention-kernel.ts';
+import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
+import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
+
+export interface CpuLoadOptions extends CpuRunnerOptions {
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** A loaded CpuRunner and what describes it. */
+export interface LoadedCpu {
+  runner: CpuRunner;
+  /** Bytes of the weights as the kernels hold them. */
+  weightBytes: number;
+  /** Matrices whose stored format the kernels do not read, re-quantized to q8_0 on load. */
+  requantized: string[];
+  /** The matrices' formats, e.g. 'q4_0' or 'q4_0, q8_0'. */
+  dtypes: string;
+}
+
+const LAYER_MATRICES = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
+
+/**
+ * Why intab's CPU kernels do not run this model, or undefined when they do: a GGUF or safetensors Llama-family decoder
+ * (no DeltaNet layers, no gated attention) whose layer matrices are all q4_0 or q8_0 and whose rows are whole blocks.
+ * @example
+ * const why = cpuRunnable(model); // undefined: loadCpuRunner runs it
+ */
+export function cpuRunnable(model: ModelFiles): string | undefined {
+  const c = model.config;
+  if (model.onnx) return 'an ONNX folder brings its own graph, which onnxruntime runs';
+  if (c.linearAttention || c.attnOutputGate) return `${c.arch}'s linear-attention layers and gated attention are not in intab's CPU kernels`;
+  if (c.hidden % 32 || c.ffn % 32 || (c.heads * c.headDim) % 32) return 'its rows are not whole 32-value blocks';
+  if (c.headDim % ATTENTION_HEAD_DIM_STEP) return `its head dimension (${c.headDim}) is not a multiple of ${ATTENTION_HEAD_DIM_STEP}`;
+  const dtypes = new Set<string>();
+  for (const [name, t] of model.tensors) if (LAYER_MATRICES.test(name)) dtypes.add(t.dtype);
+  if (dtypes.size === 0) return 'it has no layer matrices';
+  const other = [...dtypes].filter((d) => d !== 'q4_0' && d !== 'q8_0');
+  if (other.length) return `its layer matrices are ${other.join(', ')}, and intab's CPU kernels read q4_0 and q8_0 (onnxruntime runs the rest)`;
+  return undefined;
+}
+
+/**
+ * The model on intab's CPU kernels.
+ * @example
+ * const { runner } = await loadCpuRunner(await openGguf(source), { kvBudgetBytes: 64 << 20 });
+ */
+export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): Promise<LoadedCpu> {
+  const why = cpuRunnable(model);
+  if (why) throw new OnnxUnsupportedError('cpu kernels', `${why}.`);
+  const c = model.config;
+  const pageSize = o.pageSize ?? 16;
+  const pageBytes = cpuPageBytes(c, pageSize);
+  const pages = Math.floor((o.kvBudgetBytes ?? 64 << 20) / pageBytes);
+  if (pages < 1) throw new OnnxUnsupportedError('kvBudgetBytes', `${o.kvBudgetBytes} bytes hold no page of ${pageBytes} bytes: give at least one page's worth.`);
+  const maxBatch = o.maxBatch ?? 16;
+  const maxTokens = Math.max(o.maxTokensPerStep ?? 512, maxBatch);
+  const maxRows = 4 * maxBatch;
+  // One memory for weights ('split' blocks: up to 20/18 of the file's), K/V and scratch, sized before the first upload.
+  let stored = 0;
+  for (const t of model.tensors.values()) stored += t.byteLength;
+  const scratch = 4 * (maxBatch + 1) * c.maxContext + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 2 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
+  const estimate = Math.ceil(stored * 1.15) + pages * pageBytes + scratch + (1 << 20);
+  const cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536) });
+  const hash = await createXXHash128();
+  hash.init();
+  const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress });
+  const weights = await loadCpuLlamaWeights(
+    cpu,
+    c,
+    async (name) => {
+      const w = await read(name);
+      const t = model.tensors.get(name);
+      if (t && w) {
+        hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
+        hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
+      }
+      return w;
+    },
+    model.gguf ? 'model.gguf' : `${c.arch} weights`,
+    o.signal,
+  );
+  const forward = new CpuLlama(cpu, c, weights, await createAttentionKernels(cpu.memory), maxTokens, maxBatch, maxRows, pages * pageSize);
+  const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
+  await warmup(runner, c.bosId ?? 0);
+  const dtypes = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort().join(', ');
+  return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes };
+}
+
+/**
+ * A short prefill and decode steps on a scratch sequence, for at most WARMUP_MS: the browser compiles hot wasm with its
+ * optimizing tier only after it has run a while.
+ */
+async function warmup(runner: CpuRunner, token: number): Promise<void> {
+  const seq = -1;
+  const t0 = performance.now();
+  runner.alloc(seq);
+  try {
+    await runner.step([{ seq, tokens: [token, token, token, token, token, token, token, token] }]);
+    for (let i = 0; i < WARMUP_STEPS && performance.now() - t0 < WARMUP_MS; i++) await runner.step([{ seq, tokens: [token] }]);
+  } finally {
+    runner.free(seq);
+  }
+}
+
+const WARMUP_MS = 300;
+const WARMUP_STEPS = 16;
