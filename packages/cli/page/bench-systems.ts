@@ -1,5 +1,6 @@
-// `intab bench compare` in the page: intab's engine on its three backends (its WebGPU kernels on the checkpoint,
-// onnxruntime's wasm and WebGPU execution providers on the ONNX graph) and the peers (transformers.js on the same
+// `intab bench compare` in the page: intab's engine on its three backends (its WebGPU kernels on the checkpoint; on
+// onnx-wasm its CPU kernels on a q4_0 / q8_0 GGUF, else onnxruntime's wasm on the ONNX graph; onnxruntime's WebGPU
+// execution provider on the ONNX graph) and the peers (transformers.js on the same
 // ONNX folder, wasm and WebGPU; wllama on the GGUF), all loaded in this one browser sitting, then run in alternating
 // rounds (each round in a rotated order, so the adapter's drift hits every system alike) on the same seeded prompt
 // ids, greedy, EOS ignored. Every run is timed here the same way: start → first token (TTFT, prefill speed) → last
@@ -9,6 +10,7 @@
 import { requestGpu, type Gpu } from '@intab/gpu';
 import { chooseBackend, Engine, openModels, type Backend } from '@intab/engine';
 import { openOnnxFolder, urlSource, type ByteSource, type ModelFiles } from '@intab/model';
+import { cpuRunnable } from '@intab/onnx';
 import { benchPromptIds } from './bench-prompt.ts';
 import { timedRun, type Peer, type PeerRun } from './peers/types.ts';
 import { consume, loadEngine, median, report, round, type Job, type ModelRef } from './shared.ts';
@@ -28,6 +30,8 @@ export interface CompareJob {
 /** A loaded system: one greedy run of the prompt. */
 interface Runnable {
   name: string;
+  /** intab's systems: what ran the model (ModelInfo.adapter). */
+  adapter?: string;
   run(promptIds: number[], maxTokens: number): Promise<PeerRun>;
   destroy(): Promise<void>;
 }
@@ -57,13 +61,14 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
   async function load(name: string): Promise<Runnable> {
     const [system, backend] = name.split('/');
     if (system === 'intab') {
-      // The WebGPU kernels run the checkpoint; the onnx backends the very ONNX folder the peers load.
-      const onnx = backend !== 'webgpu';
+      // The WebGPU kernels run the checkpoint, and so does onnx-wasm where intab's CPU kernels read its matrices (a q4_0 /
+      // q8_0 GGUF: what createEngine runs on it); otherwise the onnx backends run the very ONNX folder the peers load.
+      const onnx = backend !== 'webgpu' && !(backend === 'onnx-wasm' && cpuRunnable(opened.model) === undefined);
       if (onnx && !job.onnxUrl) throw new Error('no ONNX folder was served');
       const model = onnx ? await openOnnxFolder(await served(job.onnxUrl!, job.onnxFiles!)) : opened.model;
       const choice = await chooseBackend(backend as Backend, model, gpuOnce);
-      const { engine } = await loadEngine(choice, job, { ...opened, model, draftModel: undefined }, { maxBatch: 1, kvBudgetBytes: 64 << 20, seed: job.seed, prefixCache: false, restoreCache: false });
-      return { name, run: (ids, n) => runEngine(engine, ids, n), destroy: () => engine.destroy() };
+      const { engine, info } = await loadEngine(choice, job, { ...opened, model, draftModel: undefined }, { maxBatch: 1, kvBudgetBytes: 64 << 20, seed: job.seed, prefixCache: false, restoreCache: false });
+      return { name, adapter: info.adapter, run: (ids, n) => runEngine(engine, ids, n), destroy: () => engine.destroy() };
     }
     if (system === 'transformers.js') {
       if (!job.onnxUrl) throw new Error('no ONNX folder was served');
@@ -100,6 +105,7 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
       report({ type: 'compare-run', bench: 'compare', ...split(sys.name), round: r, decode_tok_s: round(run.decodeTokS), prefill_tok_s: round(run.prefillTokS), ttft_ms: round(run.ttftMs), tokens: run.ids.length });
     }
   }
+  const adapters = new Map(loaded.map((sys) => [sys.name, sys.adapter]));
   for (const sys of loaded) await sys.destroy();
 
   // ---- one line per system, then the summary ----
@@ -122,6 +128,7 @@ export async function benchSystems(job: Job & CompareJob, openModel: (ref: Model
       generated_tokens: s.ids.length,
       rounds,
       load_ms: round(loadMs.get(name) ?? 0),
+      ...(adapters.get(name) ? { adapter: adapters.get(name) } : {}),
       // Ratios against ours: intab's WebGPU kernels, and (for a peer) intab on the same kind of backend.
       ...(webgpu && name !== 'intab/webgpu' ? { decode_vs_intab_webgpu: round(s.decode / webgpu.decode), prefill_vs_intab_webgpu: round(s.prefill / webgpu.prefill) } : {}),
       ...(ours ? { decode_vs_intab_same_backend: round(s.decode / ours.decode), prefill_vs_intab_same_backend: round(s.prefill / ours.prefill), ttft_vs_intab_same_backend: round(s.ttft / ours.ttft) } : {}),

@@ -70,6 +70,8 @@ export interface Job extends ModelRef, ChatJob {
   topP?: number;
   seed: number;
   quantize?: 'q8_0' | 'q4_0';
+  /** On onnx-wasm: intab's CPU kernels or onnxruntime (--cpu-kernels; LoadOptions.cpuKernels) [intab's where they run the model]. */
+  cpuKernels?: 'intab' | 'onnxruntime';
   /** What runs the model (--backend) ['webgpu']. */
   backend?: Backend;
   ignoreEos?: boolean;
@@ -157,7 +159,7 @@ export interface LoadedEngine {
  * onto onnxruntime-web; then wraps them in an engine that owns them from then on (engine.destroy() frees them; the
  * GPU device stays the caller's).
  */
-export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantize' | 'backend'>, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
+export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantize' | 'backend' | 'cpuKernels'>, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
   const t0 = performance.now();
   const progress = (which?: 'draft') => {
     let last = 0;
@@ -173,6 +175,7 @@ export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantiz
     maxBatch: Math.max(16, options.maxBatch ?? 8),
     maxTokensPerStep: options.maxTokensPerStep,
     quantize: job.quantize,
+    cpuKernels: job.cpuKernels,
     onProgress: progress(),
     onDraftProgress: progress('draft'),
   };

@@ -11,6 +11,7 @@ import { writeOnnxFolder } from './export-onnx.ts';
 import { ONNX_PREFIX, resolveModel } from './model-files.ts';
 import { llamaCppLine, llamaCppRuns } from './bench-llamacpp.ts';
 import { openGguf, openTokenizer, pathSource } from '@intab/model';
+import { cpuRunnable } from '@intab/onnx';
 import { benchPromptIds } from '../page/bench-prompt.ts';
 
 /**
@@ -64,7 +65,9 @@ export async function benchSystems(flags: Flags): Promise<number> {
   const seed = whole('seed', 0, 0, 2 ** 31 - 1);
   // The peers' ONNX folder: the model itself, or the checkpoint written as one (the graph intab's onnx backends run),
   // when a system asked runs one.
-  const runsOnnx = (s: string) => s.startsWith('intab/onnx-') || s.startsWith('transformers.js/');
+  // intab's onnx-wasm runs a GGUF its CPU kernels read (q4_0 / q8_0) itself, as createEngine does.
+  const cpuKernels = gguf && cpuRunnable(await openGguf(await pathSource(join(model.dir, model.files[0])))) === undefined;
+  const runsOnnx = (s: string) => (s.startsWith('intab/onnx-') && !(s === 'intab/onnx-wasm' && cpuKernels)) || s.startsWith('transformers.js/');
   const tmp = onnx || !systems.some(runsOnnx) ? undefined : mkdtempSync(join(tmpdir(), 'intab-compare-'));
   try {
     let onnxFiles = model.files;

@@ -8,54 +8,21 @@
 // family run as its plain-Llama neighbour is caught. Qwen3.5 (Gated DeltaNet layers beside gated attention) runs 64
 // greedy steps, so its recurrent state carries through a long decode.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { Token } from 'node-llama-cpp';
 import { dequantize, type WeightDtype } from '@intab/gpu';
-import { hfValueTransform, openGguf, pathSource, tokenizerFromGguf, type LlamaConfig, type Tokenizer } from '@intab/model';
-import { createReferenceModel, readGgufLite } from '@intab/model/reference';
+import { hfValueTransform, openGguf, pathSource, type LlamaConfig } from '@intab/model';
+import { createReferenceModel } from '@intab/model/reference';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
-import { SHARED } from './repo.ts';
-import { greedyIds, llamaCpp as oracle } from './test-llamacpp.ts';
+import { llamaCppGreedy, logProbGap, storiesTokenizer } from './test-llamacpp.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'intab-families-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const STORIES_VOCAB = join(SHARED, 'models/stories260K/stories260K-vocab-ud.gguf');
 const PROMPT = [1, 403, 261, 310, 263, 411];
 const STEPS = 16;
-
-/** llama.cpp's `steps` greedy ids after PROMPT, and its next-token probabilities after PROMPT (temperature 1, nothing cut). */
-async function llamaCpp(file: string, steps = STEPS): Promise<{ ids: number[]; probabilities: Map<number, number> }> {
-  const model = await (await oracle()).loadModel({ modelPath: file });
-  try {
-    // K and V in f32 (llama.cpp's default is f16), as intab keeps them.
-    const context = await model.createContext({ contextSize: 128, sequences: 2, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', threads: 1 });
-    try {
-      const ids = await greedyIds(context, PROMPT, steps);
-      const sampled = context.getSequence().evaluateWithMetadata(PROMPT as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0 });
-      const first = (await sampled.next()).value;
-      await sampled.return();
-      if (!first) throw new Error('llama.cpp gave no token');
-      return { ids, probabilities: first.probabilities };
-    } finally {
-      await context.dispose();
-    }
-  } finally {
-    await model.dispose();
-  }
-}
-
-/** The largest |log p - log q| over the `n` tokens llama.cpp finds likeliest (p: llama.cpp's; q: softmax of `logits`). */
-function logProbGap(probabilities: Map<number, number>, logits: Float32Array, n = 256): number {
-  const max = logits.reduce((m, v) => Math.max(m, v), -Infinity);
-  const logZ = max + Math.log(logits.reduce((sum, v) => sum + Math.exp(v - max), 0));
-  let gap = 0;
-  for (const [id, p] of [...probabilities].slice(0, n)) gap = Math.max(gap, Math.abs(Math.log(p) - (logits[id] - logZ)));
-  return gap;
-}
 
 /**
  * intab's CPU reference: greedy ids after PROMPT (the lowest id among equal logits, as llama.cpp takes: rows the
@@ -108,16 +75,12 @@ async function write(name: string, shape: SyntheticShape, dtype: WeightDtype): P
   return { file, config: model.config, tensors };
 }
 
-/** stories260K's vocabulary (512 SentencePiece tokens, from its llama.cpp GGUF): llama.cpp needs one, and a small one keeps its per-token work small. */
-let tokenizer: Tokenizer | undefined;
-const storiesTokenizer = () => (tokenizer ??= tokenizerFromGguf(readGgufLite(new Uint8Array(readFileSync(STORIES_VOCAB)), STORIES_VOCAB).metadata, STORIES_VOCAB));
-
 describe('model families: intab gives llama.cpp\'s greedy ids', () => {
   test('smollm3 (NoPE on layers 3 and 7 of 8): GGUF keys, RoPE style and the NoPE layers as llama.cpp reads them', { timeout: 120_000 }, async () => {
     const { file, config, tensors } = await write('smollm3', SMOLLM3, 'f32');
     expect(config).toMatchObject({ arch: 'smollm3', rope: { style: 'normal', noRopeLayers: [3, 7] } });
     const ours = intabGreedy(config, tensors);
-    const theirs = await llamaCpp(file);
+    const theirs = await llamaCppGreedy(file, PROMPT);
     // llama.cpp stops at the end-of-text id; what it wrote up to there is ours.
     expect(theirs.ids.length).toBeGreaterThanOrEqual(8);
     expect(ours.ids.slice(0, theirs.ids.length)).toEqual(theirs.ids);
@@ -134,7 +97,7 @@ describe('model families: intab gives llama.cpp\'s greedy ids', () => {
     const { file, config, tensors } = await write('gemma3', GEMMA3, 'f32');
     expect(config).toMatchObject({ arch: 'gemma3', activation: 'gelu_tanh', postNorms: true, qkNorm: true, slidingWindow: 4, slidingLayers: [0, 1, 2, 3, 4], embedScale: 8, rope: { style: 'neox', theta: 1000000, localTheta: 10000 } });
     const ours = intabGreedy(config, tensors);
-    const theirs = await llamaCpp(file);
+    const theirs = await llamaCppGreedy(file, PROMPT);
     expect(theirs.ids.length).toBeGreaterThanOrEqual(8);
     expect(ours.ids.slice(0, theirs.ids.length)).toEqual(theirs.ids);
     const gap = logProbGap(theirs.probabilities, ours.logits);
@@ -155,7 +118,7 @@ describe('model families: intab gives llama.cpp\'s greedy ids', () => {
     const { file, config, tensors } = await write('qwen35', QWEN35, 'f32');
     expect(config).toMatchObject({ arch: 'qwen35', attnOutputGate: true, qkNorm: true, fusedProjections: false, rope: { style: 'neox', rotaryDim: 8 }, linearAttention: { layers: [0, 1, 2], convKernel: 4, kHeads: 2, vHeads: 4, kDim: 16, vDim: 16 } });
     const ours = intabGreedy(config, tensors, QWEN35_STEPS);
-    const theirs = await llamaCpp(file, QWEN35_STEPS);
+    const theirs = await llamaCppGreedy(file, PROMPT, QWEN35_STEPS);
     expect(theirs.ids.length).toBeGreaterThanOrEqual(8);
     expect(ours.ids.slice(0, theirs.ids.length)).toEqual(theirs.ids);
     const gap = logProbGap(theirs.probabilities, ours.logits);
@@ -185,7 +148,7 @@ describe('model families: intab gives llama.cpp\'s greedy ids', () => {
     test(`${family} in ${dtype}: the same likeliest next token as llama.cpp`, { timeout: 120_000 }, async () => {
       const { file, config, tensors } = await write(family, shape, dtype);
       const ours = intabGreedy(config, tensors);
-      const theirs = await llamaCpp(file);
+      const theirs = await llamaCppGreedy(file, PROMPT);
       expect(ours.ids[0]).toBe(theirs.ids[0]);
       // Among llama.cpp's likeliest tokens (the generator repeats rows every 64 ids: exact ties, in either order).
       expect(theirs.probabilities.get(ours.ids[0])).toBe(Math.max(...theirs.probabilities.values()));

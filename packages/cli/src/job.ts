@@ -52,6 +52,9 @@ export function jobFromFlags(flags: Flags, mode: JobMode, model: ModelRef, draft
   const backend = flags.backend ?? 'webgpu';
   if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
   if (quantize !== undefined && backend.startsWith('onnx-')) throw new Error(`--quantize re-quantizes for intab's WebGPU kernels; --backend ${backend} runs the checkpoint's own weights: drop one of them`);
+  const cpuKernels = flags['cpu-kernels'];
+  if (cpuKernels !== undefined && cpuKernels !== 'intab' && cpuKernels !== 'onnxruntime') throw new Error('--cpu-kernels takes intab or onnxruntime');
+  if (cpuKernels !== undefined && backend !== 'onnx-wasm' && backend !== 'auto') throw new Error(`--cpu-kernels picks what runs a model on the CPU: give it with --backend onnx-wasm (or auto), not ${backend}`);
   const concurrency = count('concurrency');
   if (concurrency !== undefined && mode !== 'generate') throw new Error('--concurrency is for intab generate; intab bench decode takes --batch 1,2,4,8');
   let batch: number[] | undefined;
@@ -74,6 +77,7 @@ export function jobFromFlags(flags: Flags, mode: JobMode, model: ModelRef, draft
     topP: num('top-p', undefined),
     seed: num('seed', 0)!,
     quantize,
+    ...(cpuKernels ? { cpuKernels: cpuKernels as 'intab' | 'onnxruntime' } : {}),
     backend: backend as Backend,
     ignoreEos: Boolean(flags['ignore-eos']),
     promptTokens: count('prompt-tokens') ?? (mode === 'speculative' ? 32 : 64),

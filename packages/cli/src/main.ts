@@ -32,14 +32,16 @@ export const USAGE = `usage:
                  [--concurrency N] [--abort-after-tokens K]
                  [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive]
                  [--json-schema FILE [--lenient] | --json-object | --grammar FILE | --regex PATTERN]
-                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--json]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--cpu-kernels intab|onnxruntime] [--json]
       Runs the model in headless Chromium through the engine: one JSON line per token ({"id", "text"}),
       then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s,
       the backend and the adapter.
       --backend: what runs the model (the engine's LoadOptions.backend): webgpu, the default here, is intab's own
       WGSL kernels; onnx-wasm and onnx-webgpu run an ONNX graph written from the GGUF or safetensors weights on
       onnxruntime-web's wasm or WebGPU execution provider; auto is what createEngine does by default (webgpu on a
-      hardware adapter, else onnx-wasm). Not with --quantize on onnx-*, nor with --runtime node.
+      hardware adapter, else onnx-wasm). On onnx-wasm a GGUF whose layer matrices are q4_0 / q8_0 runs on intab's own
+      wasm SIMD128 kernels (--cpu-kernels onnxruntime runs the ONNX graph instead). Not with --quantize on onnx-*, nor
+      with --runtime node.
       --concurrency N runs N copies of the request at once through one engine (continuous batching): every line
       carries "stream": i, one done line per stream, then a "summary" line (aggregate tok/s, identical_ids).
       --abort-after-tokens K aborts each stream's AbortSignal after K tokens; its done line gives
@@ -57,7 +59,7 @@ export const USAGE = `usage:
       schema); --json-object to any JSON; --grammar FILE to a GBNF grammar; --regex PATTERN to a regex. JSON
       runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
-                 [--compare REF [--rounds N (3)]] [--backend webgpu|auto|onnx-wasm|onnx-webgpu]
+                 [--compare REF [--rounds N (3)]] [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--cpu-kernels intab|onnxruntime]
       Prefill and decode tok/s, the weight bytes read per token, and the GPU work of a decode step
       (dispatches_per_token, dispatches_per_step, bind_groups_per_step: intab's kernels only). --backend as for
       generate (records name it). With --batch, per batch size B: B concurrent
@@ -73,7 +75,8 @@ export const USAGE = `usage:
       batch size). The worktree is removed at the end, on failure and on Ctrl-C.
   intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]
                  [--methods ngram,self,draft] [--spec-k K (4)] [--prompt "text" | --prompt-ids 1,2,3]
-                 [--grounded-prompt "text"] [--prompt-tokens N (32)] [--repeats N (3)] [--seed S] [--json]
+                 [--grounded-prompt "text"] [--prompt-tokens N (32)] [--repeats N (3)] [--seed S] [--cpu-kernels intab|onnxruntime]
+                 [--json]
       Speculative against plain greedy decoding (ignoring EOS, max tokens each), in one engine, on two prompts:
         open      --prompt / --prompt-ids; by default a short open question for a model with a tokenizer,
                   else --prompt-tokens seeded random ids (BOS first);

@@ -1,6 +1,12 @@
-// llama.cpp as the node tier's oracle (node-llama-cpp's prebuilt CPU build): one instance per test file, and its
-// greedy ids after a prompt. Test-only.
+// llama.cpp as the node tier's oracle (node-llama-cpp's prebuilt CPU build): one instance per test file, its greedy ids
+// and next-token distribution after a prompt, its embeddings; and the small real vocabulary the decoder tests write
+// their models with. Test-only.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
+import { tokenizerFromGguf, type Tokenizer } from '@intab/model';
+import { readGgufLite } from '@intab/model/reference';
+import { SHARED } from './repo.ts';
 
 let llama: Promise<Llama> | undefined;
 
@@ -16,6 +22,44 @@ export async function greedyIds(context: LlamaContext, prompt: readonly number[]
   }
   return ids;
 }
+
+/**
+ * llama.cpp's `steps` greedy ids after `prompt` (fewer when it reaches end-of-text), and its next-token probabilities
+ * after `prompt` (temperature 1, nothing cut). K and V in f32 (llama.cpp's default is f16), as intab keeps them; one
+ * thread.
+ */
+export async function llamaCppGreedy(file: string, prompt: readonly number[], steps = 16): Promise<{ ids: number[]; probabilities: Map<number, number> }> {
+  const model = await (await llamaCpp()).loadModel({ modelPath: file });
+  try {
+    const context = await model.createContext({ contextSize: 128, sequences: 2, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', threads: 1 });
+    try {
+      const ids = await greedyIds(context, prompt, steps);
+      const sampled = context.getSequence().evaluateWithMetadata([...prompt] as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0 });
+      const first = (await sampled.next()).value;
+      await sampled.return();
+      if (!first) throw new Error('llama.cpp gave no token');
+      return { ids, probabilities: first.probabilities };
+    } finally {
+      await context.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}
+
+/** The largest |log p - log q| over the `n` tokens llama.cpp finds likeliest (p: llama.cpp's; q: softmax of `logits`). */
+export function logProbGap(probabilities: Map<number, number>, logits: Float32Array, n = 256): number {
+  const max = logits.reduce((m, v) => Math.max(m, v), -Infinity);
+  const logZ = max + Math.log(logits.reduce((sum, v) => sum + Math.exp(v - max), 0));
+  let gap = 0;
+  for (const [id, p] of [...probabilities].slice(0, n)) gap = Math.max(gap, Math.abs(Math.log(p) - (logits[id] - logZ)));
+  return gap;
+}
+
+const STORIES_VOCAB = join(SHARED, 'models/stories260K/stories260K-vocab-ud.gguf');
+let stories: Tokenizer | undefined;
+/** stories260K's vocabulary (512 SentencePiece tokens, from its llama.cpp GGUF): llama.cpp needs one, and a small one keeps its per-token work small. */
+export const storiesTokenizer = (): Tokenizer => (stories ??= tokenizerFromGguf(readGgufLite(new Uint8Array(readFileSync(STORIES_VOCAB)), STORIES_VOCAB).metadata, STORIES_VOCAB));
 
 /**
  * llama.cpp's ids ([CLS] + its tokenization + [SEP], as its embedding context wraps a text) and pooled vectors (as it

@@ -395,10 +395,11 @@ export type ModelSource =
   | { kind: 'files'; files: { name: string; blob: Blob }[] };
 
 /**
- * What runs the model: 'webgpu' is intab's own WGSL kernels; 'onnx-wasm' and 'onnx-webgpu' are onnxruntime-web's wasm
- * (CPU) and WebGPU execution providers over an ONNX graph (an ONNX folder's, or one written from the GGUF or
- * safetensors weights). 'auto' takes 'webgpu' on a hardware GPU and 'onnx-wasm' where WebGPU is missing or its only
- * adapter is a software one (there ORT's wasm kernels are faster).
+ * What runs the model: 'webgpu' is intab's own WGSL kernels; 'onnx-wasm' is the CPU: intab's own wasm SIMD128 kernels
+ * for a GGUF with q4_0 / q8_0 matrices, else onnxruntime-web's wasm over an ONNX graph (LoadOptions.cpuKernels);
+ * 'onnx-webgpu' is onnxruntime-web's WebGPU execution provider over an ONNX graph (an ONNX folder's, or one written from
+ * the GGUF or safetensors weights). 'auto' takes 'webgpu' on a hardware GPU and 'onnx-wasm' where WebGPU is missing or
+ * its only adapter is a software one (there the CPU decodes faster).
  */
 export type Backend = 'auto' | 'webgpu' | 'onnx-webgpu' | 'onnx-wasm';
 
@@ -406,6 +407,13 @@ export interface LoadOptions {
   /** What runs the model ['auto'] (ModelInfo.backend says which ran, and why). */
   backend?: Backend;
   quantize?: 'q8_0' | 'q4_0';
+  /**
+   * On 'onnx-wasm' in the browser, what runs the model: 'intab' is intab's own wasm SIMD128 kernels, which read a GGUF's
+   * q4_0 / q8_0 blocks as stored (several times fewer bytes per token than onnxruntime's f32 graph); 'onnxruntime' is
+   * the ONNX graph on onnxruntime-web. Absent: intab's kernels wherever they run the model (a Llama-family GGUF with q4_0
+   * / q8_0 layer matrices), onnxruntime elsewhere. ModelInfo.adapter says which ran.
+   */
+  cpuKernels?: 'intab' | 'onnxruntime';
   /** KV-cache bytes [128 MiB]. */
   kvBudgetBytes?: number;
   /** Most sequences per step [8]. */

@@ -186,6 +186,7 @@ export class Engine implements EngineApi {
         maxBatch: options.maxBatch ?? DEFAULTS.maxBatch,
         maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
         quantize: options.quantize,
+        cpuKernels: options.cpuKernels,
         prefixCache: options.prefixCache,
       };
       try {

@@ -45,6 +45,8 @@ export interface RunnersOptions {
   /** Most tokens in one step (the runners' activations are sized for it; at least maxBatch). */
   maxTokensPerStep?: number;
   quantize?: 'q8_0' | 'q4_0';
+  /** On 'onnx-wasm': what runs the matrices (LoadOptions.cpuKernels). */
+  cpuKernels?: 'intab' | 'onnxruntime';
   onProgress?: (p: LoadProgress) => void;
   onDraftProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
@@ -114,9 +116,9 @@ export type BackendChoice = { name: 'webgpu'; reason: string; gpu: Gpu } | { nam
 const jspi = (): boolean => typeof WebAssembly === 'object' && 'Suspending' in WebAssembly;
 
 /**
- * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and ORT's wasm
- * where WebGPU is missing or only a software adapter exists (measured: ORT wasm decodes stories260K several times
- * faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only: on its WebGPU execution provider
+ * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and the CPU
+ * ('onnx-wasm': intab's wasm kernels or ORT's, loadOnnxModel) where WebGPU is missing or only a software adapter exists
+ * (measured: ORT wasm decodes stories260K several times faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only: on its WebGPU execution provider
  * with a hardware adapter where WebAssembly JSPI exists, else on its wasm. With `o.ort` (the host's onnxruntime:
  * onnxruntime-node in Node) the ORT backends run on it instead: its CPU provider where the browser's ORT runs wasm, its
  * WebGPU provider where it has one; `request` is then the host's WebGPU (Dawn).
@@ -127,7 +129,7 @@ export async function chooseBackend(asked: Backend = 'auto', model?: ModelFiles,
   const onnxFolder = model?.onnx !== undefined;
   const ort = o.ort ? { ort: o.ort } : {};
   /** What runs a model on the CPU, in the reasons: onnxruntime-web's wasm, or the host runtime's CPU provider. */
-  const cpu = o.ort ? `${o.ort.name}'s ${o.ort.providers['onnx-wasm'] ?? 'CPU'} execution provider` : "onnxruntime's wasm";
+  const cpu = o.ort ? `${o.ort.name}'s ${o.ort.providers['onnx-wasm'] ?? 'CPU'} execution provider` : 'the CPU (wasm)';
   if (asked === 'onnx-wasm' || asked === 'onnx-webgpu') return { name: asked, reason: `backend '${asked}' was asked for${o.ort ? ` (on ${o.ort.name})` : ''}`, ...ort };
   if (asked === 'webgpu') {
     if (onnxFolder) throw new ModelSourceError(model!.onnx!.model.name, "an ONNX model runs on onnxruntime: load it with backend 'onnx-webgpu', 'onnx-wasm' or 'auto', or load the model's GGUF or safetensors on 'webgpu'");
@@ -175,29 +177,51 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
   if (o.quantize) {
     throw new InvalidRequestError('quantize', o.quantize, `absent with backend '${backend.name}' (quantize re-quantizes weights for intab's WebGPU kernels; onnxruntime runs the checkpoint's own weights)`);
   }
-  const { loadOnnxRunner } = await import('@intab/onnx');
+  const onnx = await import('@intab/onnx');
   const options = { backend: backend.name, runtime: backend.ort, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
-  const target = await loadOnnxRunner(opened.model, { ...options, onProgress: o.onProgress });
-  let draft: Awaited<ReturnType<typeof loadOnnxRunner>> | undefined;
+  const load = async (model: ModelFiles, onProgress?: (p: LoadProgress) => void): Promise<{ runner: StepRunner; weightBytes: number; adapter: string; warnings: string[] }> => {
+    if (onCpuKernels(model, backend, o.cpuKernels, onnx.cpuRunnable)) {
+      const cpu = await onnx.loadCpuRunner(model, { ...options, onProgress });
+      const warnings = cpu.requantized.length ? [`${cpu.requantized.join(', ')} ${cpu.requantized.length === 1 ? 'is' : 'are'} stored in a format intab's CPU kernels do not read, and ${cpu.requantized.length === 1 ? 'was' : 'were'} re-quantized to q8_0 on load.`] : [];
+      return { runner: cpu.runner, weightBytes: cpu.weightBytes, adapter: `intab's wasm SIMD128 kernels (${cpu.dtypes}, 1 thread)`, warnings };
+    }
+    const target = await onnx.loadOnnxRunner(model, { ...options, onProgress });
+    const threads = `${target.threads} thread${target.threads === 1 ? '' : 's'}`;
+    const { runtime, provider } = target.runs;
+    const ep = provider === 'wasm' ? `wasm (${threads})` : provider === 'webgpu' ? `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}` : `${provider.toUpperCase()} EP (${threads})`;
+    return { runner: target.runner, weightBytes: target.weightBytes, adapter: `${runtime} ${ep}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`, warnings: [] };
+  };
+  const target = await load(opened.model, o.onProgress);
+  let draft: Awaited<ReturnType<typeof load>> | undefined;
   try {
-    if (opened.draftModel) draft = await loadOnnxRunner(opened.draftModel, { ...options, onProgress: o.onDraftProgress });
+    if (opened.draftModel) draft = await load(opened.draftModel, o.onDraftProgress);
   } catch (err) {
     target.runner.destroy();
     throw err;
   }
-  const threads = `${target.threads} thread${target.threads === 1 ? '' : 's'}`;
-  const { runtime, provider } = target.runs;
-  const ep = provider === 'wasm' ? `wasm (${threads})` : provider === 'webgpu' ? `WebGPU EP${target.runner.kvLocation === 'gpu-buffer' ? ', K/V on the GPU' : ''}` : `${provider.toUpperCase()} EP (${threads})`;
   const info: ModelInfo = {
     backend: { name: backend.name, reason: backend.reason },
     ...(draft && opened.draftModel ? { draft: { arch: opened.draftModel.config.arch, layers: opened.draftModel.config.layers, hidden: opened.draftModel.config.hidden, weightBytes: draft.weightBytes } } : {}),
     ...modelFacts(opened.model.config, opened.tokenizer),
     weightBytes: target.weightBytes,
     kvPages: target.runner.kv.pages,
-    adapter: `${runtime} ${ep}; graph ${target.graph === 'built' ? 'written from the weights' : target.graph}`,
+    adapter: target.adapter,
     prefixCache: o.prefixCache !== false,
+    ...(target.warnings.length ? { warnings: target.warnings } : {}),
   };
   return { runner: target.runner, draft: draft?.runner, info };
+}
+
+/**
+ * Whether a model on an ORT backend runs on intab's own CPU kernels instead: on 'onnx-wasm' in the browser (not on a
+ * host's onnxruntime, whose native CPU provider has threads), where the kernels read its matrices as stored (q4_0 /
+ * q8_0), unless `cpuKernels` says 'onnxruntime'. `cpuKernels: 'intab'` on a model they cannot run is an error saying why.
+ */
+function onCpuKernels(model: ModelFiles, backend: Exclude<BackendChoice, { name: 'webgpu' }>, asked: RunnersOptions['cpuKernels'], runnable: (m: ModelFiles) => string | undefined): boolean {
+  if (asked === 'onnxruntime') return false;
+  const why = backend.name !== 'onnx-wasm' ? `backend '${backend.name}' runs on the GPU` : backend.ort && asked !== 'intab' ? `${backend.ort.name} runs it natively` : runnable(model);
+  if (why && asked === 'intab') throw new InvalidRequestError('cpuKernels', 'intab', `'onnxruntime' or absent for this model: intab's CPU kernels cannot run it (${why})`);
+  return why === undefined;
 }
 
 /** An embedding model's encoder on its backend, with what the main thread is told about it. */

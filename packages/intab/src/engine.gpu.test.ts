@@ -3,9 +3,13 @@
 // at once, batched), abort through the signal ends with 'abort', `break` cancels, typed errors cross the
 // worker with name and fields, OpenAI chat shapes (stories260K's HF folder as Files plus a tiny ChatML
 // tokenizer), the in-thread engine (worker: false), and destroy(). createEngine's default backend ('auto') runs
-// onnxruntime's wasm on a software adapter (SwiftShader here); the prefix cache's tests ask for intab's kernels.
+// onnxruntime's wasm on a software adapter (SwiftShader here); the prefix cache's tests ask for intab's kernels. A q4_0
+// GGUF on 'onnx-wasm' runs on intab's CPU kernels in the Worker.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { bytesSource, openGguf } from '@intab/model';
+import { loadCpuRunner } from '@intab/onnx';
 import { fixtureGguf } from '@intab/testing/fixtures';
+import { syntheticGguf } from '@intab/testing/synthetic';
 import { sharedUrl } from '@intab/testing/gpu';
 import {
   DownloadError,
@@ -479,5 +483,45 @@ describe('the model store through createEngine', () => {
     }
     expect(await requests()).toBe(before + 1);
     expect((await modelStore.list()).some((m) => m.id === 'test/stories@main/stories260K.gguf?tag=create-engine' && m.complete)).toBe(true);
+  });
+});
+
+describe("createEngine on intab's CPU kernels (a q4_0 GGUF without a hardware GPU)", () => {
+  const shape = { hidden: 64, ffn: 128, layers: 4, heads: 4, kvHeads: 2, headDim: 16, vocab: 512, ropeTheta: 10000, context: 256 };
+  const file = () => new File([syntheticGguf(shape, 'q4_0', 3, { qkScale: 4 }) as Uint8Array<ArrayBuffer>], 'tiny-q4_0.gguf');
+  const request = { promptIds: [1, 40, 300, 22, 7, 91, 400, 5], maxTokens: 24, temperature: 0, ignoreEos: true };
+
+  test("'onnx-wasm' runs it in the Worker on the CPU kernels, with the ids of the runner itself; abort stops it; cpuKernels picks onnxruntime", async () => {
+    const model = file();
+    const cpu = await createEngine({ model, backend: 'onnx-wasm', kvBudgetBytes: 1 << 20 });
+    try {
+      expect(cpu.inWorker).toBe(true);
+      expect(cpu.info).toMatchObject({ backend: { name: 'onnx-wasm' }, adapter: "intab's wasm SIMD128 kernels (q4_0, 1 thread)", prefixCache: true });
+      // The same runner loaded here, on this thread: the Worker's stream carries its ids.
+      const { runner } = await loadCpuRunner(await openGguf(bytesSource('tiny-q4_0.gguf', new Uint8Array(await model.arrayBuffer()))));
+      runner.alloc(0);
+      let [r] = await runner.step([{ seq: 0, tokens: request.promptIds }]);
+      const expected = [r.id];
+      while (expected.length < request.maxTokens) expected.push(([r] = await runner.step([{ seq: 0, tokens: [r.id] }]))[0].id);
+      runner.destroy();
+      expect(ids(await collect(cpu.generate(request)))).toEqual(expected);
+      const controller = new AbortController();
+      const chunks: Chunk[] = [];
+      for await (const c of cpu.generate(request, { signal: controller.signal })) {
+        chunks.push(c);
+        if (chunks.length === 2) controller.abort();
+      }
+      expect(chunks.at(-1)!.finishReason).toBe('abort');
+      expect(ids(chunks)).toEqual(expected.slice(0, ids(chunks).length));
+    } finally {
+      await cpu.destroy();
+    }
+    const ort = await createEngine({ model, backend: 'onnx-wasm', cpuKernels: 'onnxruntime', kvBudgetBytes: 1 << 20 });
+    try {
+      expect(ort.info.adapter).toMatch(/^onnxruntime-web wasm/);
+      expect(ids(await collect(ort.generate(request)))).toHaveLength(request.maxTokens);
+    } finally {
+      await ort.destroy();
+    }
   });
 });

@@ -9,6 +9,7 @@
 import { openTokenizer, type EncoderConfig, type EncoderFiles, type LlamaConfig, type ModelFiles } from '@intab/model';
 import { buildEncoderGraph } from './encoder-graph.ts';
 import { OnnxWriteError } from './errors.ts';
+import { keepQuantized } from './load.ts';
 import { buildLlamaGraph, tensorWeights } from './llama-graph.ts';
 
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v, null, 2) + '\n');
@@ -19,7 +20,8 @@ const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v, null, 2)
  * for (const [path, bytes] of await onnxFolderFiles(await openGguf(source))) writeFileSync(join(dir, path), bytes);
  */
 export async function onnxFolderFiles(model: ModelFiles, options: { signal?: AbortSignal } = {}): Promise<Map<string, Uint8Array>> {
-  const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors, options), { externalData: 'model.onnx_data', signal: options.signal });
+  // As loadOnnxRunner writes it: q4_0 / q8_0 kept as MatMulNBits where the f32 graph would not fit a wasm heap.
+  const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors, options), { externalData: 'model.onnx_data', signal: options.signal, matmulNBits: keepQuantized(model) });
   const files = new Map<string, Uint8Array>([['config.json', json(model.hf?.config ?? hfConfig(model.config))]]);
   if (model.hf?.tokenizerJson) files.set('tokenizer.json', json(model.hf.tokenizerJson));
   if (model.hf?.tokenizerConfig) files.set('tokenizer_config.json', json(model.hf.tokenizerConfig));
