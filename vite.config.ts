@@ -46,6 +46,8 @@ export default defineConfig({
           include: ['packages/**/*.gpu.test.ts'],
           // A local model hub (Range, CORS, LFS hashes, misbehaviour on request) for the model store's tests.
           globalSetup: ['./scripts/hub-server-setup.mjs', './scripts/embed-oracle-setup.mjs'],
+          // Opt-in benchmarks in the browser (INTAB_CPU_KERNEL_BENCH=1: the wasm matmul kernels' step timings).
+          provide: { cpuKernelBench: process.env.INTAB_CPU_KERNEL_BENCH === '1' },
           testTimeout: 120_000,
           hookTimeout: 120_000,
           browser: {

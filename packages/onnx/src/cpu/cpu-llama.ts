@@ -1,7 +1,7 @@
 // intab's forward of the Llama family on the CPU, for machines without a usable GPU: the matrices run on the wasm
 // SIMD128 kernels of ../wasm (GGUF q4_0 / q8_0 blocks read as the file stores them, x quantized to q8_0 first as
-// llama.cpp's CPU path does), everything between them (RMSNorm, RoPE, attention over paged K/V, SwiGLU/GeGLU, the
-// residual adds) in plain JS over views of the same wasm memory. One call runs every token of a step: the tokens of all
+// llama.cpp's CPU path does), attention over the paged K/V and the SwiGLU/GeGLU activation on f32x4 kernels there too,
+// and the rest (RMSNorm, RoPE, the residual adds, the softmax) in plain JS over views of the same wasm memory. One call runs every token of a step: the tokens of all
 // its sequences are the rows of one matrix, so each weight is read once per step, for a prefill chunk, a batch of
 // decoding sequences and a speculative verify entry alike. K/V live in that memory too, per layer (slots, Hkv·D) f32,
 // the slots being the PagePool's pages × page size (the layout of the other runners' caches).
@@ -14,7 +14,8 @@ import { IntabModelError, ModelMismatchError, layerWindows, type LlamaConfig } f
 import { referenceInvFreq } from '@intab/model/reference';
 import type { GraphWeight } from '../graph-builder.ts';
 import { CpuMatmul, type CpuMatmulDtype, type CpuWeight } from '../wasm/cpu-matmul.ts';
-import { ATTENTION_HEAD_DIM_STEP, type AttentionKernels } from './attention-kernel.ts';
+import { ACTIVATION_COEFFICIENTS, type ActivationKernel } from '../wasm/activation.ts';
+import { ATTENTION_HEAD_DIM_STEP, type AttentionKernels } from '../wasm/attention.ts';
 
 /** A matrix's reader: canonical name → its stored bytes (or f32 values), undefined when absent. */
 export type CpuTensorRead = (name: string) => Promise<GraphWeight | undefined>;
@@ -114,7 +115,7 @@ export async function loadCpuLlamaWeights(cpu: CpuMatmul, config: LlamaConfig, r
   if (config.tiedEmbeddings) {
     // One copy: the head's blocks in the kernels' memory, rows dequantized from there.
     output = await matrix('token_embd.weight', V, C);
-    embed = (id, out, at) => weightRow(cpu, output, id, out, at);
+    embed = (id, out, at) => cpu.weightRow(output, id, out, at);
   } else {
     output = await matrix('output.weight', V, C);
     const t = await fetch('token_embd.weight');
@@ -171,31 +172,6 @@ function dequantizeWhole(dtype: WeightDtype, data: Uint8Array, size: number, fil
   }
 }
 
-/** Row `r` of a kernel weight, dequantized into out[at..at + K). */
-function weightRow(cpu: CpuMatmul, w: CpuWeight, r: number, out: Float32Array, at: number): void {
-  const nb = w.k / 32;
-  const mem = cpu.memory.buffer;
-  if (w.layout === 'gguf') {
-    dequantizeRow(w.dtype, new Uint8Array(mem, w.ptr, w.bytes), r * rowBytes(w.dtype, w.k), w.k, out.subarray(at, at + w.k) as Float32Array<ArrayBuffer>);
-    return;
-  }
-  // 'split': f32 scales (N, K/32), then from the next 16-byte boundary the quants (N, K/32) × quantBytes.
-  const qb = w.dtype === 'q4_0' ? 16 : 32;
-  const scales = new Float32Array(mem, w.ptr + r * nb * 4, nb);
-  const quants = new Uint8Array(mem, w.ptr + Math.ceil((w.n * nb * 4) / 16) * 16 + r * nb * qb, nb * qb);
-  for (let b = 0; b < nb; b++) {
-    const d = scales[b];
-    const o = at + 32 * b;
-    if (w.dtype === 'q4_0') {
-      for (let j = 0; j < 16; j++) {
-        const q = quants[b * 16 + j];
-        out[o + j] = ((q & 15) - 8) * d;
-        out[o + 16 + j] = ((q >> 4) - 8) * d;
-      }
-    } else for (let j = 0; j < 32; j++) out[o + j] = ((quants[b * 32 + j] << 24) >> 24) * d;
-  }
-}
-
 /** Where each token of a step sits: its position, and its sequence's K/V slots. */
 export interface CpuStepTokens {
   ids: ArrayLike<number>;
@@ -226,7 +202,7 @@ export class CpuLlama {
     private readonly cpu: CpuMatmul,
     config: LlamaConfig,
     private readonly weights: CpuLlamaWeights,
-    private readonly attention: AttentionKernels,
+    private readonly kernels: { attention: AttentionKernels; activation: ActivationKernel },
     readonly maxTokens: number,
     /** Most sequences in one step. */
     readonly maxBatch: number,
@@ -323,10 +299,7 @@ export class CpuLlama {
       this.quantize(this.ptr.xb, M, C);
       this.matmul(lw.gate, this.ptr.gate, M);
       this.matmul(lw.up, this.ptr.up, M);
-      const g = v.gate;
-      const u = v.up;
-      if (c.activation === 'silu') for (let j = 0; j < M * F; j++) g[j] = (g[j] / (1 + Math.exp(-g[j]))) * u[j];
-      else for (let j = 0; j < M * F; j++) g[j] = geluTanh(g[j]) * u[j];
+      this.kernels.activation.act_mul(this.ptr.gate, this.ptr.up, M * F, ...ACTIVATION_COEFFICIENTS[c.activation]);
       this.quantize(this.ptr.gate, M, F);
       this.matmul(lw.down, this.ptr.proj, M);
       if (lw.ffnPostNorm) for (let i = 0; i < M; i++) rmsnorm(v.proj, v.proj, lw.ffnPostNorm, i * C, C, c.rmsEps);
@@ -361,7 +334,7 @@ export class CpuLlama {
     const keys = this.kvPtr + 2 * l * layerBytes;
     const values = keys + layerBytes;
     const s = this.view().scores;
-    const a = this.attention;
+    const a = this.kernels.attention;
     for (let i = 0; i < t.ids.length; i++) {
       const pos = t.positions[i];
       const lo = window === Infinity ? 0 : Math.max(0, pos - window + 1);
@@ -460,5 +433,3 @@ function applyRope(x: Float32Array, m: number, heads: number, d: number, tab: Ro
     }
   }
 }
-
-const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));

@@ -8,11 +8,12 @@
 // - a step may stop after any layer (self-speculative drafts), and a model the kernels cannot run is refused with why.
 
 import { describe, expect, test } from 'vitest';
-import { dequantize, type WeightDtype } from '@intab/gpu';
-import { bytesSource, openGguf, type ModelFiles, type StepEntry } from '@intab/model';
+import { dequantize, quantize, type WeightDtype } from '@intab/gpu';
+import { bytesSource, openGguf, type ModelFiles } from '@intab/model';
 import { createReferenceModel } from '@intab/model/reference';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
 import { cpuRunnable, loadCpuRunner } from './load-cpu.ts';
+import { checkStepInvariance } from './test-cpu-runner.ts';
 import type { CpuRunner } from './cpu-runner.ts';
 
 const BASE = { hidden: 64, ffn: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 384, ropeTheta: 10000, context: 256 };
@@ -92,55 +93,9 @@ describe('the CpuRunner against the CPU reference (f32 activations: to rounding;
 });
 
 describe('a token\'s logits do not depend on how its step is put together', () => {
-  test('one prefill chunk, token by token, batched with others, forked, rewound, pages written back: the same bits', async () => {
-    const model = await open(SHAPES.gemma3, 'q4_0', 4);
-    const { runner } = await loadCpuRunner(model, { kvBudgetBytes: 1 << 20, maxBatch: 8, pageSize: 4 });
-    const V = model.config.vocab;
-    const all = [...PROMPT, 7, 300, 12];
-    // The reference run: the whole text as one chunk.
-    runner.alloc(0);
-    const whole = await rowsOf(runner, 0, all);
-    const row = (t: number) => whole.subarray(t * V, (t + 1) * V);
-    // Token by token.
-    runner.alloc(1);
-    for (let t = 0; t < all.length; t++) {
-      const [r] = await runner.step([{ seq: 1, tokens: [all[t]] }], { logits: true });
-      expect(r.logits, `token ${t}`).toEqual(row(t));
-    }
-    // Batched: a prefill chunk of one sequence beside a decode of another and a verify entry of a third.
-    runner.alloc(2);
-    runner.alloc(3);
-    await runner.step([{ seq: 2, tokens: all.slice(0, 10) }]);
-    const entries: StepEntry[] = [
-      { seq: 3, tokens: all.slice(0, 17) },
-      { seq: 2, tokens: all.slice(10, 13), verify: [GREEDY, GREEDY, GREEDY] },
-      { seq: 1, tokens: [5] },
-    ];
-    const [a, b] = await runner.step(entries, { logits: true });
-    expect(a.logits).toEqual(row(16));
-    expect(b.logits!.subarray(0, 3 * V)).toEqual(whole.subarray(10 * V, 13 * V));
-    // Forked after 17 tokens (pages shared, the partial last page copied on write), then each appends.
-    runner.fork(3, 4);
-    const [c, d] = await runner.step([{ seq: 3, tokens: [all[17]] }, { seq: 4, tokens: [all[17]] }], { logits: true });
-    expect(c.logits).toEqual(row(17));
-    expect(d.logits).toEqual(row(17));
-    // Rewound over a page boundary, then the same tokens again.
-    runner.rewind(4, 6);
-    expect(runner.kv.length(4)).toBe(12);
-    const again = await rowsOf(runner, 4, all.slice(12, 20));
-    expect(again).toEqual(whole.subarray(12 * V, 20 * V));
-    // The K/V of seq 0's pages read, overwritten with zeros, then written back: its next token is as if recomputed.
-    const pages = [...runner.kv.pagesOf(0)];
-    const bytes = await runner.pageIO.read(pages);
-    await runner.pageIO.write(pages, new Uint8Array(bytes.byteLength));
-    await runner.pageIO.write(pages, bytes);
-    const [e] = await runner.step([{ seq: 0, tokens: [9] }], { logits: true });
-    runner.alloc(5);
-    const fresh = await rowsOf(runner, 5, [...all, 9]);
-    expect(e.logits).toEqual(fresh.subarray(all.length * V));
-    expect(new Set(runner.kv.pagesOf(0)).size).toBe(runner.kv.pagesOf(0).length);
-    runner.destroy();
-  });
+  for (const dtype of ['q4_0', 'q8_0'] as const) {
+    test(`${dtype}: one prefill chunk, token by token, batched with others, forked, rewound, pages written back: the same bits`, () => checkStepInvariance(dtype));
+  }
 });
 
 describe('what the CPU kernels run', () => {
@@ -150,5 +105,20 @@ describe('what the CPU kernels run', () => {
     const f32 = await open(SHAPES.llama, 'f32');
     expect(cpuRunnable(f32)).toMatch(/f32/);
     await expect(loadCpuRunner(f32)).rejects.toThrow(/layer matrices are f32/);
+  });
+
+  test('a head in another format (f16 here, q6_K in real q4_0 files) is re-quantized to q8_0 and said so; the logits stay', async () => {
+    const model = await open(SHAPES.qwen3, 'q4_0');
+    const f32 = await f32Tensors(model);
+    const head = model.tensors.get('token_embd.weight')!;
+    const f16 = quantize('f16', f32.get('token_embd.weight')!, head.shape[0], head.shape[1]);
+    const tensors = new Map(model.tensors);
+    tensors.set('token_embd.weight', { ...head, dtype: 'f16', source: bytesSource('head.f16', f16), offset: 0, byteLength: f16.byteLength });
+    const { runner, requantized } = await loadCpuRunner({ ...model, tensors }, { kvBudgetBytes: 1 << 20, maxBatch: 8 });
+    expect(requantized).toEqual(['token_embd.weight']);
+    const ref = createReferenceModel(model.config, (n) => f32.get(n));
+    runner.alloc(0);
+    const errors = rowErrors(await rowsOf(runner, 0, PROMPT), ref.logitsAll(PROMPT, 0), model.config.vocab);
+    expect(median(errors)).toBeLessThan(0.05);
   });
 });

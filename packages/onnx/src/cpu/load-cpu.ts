@@ -9,7 +9,8 @@ import { createXXHash128 } from 'hash-wasm';
 import { OnnxUnsupportedError } from '../errors.ts';
 import { tensorWeights } from '../llama-graph.ts';
 import { CpuMatmul } from '../wasm/cpu-matmul.ts';
-import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from './attention-kernel.ts';
+import { createActivationKernel } from '../wasm/activation.ts';
+import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
 import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
 import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
 
@@ -91,7 +92,8 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
     model.gguf ? 'model.gguf' : `${c.arch} weights`,
     o.signal,
   );
-  const forward = new CpuLlama(cpu, c, weights, await createAttentionKernels(cpu.memory), maxTokens, maxBatch, maxRows, pages * pageSize);
+  const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory) };
+  const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
   await warmup(runner, c.bosId ?? 0);
   const dtypes = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort().join(', ');

@@ -1,38 +1,29 @@
-// Opt-in benchmark (INTAB_CPU_KERNEL_BENCH=1) of the wasm SIMD128 matmul kernels against onnxruntime-web's f32
-// MatMul (wasm EP, one thread) on the shapes of SmolLM2-135M and Qwen3-0.6B, in Node (V8's wasm engine, as in
-// Chromium). One JSON line per (shape, system): ms per call (min and median over interleaved rounds) and GB/s of
-// weights read; then one line per model summing a decode step's matrices (layers × per-layer + head). Times are of
-// quantize_x + the kernel on data already in wasm memory (what a runner holding x in its memory pays), and of
-// session.run for ORT (including its per-call overhead, which a graph node pays in part). Not a pass/fail test.
+// Opt-in benchmark (INTAB_CPU_KERNEL_BENCH=1) of the wasm SIMD128 matmul kernels on the shapes of SmolLM2-135M and
+// Qwen3-0.6B, in Node (V8's wasm engine, as in Chromium), one thread: the original kernel ('old': i16 dots, decode
+// tiles 2×1, prefill tiles 1×4) against the current ones (every kernel this engine runs, CpuMatmul's default tiles),
+// all timed in one run with rounds interleaved. One JSON line per (shape, M, system): ms per call (min and median);
+// then one line per (model, dtype, system) summing a decode step's matrices (layers × per-layer + head, M = 1) and a
+// 64-token prefill step's (layers × per-layer at M = 64 + the head for the last token only, as llama.cpp computes
+// logits). Times are of quantize_x + the kernel on data already in wasm memory (what a runner holding x in its memory
+// pays); a matrix timed alone stays in cache across calls, so last comes a whole decode step per (model, dtype,
+// system) with every layer's weights of its own, read from memory as in a real step ('cpu-kernels-decode-streamed'). Node 20 has relaxed SIMD only behind --experimental-wasm-relaxed-simd (not allowed in NODE_OPTIONS), so the
+// bench sets that V8 flag itself unless INTAB_CPU_KERNEL_RELAXED=0; there 'relaxed16' runs (the add form computes
+// wrong sums in that V8). INTAB_CPU_KERNEL_ORT=1 adds onnxruntime-web's f32 MatMul (wasm EP) at M = 1;
+// INTAB_CPU_KERNEL_SWEEP=1 runs the tile-shape sweep instead. Not a pass/fail test.
 
+import v8 from 'node:v8';
 import * as ort from 'onnxruntime-web';
 import { describe, test } from 'vitest';
-import { mulberry32 } from '@intab/gpu';
-import { randomF32, randomWeights } from '@intab/gpu/reference';
+import { randomF32 } from '@intab/gpu/reference';
 import { IR_VERSION, OPSET } from '../graph-builder.ts';
 import { DataType, encodeModel } from '../onnx-proto.ts';
-import { CpuMatmul, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
+import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type CpuMatmulOptions, type WeightLayout } from './cpu-matmul.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './cpu-matmul-bench.ts';
+
+if (process.env.INTAB_CPU_KERNEL_RELAXED !== '0' && relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = 'error';
-
-interface ModelShape {
-  readonly model: string;
-  readonly layers: number;
-  /** Per layer: [N, K, count] of each matrix a decode step multiplies. */
-  readonly perLayer: readonly [n: number, k: number, label: string][];
-  /** The LM head: [N, K]. */
-  readonly head: readonly [n: number, k: number];
-}
-
-// SmolLM2-135M: C 576, H 9 × D 64, Hkv 3, F 1536, L 30, tied embeddings (vocab 49,152 in the real model; 151,669
-// with the Qwen3 tokenizer that `make-model --tokenizer qwen3` puts in, as the llama.cpp comparison runs).
-// Qwen3-0.6B: C 1024, H 16 × D 128, Hkv 8, F 3072, L 28, vocab 151,936.
-const MODELS: readonly ModelShape[] = [
-  { model: 'smollm2-135m', layers: 30, perLayer: [[576, 576, 'q'], [192, 576, 'k'], [192, 576, 'v'], [576, 576, 'o'], [1536, 576, 'gate'], [1536, 576, 'up'], [576, 1536, 'down']], head: [49152, 576] },
-  { model: 'smollm2-135m (qwen3 vocab)', layers: 30, perLayer: [[576, 576, 'q'], [192, 576, 'k'], [192, 576, 'v'], [576, 576, 'o'], [1536, 576, 'gate'], [1536, 576, 'up'], [576, 1536, 'down']], head: [151669, 576] },
-  { model: 'qwen3-0.6b', layers: 28, perLayer: [[2048, 1024, 'q'], [1024, 1024, 'k'], [1024, 1024, 'v'], [1024, 2048, 'o'], [3072, 1024, 'gate'], [3072, 1024, 'up'], [1024, 3072, 'down']], head: [151936, 1024] },
-];
 
 /** ORT's f32 MatMul x (1, K) · W (K, N) as a one-node graph, W an initializer. */
 async function ortMatmul(n: number, k: number): Promise<{ run: () => Promise<void>; release: () => Promise<void> }> {
@@ -59,114 +50,86 @@ async function ortMatmul(n: number, k: number): Promise<{ run: () => Promise<voi
   };
 }
 
-/** Our kernel on a weight matrix already in wasm memory: quantize x, then gemv (M = 1) or gemm. */
-function ourMatmul(cpu: CpuMatmul, dtype: CpuMatmulDtype, layout: WeightLayout, n: number, k: number, m: number, tiling: 'gemv' | 'gemm' = 'gemv'): { call: () => void; bytes: number } {
-  const w = cpu.weight(dtype, randomWeights(dtype, n, k, mulberry32(n + k)), n, k, layout);
-  const x = cpu.upload(new Uint8Array(randomF32(m * k, 5).buffer));
-  const xq = cpu.alloc(2 * m * k);
-  const xd = cpu.alloc((m * k) / 8);
-  const y = cpu.alloc(4 * m * n);
-  const call = () => {
-    cpu.quantizeX(x, xq, xd, (m * k) / 32);
-    cpu.raw(w, xq, xd, y, m, tiling);
-  };
-  return { call, bytes: w.bytes };
-}
-
-const stats = (v: number[]) => {
-  const s = [...v].sort((a, b) => a - b);
-  return { min: s[0], median: s[s.length >> 1] };
-};
-const r4 = (v: number) => Math.round(v * 1e4) / 1e4;
-
-describe.skipIf(!process.env.INTAB_CPU_KERNEL_BENCH)('bench cpu-kernels', () => {
-  test('gemv q4_0 / q8_0 (wasm SIMD128) vs ORT f32 MatMul, one thread', async () => {
+describe.skipIf(!process.env.INTAB_CPU_KERNEL_BENCH || process.env.INTAB_CPU_KERNEL_SWEEP)('bench cpu-kernels', () => {
+  test('decode (M = 1) and prefill (M = 64) step sums, old vs new kernels, one thread', async () => {
     const rounds = Number(process.env.INTAB_CPU_KERNEL_ROUNDS ?? 7);
-    const withOrt = process.env.INTAB_CPU_KERNEL_ORT !== '0';
-    const rowsVariants = (process.env.INTAB_CPU_KERNEL_ROWS ?? '4').split(',').map(Number);
-    const layouts = (process.env.INTAB_CPU_KERNEL_LAYOUTS ?? 'gguf,split').split(',') as WeightLayout[];
-    const shapes = new Map<string, [number, number]>();
-    for (const mdl of MODELS) for (const [n, k] of [...mdl.perLayer.map(([n, k]) => [n, k] as const), mdl.head]) shapes.set(`${n}x${k}`, [n, k]);
-    const msPerCall = new Map<string, number>(); // `${system}|${n}x${k}` → median ms
-    const msMin = new Map<string, number>(); // … → min ms
-    for (const [key, [n, k]] of shapes) {
-      const systems: { name: string; bytes: number; call: () => void | Promise<void>; release?: () => Promise<void> }[] = [];
-      for (const rows of rowsVariants) {
-        for (const layout of layouts) {
-          for (const dtype of ['q4_0', 'q8_0'] as const) {
-            const cpu = await CpuMatmul.create({ rows });
-            const { call, bytes } = ourMatmul(cpu, dtype, layout, n, k, 1);
-            systems.push({ name: `intab-wasm-simd/${dtype}/${layout}${rowsVariants.length > 1 ? `/rows${rows}` : ''}`, bytes, call });
+    const prefillM = Number(process.env.INTAB_CPU_KERNEL_PREFILL_M ?? 64);
+    const dtypes = (process.env.INTAB_CPU_KERNEL_DTYPES ?? 'q4_0,q8_0').split(',') as CpuMatmulDtype[];
+    const models = MODELS.filter((mdl) => !process.env.INTAB_CPU_KERNEL_MODELS || process.env.INTAB_CPU_KERNEL_MODELS.split(',').includes(mdl.model));
+    const withOrt = process.env.INTAB_CPU_KERNEL_ORT === '1';
+    const systems = benchSystems(process.env.INTAB_CPU_KERNEL_KERNELS?.split(',') as CpuKernel[] | undefined);
+    const ms = new Map<string, Timing>(); // `${system}/${dtype}|${n}x${k}@${m}` → ms per call
+    for (const [key, [n, k, m]] of stepJobs(models, prefillM)) {
+      for (const dtype of dtypes) {
+        const calls = new Map<string, () => void | Promise<void>>();
+        const bytes = new Map<string, number>();
+        const blocks = benchWeights(dtype, n, k);
+        for (const s of systems) {
+          const o = benchCall(await CpuMatmul.create(s.options), dtype, blocks, n, k, m);
+          calls.set(s.name, o.call);
+          bytes.set(s.name, o.bytes);
+        }
+        let release: (() => Promise<void>) | undefined;
+        if (withOrt && m === 1 && dtype === dtypes[0] && n * k * 4 < 2 ** 30) {
+          const o = await ortMatmul(n, k);
+          calls.set('ort-web-wasm/f32-MatMul', o.run);
+          release = o.release;
+        }
+        for (const [name, t] of await timeInterleaved(calls, rounds)) {
+          const sys = name.startsWith('ort') ? name : `${name}/${dtype}`;
+          ms.set(`${sys}|${key}`, t);
+          const b = bytes.get(name) ?? n * k * 4;
+          console.log(JSON.stringify({ bench: 'cpu-kernels', system: sys, n, k, m, threads: 1, ms_min: r4(t.min), ms_median: r4(t.median), gbps_median: r4(b / t.median / 1e6), gmacs_median: r4((n * k * m) / t.median / 1e6), calls_per_timing: t.iters, rounds }));
+        }
+        await release?.();
+      }
+    }
+    for (const line of stepSums(models, ms, prefillM)) console.log(JSON.stringify(line));
+    // whole decode steps with weights streamed from memory (each layer's matrices its own copies)
+    for (const mdl of models) {
+      for (const dtype of dtypes) {
+        const calls = new Map<string, () => void>();
+        const bytes = new Map<string, number>();
+        for (const s of systems) {
+          const o = await streamedDecodeStep(s.options, mdl, dtype);
+          calls.set(s.name, o.call);
+          bytes.set(s.name, o.bytes);
+        }
+        for (const [name, t] of await timeInterleaved(calls, rounds)) {
+          console.log(JSON.stringify({ bench: 'cpu-kernels-decode-streamed', system: `${name}/${dtype}`, model: mdl.model, ms_min: r4(t.min), ms_median: r4(t.median), weight_mb: r4(bytes.get(name)! / 1e6), gbps_median: r4(bytes.get(name)! / t.median / 1e6), rounds }));
+        }
+      }
+    }
+  }, 3_600_000);
+});
+
+describe.skipIf(!process.env.INTAB_CPU_KERNEL_BENCH || !process.env.INTAB_CPU_KERNEL_SWEEP)('bench cpu-kernel tiles', () => {
+  test('tile shapes per kernel: decode R×1 at M = 1, prefill R×T at M = 64', async () => {
+    const rounds = Number(process.env.INTAB_CPU_KERNEL_ROUNDS ?? 5);
+    const kernels = (process.env.INTAB_CPU_KERNEL_KERNELS?.split(',') ?? availableKernels().filter((k) => k !== 'i8')) as CpuMatmulOptions['kernel'][];
+    const dtypes = (process.env.INTAB_CPU_KERNEL_DTYPES ?? 'q4_0,q8_0').split(',') as CpuMatmulDtype[];
+    const layouts = (process.env.INTAB_CPU_KERNEL_LAYOUTS ?? 'split,split4').split(',') as WeightLayout[];
+    // 'split4' takes rows in its groups of 4: only its token count varies
+    const decodeTiles = (layout: WeightLayout): [number, number][] => (layout === 'split4' ? [[4, 1]] : [1, 2, 3, 4, 6].map((r) => [r, 1]));
+    const prefillTiles = (layout: WeightLayout): [number, number][] =>
+      layout === 'split4' ? [1, 2, 3, 4, 5, 6, 8].map((t) => [4, t]) : [[1, 4], [2, 2], [2, 3], [2, 4], [3, 2], [3, 3], [3, 4], [4, 2], [4, 3], [4, 4], [2, 6], [1, 8], [2, 8]];
+    for (const dtype of dtypes) {
+      for (const kernel of kernels) {
+        for (const [n, k, m] of [[1536, 576, 1], [576, 1536, 1], [1536, 576, 64], [576, 1536, 64]] as const) {
+          const calls = new Map<string, () => void>();
+          const blocks = benchWeights(dtype, n, k);
+          for (const layout of layouts) {
+            for (const [r, t] of m === 1 ? decodeTiles(layout) : prefillTiles(layout)) {
+              // T = 1 tiles at M = 64 run through the decode kernel
+              const options: CpuMatmulOptions = t === 1 ? { kernel, layout, rows: r } : layout === 'split4' ? { kernel, layout, tokens: t } : { kernel, layout, prefillRows: r, tokens: t };
+              calls.set(`${layout}/${r}x${t}`, benchCall(await CpuMatmul.create(options), dtype, blocks, n, k, m, t === 1 ? 'gemv' : 'gemm').call);
+            }
+          }
+          for (const [tile, t] of await timeInterleaved(calls, rounds)) {
+            console.log(JSON.stringify({ bench: 'cpu-kernel-tiles', kernel, dtype, tile, n, k, m, ms_min: r4(t.min), ms_median: r4(t.median), gmacs_median: r4((n * k * m) / t.median / 1e6) }));
           }
         }
       }
-      if (withOrt && n * k * 4 < 2 ** 30) {
-        const o = await ortMatmul(n, k);
-        systems.push({ name: 'ort-web-wasm/f32-MatMul', bytes: n * k * 4, call: o.run, release: o.release });
-      }
-      // calls per timing so one timing lasts ≥ ~20 ms; warm up (JIT tier-up, first-touch of memory) first
-      const iters = new Map<string, number>();
-      for (const s of systems) {
-        await s.call();
-        const t0 = performance.now();
-        await s.call();
-        iters.set(s.name, Math.max(1, Math.ceil(20 / Math.max(performance.now() - t0, 1e-3))));
-      }
-      const times = new Map<string, number[]>(systems.map((s) => [s.name, []]));
-      for (let round = 0; round < rounds; round++) {
-        for (const s of systems) {
-          const it = iters.get(s.name)!;
-          const t0 = performance.now();
-          for (let i = 0; i < it; i++) await s.call();
-          times.get(s.name)!.push((performance.now() - t0) / it);
-        }
-      }
-      for (const s of systems) {
-        const { min, median } = stats(times.get(s.name)!);
-        msPerCall.set(`${s.name}|${key}`, median);
-        msMin.set(`${s.name}|${key}`, min);
-        console.log(JSON.stringify({ bench: 'cpu-kernels', system: s.name, n, k, m: 1, threads: 1, ms_min: r4(min), ms_median: r4(median), weight_bytes: s.bytes, gbps_median: r4(s.bytes / median / 1e6), gbps_best: r4(s.bytes / min / 1e6), calls_per_timing: iters.get(s.name), rounds }));
-        await s.release?.();
-      }
     }
-    // a decode step's matmuls: layers × per-layer matrices + head (attention, norms, rope, sampling not included)
-    const systemNames = [...new Set([...msPerCall.keys()].map((key) => key.split('|')[0]))];
-    for (const mdl of MODELS) {
-      for (const sys of systemNames) {
-        const t = (n: number, k: number) => msPerCall.get(`${sys}|${n}x${k}`);
-        const layer = mdl.perLayer.map(([n, k]) => t(n, k));
-        const head = t(...mdl.head);
-        if (layer.some((v) => v === undefined) || head === undefined) continue;
-        const layerMs = layer.reduce((a, b) => a! + b!, 0)!;
-        const stepMs = mdl.layers * layerMs + head;
-        const best = (n: number, k: number) => msMin.get(`${sys}|${n}x${k}`)!;
-        const bestMs = mdl.layers * mdl.perLayer.reduce((a, [n, k]) => a + best(n, k), 0) + best(...mdl.head);
-        console.log(JSON.stringify({ bench: 'cpu-kernels-model', system: sys, model: mdl.model, layers: mdl.layers, head: mdl.head, layer_ms: r4(layerMs), head_ms: r4(head), matmul_ms_per_token: r4(stepMs), matmul_bound_tok_s: r4(1000 / stepMs), matmul_ms_per_token_from_mins: r4(bestMs), matmul_bound_tok_s_from_mins: r4(1000 / bestMs) }));
-      }
-    }
-  }, 1_800_000);
-
-  test('prefill: gemm (1 row × 4 tokens) vs the decode tiling (4 rows × 1 token) on M = 32 tokens', async () => {
-    const rounds = Number(process.env.INTAB_CPU_KERNEL_ROUNDS ?? 7);
-    const m = 32;
-    for (const [n, k] of [[1536, 576], [576, 1536], [3072, 1024], [1024, 3072]] as const) {
-      for (const dtype of ['q4_0', 'q8_0'] as const) {
-        const cpu = await CpuMatmul.create();
-        const systems = (['gemv', 'gemm'] as const).map((tiling) => ({ tiling, ...ourMatmul(cpu, dtype, 'split', n, k, m, tiling) }));
-        for (const s of systems) s.call(); // warm up
-        const times = new Map<string, number[]>(systems.map((s) => [s.tiling, []]));
-        for (let round = 0; round < rounds; round++) {
-          for (const s of systems) {
-            const t0 = performance.now();
-            for (let i = 0; i < 3; i++) s.call();
-            times.get(s.tiling)!.push((performance.now() - t0) / 3);
-          }
-        }
-        for (const s of systems) {
-          const { min, median } = stats(times.get(s.tiling)!);
-          console.log(JSON.stringify({ bench: 'cpu-kernels-prefill', system: `intab-wasm-simd/${dtype}/split`, tiling: s.tiling, n, k, m, threads: 1, ms_min: r4(min), ms_median: r4(median), ms_per_token_min: r4(min / m), rounds }));
-        }
-      }
-    }
-  }, 1_800_000);
+  }, 3_600_000);
 });

@@ -1,17 +1,26 @@
 // The wasm SIMD128 matmul kernels against their CPU twin (reference.ts): the activation quantizer bit-exact with
-// ggml's q8_0 codec, and gemv/gemm within the f32 rounding bound of the exact integer-dot sum, on seeded random
-// blocks, ragged N / M / K and adversarial blocks; plus a looser check against the f32 product of the dequantized
-// weights and the unquantized x (the error llama.cpp's CPU path accepts by quantizing x).
+// ggml's q8_0 codec (both x layouts), and gemv/gemm within the f32 rounding bound of the exact integer-dot sum, for
+// every kernel (relaxed SIMD, i16, i8) and tile shape, on seeded random blocks, ragged N / M / K and adversarial
+// blocks; plus a looser check against the f32 product of the dequantized weights and the unquantized x (the error
+// llama.cpp's CPU path accepts by quantizing x), and weightRow's rows in every layout. Node 20 gates relaxed SIMD
+// behind a V8 flag, which is set here (and computes its add form wrong: the 'relaxed' kernel is tested in Chromium,
+// cpu-matmul.gpu.test.ts).
 
+import v8 from 'node:v8';
 import { describe, expect, test } from 'vitest';
 import { ShapeError, dequantize, f16ToF32, f32ToF16, mulberry32, quantize } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
-import { CpuMatmul, buildCpuMatmulModule, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
+import { CpuMatmul, availableKernels, buildCpuMatmulModule, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
 import { cpuMatmulTwin } from './reference.ts';
 import { Code, I32, WasmModule, sleb, uleb } from './wasm-module.ts';
 
 const DTYPES: CpuMatmulDtype[] = ['q8_0', 'q4_0'];
-const LAYOUTS: WeightLayout[] = ['gguf', 'split'];
+const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4'];
+
+// Node 20's V8 has relaxed SIMD behind --experimental-wasm-relaxed-simd; a wasm feature flag takes effect for modules
+// compiled after it is set, so the relaxed kernels are tested here too (Chromium ships it on; cpu-matmul.gpu.test.ts).
+if (relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+const KERNELS: CpuKernel[] = availableKernels();
 
 /**
  * |kernel − twin| ≤ (K/32 + 4)·2^-23·absSum: per block the kernel rounds d_w·d_x and its product with the (exact)
@@ -33,9 +42,11 @@ function expectTwin(y: Float32Array, twin: { y: Float64Array; absSum: Float64Arr
   }
 }
 
-/** Seeded q8_0/q4_0 weights (random quants, scales ~0.05/8) and N(0, 1) activations. */
+/** Seeded q8_0/q4_0 weights (random quants, scales ~0.05/8; q8_0 without −128) and N(0, 1) activations. */
 function inputs(dtype: CpuMatmulDtype, n: number, k: number, m: number, seed: number) {
   const w = randomWeights(dtype, n, k, mulberry32(seed));
+  // random q8_0 quants include −128, which ggml never writes and the relaxed kernels hand to the i16 dot (tested apart)
+  if (dtype === 'q8_0') for (let o = 0; o < w.length; o += 34) for (let j = 2; j < 34; j++) if (w[o + j] === 0x80) w[o + j] = 0x81;
   const x = randomF32(m * k, seed + 1);
   return { w, x };
 }
@@ -62,32 +73,52 @@ describe('wasm module builder', () => {
     expect((exports.muladd as (a: number, b: number) => number)(7, 6)).toBe(37);
   });
 
-  test('every tile configuration validates', () => {
-    for (const [r, t] of [[1, 1], [2, 1], [4, 4], [3, 2], [1, 4]]) expect(WebAssembly.validate(buildCpuMatmulModule(r, t)), `${r}×${t}`).toBe(true);
+  test('relaxed SIMD is on for these tests (the flag took effect)', () => {
+    expect(KERNELS).toContain('relaxed16');
+  });
+
+  test('every kernel and tile configuration validates', () => {
+    for (const kernel of KERNELS) {
+      for (const [rows, prefillRows, tokens] of [[1, 1, 1], [2, 1, 4], [4, 4, 4], [3, 3, 2], [1, 2, 8], [4, 2, 4]]) {
+        for (const streams of [1, 2, 3, 4, 8]) expect(WebAssembly.validate(buildCpuMatmulModule({ kernel, rows, prefillRows, tokens, streams })), `${kernel} ${rows}, ${prefillRows}×${tokens}, ${streams} streams`).toBe(true);
+      }
+    }
   });
 });
 
 describe('quantize_x', () => {
-  /** Runs the wasm quantizer and checks every quant and scale against ggml's codec. */
-  async function expectQuantizeExact(x: Float32Array): Promise<void> {
-    const cpu = await CpuMatmul.create();
+  /**
+   * Runs the wasm quantizer and checks every quant and scale against ggml's codec, in the kernel's x layout ('i16':
+   * i16 quants; 'i8': i8 quants at +0 of each 64-byte slot, the i32 −8·Σq at +32 and zeros to +48).
+   */
+  async function expectQuantizeExact(x: Float32Array, kernel: CpuKernel): Promise<void> {
+    const cpu = await CpuMatmul.create({ kernel });
     const blocks = x.length / 32;
     const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
     const xq = cpu.alloc(2 * x.length);
     const xd = cpu.alloc(4 * blocks);
     cpu.quantizeX(xp, xq, xd, blocks);
-    const q = new Int16Array(cpu.memory.buffer, xq, x.length);
+    const q16 = new Int16Array(cpu.memory.buffer, xq, x.length);
+    const q8 = new Int8Array(cpu.memory.buffer, xq, 2 * x.length);
+    const corr = new Int32Array(cpu.memory.buffer, xq, x.length / 2);
     const d = new Float32Array(cpu.memory.buffer, xd, blocks);
     const ref = quantize('q8_0', x, 1, x.length);
     for (let b = 0; b < blocks; b++) {
       const refD = f16ToF32(ref[b * 34] | (ref[b * 34 + 1] << 8));
       expect(d[b], `scale of block ${b}`).toBe(refD);
-      for (let j = 0; j < 32; j++) expect(q[b * 32 + j], `quant ${b * 32 + j} (x = ${x[b * 32 + j]})`).toBe((ref[b * 34 + 2 + j] << 24) >> 24);
+      let sum = 0;
+      for (let j = 0; j < 32; j++) {
+        const want = (ref[b * 34 + 2 + j] << 24) >> 24;
+        sum += want;
+        const got = kernel === 'i16' ? q16[b * 32 + j] : q8[b * 64 + j];
+        expect(got, `quant ${b * 32 + j} (x = ${x[b * 32 + j]})`).toBe(want);
+      }
+      if (kernel !== 'i16') expect([...corr.slice(b * 16 + 8, b * 16 + 12)], `−8·Σq of block ${b}, then zeros`).toEqual([-8 * sum || 0, 0, 0, 0]);
     }
   }
 
   test('bit-exact with the q8_0 codec on random x', async () => {
-    await expectQuantizeExact(randomF32(32 * 37, 7));
+    for (const kernel of KERNELS) await expectQuantizeExact(randomF32(32 * 37, 7), kernel);
   });
 
   test('bit-exact on ties, zeros, outliers, f16-subnormal and f16-overflowing scales', async () => {
@@ -103,12 +134,22 @@ describe('quantize_x', () => {
     for (let j = 0; j < 32; j++) x[128 + j] = j === 3 ? 1e7 : j;
     // block 5: d on f16 rounding ties (amax = 127·(1 + 2^-11) rounds half-even to 1)
     for (let j = 0; j < 32; j++) x[160 + j] = j === 0 ? 127 * (1 + 2 ** -11) : -j;
-    await expectQuantizeExact(x);
+    for (const kernel of KERNELS) await expectQuantizeExact(x, kernel);
   });
 });
 
+/** y = x·Wᵀ through quantizeX and raw with the tiling named (either tiling takes any M). */
+function runTiling(cpu: CpuMatmul, w: ReturnType<CpuMatmul['weight']>, x: Float32Array, m: number, tiling: 'gemv' | 'gemm'): Float32Array {
+  const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+  const { xq, xd } = cpu.scratchBytes(m, w.k);
+  const [xqp, xdp, yp] = [cpu.alloc(xq), cpu.alloc(xd), cpu.alloc(4 * m * w.n)];
+  cpu.quantizeX(xp, xqp, xdp, (m * w.k) / 32);
+  cpu.raw(w, xqp, xdp, yp, m, tiling);
+  return new Float32Array(cpu.memory.buffer, yp, m * w.n).slice();
+}
+
 describe('gemv and gemm against the twin', () => {
-  // ragged N (not a multiple of the 4-row tile), K a multiple of 32, M around the 4-token tile
+  // ragged N (not a multiple of the row tiles), K a multiple of 32, M around and past the token tiles
   const SHAPES: [n: number, k: number, m: number][] = [
     [1, 32, 1],
     [3, 64, 1],
@@ -119,17 +160,26 @@ describe('gemv and gemm against the twin', () => {
     [6, 128, 4],
     [9, 224, 5],
     [11, 64, 9],
+    [10, 96, 11],
+    [17, 64, 18],
   ];
+  // [decode rows, prefill rows, prefill tokens, 'split4' decode streams]: the defaults and shapes whose edges differ
+  const TILES: [number, number, number, number][] = [[4, 2, 4, 2], [2, 2, 2, 1], [1, 1, 1, 3], [3, 3, 2, 4], [2, 4, 3, 2], [1, 2, 8, 1]];
   for (const dtype of DTYPES) {
     for (const [n, k, m] of SHAPES) {
       test(`${dtype} N=${n} K=${k} M=${m}`, async () => {
         const { w, x } = inputs(dtype, n, k, m, 1000 * n + k + m);
         const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
-        for (const [rows, tokens] of [[4, 4], [1, 1], [3, 2]]) {
-          const cpu = await CpuMatmul.create({ rows, tokens });
-          for (const layout of LAYOUTS) {
-            const y = cpu.matmul(cpu.weight(dtype, w, n, k, layout), x, m);
-            expectTwin(y, twin, k, `${dtype} ${layout} (${n}, ${k}) M=${m} tile ${rows}×${tokens}`);
+        for (const kernel of KERNELS) {
+          for (const [rows, prefillRows, tokens, streams] of TILES) {
+            const cpu = await CpuMatmul.create({ kernel, rows, prefillRows, tokens, streams });
+            for (const layout of LAYOUTS) {
+              const label = `${dtype} ${layout} ${kernel} (${n}, ${k}) M=${m} tiles ${rows}×1, ${prefillRows}×${tokens}, ${streams} streams`;
+              const wt = cpu.weight(dtype, w, n, k, layout);
+              expect(wt.wide).toBe(false);
+              expectTwin(cpu.matmul(wt, x, m), twin, k, label);
+              for (const tiling of ['gemv', 'gemm'] as const) expectTwin(runTiling(cpu, wt, x, m, tiling), twin, k, `${label} ${tiling}`);
+            }
           }
         }
       });
@@ -196,19 +246,68 @@ describe('gemv and gemm against the twin', () => {
       for (let j = 0; j < k; j += 37) x[k + j] = 5e4 * (j % 2 ? 1 : -1); // token 1: outliers
       for (let j = 0; j < k; j++) x[2 * k + j] = 1e-6 * Math.cos(j); // token 2: tiny (subnormal f16 x scales)
       const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
+      for (const kernel of KERNELS) {
+        const cpu = await CpuMatmul.create({ kernel, tokens: 2 });
+        for (const layout of LAYOUTS) {
+          const wt = cpu.weight(dtype, w, n, k, layout);
+          // q8_0 row 0 holds −128, which the relaxed dot cannot sign-flip: that matrix runs the i16 dot
+          expect(wt.wide).toBe(kernel.startsWith('relaxed') && dtype === 'q8_0');
+          for (const tiling of ['gemv', 'gemm'] as const) {
+            const y = runTiling(cpu, wt, x, m, tiling);
+            expectTwin(y, twin, k, `${dtype} ${layout} ${kernel} ${tiling} adversarial`);
+            for (let r = 0; r < n; r++) expect(y[r], `token 0 (x = 0), row ${r}`).toBe(0);
+            for (let t = 0; t < m; t++) expect(y[t * n + 2], `zero row 2, token ${t}`).toBe(0);
+            expect(Math.abs(y[n + 0])).toBeGreaterThan(1e6); // row 0 × outlier token is large and still within the bound
+          }
+        }
+      }
+    }
+  });
+
+  test('relaxed q8_0 is exact on ±127 quants against x of either sign (no −128: the relaxed dot itself runs)', async () => {
+    const [n, k, m] = [4, 128, 6];
+    const w = randomWeights('q8_0', n, k, mulberry32(11));
+    for (let o = 0; o < w.length; o += 34) for (let j = 2; j < 34; j++) w[o + j] = (o / 34 + j) % 3 === 0 ? 0x81 : w[o + j] === 0x80 ? 0x7f : w[o + j];
+    const x = randomF32(m * k, 12);
+    for (let j = 0; j < x.length; j += 5) x[j] = x[j] < 0 ? -4 : 4; // amax lands on ±127 in most blocks
+    const twin = cpuMatmulTwin('q8_0', w, n, k, x, m);
+    for (const kernel of KERNELS) {
+      const cpu = await CpuMatmul.create({ kernel });
+      const wt = cpu.weight('q8_0', w, n, k);
+      expect(wt.wide).toBe(false);
+      for (const tiling of ['gemv', 'gemm'] as const) expectTwin(runTiling(cpu, wt, x, m, tiling), twin, k, `${kernel} ${tiling}`);
+    }
+  });
+});
+
+describe('weightRow', () => {
+  test('dequantizes any row in every layout as the codec does', async () => {
+    const [n, k] = [7, 96];
+    for (const dtype of DTYPES) {
+      const w = randomWeights(dtype, n, k, mulberry32(21));
+      const want = dequantize(dtype, w, n, k);
       const cpu = await CpuMatmul.create();
       for (const layout of LAYOUTS) {
-        const y = cpu.matmul(cpu.weight(dtype, w, n, k, layout), x, m);
-        expectTwin(y, twin, k, `${dtype} ${layout} adversarial`);
-        for (let r = 0; r < n; r++) expect(y[r], `token 0 (x = 0), row ${r}`).toBe(0);
-        for (let t = 0; t < m; t++) expect(y[t * n + 2], `zero row 2, token ${t}`).toBe(0);
-        expect(Math.abs(y[n + 0])).toBeGreaterThan(1e6); // row 0 × outlier token is large and still within the bound
+        const wt = cpu.weight(dtype, w, n, k, layout);
+        const out = new Float32Array(k + 3);
+        for (let r = 0; r < n; r++) {
+          cpu.weightRow(wt, r, out, 3);
+          expect([...out.subarray(3)], `${dtype} ${layout} row ${r}`).toEqual([...want.subarray(r * k, (r + 1) * k)]);
+        }
       }
     }
   });
 });
 
 describe('CpuMatmul checks its arguments', () => {
+  test('the scratch a caller sizes is the same for every kernel', async () => {
+    for (const kernel of KERNELS) expect((await CpuMatmul.create({ kernel })).scratchBytes(3, 64)).toEqual({ xq: 2 * 3 * 64, xd: (4 * 3 * 64) / 32 });
+  });
+
+  test('the default kernel is relaxed where the engine has it', async () => {
+    expect((await CpuMatmul.create()).config.kernel).toBe(KERNELS[0]);
+  });
+
   test('shape errors say what was expected', async () => {
     const cpu = await CpuMatmul.create();
     const blocks = new Uint8Array(2 * 18 * 2);
@@ -219,5 +318,6 @@ describe('CpuMatmul checks its arguments', () => {
     expect(() => cpu.weight('q4_0', blocks, 3, 64)).toThrow(/72 bytes/);
     expect(cpu.matmul(w, new Float32Array(64))).toEqual(new Float32Array(2));
     expect(cpu.weight('q4_0', blocks, 2, 64, 'split').bytes).toBe(16 + 4 * 16);
+    expect(cpu.weight('q4_0', blocks, 2, 64, 'split4').bytes).toBe(32 + 8 * 16); // padded to a group of 4 rows
   });
 });

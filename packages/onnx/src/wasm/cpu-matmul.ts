@@ -5,30 +5,82 @@
 // Not wired into the engine yet; see the report of issue 28 for the runner it is meant for.
 //
 // Exports of the module, all (w, xq, xd, y, n, k, m) → () except quantize_x (x, xq, xd, blocks) → ():
-//   gemv_<dtype>_<layout>: tiles of ROWS weight rows × 1 token (decode: each x vector reused across ROWS rows)
-//   gemm_<dtype>_<layout>: tiles of 1 weight row × TOKENS tokens (prefill: each unpacked block reused across TOKENS)
-// for dtype q8_0 | q4_0 and layout gguf | split (kernel-lib.ts WeightLayout).
-// Pointers are byte offsets into the memory; layouts as kernel-lib.ts documents them.
+//   gemv_<dtype>_<layout>: tiles of ROWS weight rows × 1 token (decode: each x block reused across ROWS rows)
+//   gemm_<dtype>_<layout>: tiles of PREFILL_ROWS rows × TOKENS tokens (prefill: each unpacked weight block reused
+//                          across TOKENS tokens and each x block across PREFILL_ROWS rows)
+//   (for 'split4', rows come in its groups of 4 whatever ROWS and PREFILL_ROWS say: kernel-lib.ts emitMatmul4)
+//   gemv_q8_0_<layout>_wide, gemm_q8_0_<layout>_wide: the relaxed modules' i16 dot for q8_0 matrices holding a −128
+// for dtype q8_0 | q4_0 and layout gguf | split | split4 (kernel-lib.ts WeightLayout). One module is built per CpuKernel:
+//   'relaxed':   relaxed-SIMD dots (i32x4.relaxed_dot_i8x16_i7x16_add_s) over the 'i8' x layout; the default where
+//                the engine has the opcode and computes it right (Chromium)
+//   'relaxed16': the same with i16x8.relaxed_dot_i8x16_i7x16_s (kernel-lib.ts RelaxedForm): for engines whose add
+//                form is wrong, as Node 20's behind --experimental-wasm-relaxed-simd
+//   'i16':       the SIMD128 i16 dots over the 'i16' x layout; the fallback without relaxed SIMD
+//   'i8':        the i16 dots over the 'i8' x layout, widened in the kernel (the relaxed modules' exact fallback for
+//                q8_0 matrices holding a −128; as a module of its own, for tests and measurement)
+// Pointers are byte offsets into the memory; layouts as kernel-lib.ts documents them. The scratch a caller passes is
+// the same for every kernel: xq 2·M·K bytes, xd 4·M·K/32 bytes (scratchBytes).
 
 import { ShapeError, f16ToF32, rowBytes } from '@intab/gpu';
-import { emitMatmul, emitQuantizeX, layoutBytes, type BlockUnpacker, type WeightLayout } from './kernel-lib.ts';
-import { Q4_0_UNPACK } from './gemv-q4_0.ts';
-import { Q8_0_UNPACK } from './gemv-q8_0.ts';
-import { I32, WasmModule } from './wasm-module.ts';
+import { emitMatmul, emitMatmul4, emitQuantizeX, i16Dot, layoutBytes, type BlockDot, type RelaxedForm, type WeightFormat, type WeightLayout } from './kernel-lib.ts';
+import { Q4_0 } from './gemv-q4_0.ts';
+import { Q8_0 } from './gemv-q8_0.ts';
+import { I32, V128, WasmModule } from './wasm-module.ts';
 
 /** The weight formats the CPU kernels read. */
 export type CpuMatmulDtype = 'q8_0' | 'q4_0';
 
-const UNPACKERS: Readonly<Record<CpuMatmulDtype, BlockUnpacker>> = { q8_0: Q8_0_UNPACK, q4_0: Q4_0_UNPACK };
+/** Which block dot the module runs (header). */
+export type CpuKernel = 'relaxed' | 'relaxed16' | 'i16' | 'i8';
+
+const FORMATS: Readonly<Record<CpuMatmulDtype, WeightFormat>> = { q8_0: Q8_0, q4_0: Q4_0 };
 const PAGE = 65536;
 
 /**
- * 'split' by default: on one thread the kernels are bound by instructions, not by bytes (15 G weights/s from cache,
- * 3–5 GB/s from memory), and decoding the inline f16 scale costs a dozen scalar ops per block; measured on the
- * SmolLM2-135M and Qwen3-0.6B decode shapes, 'split' is 1.3–1.6× faster summed over a step despite 11% (q4_0) or
- * 6% (q8_0) more bytes. 'gguf' stays for memory-tight loads (weights byte-identical to the file).
+ * The relaxed-SIMD dot forms this engine has and computes right on in-range operands (where the result is defined):
+ * Chromium ≥ 114 both; Node 20 none by default, and with --experimental-wasm-relaxed-simd only 'dot16' (its add form
+ * drops the accumulator and doubles the dot). Probed once per call with a tiny module.
  */
-export const DEFAULT_LAYOUT: WeightLayout = 'split';
+export function relaxedSimdForms(): RelaxedForm[] {
+  const a = Int8Array.from({ length: 16 }, (_, i) => (i % 3 === 0 ? -1 : 1) * (17 * i + 3));
+  const b = Uint8Array.from({ length: 16 }, (_, i) => (29 * i + 5) % 128);
+  const acc = new Int32Array([1000, -2000, 3000, -4000]);
+  const mod = new WasmModule({ memoryPages: 1 });
+  const v = (lanes: Int8Array | Uint8Array | Int32Array) => new Uint8Array(lanes.buffer, lanes.byteOffset, lanes.byteLength);
+  mod.func('add', [I32], []).get(0).v128_const(v(a)).v128_const(v(b)).v128_const(v(acc)).i32x4_relaxed_dot_i8x16_i7x16_add_s().v128_store(0);
+  mod.func('dot16', [I32], []).get(0).v128_const(v(a)).v128_const(v(b)).i16x8_relaxed_dot_i8x16_i7x16_s().v128_store(0);
+  const bytes = mod.encode();
+  if (!WebAssembly.validate(bytes)) return [];
+  const memory = new WebAssembly.Memory({ initial: 1 });
+  const probe = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports as Record<RelaxedForm, (p: number) => void>;
+  const dot = (lane: number, width: number) => Array.from({ length: width }, (_, j) => a[lane * width + j] * b[lane * width + j]).reduce((s, p) => s + p, 0);
+  probe.add(0);
+  const addOk = [...new Int32Array(memory.buffer, 0, 4)].every((got, l) => got === acc[l] + dot(l, 4));
+  probe.dot16(0);
+  const dot16Ok = [...new Int16Array(memory.buffer, 0, 8)].every((got, l) => got === dot(l, 2));
+  return [...(addOk ? ['add' as const] : []), ...(dot16Ok ? ['dot16' as const] : [])];
+}
+
+/** The kernels this engine can run, fastest first (CpuKernel). */
+export function availableKernels(): CpuKernel[] {
+  const forms = relaxedSimdForms();
+  return [...(forms.includes('add') ? ['relaxed' as const] : []), ...(forms.includes('dot16') ? ['relaxed16' as const] : []), 'i16', 'i8'];
+}
+
+/**
+ * The layout `weight` repacks into by default, per kernel. Split scales: on one thread the kernels are bound by
+ * instructions, not by bytes (15 G weights/s from cache, 3–5 GB/s from memory), and decoding the inline f16 scale
+ * costs a dozen scalar ops per block; measured on the SmolLM2-135M and Qwen3-0.6B decode shapes, 'split' is 1.3–1.6×
+ * faster than 'gguf' summed over a step despite 11% (q4_0) or 6% (q8_0) more bytes. 'split4' (rows interleaved in
+ * fours, reduced into vector lanes) cuts the per-block scaling and pointer work further: with the relaxed dots it is
+ * 1.1× 'split' at decode from cache and 1.5× at a 64-token prefill (q4_0, Node 20); with the i16 dot 1.3× at
+ * prefill. Its decode reads 4 streams at once (DEFAULT_TILES), without which a matrix read from memory (an LM head)
+ * is slower than in 'split'. 'gguf' stays for memory-tight loads (weights byte-identical to the file).
+ */
+export const DEFAULT_LAYOUTS: Readonly<Record<CpuKernel, WeightLayout>> = { relaxed: 'split4', relaxed16: 'split4', i16: 'split4', i8: 'split4' };
+
+/** The default layout of the default kernel where relaxed SIMD runs. */
+export const DEFAULT_LAYOUT: WeightLayout = DEFAULT_LAYOUTS.relaxed;
 
 export type { WeightLayout } from './kernel-lib.ts';
 
@@ -43,30 +95,88 @@ export interface CpuWeight {
   readonly ptr: number;
   /** Bytes it takes there. */
   readonly bytes: number;
+  /** True where the relaxed dot would not be exact (a q8_0 quant of −128): the 'relaxed' module runs the i16 dot. */
+  readonly wide?: boolean;
 }
 
 export interface CpuMatmulOptions {
-  /** Weight rows per decode tile (1–4; default 2: measured against 1 and 4 on SmolLM2/Qwen3 shapes, see the report). */
+  /** Weight rows per decode tile (default DEFAULT_TILES[kernel].rows). */
   readonly rows?: number;
-  /** Tokens per prefill tile (1–4; default 4). */
+  /** Weight rows per prefill tile (default DEFAULT_TILES[kernel].prefillRows; rows × tokens ≤ 16). */
+  readonly prefillRows?: number;
+  /** Tokens per prefill tile (default DEFAULT_TILES[kernel].tokens); M below it runs the decode tiles. */
   readonly tokens?: number;
+  /** The block dot (header); default the first of availableKernels(). */
+  readonly kernel?: CpuKernel;
+  /** The layout `weight` repacks into unless told (default DEFAULT_LAYOUTS[kernel]). */
+  readonly layout?: WeightLayout;
+  /** 'split4' decode: row groups far apart per tile, 1–8 (kernel-lib.ts emitMatmul4; default DEFAULT_TILES[kernel].streams). */
+  readonly streams?: number;
   /** Initial memory in 64 KiB pages (it grows as weights are uploaded). */
   readonly initialPages?: number;
 }
 
 type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: number, m: number) => void;
 
-/** The module's binary for a tile configuration (exported for tests that validate the encoding). */
-export function buildCpuMatmulModule(rows = 4, tokens = 4): Uint8Array<ArrayBuffer> {
+/**
+ * Tile shapes per kernel, from tile sweeps (cpu-matmul.bench.test.ts, INTAB_CPU_KERNEL_SWEEP=1, and the same in
+ * Chromium 150) on the SmolLM2 FFN shapes at M = 64: 'split4' takes rows in fours (rows and prefillRows apply to
+ * 'gguf' and 'split'); tokens: 'relaxed' (Chromium) 8 best for q4_0 (+7–12% over 4), q8_0 flat from 2 to 8;
+ * 'relaxed16' (Node) 4 to 8 alike; the i16 dot 8 (+8% over 4). M below `tokens` runs the decode tiles.
+ * Decode in 'split4' reads 4 row-group streams far apart (kernel-lib.ts emitStreamLoops): on the 151669×576 and
+ * 151936×1024 heads read from memory 1.5–2.3× faster than 1 stream; 6 or 8 streams no better in Node, 6 at most 10%
+ * better on a head in Chromium but worse from cache.
+ */
+export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number }>> = {
+  relaxed: { rows: 4, prefillRows: 2, tokens: 8, streams: 4 },
+  relaxed16: { rows: 4, prefillRows: 2, tokens: 4, streams: 4 },
+  i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4 },
+  i8: { rows: 2, prefillRows: 2, tokens: 4, streams: 4 },
+};
+
+/** A module's configuration: the kernel and its tile shapes. */
+export interface CpuMatmulConfig {
+  readonly kernel: CpuKernel;
+  /** The layout `weight` repacks into unless told. */
+  readonly layout: WeightLayout;
+  readonly rows: number;
+  readonly prefillRows: number;
+  readonly tokens: number;
+  readonly streams: number;
+}
+
+/** The module's binary for a configuration (exported for tests that validate the encoding). */
+export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layout'>): Uint8Array<ArrayBuffer> {
+  const { kernel, rows, prefillRows, tokens, streams } = config;
   const mod = new WasmModule({ memoryPages: 1 });
-  emitQuantizeX(mod.func('quantize_x', [I32, I32, I32, I32], []));
-  for (const [dtype, u] of Object.entries(UNPACKERS)) {
-    for (const layout of ['gguf', 'split'] as const) {
-      emitMatmul(mod.func(`gemv_${dtype}_${layout}`, [I32, I32, I32, I32, I32, I32, I32], []), u, layout, rows, 1);
-      emitMatmul(mod.func(`gemm_${dtype}_${layout}`, [I32, I32, I32, I32, I32, I32, I32], []), u, layout, 1, tokens);
+  const xLayout = kernel === 'i16' ? 'i16' : 'i8';
+  const relaxed = kernel === 'relaxed' ? 'add' : kernel === 'relaxed16' ? 'dot16' : undefined;
+  emitQuantizeX(mod.func('quantize_x', [I32, I32, I32, I32], []), xLayout);
+  const emit = (name: string, f: WeightFormat, dot: BlockDot, layout: WeightLayout) => {
+    const gemv = mod.func(`gemv_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
+    const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
+    if (layout === 'split4') {
+      emitMatmul4(gemv, f, dot, 1, streams);
+      emitMatmul4(gemm, f, dot, tokens);
+      return;
+    }
+    emitMatmul(gemv, f, dot, layout, rows, 1);
+    emitMatmul(gemm, f, dot, layout, prefillRows, tokens);
+  };
+  for (const [dtype, f] of Object.entries(FORMATS)) {
+    for (const layout of ['gguf', 'split', 'split4'] as const) {
+      emit(`${dtype}_${layout}`, f, relaxed ? f.relaxed(relaxed) : i16Dot(f, xLayout), layout);
+      if (relaxed && dtype === 'q8_0') emit(`${dtype}_${layout}_wide`, f, i16Dot(f, xLayout), layout);
     }
   }
   return mod.encode();
+}
+
+/** `options` with the defaults filled in. */
+export function cpuMatmulConfig(options: CpuMatmulOptions = {}): CpuMatmulConfig {
+  const kernel = options.kernel ?? availableKernels()[0];
+  const tiles = DEFAULT_TILES[kernel];
+  return { kernel, layout: options.layout ?? DEFAULT_LAYOUTS[kernel], rows: options.rows ?? tiles.rows, prefillRows: options.prefillRows ?? tiles.prefillRows, tokens: options.tokens ?? tiles.tokens, streams: options.streams ?? tiles.streams };
 }
 
 /**
@@ -84,16 +194,24 @@ export class CpuMatmul {
   private constructor(
     readonly memory: WebAssembly.Memory,
     private readonly exports: Record<string, Kernel> & { quantize_x: (x: number, xq: number, xd: number, blocks: number) => void },
-    private readonly tokens: number,
+    /** The kernel and tile shapes this instance runs. */
+    readonly config: CpuMatmulConfig,
   ) {}
 
   static async create(options: CpuMatmulOptions = {}): Promise<CpuMatmul> {
-    const rows = options.rows ?? 2;
-    const tokens = options.tokens ?? 4;
+    const config = cpuMatmulConfig(options);
     const memory = new WebAssembly.Memory({ initial: Math.max(1, options.initialPages ?? 16) });
-    const module = await WebAssembly.compile(buildCpuMatmulModule(rows, tokens));
+    const module = await WebAssembly.compile(buildCpuMatmulModule(config));
     const instance = await WebAssembly.instantiate(module, { env: { memory } });
-    return new CpuMatmul(memory, instance.exports as never, tokens);
+    return new CpuMatmul(memory, instance.exports as never, config);
+  }
+
+  /**
+   * The scratch `quantizeX` and `raw` take for M tokens of K: xq and xd bytes. The same for every kernel (2·M·K and
+   * 4·M·K/32), so a caller may also size it by that rule.
+   */
+  scratchBytes(m: number, k: number): { xq: number; xd: number } {
+    return { xq: 2 * m * k, xd: (4 * m * k) / 32 };
   }
 
   /** Reserves `bytes` (16-byte aligned) in the memory; returns the pointer. */
@@ -113,26 +231,75 @@ export class CpuMatmul {
   }
 
   /**
-   * Puts a matrix's GGUF blocks, (N, K) `dtype`, into the memory in `layout` ('gguf': copied as they are; 'split':
-   * scales decoded to f32 and quants packed apart, see kernel-lib.ts).
+   * Puts a matrix's GGUF blocks, (N, K) `dtype`, into the memory in `layout` ('gguf': copied as they are; 'split',
+   * 'split4': scales decoded to f32 and quants packed apart, see kernel-lib.ts), by default the kernel's
+   * (DEFAULT_LAYOUTS).
    */
-  weight(dtype: CpuMatmulDtype, blocks: Uint8Array, n: number, k: number, layout: WeightLayout = DEFAULT_LAYOUT): CpuWeight {
+  weight(dtype: CpuMatmulDtype, blocks: Uint8Array, n: number, k: number, layout: WeightLayout = this.config.layout): CpuWeight {
     const rb = rowBytes(dtype, k); // throws unless K is a positive multiple of 32
     if (!Number.isInteger(n) || n <= 0) throw new ShapeError(`cpu-matmul ${dtype}`, 'n', 'a positive integer', String(n));
     if (blocks.byteLength !== n * rb) throw new ShapeError(`cpu-matmul ${dtype}`, 'blocks', `(${n}, ${k}) ${dtype} = ${n * rb} bytes`, `${blocks.byteLength} bytes`);
-    const u = UNPACKERS[dtype];
+    const u = FORMATS[dtype];
     const bytes = layoutBytes(u, layout, n, k);
-    if (layout === 'gguf') return { dtype, layout, n, k, ptr: this.upload(blocks), bytes };
-    const ptr = this.alloc(bytes);
-    const count = (n * k) / 32;
-    const scales = new Float32Array(this.memory.buffer, ptr, count);
-    const quants = new Uint8Array(this.memory.buffer, ptr + bytes - count * u.quantBytes, count * u.quantBytes);
-    for (let b = 0; b < count; b++) {
-      const o = b * u.bytes;
-      scales[b] = f16ToF32(blocks[o] | (blocks[o + 1] << 8));
-      quants.set(blocks.subarray(o + 2, o + u.bytes), b * u.quantBytes);
+    const wide = this.config.kernel.startsWith('relaxed') && !u.relaxedExact(blocks);
+    if (layout === 'gguf') return { dtype, layout, n, k, ptr: this.upload(blocks), bytes, wide };
+    const w: CpuWeight = { dtype, layout, n, k, ptr: this.alloc(bytes), bytes, wide };
+    const { scales, quants, slot } = this.splitViews(w);
+    scales.fill(0, (n * k) / 32); // 'split4': the padding rows are zero blocks
+    quants.fill(0, ((n * k) / 32) * u.quantBytes);
+    const nb = k / 32;
+    for (let r = 0; r < n; r++) {
+      for (let b = 0; b < nb; b++) {
+        const o = (r * nb + b) * u.bytes;
+        const i = slot(r, b);
+        scales[i] = f16ToF32(blocks[o] | (blocks[o + 1] << 8));
+        quants.set(blocks.subarray(o + 2, o + u.bytes), i * u.quantBytes);
+      }
     }
-    return { dtype, layout, n, k, ptr, bytes };
+    return w;
+  }
+
+  /**
+   * Row `r` of a weight matrix, dequantized into out[at .. at + K), in any layout (an embedding lookup in a tied LM
+   * head, say): read it through here rather than from the memory, since 'split4' interleaves rows in fours.
+   */
+  weightRow(w: CpuWeight, r: number, out: Float32Array, at = 0): void {
+    if (!(Number.isInteger(r) && r >= 0 && r < w.n)) throw new RangeError(`row ${r} of a (${w.n}, ${w.k}) matrix`);
+    const nb = w.k / 32;
+    const u = FORMATS[w.dtype];
+    const mem = new Uint8Array(this.memory.buffer);
+    const split = w.layout === 'gguf' ? undefined : this.splitViews(w);
+    for (let b = 0; b < nb; b++) {
+      let d: number;
+      let q: number; // byte offset of the block's quants in the memory
+      if (split) {
+        const i = split.slot(r, b);
+        d = split.scales[i];
+        q = split.quantsAt + i * u.quantBytes;
+      } else {
+        const o = w.ptr + (r * nb + b) * u.bytes;
+        d = f16ToF32(mem[o] | (mem[o + 1] << 8));
+        q = o + 2;
+      }
+      const o = at + 32 * b;
+      if (w.dtype === 'q4_0') {
+        for (let j = 0; j < 16; j++) {
+          out[o + j] = ((mem[q + j] & 15) - 8) * d;
+          out[o + 16 + j] = ((mem[q + j] >> 4) - 8) * d;
+        }
+      } else for (let j = 0; j < 32; j++) out[o + j] = ((mem[q + j] << 24) >> 24) * d;
+    }
+  }
+
+  /** A 'split'/'split4' matrix's scales and quants in the memory, and the slot of row r's block b in both. */
+  private splitViews(w: CpuWeight): { scales: Float32Array; quants: Uint8Array; quantsAt: number; slot: (r: number, b: number) => number } {
+    const u = FORMATS[w.dtype];
+    const nb = w.k / 32;
+    const count = ((w.layout === 'split4' ? Math.ceil(w.n / 4) * 4 : w.n) * w.k) / 32;
+    const quantsAt = w.ptr + w.bytes - count * u.quantBytes;
+    // block b of row r is slot r·nb + b ('split') or ((r >> 2)·nb + b)·4 + (r & 3) ('split4')
+    const slot = w.layout === 'split4' ? (r: number, b: number) => (((r >> 2) * nb + b) << 2) + (r & 3) : (r: number, b: number) => r * nb + b;
+    return { scales: new Float32Array(this.memory.buffer, w.ptr, count), quants: new Uint8Array(this.memory.buffer, quantsAt, count * u.quantBytes), quantsAt, slot };
   }
 
   /**
@@ -157,8 +324,8 @@ export class CpuMatmul {
    * Runs the kernel for `w` on quantized x already in the memory (benchmarks; layouts as kernel-lib.ts documents):
    * the decode tiling below the prefill tile's M, else the prefill one, unless `tiling` names one.
    */
-  raw(w: CpuWeight, xq: number, xd: number, y: number, m: number, tiling: 'gemv' | 'gemm' = m < this.tokens ? 'gemv' : 'gemm'): void {
-    this.exports[`${tiling}_${w.dtype}_${w.layout}`](w.ptr, xq, xd, y, w.n, w.k, m);
+  raw(w: CpuWeight, xq: number, xd: number, y: number, m: number, tiling: 'gemv' | 'gemm' = m < this.config.tokens ? 'gemv' : 'gemm'): void {
+    this.exports[`${tiling}_${w.dtype}_${w.layout}${w.wide ? '_wide' : ''}`](w.ptr, xq, xd, y, w.n, w.k, m);
   }
 
   /** Quantizes `blocks` 32-float blocks at x into the (xq, xd) layout (benchmarks and tests). */
@@ -166,12 +333,13 @@ export class CpuMatmul {
     this.exports.quantize_x(x, xq, xd, blocks);
   }
 
-  /** Scratch for x (M·K f32), xq (M·K i16), xd (M·K/32 f32) and y (M·N f32), reused across calls, grown as needed. */
+  /** Scratch for x (M·K f32), xq and xd (scratchBytes) and y (M·N f32), reused across calls, grown as needed. */
   private scratchFor(m: number, k: number, n: number): { xPtr: number; xqPtr: number; xdPtr: number; yPtr: number } {
     const align = (v: number) => Math.ceil(v / 16) * 16;
     const xBytes = align(4 * m * k);
-    const xqBytes = align(2 * m * k);
-    const xdBytes = align((m * k) / 8);
+    const { xq, xd } = this.scratchBytes(m, k);
+    const xqBytes = align(xq);
+    const xdBytes = align(xd);
     const bytes = xBytes + xqBytes + xdBytes + 4 * m * n;
     if (bytes > this.scratch.bytes) this.scratch = { ptr: this.alloc(bytes), bytes };
     const p = this.scratch.ptr;

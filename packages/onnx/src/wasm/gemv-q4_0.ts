@@ -4,16 +4,23 @@
 // quants of x, scaled by d_w·d_x.
 //   W: (N, K/32) blocks of 18 bytes as GGUF stores them: f16 d at +0, u8 qs[16] at +2 ('gguf' reads them in place);
 //      element j < 16 is the low nibble of qs[j], element 16 + j its high nibble; value = (nibble − 8)·d
-//   one block → four i16x8 vectors: (lo − 8) widened low/high = elements 0–15, (hi − 8) = elements 16–31
-// The scale is inline f16 decoded in the kernel ('gguf', 18 B/block) or pre-expanded to f32 at load ('split',
-// 20 B/block, the default), as gemv-q8_0.ts says.
+// Two block dots (kernel-lib.ts BlockDot):
+//   i16:     one block → four i16x8 vectors: (lo − 8) widened low/high = elements 0–15, (hi − 8) = elements 16–31
+//   relaxed: the raw nibbles (0..15) are the i7 operand of the relaxed dot and x's i8 quants the signed one, so
+//            Σ x·(nibble − 8) = Σ x·nibble − 8·Σx; the −8·Σx lanes come with x (the 'i8' slot's +32, computed once
+//            per x block by the quantizer) and are added once per (row, token) by the loop nest (BlockDot.xTerm),
+//            after the 4-row reduction in 'split4'. 'add' form: two i32x4.relaxed_dot_i8x16_i7x16_add_s; 'dot16'
+//            form (engines whose add form is wrong, see cpu-matmul.ts): two i16x8.relaxed_dot_i8x16_i7x16_s summed
+//            in i16 (pairs ≤ 2·15·127, so two fit), widened by the loop nest.
+// The scale is inline f16 decoded in the kernel ('gguf', 18 B/block) or pre-expanded to f32 at load ('split' and
+// 'split4', 20 B/block; 'split4' the default), as gemv-q8_0.ts says.
 
-import { splat16, type BlockUnpacker } from './kernel-lib.ts';
+import { splat16, type WeightFormat } from './kernel-lib.ts';
 
-export const Q4_0_UNPACK: BlockUnpacker = {
+export const Q4_0: WeightFormat = {
   bytes: 18,
   quantBytes: 16,
-  unpack(c, ptr, offset, w, tmp) {
+  unpackI16(c, ptr, offset, w, tmp) {
     // lo − 8 and hi − 8 are in −8..7, so i8 lanes hold them before widening
     c.get(ptr).v128_load(offset).tee(tmp).v128_const(splat16(0x0f)).v128_and().v128_const(splat16(8)).i8x16_sub().set(w[1]);
     c.get(w[1]).i16x8_extend_low_i8x16_s().set(w[0]);
@@ -23,4 +30,28 @@ export const Q4_0_UNPACK: BlockUnpacker = {
     c.get(w[3]).i16x8_extend_low_i8x16_s().set(w[2]);
     c.get(w[3]).i16x8_extend_high_i8x16_s().set(w[3]);
   },
+  relaxed: (form) => ({
+    xLayout: 'i8',
+    wRegs: 2,
+    xRegs: 2,
+    // 'add': the i32 lanes of two chained dots; 'dot16': two pmaddubsw summed in i16, lanes ≤ 2·2·15·127 < 2^13
+    sum: form === 'add' ? 'i32' : 'i16',
+    xTerm: 32,
+    unpackW(c, ptr, offset, w, tmp) {
+      c.get(ptr).v128_load(offset).tee(tmp).v128_const(splat16(0x0f)).v128_and().set(w[0]);
+      c.get(tmp).i32_const(4).i16x8_shr_u().v128_const(splat16(0x0f)).v128_and().set(w[1]);
+    },
+    loadX(c, px, x) {
+      for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
+    },
+    dot(c, w, x) {
+      if (form === 'add') {
+        c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(new Uint8Array(16));
+        c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
+        return;
+      }
+      c.get(x[0]).get(w[0]).i16x8_relaxed_dot_i8x16_i7x16_s().get(x[1]).get(w[1]).i16x8_relaxed_dot_i8x16_i7x16_s().i16x8_add();
+    },
+  }),
+  relaxedExact: () => true,
 };

@@ -4,20 +4,70 @@
 // i32, scaled by d_w·d_x and accumulated in f32.
 //   W: (N, K/32) blocks of 34 bytes as GGUF stores them: f16 d at +0, i8 qs[32] at +2 (the 'gguf' layout reads them
 //      in place, unaligned)
-//   one block → four i16x8 vectors: qs[0..7], qs[8..15] from the first 16 bytes, qs[16..31] from the next 16
-// The scale is read in either layout (kernel-lib.ts WeightLayout): inline f16 decoded in the kernel ('gguf', bytes
-// identical to the file, 34 B/block) or pre-expanded to f32 at load ('split', 36 B/block, quants 16-byte aligned).
-// 'split' is the default (cpu-matmul.ts DEFAULT_LAYOUT says why: one thread is instruction-bound, not byte-bound).
+// Two block dots (kernel-lib.ts BlockDot):
+//   i16:     one block → four i16x8 vectors: qs[0..7], qs[8..15] from the first 16 bytes, qs[16..31] from the next 16
+//   relaxed: llama.cpp's AVX2 sign trick, since i32x4.relaxed_dot_i8x16_i7x16_add_s wants one operand in 0..127:
+//            w·x = sign(w, x)·|x|, with |x| (≤ 127: q8_0 quants of x never reach −128) as the i7 operand and
+//            sign(w, x) = (w XOR m) − m, m = (x < 0 ? −1 : 0) per byte; |x| and m are formed once per x block and
+//            tile. 'add' form: two i32x4.relaxed_dot_i8x16_i7x16_add_s; 'dot16' form (engines whose add form is
+//            wrong): two i16x8.relaxed_dot_i8x16_i7x16_s, each widened by extadd_pairwise (pairs ≤ 2·127·127, so
+//            two would overflow i16), summed. Exact unless a weight quant is −128 (its negation wraps): ggml's
+//            quantizer never writes one, but a matrix holding one runs the i16 dot (relaxedExact, checked at load).
+// The scale is read in any layout (kernel-lib.ts WeightLayout): inline f16 decoded in the kernel ('gguf', bytes
+// identical to the file, 34 B/block) or pre-expanded to f32 at load ('split', and 'split4' with rows interleaved in
+// fours: 36 B/block, quants 16-byte aligned). 'split4' is the default (cpu-matmul.ts DEFAULT_LAYOUTS says why).
 
-import type { BlockUnpacker } from './kernel-lib.ts';
+import type { WeightFormat } from './kernel-lib.ts';
 
-export const Q8_0_UNPACK: BlockUnpacker = {
+const ZERO = new Uint8Array(16);
+
+export const Q8_0: WeightFormat = {
   bytes: 34,
   quantBytes: 32,
-  unpack(c, ptr, offset, w, tmp) {
+  unpackI16(c, ptr, offset, w, tmp) {
     c.get(ptr).v128_load(offset).tee(tmp).i16x8_extend_low_i8x16_s().set(w[0]);
     c.get(tmp).i16x8_extend_high_i8x16_s().set(w[1]);
     c.get(ptr).v128_load(offset + 16).tee(tmp).i16x8_extend_low_i8x16_s().set(w[2]);
     c.get(tmp).i16x8_extend_high_i8x16_s().set(w[3]);
+  },
+  relaxed: (form) => ({
+    xLayout: 'i8',
+    wRegs: 2,
+    xRegs: 4,
+    sum: 'i32',
+    unpackW(c, ptr, offset, w) {
+      c.get(ptr).v128_load(offset).set(w[0]);
+      c.get(ptr).v128_load(offset + 16).set(w[1]);
+    },
+    loadX(c, px, x, tmp) {
+      // x[0..1] = |q| of elements 0–15, 16–31; x[2..3] = their sign masks (0 > q: one pcmpgtb)
+      for (let h = 0; h < 2; h++) {
+        c.get(px).v128_load(16 * h).tee(tmp).i8x16_abs().set(x[h]);
+        c.v128_const(ZERO).get(tmp).i8x16_gt_s().set(x[2 + h]);
+      }
+    },
+    dot(c, w, x) {
+      // pmaddubsw's i16 pairs ≤ 2·127·127 < 2^15; lanes ≤ 8·127·127
+      const signed = (h: number) => c.get(w[h]).get(x[2 + h]).v128_xor().get(x[2 + h]).i8x16_sub();
+      if (form === 'add') {
+        signed(1);
+        c.get(x[1]);
+        signed(0);
+        c.get(x[0]).v128_const(ZERO).i32x4_relaxed_dot_i8x16_i7x16_add_s();
+        c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
+        return;
+      }
+      for (let h = 0; h < 2; h++) {
+        signed(h);
+        c.get(x[h]).i16x8_relaxed_dot_i8x16_i7x16_s().i32x4_extadd_pairwise_i16x8_s();
+      }
+      c.i32x4_add();
+    },
+  }),
+  relaxedExact(blocks) {
+    for (let o = 0; o < blocks.length; o += 34) {
+      for (let j = 2; j < 34; j++) if (blocks[o + j] === 0x80) return false;
+    }
+    return true;
   },
 };

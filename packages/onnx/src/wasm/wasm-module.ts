@@ -1,8 +1,9 @@
 // A small typed WebAssembly module builder: intab writes its CPU kernels (the wasm SIMD128 twins of the WGSL GEMVs)
 // as binary modules from TypeScript, because the repository carries no C toolchain (no clang/emcc/wabt) and the
 // kernels are a few hundred instructions each. It emits the binary format directly (wasm core 1.0 + the fixed-width
-// SIMD proposal, opcode prefix 0xFD): one type per function signature, an imported linear memory (the host owns the
-// weights' memory and several kernel modules share it), functions with typed locals, and function exports.
+// SIMD proposal, opcode prefix 0xFD, + two relaxed-SIMD dot opcodes whose use the host feature-detects): one type per
+// function signature, an imported linear memory (the host owns the weights' memory and several kernel modules share
+// it), functions with typed locals, and function exports.
 //
 // Code is written through `Code`, an instruction emitter with one method per opcode used (names follow the text
 // format: `i32_add` is `i32.add`), so a kernel reads like the .wat it would be and a typo is a type error.
@@ -80,7 +81,8 @@ export class Code {
     }
     const body = [...uleb(groups.length)];
     for (const [n, t] of groups) body.push(...uleb(n), t);
-    body.push(...this.bytes, 0x0b);
+    append(body, this.bytes);
+    body.push(0x0b);
     return [...uleb(body.length), ...body];
   }
 
@@ -122,6 +124,10 @@ export class Code {
   f32_store(offset = 0, align?: number): this { return this.mem([0x38], 4, offset, align); }
   v128_load(offset = 0, align?: number): this { return this.mem([0xfd, 0x00], 16, offset, align); }
   v128_store(offset = 0, align?: number): this { return this.mem([0xfd, 0x0b], 16, offset, align); }
+  /** v128.load32_zero: one i32/f32 from memory into lane 0, zeros in the others. */
+  v128_load32_zero(offset = 0, align?: number): this { return this.mem([0xfd, 0x5c], 4, offset, align); }
+  /** v128.load32_splat: one f32/i32 from memory into all four lanes (one broadcast load). */
+  v128_load32_splat(offset = 0, align?: number): this { return this.mem([0xfd, 0x09], 4, offset, align); }
 
   // ---- constants ----
   i32_const(v: number): this { return this.op(0x41, ...sleb(v)); }
@@ -146,8 +152,10 @@ export class Code {
   i32_add(): this { return this.op(0x6a); }
   i32_sub(): this { return this.op(0x6b); }
   i32_mul(): this { return this.op(0x6c); }
+  i32_div_u(): this { return this.op(0x6e); }
   i32_and(): this { return this.op(0x71); }
   i32_or(): this { return this.op(0x72); }
+  i32_xor(): this { return this.op(0x73); }
   i32_shl(): this { return this.op(0x74); }
   i32_shr_u(): this { return this.op(0x76); }
 
@@ -165,14 +173,26 @@ export class Code {
   f32_reinterpret_i32(): this { return this.op(0xbe); }
 
   // ---- v128 (SIMD128, prefix 0xFD) ----
+  /** i8x16.shuffle: lane i of the result is byte `lanes[i]` of a ++ b (0–31). */
+  i8x16_shuffle(lanes: readonly number[]): this {
+    if (lanes.length !== 16 || lanes.some((l) => !(l >= 0 && l < 32))) throw new RangeError('i8x16.shuffle takes 16 lane indices in 0..31');
+    return this.simd(0x0d, ...lanes);
+  }
   i8x16_splat(): this { return this.simd(0x0f); }
   i16x8_splat(): this { return this.simd(0x10); }
   i32x4_splat(): this { return this.simd(0x11); }
   f32x4_splat(): this { return this.simd(0x13); }
+  i32x4_extract_lane(lane: number): this { return this.simd(0x1b, lane); }
   f32x4_extract_lane(lane: number): this { return this.simd(0x1f, lane); }
+  /** v128.store32_lane: stores i32/f32 lane `lane` at the address + offset. */
+  v128_store32_lane(lane: number, offset = 0, align = 0): this { return this.op(0xfd, ...uleb(0x5a), ...uleb(align), ...uleb(offset), lane); }
+  i8x16_gt_s(): this { return this.simd(0x27); }
   f32x4_ge(): this { return this.simd(0x46); }
   v128_and(): this { return this.simd(0x4e); }
   v128_or(): this { return this.simd(0x50); }
+  v128_xor(): this { return this.simd(0x51); }
+  i8x16_abs(): this { return this.simd(0x60); }
+  i8x16_narrow_i16x8_s(): this { return this.simd(0x65); }
   i8x16_shr_u(): this { return this.simd(0x6d); }
   i8x16_sub(): this { return this.simd(0x71); }
   f32x4_trunc(): this { return this.simd(0x69); }
@@ -180,17 +200,36 @@ export class Code {
   i16x8_extend_low_i8x16_s(): this { return this.simd(0x87); }
   i16x8_extend_high_i8x16_s(): this { return this.simd(0x88); }
   i16x8_shr_u(): this { return this.simd(0x8d); }
+  i32x4_shl(): this { return this.simd(0xab); }
   i32x4_add(): this { return this.simd(0xae); }
+  i32x4_sub(): this { return this.simd(0xb1); }
   i32x4_dot_i16x8_s(): this { return this.simd(0xba); }
   f32x4_abs(): this { return this.simd(0xe0); }
   f32x4_add(): this { return this.simd(0xe4); }
   f32x4_sub(): this { return this.simd(0xe5); }
   f32x4_mul(): this { return this.simd(0xe6); }
+  f32x4_div(): this { return this.simd(0xe7); }
+  f32x4_min(): this { return this.simd(0xe8); }
   f32x4_max(): this { return this.simd(0xe9); }
+  /** f32x4.nearest: round to the nearest integer, ties to even (roundps). */
+  f32x4_nearest(): this { return this.simd(0x6a); }
   /** f32x4.pmax: b > a ? b : a per lane (one maxps; no NaN/-0 canonicalization, so cheaper than f32x4.max). */
   f32x4_pmax(): this { return this.simd(0xeb); }
   i32x4_trunc_sat_f32x4_s(): this { return this.simd(0xf8); }
   f32x4_convert_i32x4_s(): this { return this.simd(0xfa); }
+
+  // ---- relaxed SIMD (prefix 0xFD, opcodes from 0x100; feature-detected by the host) ----
+  /**
+   * i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, c): per i32 lane, c + Σ of 4 products a_i·b_i with a signed i8 and b
+   * in 0..127 (outside that range the result is implementation-defined). x64 V8: pmaddubsw + pmaddwd + paddd, or one
+   * vpdpbusd where AVX-VNNI is available; arm64: sdot.
+   */
+  i32x4_relaxed_dot_i8x16_i7x16_add_s(): this { return this.simd(0x113); }
+  /** i16x8.relaxed_dot_i8x16_i7x16_s(a, b): per i16 lane, the sum of 2 products a_i·b_i, b in 0..127 (x64: pmaddubsw). */
+  i16x8_relaxed_dot_i8x16_i7x16_s(): this { return this.simd(0x112); }
+  /** i32x4.extadd_pairwise_i16x8_s: per i32 lane, the sum of two adjacent i16 lanes (x64: pmaddwd with ones). */
+  i32x4_extadd_pairwise_i16x8_s(): this { return this.simd(0x7e); }
+  i16x8_add(): this { return this.simd(0x8e); }
 }
 
 interface FuncDef {
@@ -228,14 +267,26 @@ export class WasmModule {
 
   /** The module's binary. */
   encode(): Uint8Array<ArrayBuffer> {
-    const section = (id: number, payload: number[]) => [id, ...uleb(payload.length), ...payload];
-    const vec = (items: number[][]) => [...uleb(items.length), ...items.flat()];
+    // Appended in loops, never spread into push(): a module of many kernels has bodies of hundreds of kilobytes, past
+    // the argument limit of a Worker's smaller stack.
     const out = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-    out.push(...section(1, vec(this.types.map((t) => t.split(',').map(Number)))));
-    out.push(...section(2, vec([[...utf8('env'), ...utf8('memory'), 0x02, 0x00, ...uleb(this.options.memoryPages)]])));
-    out.push(...section(3, vec(this.funcs.map((f) => uleb(f.type)))));
-    out.push(...section(7, vec(this.funcs.map((f, i) => [...utf8(f.name), 0x00, ...uleb(i)]))));
-    out.push(...section(10, vec(this.funcs.map((f) => f.code.encode()))));
+    const section = (id: number, items: number[][]) => {
+      const payload = uleb(items.length);
+      for (const item of items) append(payload, item);
+      out.push(id);
+      append(out, uleb(payload.length));
+      append(out, payload);
+    };
+    section(1, this.types.map((t) => t.split(',').map(Number)));
+    section(2, [[...utf8('env'), ...utf8('memory'), 0x02, 0x00, ...uleb(this.options.memoryPages)]]);
+    section(3, this.funcs.map((f) => uleb(f.type)));
+    section(7, this.funcs.map((f, i) => [...utf8(f.name), 0x00, ...uleb(i)]));
+    section(10, this.funcs.map((f) => f.code.encode()));
     return Uint8Array.from(out);
   }
+}
+
+/** Appends `items` to `out` one by one (push(...items) overflows the stack for long arrays). */
+function append(out: number[], items: readonly number[]): void {
+  for (let i = 0; i < items.length; i++) out.push(items[i]);
 }

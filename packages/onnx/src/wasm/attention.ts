@@ -9,7 +9,7 @@
 // d (the head dimension) a multiple of 16; offs[j] the byte offset of position j's row from kv (the layer's K or V
 // block plus the kv head's offset).
 
-import { F32, I32, V128, WasmModule, type Code } from '../wasm/wasm-module.ts';
+import { F32, I32, V128, WasmModule, type Code } from './wasm-module.ts';
 
 /** Head dimensions the kernels take: multiples of 16 floats (four f32x4 accumulators per pass). */
 export const ATTENTION_HEAD_DIM_STEP = 16;

@@ -1,0 +1,98 @@
+// The wasm matmul kernels in real headless Chromium (where users run them; no GPU involved, the gpu tier is simply
+// the one that runs a browser): which relaxed-SIMD forms this V8 computes right, every kernel it runs against the CPU
+// twin (reference.ts) on ragged shapes, and, printed as JSON lines, the SmolLM2-135M decode and 64-token prefill step
+// sums and a whole decode step streamed from memory, original kernel against the current ones (cpu-matmul-bench.ts;
+// about a minute, q4_0 and q8_0; only with INTAB_CPU_KERNEL_BENCH=1).
+
+import { describe, expect, inject, test } from 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    cpuKernelBench: boolean;
+  }
+}
+import { mulberry32 } from '@intab/gpu';
+import { randomF32, randomWeights } from '@intab/gpu/reference';
+import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type CpuWeight, type WeightLayout } from './cpu-matmul.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './cpu-matmul-bench.ts';
+import { cpuMatmulTwin } from './reference.ts';
+
+/** |kernel − twin| within the f32 rounding bound cpu-matmul.test.ts derives. */
+function expectTwin(y: Float32Array, twin: { y: Float64Array; absSum: Float64Array }, k: number, label: string): void {
+  const tol = (k / 32 + 4) * 2 ** -23;
+  for (let i = 0; i < y.length; i++) {
+    const err = Math.abs(y[i] - twin.y[i]);
+    if (!(err <= tol * twin.absSum[i] + 1e-30)) throw new Error(`${label}: y[${i}] = ${y[i]}, twin ${twin.y[i]}`);
+  }
+}
+
+/** y = x·Wᵀ through quantizeX and raw with the tiling named. */
+function runTiling(cpu: CpuMatmul, w: CpuWeight, x: Float32Array, m: number, tiling: 'gemv' | 'gemm'): Float32Array {
+  const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+  const { xq, xd } = cpu.scratchBytes(m, w.k);
+  const [xqp, xdp, yp] = [cpu.alloc(xq), cpu.alloc(xd), cpu.alloc(4 * m * w.n)];
+  cpu.quantizeX(xp, xqp, xdp, (m * w.k) / 32);
+  cpu.raw(w, xqp, xdp, yp, m, tiling);
+  return new Float32Array(cpu.memory.buffer, yp, m * w.n).slice();
+}
+
+describe('cpu matmul kernels in Chromium', () => {
+  test('relaxed SIMD: both dot forms run right, so the default kernel is the add form', async () => {
+    console.log(JSON.stringify({ bench: 'cpu-kernels-engine', userAgent: navigator.userAgent, relaxedForms: relaxedSimdForms(), kernels: availableKernels() }));
+    expect(relaxedSimdForms()).toEqual(['add', 'dot16']);
+    expect((await CpuMatmul.create()).config.kernel).toBe('relaxed');
+  });
+
+  test('every kernel, layout and tiling against the twin (ragged N and M; q8_0 with and without −128)', async () => {
+    const layouts: WeightLayout[] = ['split4', 'split', 'gguf'];
+    for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
+      for (const [n, k, m] of [[13, 576, 1], [17, 64, 18], [10, 96, 11], [6, 128, 4]]) {
+        for (const clean of dtype === 'q8_0' ? [true, false] : [true]) {
+          const w = clean ? benchWeights(dtype, n, k) : randomWeights(dtype, n, k, mulberry32(n));
+          const x = randomF32(m * k, n + m);
+          const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
+          for (const kernel of availableKernels()) {
+            const cpu = await CpuMatmul.create({ kernel, tokens: 3 });
+            for (const layout of layouts) {
+              const wt = cpu.weight(dtype, w, n, k, layout);
+              for (const tiling of ['gemv', 'gemm'] as const) expectTwin(runTiling(cpu, wt, x, m, tiling), twin, k, `${dtype} ${kernel} ${layout} ${tiling} (${n}, ${k}) M=${m} wide=${wt.wide}`);
+            }
+          }
+        }
+      }
+    }
+  });
+
+  test.runIf(inject('cpuKernelBench'))('SmolLM2-135M step sums, original vs current kernels (JSON lines; INTAB_CPU_KERNEL_BENCH=1)', async () => {
+    const prefillM = 64;
+    const models = MODELS.filter((mdl) => mdl.model.startsWith('smollm2'));
+    const systems = benchSystems();
+    const ms = new Map<string, Timing>();
+    for (const [key, [n, k, m]] of stepJobs(models, prefillM)) {
+      for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
+        const blocks = benchWeights(dtype, n, k);
+        const calls = new Map<string, () => void>();
+        for (const s of systems) calls.set(s.name, benchCall(await CpuMatmul.create(s.options), dtype, blocks, n, k, m).call);
+        for (const [name, t] of await timeInterleaved(calls, 5)) {
+          ms.set(`${name}/${dtype}|${key}`, t);
+          console.log(JSON.stringify({ bench: 'cpu-kernels', engine: 'chromium', system: `${name}/${dtype}`, n, k, m, ms_min: r4(t.min), ms_median: r4(t.median), gmacs_median: r4((n * k * m) / t.median / 1e6) }));
+        }
+      }
+    }
+    for (const line of stepSums(models, ms, prefillM)) console.log(JSON.stringify({ ...line, engine: 'chromium' }));
+    // a whole decode step, every layer's weights its own copies (read from memory as in a real step)
+    const mdl = MODELS.find((x) => x.model === 'smollm2-135m (qwen3 vocab)')!;
+    for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
+      const calls = new Map<string, () => void>();
+      const bytes = new Map<string, number>();
+      for (const s of systems) {
+        const o = await streamedDecodeStep(s.options, mdl, dtype);
+        calls.set(s.name, o.call);
+        bytes.set(s.name, o.bytes);
+      }
+      for (const [name, t] of await timeInterleaved(calls, 5)) {
+        console.log(JSON.stringify({ bench: 'cpu-kernels-decode-streamed', engine: 'chromium', system: `${name}/${dtype}`, model: mdl.model, ms_min: r4(t.min), ms_median: r4(t.median), weight_mb: r4(bytes.get(name)! / 1e6), gbps_median: r4(bytes.get(name)! / t.median / 1e6) }));
+      }
+    }
+  }, 600_000);
+});

@@ -1,0 +1,70 @@
+// The CPU forward's f32x4 kernels against their CPU twins (plain JS in float64): attention's scores and weighted sum
+// over rows scattered through the memory as a page table scatters them (head dimensions 16, 64 and 256; 1 to 37
+// positions), and the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
+// tails and zero included.
+
+import { describe, expect, test } from 'vitest';
+import { mulberry32 } from '@intab/gpu';
+import { ACTIVATION_COEFFICIENTS, createActivationKernel } from './activation.ts';
+import { createAttentionKernels } from './attention.ts';
+
+const memory = () => new WebAssembly.Memory({ initial: 64 });
+
+describe('attention kernels', () => {
+  for (const d of [16, 64, 256]) {
+    for (const n of [1, 5, 37]) {
+      test(`d = ${d}, ${n} positions: scores and the weighted sum equal the twin's to f32 rounding`, async () => {
+        const mem = memory();
+        const k = await createAttentionKernels(mem);
+        const f = new Float32Array(mem.buffer);
+        const rng = mulberry32(d * 100 + n);
+        const rows = 64; // rows of the "cache": positions map to shuffled rows
+        const [q, kv, offs, scores, out] = [0, 4096, 4096 + rows * d * 4, 4096 + rows * d * 4 + 4096, 4096 + rows * d * 4 + 8192];
+        for (let i = 0; i < d; i++) f[q / 4 + i] = rng() * 2 - 1;
+        for (let i = 0; i < rows * d; i++) f[kv / 4 + i] = rng() * 2 - 1;
+        const order = Array.from({ length: rows }, (_, i) => i).sort(() => rng() - 0.5);
+        const table = new Int32Array(mem.buffer, offs, n);
+        for (let j = 0; j < n; j++) table[j] = order[j] * d * 4;
+        k.attn_scores(q, kv, offs, n, d, scores, 0.125);
+        for (let j = 0; j < n; j++) {
+          let s = 0;
+          for (let i = 0; i < d; i++) s += f[q / 4 + i] * f[(kv + table[j]) / 4 + i];
+          expect(f[scores / 4 + j]).toBeCloseTo(s * 0.125, 5);
+        }
+        // Weights p_j (any: the kernel does not normalise), then Σ p_j v_j.
+        for (let j = 0; j < n; j++) f[scores / 4 + j] = rng();
+        k.attn_mix(scores, kv, offs, n, d, out);
+        for (let i = 0; i < d; i++) {
+          let o = 0;
+          for (let j = 0; j < n; j++) o += f[scores / 4 + j] * f[(kv + table[j]) / 4 + i];
+          expect(f[out / 4 + i]).toBeCloseTo(o, 5);
+        }
+      });
+    }
+  }
+});
+
+describe('the gated activation', () => {
+  for (const [name, [a, b]] of Object.entries(ACTIVATION_COEFFICIENTS)) {
+    // Relative to |a·g + b·g³| + 2: where sigmoid is e^−t, an f32 rounding of t moves it by t·2^-24 relative.
+    test(`${name}: g · sigmoid(a·g + b·g³) · u within 2.5e-7·(|t| + 2) relative (or 1e-30 absolute) of the float64 twin`, async () => {
+      const mem = memory();
+      const act = await createActivationKernel(mem);
+      const rng = mulberry32(7);
+      const xs = [0, -0, 1e-20, -1e-20, 0.5, -0.5, 3, -3, 20, -20, 87, -87, 90, -90, 200, -200, 1e4, -1e4];
+      while (xs.length < 4096) xs.push((rng() * 2 - 1) * 12);
+      const n = xs.length;
+      const g = new Float32Array(mem.buffer, 0, n);
+      const u = new Float32Array(mem.buffer, 4 * n, n);
+      g.set(xs);
+      for (let i = 0; i < n; i++) u[i] = rng() * 4 - 2;
+      const want = xs.map((x, i) => Math.fround(x) * (1 / (1 + Math.exp(-(a * Math.fround(x) + b * Math.fround(x) ** 3)))) * u[i]);
+      act.act_mul(0, 4 * n, n, a, b);
+      for (let i = 0; i < n; i++) {
+        const x = Math.fround(xs[i]);
+        const tol = Math.max(2.5e-7 * (Math.abs(a * x + b * x ** 3) + 2) * Math.abs(want[i]), 1e-30);
+        expect(Math.abs(g[i] - want[i]), `x = ${xs[i]}`).toBeLessThanOrEqual(tol);
+      }
+    });
+  }
+});
