@@ -9,9 +9,8 @@
 // What it does not run (Qwen3.5's DeltaNet layers and gated attention) is refused by cpuRunnable (load.ts) before a
 // byte is read.
 
-import { dequantizeRow, quantize, rowBytes, ShapeError, type WeightDtype } from '@intab/gpu';
+import { dequantizeRow, quantize, ropeInvFreq, rowBytes, ShapeError, type WeightDtype } from '@intab/gpu';
 import { IntabModelError, ModelMismatchError, layerWindows, type LlamaConfig } from '@intab/model';
-import { referenceInvFreq } from '@intab/model/reference';
 import type { GraphWeight } from '../graph-builder.ts';
 import { CpuMatmul, type CpuMatmulDtype, type CpuWeight } from '../wasm/cpu-matmul.ts';
 import { ACTIVATION_COEFFICIENTS, type ActivationKernel } from '../wasm/activation.ts';
@@ -216,8 +215,11 @@ export class CpuLlama {
     const { hidden: C, ffn: F, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = config;
     this.C = C;
     this.windows = layerWindows(config).map((w) => w || Infinity);
-    this.invFreq = referenceInvFreq(config, weights.freqFactors);
-    this.localInvFreq = referenceInvFreq(config, weights.freqFactors, true);
+    // The sliding layers' base takes no scaling (Gemma 3's local layers), as the graph and the WebGPU forward.
+    const { rotaryDim, theta, localTheta, scaling } = config.rope;
+    const freqFactors = weights.freqFactors;
+    this.invFreq = ropeInvFreq({ headDim: config.headDim, rotaryDim, theta, scaling, freqFactors });
+    this.localInvFreq = localTheta === undefined ? this.invFreq : ropeInvFreq({ headDim: config.headDim, rotaryDim, theta: localTheta, freqFactors });
     this.noRope = new Set(config.rope.noRopeLayers ?? []);
     const M = maxTokens;
     const K = Math.max(C, F, H * D);
@@ -371,8 +373,7 @@ export class CpuLlama {
       return { cos, sin, half };
     };
     const global = table(this.invFreq);
-    const same = this.localInvFreq.every((f, j) => f === this.invFreq[j]);
-    return { global, local: same ? global : table(this.localInvFreq) };
+    return { global, local: this.localInvFreq === this.invFreq ? global : table(this.localInvFreq) };
   }
 
   /** Views of the scratch and the K/V, made again whenever the memory has grown (growing detaches them). */

@@ -18,7 +18,7 @@ import { randomF32 } from '@intab/gpu/reference';
 import { IR_VERSION, OPSET } from '../graph-builder.ts';
 import { DataType, encodeModel } from '../onnx-proto.ts';
 import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type CpuMatmulOptions, type WeightLayout } from './cpu-matmul.ts';
-import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './cpu-matmul-bench.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
 
 if (process.env.INTAB_CPU_KERNEL_RELAXED !== '0' && relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 

@@ -1,7 +1,7 @@
 // The wasm matmul kernels in real headless Chromium (where users run them; no GPU involved, the gpu tier is simply
 // the one that runs a browser): which relaxed-SIMD forms this V8 computes right, every kernel it runs against the CPU
 // twin (reference.ts) on ragged shapes, and, printed as JSON lines, the SmolLM2-135M decode and 64-token prefill step
-// sums and a whole decode step streamed from memory, original kernel against the current ones (cpu-matmul-bench.ts;
+// sums and a whole decode step streamed from memory, original kernel against the current ones (test-cpu-matmul-bench.ts;
 // about a minute, q4_0 and q8_0; only with INTAB_CPU_KERNEL_BENCH=1).
 
 import { describe, expect, inject, test } from 'vitest';
@@ -14,7 +14,7 @@ declare module 'vitest' {
 import { mulberry32 } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
 import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type CpuWeight, type WeightLayout } from './cpu-matmul.ts';
-import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './cpu-matmul-bench.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
 import { cpuMatmulTwin } from './reference.ts';
 
 /** |kernel − twin| within the f32 rounding bound cpu-matmul.test.ts derives. */
