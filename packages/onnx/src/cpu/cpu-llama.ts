@@ -187,7 +187,8 @@ export interface CpuStepTokens {
  */
 export class CpuLlama {
   readonly config: LlamaConfig;
-  private readonly C: number;
+  /** Most positions a sequence can hold: the model's context, or all the slots when they are fewer. */
+  private readonly context: number;
   private readonly windows: number[];
   private readonly invFreq: Float64Array;
   private readonly localInvFreq: Float64Array;
@@ -213,7 +214,7 @@ export class CpuLlama {
     if (config.linearAttention || config.attnOutputGate) throw new IntabModelError(`cpu-llama: ${config.arch}'s linear attention layers and gated attention run on intab's WebGPU kernels or onnxruntime, not on the CPU kernels.`);
     this.config = config;
     const { hidden: C, ffn: F, heads: H, kvHeads: Hkv, headDim: D, vocab: V } = config;
-    this.C = C;
+    this.context = Math.min(config.maxContext, slots);
     this.windows = layerWindows(config).map((w) => w || Infinity);
     // The sliding layers' base takes no scaling (Gemma 3's local layers), as the graph and the WebGPU forward.
     const { rotaryDim, theta, localTheta, scaling } = config.rope;
@@ -224,11 +225,12 @@ export class CpuLlama {
     const M = maxTokens;
     const K = Math.max(C, F, H * D);
     const f32 = (n: number) => cpu.alloc(4 * n);
+    const scratch = cpu.scratchBytes(M, K);
     this.ptr = {
       x: f32(M * C), xb: f32(M * C), q: f32(M * H * D), k: f32(M * Hkv * D), v: f32(M * Hkv * D), att: f32(M * H * D),
-      proj: f32(M * C), gate: f32(M * F), up: f32(M * F), xq: cpu.alloc(2 * M * K), xd: f32((M * K) / 32), logits: f32(maxRows * V),
+      proj: f32(M * C), gate: f32(M * F), up: f32(M * F), xq: cpu.alloc(scratch.xq), xd: cpu.alloc(scratch.xd), logits: f32(maxRows * V),
       // A token's attention scores (then weights), and each entry's K/V row offsets (bytes, per position).
-      scores: f32(config.maxContext), offs: f32(maxBatch * config.maxContext),
+      scores: f32(this.context), offs: f32(maxBatch * this.context),
     };
     this.kvPtr = cpu.alloc(2 * config.layers * slots * Hkv * D * 4);
   }
@@ -264,7 +266,7 @@ export class CpuLlama {
     // Each entry's K/V row offsets (bytes from a layer's K or V block), for the attention kernel.
     const row = Hkv * D;
     t.tables.forEach((table, e) => {
-      for (let p = 0; p < table.length; p++) v.offs[e * c.maxContext + p] = table[p] * row * 4;
+      for (let p = 0; p < table.length; p++) v.offs[e * this.context + p] = table[p] * row * 4;
     });
     for (let l = 0; l < layers; l++) {
       const lw = w.layers[l];
@@ -329,7 +331,7 @@ export class CpuLlama {
    * own (within the layer's window), times v_j: scores and the weighted sum on the wasm kernel, the softmax here.
    */
   private attend(l: number, t: CpuStepTokens): void {
-    const { heads: H, kvHeads: Hkv, headDim: D, attnScale: scale, maxContext } = this.config;
+    const { heads: H, kvHeads: Hkv, headDim: D, attnScale: scale } = this.config;
     const group = H / Hkv;
     const window = this.windows[l];
     const layerBytes = this.slots * Hkv * D * 4;
@@ -341,7 +343,7 @@ export class CpuLlama {
       const pos = t.positions[i];
       const lo = window === Infinity ? 0 : Math.max(0, pos - window + 1);
       const n = pos - lo + 1;
-      const offs = this.ptr.offs + (t.entryOf[i] * maxContext + lo) * 4;
+      const offs = this.ptr.offs + (t.entryOf[i] * this.context + lo) * 4;
       for (let h = 0; h < H; h++) {
         const head = (i * H + h) * D * 4;
         const kvHead = Math.floor(h / group) * D * 4; // GQA: query head h reads kv head h / (H/Hkv)
@@ -387,7 +389,7 @@ export class CpuLlama {
     this.views = {
       x: at(this.ptr.x, M * C), xb: at(this.ptr.xb, M * C), q: at(this.ptr.q, M * H * D), k: at(this.ptr.k, M * Hkv * D), v: at(this.ptr.v, M * Hkv * D),
       att: at(this.ptr.att, M * H * D), proj: at(this.ptr.proj, M * C), gate: at(this.ptr.gate, M * F), up: at(this.ptr.up, M * F), logits: at(this.ptr.logits, this.maxRows * V),
-      scores: at(this.ptr.scores, this.config.maxContext), offs: new Int32Array(buf, this.ptr.offs, this.maxBatch * this.config.maxContext),
+      scores: at(this.ptr.scores, this.context), offs: new Int32Array(buf, this.ptr.offs, this.maxBatch * this.context),
       keys: Array.from({ length: L }, (_, l) => at(this.kvPtr + 2 * l * layerFloats * 4, layerFloats)),
       values: Array.from({ length: L }, (_, l) => at(this.kvPtr + (2 * l + 1) * layerFloats * 4, layerFloats)),
     };

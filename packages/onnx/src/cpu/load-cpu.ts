@@ -71,7 +71,7 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   // One memory for weights ('split' blocks: up to 20/18 of the file's), K/V and scratch, sized before the first upload.
   let stored = 0;
   for (const t of model.tensors.values()) stored += t.byteLength;
-  const scratch = 4 * (maxBatch + 1) * c.maxContext + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 2 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
+  const scratch = 4 * (maxBatch + 1) * Math.min(c.maxContext, pages * pageSize) + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 2 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
   const estimate = Math.ceil(stored * 1.15) + pages * pageBytes + scratch + (1 << 20);
   const cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536) });
   const hash = await createXXHash128();
