@@ -409,9 +409,10 @@ export interface LoadOptions {
   quantize?: 'q8_0' | 'q4_0';
   /**
    * On 'onnx-wasm' in the browser, what runs the model: 'intab' is intab's own wasm SIMD128 kernels, which read a GGUF's
-   * q4_0 / q8_0 blocks as stored (several times fewer bytes per token than onnxruntime's f32 graph); 'onnxruntime' is
-   * the ONNX graph on onnxruntime-web. Absent: intab's kernels wherever they run the model (a Llama-family GGUF with q4_0
-   * / q8_0 layer matrices), onnxruntime elsewhere. ModelInfo.adapter says which ran.
+   * q4_0 / q8_0 blocks as stored (several times fewer bytes per token than onnxruntime's f32 graph) and re-quantize
+   * other matrices to q8_0; 'onnxruntime' is the ONNX graph on onnxruntime-web. Absent: intab's kernels for a
+   * Llama-family model whose layer matrices are q4_0, q8_0, q4_K or q6_K, onnxruntime for the rest (f32, f16 and bf16
+   * weights run exactly there). ModelInfo.adapter says which ran, and info.warnings what was re-quantized.
    */
   cpuKernels?: 'intab' | 'onnxruntime';
   /** KV-cache bytes [128 MiB]. */

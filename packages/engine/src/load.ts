@@ -181,8 +181,10 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
   const options = { backend: backend.name, runtime: backend.ort, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
   const load = async (model: ModelFiles, onProgress?: (p: LoadProgress) => void): Promise<{ runner: StepRunner; weightBytes: number; adapter: string; warnings: string[] }> => {
     if (onCpuKernels(model, backend, o.cpuKernels, onnx.cpuRunnable)) {
-      const cpu = await onnx.loadCpuRunner(model, { ...options, onProgress });
-      const warnings = cpu.requantized.length ? [`${cpu.requantized.join(', ')} ${cpu.requantized.length === 1 ? 'is' : 'are'} stored in a format intab's CPU kernels do not read, and ${cpu.requantized.length === 1 ? 'was' : 'were'} re-quantized to q8_0 on load.`] : [];
+      const cpu = await onnx.loadCpuRunner(model, { ...options, onProgress, anyFormat: o.cpuKernels === 'intab' });
+      const r = cpu.requantized;
+      const formats = [...new Set(r.map((n) => model.tensors.get(n)?.dtype))].join(', ');
+      const warnings = r.length ? [`${r.length === 1 ? r[0] : `${r.length} matrices`} (${formats}) ${r.length === 1 ? 'was' : 'were'} re-quantized to q8_0 on load: intab's CPU kernels read q4_0 and q8_0 as stored.`] : [];
       return { runner: cpu.runner, weightBytes: cpu.weightBytes, adapter: `intab's wasm SIMD128 kernels (${cpu.dtypes}, 1 thread)`, warnings };
     }
     const target = await onnx.loadOnnxRunner(model, { ...options, onProgress });
@@ -215,11 +217,12 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
 /**
  * Whether a model on an ORT backend runs on intab's own CPU kernels instead: on 'onnx-wasm' in the browser (not on a
  * host's onnxruntime, whose native CPU provider has threads), where the kernels read its matrices as stored (q4_0 /
- * q8_0), unless `cpuKernels` says 'onnxruntime'. `cpuKernels: 'intab'` on a model they cannot run is an error saying why.
+ * q8_0) or re-quantize a K-quant's to q8_0, unless `cpuKernels` says 'onnxruntime'. `cpuKernels: 'intab'` also takes
+ * unquantized matrices (re-quantized to q8_0), and on a model the kernels cannot run is an error saying why.
  */
-function onCpuKernels(model: ModelFiles, backend: Exclude<BackendChoice, { name: 'webgpu' }>, asked: RunnersOptions['cpuKernels'], runnable: (m: ModelFiles) => string | undefined): boolean {
+function onCpuKernels(model: ModelFiles, backend: Exclude<BackendChoice, { name: 'webgpu' }>, asked: RunnersOptions['cpuKernels'], runnable: (m: ModelFiles, o: { anyFormat?: boolean }) => string | undefined): boolean {
   if (asked === 'onnxruntime') return false;
-  const why = backend.name !== 'onnx-wasm' ? `backend '${backend.name}' runs on the GPU` : backend.ort && asked !== 'intab' ? `${backend.ort.name} runs it natively` : runnable(model);
+  const why = backend.name !== 'onnx-wasm' ? `backend '${backend.name}' runs on the GPU` : backend.ort && asked !== 'intab' ? `${backend.ort.name} runs it natively` : runnable(model, { anyFormat: asked === 'intab' });
   if (why && asked === 'intab') throw new InvalidRequestError('cpuKernels', 'intab', `'onnxruntime' or absent for this model: intab's CPU kernels cannot run it (${why})`);
   return why === undefined;
 }

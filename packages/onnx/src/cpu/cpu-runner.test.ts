@@ -99,12 +99,19 @@ describe('a token\'s logits do not depend on how its step is put together', () =
 });
 
 describe('what the CPU kernels run', () => {
-  test('layer matrices in q4_0 / q8_0 run; f16 and f32 ones, and Qwen3.5, are refused with why', async () => {
-    expect(cpuRunnable(await open(SHAPES.llama, 'q4_0'))).toBeUndefined();
-    expect(cpuRunnable(await open(SHAPES.llama, 'f16'))).toMatch(/layer matrices are f16, and intab's CPU kernels read q4_0 and q8_0/);
+  test('q4_0 / q8_0 layer matrices run as stored; f16 and f32 ones stay on onnxruntime unless asked, then run as q8_0', async () => {
+    const q4 = await open(SHAPES.llama, 'q4_0');
+    expect(cpuRunnable(q4)).toBeUndefined();
+    expect((await loadCpuRunner(q4)).dtypes).toBe('q4_0');
+    expect(cpuRunnable(await open(SHAPES.llama, 'f16'))).toMatch(/layer matrices are f16: onnxruntime runs them exactly, and intab's CPU kernels would re-quantize them to q8_0 \(cpuKernels 'intab' asks for that\)/);
     const f32 = await open(SHAPES.llama, 'f32');
-    expect(cpuRunnable(f32)).toMatch(/f32/);
     await expect(loadCpuRunner(f32)).rejects.toThrow(/layer matrices are f32/);
+    const forced = await loadCpuRunner(f32, { anyFormat: true, kvBudgetBytes: 1 << 20, maxBatch: 8 });
+    expect(forced.dtypes).toBe('q8_0 from f32');
+    expect(forced.requantized).toHaveLength(2 * 7 + 1); // every layer matrix and the tied head
+    const ref = createReferenceModel(f32.config, ((t) => (n: string) => t.get(n))(await f32Tensors(f32)));
+    forced.runner.alloc(0);
+    expect(median(rowErrors(await rowsOf(forced.runner, 0, PROMPT), ref.logitsAll(PROMPT, 0), f32.config.vocab))).toBeLessThan(0.05);
   });
 
   test('a head in another format (f16 here, q6_K in real q4_0 files) is re-quantized to q8_0 and said so; the logits stay', async () => {

@@ -1,8 +1,8 @@
 // From opened model files to a ready CpuRunner: which checkpoints intab's CPU kernels run (cpuRunnable: a Llama-family
-// decoder whose layer matrices are GGUF q4_0 / q8_0 blocks, the formats those kernels read without converting), the
-// weights read into the kernels' memory (hashed as read, for the saved prefix cache's key), the memory sized once for
-// weights, K/V and scratch, and a warm-up so the browser's optimizing tier has compiled the kernels before the first
-// request.
+// decoder whose layer matrices are q4_0 / q8_0 blocks, which the kernels read as stored, or K-quants they re-quantize
+// to q8_0), the weights read into the kernels' memory (hashed as read, for the saved prefix cache's key), the memory
+// sized once for weights, K/V and scratch, and a warm-up so the browser's optimizing tier has compiled the kernels
+// before the first request.
 
 import type { LoadProgress, ModelFiles } from '@intab/model';
 import { createXXHash128 } from 'hash-wasm';
@@ -14,7 +14,7 @@ import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attenti
 import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
 import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
 
-export interface CpuLoadOptions extends CpuRunnerOptions {
+export interface CpuLoadOptions extends CpuRunnerOptions, CpuRunnableOptions {
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
 }
@@ -26,19 +26,33 @@ export interface LoadedCpu {
   weightBytes: number;
   /** Matrices whose stored format the kernels do not read, re-quantized to q8_0 on load. */
   requantized: string[];
-  /** The matrices' formats, e.g. 'q4_0' or 'q4_0, q8_0'. */
+  /** The formats the kernels run the layer matrices in, e.g. 'q4_0', 'q4_0, q8_0' or 'q8_0 from q4_K, q8_0 from q6_K'. */
   dtypes: string;
 }
 
 const LAYER_MATRICES = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
 
+/** Layer formats the kernels read as stored. */
+const AS_STORED = new Set(['q4_0', 'q8_0']);
+/** Layer formats re-quantized to q8_0 at load by default: a K-quant file is quantized anyway, and q8_0 keeps it to rounding. */
+const TO_Q8_0 = new Set(['q4_K', 'q6_K']);
+
+export interface CpuRunnableOptions {
+  /**
+   * Also run unquantized layer matrices (f32, f16, bf16), re-quantized to q8_0 (LoadOptions.cpuKernels 'intab'); by
+   * default those stay on onnxruntime, which runs them exactly.
+   */
+  anyFormat?: boolean;
+}
+
 /**
  * Why intab's CPU kernels do not run this model, or undefined when they do: a GGUF or safetensors Llama-family decoder
- * (no DeltaNet layers, no gated attention) whose layer matrices are all q4_0 or q8_0 and whose rows are whole blocks.
+ * (no DeltaNet layers, no gated attention) whose rows are whole blocks and whose layer matrices are q4_0 / q8_0 (read
+ * as stored) or q4_K / q6_K (re-quantized to q8_0 at load), or any format with `anyFormat`.
  * @example
  * const why = cpuRunnable(model); // undefined: loadCpuRunner runs it
  */
-export function cpuRunnable(model: ModelFiles): string | undefined {
+export function cpuRunnable(model: ModelFiles, o: CpuRunnableOptions = {}): string | undefined {
   const c = model.config;
   if (model.onnx) return 'an ONNX folder brings its own graph, which onnxruntime runs';
   if (c.linearAttention || c.attnOutputGate) return `${c.arch}'s linear-attention layers and gated attention are not in intab's CPU kernels`;
@@ -47,8 +61,10 @@ export function cpuRunnable(model: ModelFiles): string | undefined {
   const dtypes = new Set<string>();
   for (const [name, t] of model.tensors) if (LAYER_MATRICES.test(name)) dtypes.add(t.dtype);
   if (dtypes.size === 0) return 'it has no layer matrices';
-  const other = [...dtypes].filter((d) => d !== 'q4_0' && d !== 'q8_0');
-  if (other.length) return `its layer matrices are ${other.join(', ')}, and intab's CPU kernels read q4_0 and q8_0 (onnxruntime runs the rest)`;
+  const unsupported = [...dtypes].filter((d) => d.startsWith('unsupported:'));
+  if (unsupported.length) return `its layer matrices are ${unsupported.map((d) => d.slice('unsupported:'.length)).join(', ')}, which intab does not read`;
+  const other = [...dtypes].filter((d) => !AS_STORED.has(d) && !TO_Q8_0.has(d));
+  if (other.length && !o.anyFormat) return `its layer matrices are ${other.join(', ')}: onnxruntime runs them exactly, and intab's CPU kernels would re-quantize them to q8_0 (cpuKernels 'intab' asks for that)`;
   return undefined;
 }
 
@@ -58,7 +74,7 @@ export function cpuRunnable(model: ModelFiles): string | undefined {
  * const { runner } = await loadCpuRunner(await openGguf(source), { kvBudgetBytes: 64 << 20 });
  */
 export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): Promise<LoadedCpu> {
-  const why = cpuRunnable(model);
+  const why = cpuRunnable(model, o);
   if (why) throw new OnnxUnsupportedError('cpu kernels', `${why}.`);
   const c = model.config;
   const pageSize = o.pageSize ?? 16;
@@ -96,7 +112,9 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
   await warmup(runner, c.bosId ?? 0);
-  const dtypes = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort().join(', ');
+  // What the kernels run, per stored format of the layer matrices: 'q4_0', or 'q8_0 from q4_K'.
+  const formats = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort();
+  const dtypes = formats.map((d) => (AS_STORED.has(d) ? d : `q8_0 from ${d}`)).join(', ');
   return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes };
 }
 
