@@ -114,6 +114,14 @@ describe('what the CPU kernels run', () => {
     expect(median(rowErrors(await rowsOf(forced.runner, 0, PROMPT), ref.logitsAll(PROMPT, 0), f32.config.vocab))).toBeLessThan(0.05);
   });
 
+  test('weights past a wasm heap (4 GiB as the kernels hold them) are refused before a byte is read', async () => {
+    const model = await open(SHAPES.llama, 'q4_0');
+    const up = model.tensors.get('blk.0.ffn_up.weight')!;
+    const tensors = new Map(model.tensors);
+    tensors.set('blk.0.ffn_up.weight', { ...up, shape: [262144, 32768], byteLength: 262144 * 32768 * (18 / 32) });
+    expect(cpuRunnable({ ...model, tensors })).toMatch(/^its weights \(5\.\d GiB as the kernels hold them\) do not fit a wasm heap's 4 GiB$/);
+  });
+
   test('a head in another format (f16 here, q6_K in real q4_0 files) is re-quantized to q8_0 and said so; the logits stay', async () => {
     const model = await open(SHAPES.qwen3, 'q4_0');
     const f32 = await f32Tensors(model);

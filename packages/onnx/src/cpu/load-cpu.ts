@@ -32,6 +32,22 @@ export interface LoadedCpu {
 
 const LAYER_MATRICES = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
 
+/** Bytes a wasm32 memory can hold (4 GiB), less a margin for the kernels' own allocations. */
+const WASM_HEAP = 2 ** 32 - 2 ** 26;
+
+/**
+ * Bytes the model's weights take in the kernels' memory, a little over: q4_0 / q8_0 matrices as stored with their
+ * scales widened to f32 (20/18 and 36/34 of the file), any other matrix as q8_0 (1.125 bytes a value), vectors as f32.
+ */
+function heldBytes(model: ModelFiles): number {
+  let bytes = 0;
+  for (const t of model.tensors.values()) {
+    const values = t.shape.reduce((a, b) => a * b, 1);
+    bytes += t.shape.length === 1 ? 4 * values : AS_STORED.has(t.dtype) ? Math.ceil(t.byteLength * 1.12) : Math.ceil(values * 1.125);
+  }
+  return bytes + (1 << 20);
+}
+
 /** Layer formats the kernels read as stored. */
 const AS_STORED = new Set(['q4_0', 'q8_0']);
 /** Layer formats re-quantized to q8_0 at load by default: a K-quant file is quantized anyway, and q8_0 keeps it to rounding. */
@@ -63,6 +79,8 @@ export function cpuRunnable(model: ModelFiles, o: CpuRunnableOptions = {}): stri
   if (dtypes.size === 0) return 'it has no layer matrices';
   const unsupported = [...dtypes].filter((d) => d.startsWith('unsupported:'));
   if (unsupported.length) return `its layer matrices are ${unsupported.map((d) => d.slice('unsupported:'.length)).join(', ')}, which intab does not read`;
+  const held = heldBytes(model);
+  if (held > WASM_HEAP) return `its weights (${(held / 2 ** 30).toFixed(1)} GiB as the kernels hold them) do not fit a wasm heap's 4 GiB`;
   const other = [...dtypes].filter((d) => !AS_STORED.has(d) && !TO_Q8_0.has(d));
   if (other.length && !o.anyFormat) return `its layer matrices are ${other.join(', ')}: onnxruntime runs them exactly, and intab's CPU kernels would re-quantize them to q8_0 (cpuKernels 'intab' asks for that)`;
   return undefined;
@@ -85,11 +103,17 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const maxTokens = Math.max(o.maxTokensPerStep ?? 512, maxBatch);
   const maxRows = 4 * maxBatch;
   // One memory for weights ('split' blocks: up to 20/18 of the file's), K/V and scratch, sized before the first upload.
-  let stored = 0;
-  for (const t of model.tensors.values()) stored += t.byteLength;
   const scratch = 4 * (maxBatch + 1) * Math.min(c.maxContext, pages * pageSize) + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 2 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
-  const estimate = Math.ceil(stored * 1.15) + pages * pageBytes + scratch + (1 << 20);
-  const cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536) });
+  const estimate = heldBytes(model) + pages * pageBytes + scratch + (1 << 20);
+  const mib = (b: number) => `${Math.ceil(b / 2 ** 20)} MiB`;
+  if (estimate > WASM_HEAP) throw new OnnxUnsupportedError('memory', `the model, its K/V and scratch need about ${mib(estimate)} of wasm memory, past a wasm heap's 4 GiB: lower kvBudgetBytes or maxTokensPerStep, or load a smaller model or quantization.`);
+  let cpu: CpuMatmul;
+  try {
+    cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536) });
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    throw new OnnxUnsupportedError('memory', `the browser could not reserve ${mib(estimate)} of wasm memory for the model (${err.message}): close other tabs, lower kvBudgetBytes, or load a smaller model or quantization.`);
+  }
   const hash = await createXXHash128();
   hash.init();
   const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress });
