@@ -1,18 +1,15 @@
 // intab's CPU kernels (the CpuRunner that 'onnx-wasm' runs quantized GGUFs on) against llama.cpp's CPU path
 // (node-llama-cpp's prebuilt build, one thread, K/V in f32), family by family, in q8_0 and q4_0: both quantize the
 // activations to q8_0 before each matrix, so intab's next-token distribution after the prompt should be llama.cpp's to
-// rounding, and llama.cpp's greedy ids intab's likeliest tokens when fed the same text. In q4_0 they are (every step,
-// every family); in q8_0 llama.cpp leaves f32 arithmetic by more than rounding (unexplained here), so there its
-// likeliest tokens are checked. The models are small random ones of
+// rounding, and llama.cpp's greedy ids intab's likeliest tokens (or within rounding of them) when fed the same text. The models are small random ones of
 // each family with stories260K's vocabulary, q and k written large (sharp attention: positions, windows and RoPE show).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { dequantize, type WeightDtype } from '@intab/gpu';
+import type { WeightDtype } from '@intab/gpu';
 import { openGguf, pathSource } from '@intab/model';
-import { createReferenceModel } from '@intab/model/reference';
 import { loadCpuRunner } from '@intab/onnx';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
 import { llamaCppGreedy, logProbGap, storiesTokenizer } from './test-llamacpp.ts';
@@ -39,8 +36,6 @@ describe("intab's CPU kernels give llama.cpp's ids and next-token distribution",
         writeFileSync(file, syntheticGguf(shape, dtype, 11, { tokenizer: storiesTokenizer(), qkScale: 8 }));
         const model = await openGguf(await pathSource(file));
         const { runner } = await loadCpuRunner(model, { kvBudgetBytes: 4 << 20, maxBatch: 16 });
-        const f32 = new Map<string, Float32Array>();
-        for (const [n, t] of model.tensors) f32.set(n, dequantize(t.dtype as WeightDtype, await t.source.read(t.offset, t.byteLength), t.shape.length === 1 ? 1 : t.shape[0], t.shape.at(-1)!));
         const theirs = await llamaCppGreedy(file, PROMPT, STEPS);
         // Teacher-forced on llama.cpp's ids: every row's logits, so a near-tie at one step does not hide the rest.
         runner.alloc(0);
@@ -55,18 +50,8 @@ describe("intab's CPU kernels give llama.cpp's ids and next-token distribution",
         const agree = behind.filter((b) => b === 0).length;
         console.log(JSON.stringify({ test: 'cpu-kernels', family, dtype, log_prob_gap: gap, steps: theirs.ids.length, agree, most_behind: Math.max(...behind) }));
         expect(theirs.ids.length).toBeGreaterThanOrEqual(8);
-        if (dtype === 'q4_0') {
-          expect(gap).toBeLessThan(0.03);
-          expect(Math.max(...behind)).toBeLessThan(0.05);
-          return;
-        }
-        // q8_0: llama.cpp's distribution leaves f32 arithmetic on the same weights (the CPU reference) by more than
-        // activation rounding explains, on every family, and intab's kernels by about as much: its likeliest tokens are
-        // checked, and both gaps printed.
-        const reference = createReferenceModel(model.config, (n) => f32.get(n)).forward(PROMPT, 0);
-        console.log(JSON.stringify({ test: 'cpu-kernels', family, dtype, reference_log_prob_gap: logProbGap(theirs.probabilities, reference) }));
-        expect(behind[0]).toBe(0);
-        expect(agree).toBeGreaterThanOrEqual(theirs.ids.length - 2);
+        expect(gap).toBeLessThan(0.03);
+        expect(Math.max(...behind)).toBeLessThan(0.05);
       });
     }
   }
