@@ -118,8 +118,9 @@ const jspi = (): boolean => typeof WebAssembly === 'object' && 'Suspending' in W
 /**
  * Resolves LoadOptions.backend for a model: 'auto' takes intab's WebGPU kernels on a hardware adapter, and the CPU
  * ('onnx-wasm': intab's wasm kernels or ORT's, loadOnnxModel) where WebGPU is missing or only a software adapter exists
- * (measured: ORT wasm decodes stories260K several times faster than any WebGPU path over SwiftShader). An ONNX folder runs on ORT only: on its WebGPU execution provider
- * with a hardware adapter where WebAssembly JSPI exists, else on its wasm. With `o.ort` (the host's onnxruntime:
+ * (measured: ORT wasm decodes stories260K several times faster than any WebGPU path over SwiftShader). An ONNX folder
+ * runs on ORT only: on its WebGPU execution provider with a hardware adapter where WebAssembly JSPI exists, else on its
+ * wasm. With `o.ort` (the host's onnxruntime:
  * onnxruntime-node in Node) the ORT backends run on it instead: its CPU provider where the browser's ORT runs wasm, its
  * WebGPU provider where it has one; `request` is then the host's WebGPU (Dawn).
  * @example

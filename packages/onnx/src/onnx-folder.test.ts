@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { bytesSource, configFromHf, encoderConfigFromHf, openGguf, openHfFolder, openOnnxFolder, openTokenizer, pathSource, type ModelFiles } from '@intab/model';
 import { loadOnnxRunner } from './load.ts';
-import { encoderHfConfig, onnxFolderFiles } from './onnx-folder.ts';
+import { encoderHfConfig, hfConfig, onnxFolderFiles } from './onnx-folder.ts';
+import { syntheticGguf } from '@intab/testing/synthetic';
 import { TINY_BERT, TINY_NOMIC } from './test-encoder.ts';
 import { OnnxFormatError } from './errors.ts';
 
@@ -73,6 +74,17 @@ describe('onnxFolderFiles → openOnnxFolder', () => {
     expect(err).toBeInstanceOf(OnnxFormatError);
     expect(err.message).toContain("its weights are in 'model.onnx_data', which is not among the files given");
   });
+});
+
+test("a decoder's config.json reads back as the same LlamaConfig: Gemma 3's local layers, RoPE base and query scale, SmolLM3's NoPE layers", async () => {
+  const base = { hidden: 64, ffn: 128, layers: 6, heads: 4, kvHeads: 2, headDim: 32, vocab: 256, context: 256 };
+  for (const shape of [{ ...base, ropeTheta: 1000000, arch: 'gemma3', window: 4 }, { ...base, ropeTheta: 5000000, arch: 'smollm3' }, { ...base, ropeTheta: 1000000, arch: 'qwen3' }, { ...base, ropeTheta: 10000 }] as const) {
+    const { config } = await openGguf(bytesSource('m.gguf', syntheticGguf(shape, 'q8_0', 1)));
+    const back = configFromHf(hfConfig(config), 'config.json');
+    // A GGUF llama's q/k rows are permuted for adjacent-pair RoPE, Hugging Face's are not: the style follows the
+    // weights (the graph carries it), so it is the one field that differs.
+    expect(back, config.arch).toEqual({ ...config, rope: { ...config.rope, style: back.rope.style }, fusedProjections: back.fusedProjections });
+  }
 });
 
 test("an embedding model's config.json (bert, nomic_bert) reads back as the same EncoderConfig", () => {

@@ -38,14 +38,32 @@ export async function onnxFolderFiles(model: ModelFiles, options: { signal?: Abo
   return files;
 }
 
+/** Each family's Hugging Face model_type and class, as transformers (and transformers.js) name its text model. */
+const HF_NAMES: Readonly<Record<LlamaConfig['arch'], [modelType: string, cls: string]>> = {
+  llama: ['llama', 'LlamaForCausalLM'],
+  mistral: ['mistral', 'MistralForCausalLM'],
+  qwen2: ['qwen2', 'Qwen2ForCausalLM'],
+  qwen3: ['qwen3', 'Qwen3ForCausalLM'],
+  phi3: ['phi3', 'Phi3ForCausalLM'],
+  smollm3: ['smollm3', 'SmolLM3ForCausalLM'],
+  // 'gemma3' is the multimodal model, whose language model sits in text_config.
+  gemma3: ['gemma3_text', 'Gemma3ForCausalLM'],
+  qwen35: ['qwen3_5_text', 'Qwen3_5ForCausalLM'],
+};
+
 /**
  * A Hugging Face config.json for a LlamaConfig (a GGUF's): the fields transformers.js and configFromHf read to size
- * the K/V inputs and the vocabulary. The graph itself carries the rope, norms and weights.
+ * the K/V inputs and the vocabulary, and each family's own (Gemma 3's local layers and their RoPE base, its query
+ * scale; SmolLM3's NoPE layers), so configFromHf reads the same model back. The graph itself carries the weights.
  */
 export function hfConfig(c: LlamaConfig): Record<string, unknown> {
+  const [modelType, cls] = HF_NAMES[c.arch];
+  const layers = Array.from({ length: c.layers }, (_, l) => l);
+  const sliding = new Set(c.slidingLayers ?? (c.slidingWindow !== null ? layers : []));
+  const noRope = new Set(c.rope.noRopeLayers ?? []);
   return {
-    architectures: ['LlamaForCausalLM'],
-    model_type: c.arch,
+    architectures: [cls],
+    model_type: modelType,
     hidden_size: c.hidden,
     intermediate_size: c.ffn,
     num_hidden_layers: c.layers,
@@ -59,6 +77,14 @@ export function hfConfig(c: LlamaConfig): Record<string, unknown> {
     tie_word_embeddings: c.tiedEmbeddings,
     hidden_act: c.activation === 'gelu_tanh' ? 'gelu_pytorch_tanh' : 'silu',
     ...(c.slidingWindow !== null ? { sliding_window: c.slidingWindow } : {}),
+    ...(c.arch === 'gemma3'
+      ? {
+          layer_types: layers.map((l) => (sliding.has(l) ? 'sliding_attention' : 'full_attention')),
+          rope_local_base_freq: c.rope.localTheta ?? c.rope.theta,
+          query_pre_attn_scalar: 1 / c.attnScale ** 2,
+        }
+      : {}),
+    ...(c.arch === 'smollm3' ? { no_rope_layers: layers.map((l) => (noRope.has(l) ? 0 : 1)) } : {}),
     ...(c.bosId !== null ? { bos_token_id: c.bosId } : {}),
     ...(c.eosIds.length ? { eos_token_id: c.eosIds.length === 1 ? c.eosIds[0] : c.eosIds } : {}),
     torch_dtype: 'float32',
