@@ -328,7 +328,7 @@ export class CpuLlama {
 
   /**
    * att (M, H·D): for each token and query head, softmax(q·k_j · scale) over the positions its sequence holds up to its
-   * own (within the layer's window), times v_j: scores and the weighted sum on the wasm kernel, the softmax here.
+   * own (within the layer's window), times v_j, on the wasm kernels.
    */
   private attend(l: number, t: CpuStepTokens): void {
     const { heads: H, kvHeads: Hkv, headDim: D, attnScale: scale } = this.config;
@@ -337,7 +337,6 @@ export class CpuLlama {
     const layerBytes = this.slots * Hkv * D * 4;
     const keys = this.kvPtr + 2 * l * layerBytes;
     const values = keys + layerBytes;
-    const s = this.view().scores;
     const a = this.kernels.attention;
     for (let i = 0; i < t.ids.length; i++) {
       const pos = t.positions[i];
@@ -348,12 +347,7 @@ export class CpuLlama {
         const head = (i * H + h) * D * 4;
         const kvHead = Math.floor(h / group) * D * 4; // GQA: query head h reads kv head h / (H/Hkv)
         a.attn_scores(this.ptr.q + head, keys + kvHead, offs, n, D, this.ptr.scores, scale);
-        let max = -Infinity;
-        for (let j = 0; j < n; j++) if (s[j] > max) max = s[j];
-        let sum = 0;
-        for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j] - max);
-        const inv = 1 / sum;
-        for (let j = 0; j < n; j++) s[j] *= inv;
+        a.attn_softmax(this.ptr.scores, n);
         a.attn_mix(this.ptr.scores, values + kvHead, offs, n, D, this.ptr.att + head);
       }
     }

@@ -15,7 +15,7 @@ export const ACTIVATION_COEFFICIENTS: Readonly<Record<'silu' | 'gelu_tanh', read
   gelu_tanh: [2 * Math.sqrt(2 / Math.PI), 2 * Math.sqrt(2 / Math.PI) * 0.044715],
 };
 
-const f32x4 = (v: number) => new Uint8Array(new Float32Array([v, v, v, v]).buffer);
+export const f32x4 = (v: number) => new Uint8Array(new Float32Array([v, v, v, v]).buffer);
 const i32x4 = (v: number) => new Uint8Array(new Int32Array([v, v, v, v]).buffer);
 
 /** The module's binary. */
@@ -25,41 +25,44 @@ export function buildActivationModule(): Uint8Array<ArrayBuffer> {
   return mod.encode();
 }
 
+/**
+ * Leaves exp(v) on the stack for the f32x4 on top of it, v clamped to [−87, 88] (where exp stays a finite, normal
+ * f32): 2^k · e^r with k = nearest(v / ln 2) and r = v − k·ln 2 (ln 2 in two parts), e^r = 1 + r + r²·P(r) (Cephes'
+ * expf), and 2^k built as k + 127 in the exponent field. `t` are three v128 scratch locals.
+ */
+export function emitExp(c: Code, t: readonly [number, number, number]): void {
+  const [y, k, r] = t;
+  c.v128_const(f32x4(88)).f32x4_min().v128_const(f32x4(-87)).f32x4_max().set(y);
+  c.get(y).v128_const(f32x4(Math.LOG2E)).f32x4_mul().f32x4_nearest().set(k);
+  c.get(y).get(k).v128_const(f32x4(0.693359375)).f32x4_mul().f32x4_sub();
+  c.get(k).v128_const(f32x4(-2.12194440e-4)).f32x4_mul().f32x4_sub().set(r);
+  c.v128_const(f32x4(1.9875691500e-4));
+  for (const coef of [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]) c.get(r).f32x4_mul().v128_const(f32x4(coef)).f32x4_add();
+  c.get(r).get(r).f32x4_mul().f32x4_mul().get(r).f32x4_add().v128_const(f32x4(1)).f32x4_add();
+  c.get(k).i32x4_trunc_sat_f32x4_s().v128_const(i32x4(127)).i32x4_add().i32_const(23).i32x4_shl().f32x4_mul();
+}
+
 function emitActMul(c: Code): void {
   const [g, u, n, a, b] = [0, 1, 2, 3, 4];
   const end = c.local(I32);
   const av = c.local(V128);
   const bv = c.local(V128);
   const x = c.local(V128);
-  const y = c.local(V128);
-  const k = c.local(V128);
-  const r = c.local(V128);
-  const p = c.local(V128);
+  const t = [c.local(V128), c.local(V128), c.local(V128)] as const;
   c.get(n).i32_eqz().if_().return_().end();
   c.get(a).f32x4_splat().set(av);
   c.get(b).f32x4_splat().set(bv);
   c.get(g).get(n).i32_const(2).i32_shl().i32_add().set(end);
   c.loop();
   {
+    // g = x / (1 + exp(−(a·x + b·x³))) · u (sigmoid is 0 or 1 to f32 precision where the clamp bites)
+    c.get(g);
     c.get(g).v128_load(0).set(x);
-    // y = −(a·x + b·x³), clamped where exp stays a finite, normal f32 (sigmoid is 0 or 1 to f32 precision past it)
+    c.get(x);
     c.get(x).get(x).f32x4_mul().get(bv).f32x4_mul().get(av).f32x4_add().get(x).f32x4_mul();
     c.v128_const(f32x4(-1)).f32x4_mul();
-    c.v128_const(f32x4(88)).f32x4_min().v128_const(f32x4(-87)).f32x4_max().set(y);
-    // exp(y) = 2^k · e^r, k = nearest(y / ln 2), r = y − k·ln 2 (ln 2 in two parts, as Cephes)
-    c.get(y).v128_const(f32x4(Math.LOG2E)).f32x4_mul().f32x4_nearest().set(k);
-    c.get(y).get(k).v128_const(f32x4(0.693359375)).f32x4_mul().f32x4_sub();
-    c.get(k).v128_const(f32x4(-2.12194440e-4)).f32x4_mul().f32x4_sub().set(r);
-    // e^r = 1 + r + r²·P(r)
-    c.v128_const(f32x4(1.9875691500e-4));
-    for (const coef of [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]) c.get(r).f32x4_mul().v128_const(f32x4(coef)).f32x4_add();
-    c.get(r).get(r).f32x4_mul().f32x4_mul().get(r).f32x4_add().v128_const(f32x4(1)).f32x4_add().set(p);
-    // · 2^k: k + 127 in the exponent field
-    c.get(p).get(k).i32x4_trunc_sat_f32x4_s().v128_const(i32x4(127)).i32x4_add().i32_const(23).i32x4_shl().f32x4_mul();
-    // g = x / (1 + exp(y)) · u
-    c.v128_const(f32x4(1)).f32x4_add().set(p);
-    c.get(g);
-    c.get(x).get(p).f32x4_div().get(u).v128_load(0).f32x4_mul();
+    emitExp(c, t);
+    c.v128_const(f32x4(1)).f32x4_add().f32x4_div().get(u).v128_load(0).f32x4_mul();
     c.v128_store(0);
     c.get(g).i32_const(16).i32_add().set(g);
     c.get(u).i32_const(16).i32_add().set(u);

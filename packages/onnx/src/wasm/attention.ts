@@ -1,14 +1,16 @@
 // The attention of intab's CPU forward as wasm SIMD128 (f32x4), over K/V rows the page table scatters: one query head
-// against the positions it sees. Scores (q·k_j · scale) and the weighted sum of V rows run here; the softmax between
-// them (an exp per position) stays in JS, which has exp and wasm has not. Same memory as the matmul kernels
+// against the positions it sees. Scores (q·k_j · scale), their softmax (activation.ts's expf: an exp per position and
+// head, in JS it was a third of a 30-token prefill's attention at 250 positions) and the weighted sum of V rows. Same memory as the matmul kernels
 // (CpuMatmul.memory): q, the K/V pages, the row offsets and the outputs are all pointers into it.
 //
 // Exports, all pointers byte offsets:
 //   attn_scores(q, kv, offs, n, d, out, scale): out[j] = scale · Σ_i q[i]·kv[offs[j] + 4i], j < n   (f32, i32 offs)
 //   attn_mix(p, kv, offs, n, d, out):           out[i] = Σ_j p[j]·kv[offs[j] + 4i], i < d
+//   attn_softmax(p, n):                         p[0..n) = softmax(p[0..n)) in place
 // d (the head dimension) a multiple of 16; offs[j] the byte offset of position j's row from kv (the layer's K or V
 // block plus the kv head's offset).
 
+import { emitExp, f32x4 } from './activation.ts';
 import { F32, I32, V128, WasmModule, type Code } from './wasm-module.ts';
 
 /** Head dimensions the kernels take: multiples of 16 floats (four f32x4 accumulators per pass). */
@@ -19,6 +21,7 @@ export function buildAttentionModule(): Uint8Array<ArrayBuffer> {
   const mod = new WasmModule({ memoryPages: 1 });
   emitScores(mod.func('attn_scores', [I32, I32, I32, I32, I32, I32, F32], []));
   emitMix(mod.func('attn_mix', [I32, I32, I32, I32, I32, I32], []));
+  emitSoftmax(mod.func('attn_softmax', [I32, I32], []));
   return mod.encode();
 }
 
@@ -85,10 +88,76 @@ function emitMix(c: Code): void {
   c.end();
 }
 
+/**
+ * p[0..n) = softmax(p[0..n)) in place: the max, then exp(p − max) (activation.ts's expf) and their sum, then each
+ * times 1/sum; four lanes at a time, the last n mod 4 one by one.
+ */
+function emitSoftmax(c: Code): void {
+  const [p, n] = [0, 1];
+  const full = c.local(I32); // bytes of the whole vectors
+  const i = c.local(I32);
+  const acc = c.local(V128);
+  const mv = c.local(V128);
+  const m = c.local(F32);
+  const sum = c.local(F32);
+  const t = [c.local(V128), c.local(V128), c.local(V128)] as const;
+  const lanes = (op: 'max' | 'add') => {
+    c.get(acc).f32x4_extract_lane(0).get(acc).f32x4_extract_lane(1);
+    if (op === 'max') c.f32_max(); else c.f32_add();
+    c.get(acc).f32x4_extract_lane(2).get(acc).f32x4_extract_lane(3);
+    if (op === 'max') c.f32_max().f32_max(); else c.f32_add().f32_add();
+  };
+  /** for (i = from; i < to; i += step) body, i a byte offset */
+  const each = (from: () => void, to: () => void, step: number, body: () => void) => {
+    from();
+    c.set(i);
+    c.block().loop();
+    c.get(i);
+    to();
+    c.i32_ge_u().br_if(1);
+    body();
+    c.get(i).i32_const(step).i32_add().set(i);
+    c.br(0).end().end();
+  };
+  c.get(n).i32_eqz().if_().return_().end();
+  c.get(n).i32_const(-4).i32_and().i32_const(2).i32_shl().set(full);
+  const end = () => c.get(n).i32_const(2).i32_shl();
+  // the max
+  c.v128_const(f32x4(-Infinity)).set(acc);
+  each(() => c.i32_const(0), () => c.get(full), 16, () => c.get(acc).get(p).get(i).i32_add().v128_load(0).f32x4_max().set(acc));
+  lanes('max');
+  c.set(m);
+  each(() => c.get(full), end, 4, () => c.get(m).get(p).get(i).i32_add().f32_load(0).f32_max().set(m));
+  c.get(m).f32x4_splat().set(mv);
+  // exp(p − max) and its sum
+  c.v128_const(f32x4(0)).set(acc);
+  each(() => c.i32_const(0), () => c.get(full), 16, () => {
+    c.get(p).get(i).i32_add();
+    c.get(p).get(i).i32_add().v128_load(0).get(mv).f32x4_sub();
+    emitExp(c, t);
+    c.tee(t[0]).v128_store(0);
+    c.get(acc).get(t[0]).f32x4_add().set(acc);
+  });
+  lanes('add');
+  c.set(sum);
+  each(() => c.get(full), end, 4, () => {
+    c.get(p).get(i).i32_add();
+    c.get(p).get(i).i32_add().v128_load32_splat(0).get(mv).f32x4_sub();
+    emitExp(c, t);
+    c.f32x4_extract_lane(0).tee(m).f32_store(0); // m is free again: the lane's exp
+    c.get(sum).get(m).f32_add().set(sum);
+  });
+  // · 1/sum
+  c.f32_const(1).get(sum).f32_div().tee(sum).f32x4_splat().set(mv);
+  each(() => c.i32_const(0), () => c.get(full), 16, () => c.get(p).get(i).i32_add().get(p).get(i).i32_add().v128_load(0).get(mv).f32x4_mul().v128_store(0));
+  each(() => c.get(full), end, 4, () => c.get(p).get(i).i32_add().get(p).get(i).i32_add().f32_load(0).get(sum).f32_mul().f32_store(0));
+}
+
 /** The attention kernels, instantiated over a memory (CpuMatmul.memory). */
 export interface AttentionKernels {
   attn_scores(q: number, kv: number, offs: number, n: number, d: number, out: number, scale: number): void;
   attn_mix(p: number, kv: number, offs: number, n: number, d: number, out: number): void;
+  attn_softmax(p: number, n: number): void;
 }
 
 /**

@@ -1,6 +1,6 @@
 // The CPU forward's f32x4 kernels against their CPU twins (plain JS in float64): attention's scores and weighted sum
 // over rows scattered through the memory as a page table scatters them (head dimensions 16, 64 and 256; 1 to 37
-// positions), and the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
+// positions), its softmax (every length's tail), and the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
 // tails and zero included.
 
 import { describe, expect, test } from 'vitest';
@@ -42,6 +42,25 @@ describe('attention kernels', () => {
       });
     }
   }
+});
+
+describe('attention softmax', () => {
+  test('every length from 1 to 37 and 256, scores of any size: within 2e-7 of the float64 softmax', async () => {
+    const mem = memory();
+    const k = await createAttentionKernels(mem);
+    const rng = mulberry32(3);
+    for (const n of [...Array.from({ length: 37 }, (_, i) => i + 1), 256]) {
+      const p = new Float32Array(mem.buffer, 64, n);
+      for (let j = 0; j < n; j++) p[j] = (rng() * 2 - 1) * (j % 5 === 0 ? 60 : 4);
+      const x = Array.from(p);
+      const max = Math.max(...x);
+      const sum = x.reduce((a, v) => a + Math.exp(v - max), 0);
+      const guard = new Float32Array(mem.buffer, 64 + 4 * n, 4).fill(7); // past n: untouched
+      k.attn_softmax(64, n);
+      for (let j = 0; j < n; j++) expect(Math.abs(p[j] - Math.exp(x[j] - max) / sum), `n = ${n}, j = ${j}`).toBeLessThan(2e-7);
+      expect([...guard]).toEqual([7, 7, 7, 7]);
+    }
+  });
 });
 
 describe('the gated activation', () => {
