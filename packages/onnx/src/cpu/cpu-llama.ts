@@ -11,6 +11,7 @@
 
 import { dequantizeRow, quantize, ropeInvFreq, rowBytes, ShapeError, type WeightDtype } from '@intab/gpu';
 import { IntabModelError, ModelMismatchError, layerWindows, type LlamaConfig } from '@intab/model';
+import type { ExpSum } from '../cpu-sampler.ts';
 import type { GraphWeight } from '../graph-builder.ts';
 import { CpuMatmul, type CpuMatmulDtype, type CpuWeight } from '../wasm/cpu-matmul.ts';
 import { ACTIVATION_COEFFICIENTS, type ActivationKernel } from '../wasm/activation.ts';
@@ -315,6 +316,22 @@ export class CpuLlama {
     this.quantize(this.ptr.xb, R, C);
     this.matmul(w.output, this.ptr.logits, R);
     return v.logits.subarray(0, R * V);
+  }
+
+  /**
+   * Σ exp(logits[row] − m) of a row the last forward returned, on the wasm kernel (the vocabulary's whole vectors) and
+   * here (its last V mod 4): the normaliser of the row's logprobs.
+   */
+  expSum(row: number): ExpSum {
+    const V = this.config.vocab;
+    const whole = V & ~3;
+    const ptr = this.ptr.logits + row * V * 4;
+    return (m) => {
+      let s = this.kernels.attention.exp_sum(ptr, whole, m);
+      const logits = this.view().logits;
+      for (let v = whole; v < V; v++) s += Math.exp(logits[row * V + v] - m);
+      return s;
+    };
   }
 
   /** x (m, k) at `ptr` → the kernels' quantized x scratch. */

@@ -77,6 +77,23 @@ describe('the CpuRunner against the CPU reference (f32 activations: to rounding;
     }
   }
 
+  test('logprobs: the kernel-summed normaliser gives the float64 log-softmax of the logits returned (plain and verify rows)', async () => {
+    const model = await open(SHAPES.qwen3, 'q4_0');
+    const { runner } = await loadCpuRunner(model, { kvBudgetBytes: 1 << 20, maxBatch: 8 });
+    const V = model.config.vocab;
+    const logSoftmax = (row: Float32Array, id: number) => {
+      const max = Math.max(...row);
+      return row[id] - max - Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0));
+    };
+    runner.alloc(0);
+    const [plain] = await runner.step([{ seq: 0, tokens: PROMPT, sampling: { temperature: 0, u: 0, topLogprobs: 3 } }], { logits: true });
+    expect(Math.abs(plain.logprob - logSoftmax(plain.logits!, plain.id))).toBeLessThan(1e-5);
+    expect(Math.abs(plain.top[1].logprob - logSoftmax(plain.logits!, plain.top[1].id))).toBeLessThan(1e-5);
+    const tokens = [plain.id, 5, 6];
+    const [verify] = await runner.step([{ seq: 0, tokens, verify: tokens.map(() => GREEDY), rows: true }], { logits: true });
+    for (const [i, r] of [...(verify.acceptedRows ?? []), verify].entries()) expect(Math.abs(r.logprob - logSoftmax(verify.logits!.subarray(i * V, (i + 1) * V), r.id))).toBeLessThan(1e-5);
+  });
+
   test('a step that stops after layer 1 gives the reference\'s one-layer logits', async () => {
     const model = await open(SHAPES.llama, 'q8_0');
     const { runner } = await loadCpuRunner(model, { kvBudgetBytes: 1 << 20, maxBatch: 8 });

@@ -151,7 +151,8 @@ export class CpuRunner implements StepRunner {
     let r = 0;
     for (const e of entries) {
       const n = e.verify ? e.tokens.length : 1;
-      results.push(sampleEntry(e, logits.subarray(r * V, (r + n) * V), V, options.logits === true));
+      const first = r;
+      results.push(sampleEntry(e, logits.subarray(r * V, (r + n) * V), V, options.logits === true, (i) => this.forward.expSum(first + i)));
       r += n;
     }
     return results;

@@ -7,6 +7,7 @@
 //   attn_scores(q, kv, offs, n, d, out, scale): out[j] = scale · Σ_i q[i]·kv[offs[j] + 4i], j < n   (f32, i32 offs)
 //   attn_mix(p, kv, offs, n, d, out):           out[i] = Σ_j p[j]·kv[offs[j] + 4i], i < d
 //   attn_softmax(p, n):                         p[0..n) = softmax(p[0..n)) in place
+//   exp_sum(p, n, m) → f32:                     Σ_j exp(p[j] − m), n a multiple of 4 (a logits row's normaliser)
 // d (the head dimension) a multiple of 16; offs[j] the byte offset of position j's row from kv (the layer's K or V
 // block plus the kv head's offset).
 
@@ -22,6 +23,7 @@ export function buildAttentionModule(): Uint8Array<ArrayBuffer> {
   emitScores(mod.func('attn_scores', [I32, I32, I32, I32, I32, I32, F32], []));
   emitMix(mod.func('attn_mix', [I32, I32, I32, I32, I32, I32], []));
   emitSoftmax(mod.func('attn_softmax', [I32, I32], []));
+  emitExpSum(mod.func('exp_sum', [I32, I32, F32], [F32]));
   return mod.encode();
 }
 
@@ -153,11 +155,34 @@ function emitSoftmax(c: Code): void {
   each(() => c.get(full), end, 4, () => c.get(p).get(i).i32_add().get(p).get(i).i32_add().f32_load(0).get(sum).f32_mul().f32_store(0));
 }
 
+/** Σ_j exp(p[j] − m) for j < n (n a multiple of 4: a vocabulary's logits row, m its max), for the row's logprobs. */
+function emitExpSum(c: Code): void {
+  const [p, n, m] = [0, 1, 2];
+  const end = c.local(I32);
+  const mv = c.local(V128);
+  const acc = c.local(V128);
+  const t = [c.local(V128), c.local(V128), c.local(V128)] as const;
+  c.get(m).f32x4_splat().set(mv);
+  c.v128_const(f32x4(0)).set(acc);
+  c.get(p).get(n).i32_const(2).i32_shl().i32_add().set(end);
+  c.block().loop();
+  c.get(p).get(end).i32_ge_u().br_if(1);
+  c.get(acc);
+  c.get(p).v128_load(0).get(mv).f32x4_sub();
+  emitExp(c, t);
+  c.f32x4_add().set(acc);
+  c.get(p).i32_const(16).i32_add().set(p);
+  c.br(0).end().end();
+  c.get(acc).f32x4_extract_lane(0).get(acc).f32x4_extract_lane(1).f32_add();
+  c.get(acc).f32x4_extract_lane(2).get(acc).f32x4_extract_lane(3).f32_add().f32_add();
+}
+
 /** The attention kernels, instantiated over a memory (CpuMatmul.memory). */
 export interface AttentionKernels {
   attn_scores(q: number, kv: number, offs: number, n: number, d: number, out: number, scale: number): void;
   attn_mix(p: number, kv: number, offs: number, n: number, d: number, out: number): void;
   attn_softmax(p: number, n: number): void;
+  exp_sum(p: number, n: number, m: number): number;
 }
 
 /**
