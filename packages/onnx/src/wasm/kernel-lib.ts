@@ -262,6 +262,27 @@ export function emitMatmul(c: Code, f: WeightFormat, dot: BlockDot, layout: Weig
   }
 }
 
+/** What a tile's token side needs of either tiling's locals: the tile's first token, blocks per row, the block counter. */
+type TokenLocals = { tok: number; nb: number; b: number; px: number[]; pd: number[] };
+
+/** px[t] = xq + (tok + t)·2K and pd[t] = xd + (tok + t)·4·nb: where each of the tile's T tokens' quantized x starts. */
+function emitTokenPointers(c: Code, L: TokenLocals, p: { xq: number; xd: number; k: number }, T: number): void {
+  for (let t = 0; t < T; t++) {
+    c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(p.k).i32_mul().i32_const(1).i32_shl().i32_add().set(L.px[t]);
+    c.get(p.xd).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.pd[t]);
+  }
+}
+
+/** The end of a tile's block loop: each token's x one block on (64 bytes of quants, 4 of scale), then the next block. */
+function emitNextBlock(c: Code, L: TokenLocals, T: number): void {
+  for (let t = 0; t < T; t++) {
+    c.get(L.px[t]).i32_const(64).i32_add().set(L.px[t]);
+    c.get(L.pd[t]).i32_const(4).i32_add().set(L.pd[t]);
+  }
+  c.get(L.b).i32_const(1).i32_sub().tee(L.b).br_if(0);
+  c.end();
+}
+
 interface Locals {
   nb: number; rb: number; qbase: number; row: number; tok: number; b: number; h: number; bits: number; dx: number; xt: number; tmp: number;
   dw: number[]; pw: number[]; ps: number[]; px: number[]; pd: number[]; wv: number[][]; xv: number[]; acc: number[];
@@ -276,10 +297,7 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
     c.get(split ? L.qbase : p.w).get(L.row).i32_const(r).i32_add().get(L.rb).i32_mul().i32_add().set(L.pw[r]);
     if (split) c.get(p.w).get(L.row).i32_const(r).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.ps[r]);
   }
-  for (let t = 0; t < T; t++) {
-    c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(p.k).i32_mul().i32_const(1).i32_shl().i32_add().set(L.px[t]);
-    c.get(p.xd).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.pd[t]);
-  }
+  emitTokenPointers(c, L, p, T);
   const acc = (r: number, t: number) => L.acc[r * T + t];
   for (let i = 0; i < R * T; i++) c.v128_const(new Uint8Array(16)).set(L.acc[i]);
   c.get(L.nb).set(L.b);
@@ -329,12 +347,7 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
     c.get(L.pw[r]).i32_const(split ? f.quantBytes : f.bytes).i32_add().set(L.pw[r]);
     if (split) c.get(L.ps[r]).i32_const(4).i32_add().set(L.ps[r]);
   }
-  for (let t = 0; t < T; t++) {
-    c.get(L.px[t]).i32_const(64).i32_add().set(L.px[t]);
-    c.get(L.pd[t]).i32_const(4).i32_add().set(L.pd[t]);
-  }
-  c.get(L.b).i32_const(1).i32_sub().tee(L.b).br_if(0);
-  c.end();
+  emitNextBlock(c, L, T);
   // y[(tok + t)·N + row + r] = the four lanes of acc(r, t), summed
   for (let r = 0; r < R; r++) {
     for (let t = 0; t < T; t++) {
@@ -484,10 +497,7 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: 
     c.get(L.qbase).get(rows[g]).get(L.nb).i32_mul().i32_const(f.quantBytes).i32_mul().i32_add().set(L.pw[g]);
     c.get(p.w).get(rows[g]).get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.ps[g]);
   }
-  for (let t = 0; t < T; t++) {
-    c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(p.k).i32_mul().i32_const(1).i32_shl().i32_add().set(L.px[t]);
-    c.get(p.xd).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.pd[t]);
-  }
+  emitTokenPointers(c, L, p, T);
   const acc = (g: number, t: number) => L.acc[g * T + t];
   for (let i = 0; i < G * T; i++) c.v128_const(new Uint8Array(16)).set(L.acc[i]);
   c.get(L.nb).set(L.b);
@@ -530,12 +540,7 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: 
     c.get(L.pw[g]).i32_const(4 * f.quantBytes).i32_add().set(L.pw[g]);
     c.get(L.ps[g]).i32_const(16).i32_add().set(L.ps[g]);
   }
-  for (let t = 0; t < T; t++) {
-    c.get(L.px[t]).i32_const(64).i32_add().set(L.px[t]);
-    c.get(L.pd[t]).i32_const(4).i32_add().set(L.pd[t]);
-  }
-  c.get(L.b).i32_const(1).i32_sub().tee(L.b).br_if(0);
-  c.end();
+  emitNextBlock(c, L, T);
   // y[(tok + t)·N + row .. row + 3] = acc(g, t): one store, or lane by lane in the last, partial group
   for (let g = 0; g < G; g++) {
     for (let t = 0; t < T; t++) {
