@@ -104,12 +104,13 @@ export const LLAMA_GRAPH_IO = {
 /**
  * A GraphWeights over an opened model's tensor table (openGguf / openHfFolder's `tensors`): each tensor's stored
  * bytes, read when the builder asks for it. `onProgress` hears the bytes read so far of the table's whole size, tensor
- * by tensor (a load's progress: the builder reads each tensor once).
+ * by tensor (a load's progress: the builder reads each tensor once); `hash` takes each tensor as read (what a runner's
+ * saved K/V pages are keyed by).
  * @example
  * const model = await openGguf(await pathSource('stories260K.gguf'));
  * const graph = await buildLlamaGraph(model.config, tensorWeights(model.tensors));
  */
-export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void } = {}): GraphWeights {
+export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options: { signal?: AbortSignal; onProgress?: (p: LoadProgress) => void; hash?: WeightsHash } = {}): GraphWeights {
   const total = options.onProgress ? [...tensors.values()].reduce((n, t) => n + t.byteLength, 0) : 0;
   let loaded = 0;
   return async (name) => {
@@ -120,10 +121,19 @@ export function tensorWeights(tensors: ReadonlyMap<string, TensorInfo>, options:
     }
     const data = await t.source.read(t.offset, t.byteLength, options.signal);
     options.onProgress?.({ loaded: (loaded += t.byteLength), total });
-    if (!t.valueOffset) return { dtype: t.dtype as WeightDtype, data };
     // Gemma's HF norm weights: used as stored + 1.
-    return dequantize(t.dtype as WeightDtype, data, 1, t.shape.reduce((a, b) => a * b, 1)).map((v) => v + t.valueOffset!);
+    const w: GraphWeight = t.valueOffset ? dequantize(t.dtype as WeightDtype, data, 1, t.shape.reduce((a, b) => a * b, 1)).map((v) => v + t.valueOffset!) : { dtype: t.dtype as WeightDtype, data };
+    if (options.hash) {
+      options.hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
+      options.hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
+    }
+    return w;
   };
+}
+
+/** Where tensorWeights hashes what it reads (an xxh128 hasher of hash-wasm): each tensor's name, dtype, shape, then its bytes. */
+export interface WeightsHash {
+  update(data: string | Uint8Array): unknown;
 }
 
 // ---- graph assembly ----

@@ -78,16 +78,7 @@ export async function loadOnnxRunner(model: ModelFiles, o: OnnxLoadOptions): Pro
   } else {
     file = `${c.arch} graph`;
     // Progress is the checkpoint's bytes read into the graph, tensor by tensor (the builder checks the signal between them).
-    const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress });
-    const weights = async (name: string) => {
-      const w = await read(name);
-      const t = model.tensors.get(name);
-      if (t && w) {
-        hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
-        hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
-      }
-      return w;
-    };
+    const weights = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
     const graph = await buildLlamaGraph(c, weights, { signal: o.signal, file: 'weights', matmulNBits: keepQuantized(model) });
     bytes = graph.model;
     if (graph.externalData) externalData = new Map([[graph.externalData.path, graph.externalData.data]]);

@@ -116,22 +116,8 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   }
   const hash = await createXXHash128();
   hash.init();
-  const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress });
-  const weights = await loadCpuLlamaWeights(
-    cpu,
-    c,
-    async (name) => {
-      const w = await read(name);
-      const t = model.tensors.get(name);
-      if (t && w) {
-        hash.update(`${name}|${t.dtype}|${t.shape.join('x')}|`);
-        hash.update(w instanceof Float32Array ? new Uint8Array(w.buffer, w.byteOffset, w.byteLength) : w.data);
-      }
-      return w;
-    },
-    model.gguf ? 'model.gguf' : `${c.arch} weights`,
-    o.signal,
-  );
+  const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
+  const weights = await loadCpuLlamaWeights(cpu, c, async (name) => read(name), model.gguf ? 'model.gguf' : `${c.arch} weights`, o.signal);
   const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory) };
   const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
