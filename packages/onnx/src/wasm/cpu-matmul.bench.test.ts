@@ -18,7 +18,7 @@ import { randomF32 } from '@intab/gpu/reference';
 import { IR_VERSION, OPSET } from '../graph-builder.ts';
 import { DataType, encodeModel } from '../onnx-proto.ts';
 import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type CpuMatmulOptions, type WeightLayout } from './cpu-matmul.ts';
-import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeLines, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
 
 if (process.env.INTAB_CPU_KERNEL_RELAXED !== '0' && relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 
@@ -88,16 +88,7 @@ describe.skipIf(!process.env.INTAB_CPU_KERNEL_BENCH || process.env.INTAB_CPU_KER
     // whole decode steps with weights streamed from memory (each layer's matrices its own copies)
     for (const mdl of models) {
       for (const dtype of dtypes) {
-        const calls = new Map<string, () => void>();
-        const bytes = new Map<string, number>();
-        for (const s of systems) {
-          const o = await streamedDecodeStep(s.options, mdl, dtype);
-          calls.set(s.name, o.call);
-          bytes.set(s.name, o.bytes);
-        }
-        for (const [name, t] of await timeInterleaved(calls, rounds)) {
-          console.log(JSON.stringify({ bench: 'cpu-kernels-decode-streamed', system: `${name}/${dtype}`, model: mdl.model, ms_min: r4(t.min), ms_median: r4(t.median), weight_mb: r4(bytes.get(name)! / 1e6), gbps_median: r4(bytes.get(name)! / t.median / 1e6), rounds }));
-        }
+        for (const line of await streamedDecodeLines(systems, mdl, dtype, rounds)) console.log(JSON.stringify({ ...line, rounds }));
       }
     }
   }, 3_600_000);

@@ -13,28 +13,10 @@ declare module 'vitest' {
 }
 import { mulberry32 } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
-import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type CpuWeight, type WeightLayout } from './cpu-matmul.ts';
-import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeStep, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
+import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
+import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeLines, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
 import { cpuMatmulTwin } from './reference.ts';
-
-/** |kernel − twin| within the f32 rounding bound cpu-matmul.test.ts derives. */
-function expectTwin(y: Float32Array, twin: { y: Float64Array; absSum: Float64Array }, k: number, label: string): void {
-  const tol = (k / 32 + 4) * 2 ** -23;
-  for (let i = 0; i < y.length; i++) {
-    const err = Math.abs(y[i] - twin.y[i]);
-    if (!(err <= tol * twin.absSum[i] + 1e-30)) throw new Error(`${label}: y[${i}] = ${y[i]}, twin ${twin.y[i]}`);
-  }
-}
-
-/** y = x·Wᵀ through quantizeX and raw with the tiling named. */
-function runTiling(cpu: CpuMatmul, w: CpuWeight, x: Float32Array, m: number, tiling: 'gemv' | 'gemm'): Float32Array {
-  const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-  const { xq, xd } = cpu.scratchBytes(m, w.k);
-  const [xqp, xdp, yp] = [cpu.alloc(xq), cpu.alloc(xd), cpu.alloc(4 * m * w.n)];
-  cpu.quantizeX(xp, xqp, xdp, (m * w.k) / 32);
-  cpu.raw(w, xqp, xdp, yp, m, tiling);
-  return new Float32Array(cpu.memory.buffer, yp, m * w.n).slice();
-}
+import { expectTwin, runTiling } from './test-cpu-matmul.ts';
 
 describe('cpu matmul kernels in Chromium', () => {
   test('relaxed SIMD: both dot forms run right, so the default kernel is the add form', async () => {
@@ -83,16 +65,7 @@ describe('cpu matmul kernels in Chromium', () => {
     // a whole decode step, every layer's weights its own copies (read from memory as in a real step)
     const mdl = MODELS.find((x) => x.model === 'smollm2-135m (qwen3 vocab)')!;
     for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
-      const calls = new Map<string, () => void>();
-      const bytes = new Map<string, number>();
-      for (const s of systems) {
-        const o = await streamedDecodeStep(s.options, mdl, dtype);
-        calls.set(s.name, o.call);
-        bytes.set(s.name, o.bytes);
-      }
-      for (const [name, t] of await timeInterleaved(calls, 5)) {
-        console.log(JSON.stringify({ bench: 'cpu-kernels-decode-streamed', engine: 'chromium', system: `${name}/${dtype}`, model: mdl.model, ms_min: r4(t.min), ms_median: r4(t.median), weight_mb: r4(bytes.get(name)! / 1e6), gbps_median: r4(bytes.get(name)! / t.median / 1e6) }));
-      }
+      for (const line of await streamedDecodeLines(systems, mdl, dtype, 5)) console.log(JSON.stringify({ ...line, engine: 'chromium' }));
     }
   }, 600_000);
 });

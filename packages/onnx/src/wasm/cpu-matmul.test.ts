@@ -12,6 +12,7 @@ import { ShapeError, dequantize, f16ToF32, f32ToF16, mulberry32, quantize } from
 import { randomF32, randomWeights } from '@intab/gpu/reference';
 import { CpuMatmul, availableKernels, buildCpuMatmulModule, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
 import { cpuMatmulTwin } from './reference.ts';
+import { expectTwin, runTiling } from './test-cpu-matmul.ts';
 import { Code, I32, WasmModule, sleb, uleb } from './wasm-module.ts';
 
 const DTYPES: CpuMatmulDtype[] = ['q8_0', 'q4_0'];
@@ -21,26 +22,6 @@ const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4'];
 // compiled after it is set, so the relaxed kernels are tested here too (Chromium ships it on; cpu-matmul.gpu.test.ts).
 if (relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const KERNELS: CpuKernel[] = availableKernels();
-
-/**
- * |kernel − twin| ≤ (K/32 + 4)·2^-23·absSum: per block the kernel rounds d_w·d_x and its product with the (exact)
- * lane sum once each, then adds into a lane over K/32 blocks and sums 4 lanes in 2 levels: at most K/32 + 4
- * roundings of relative size 2^-24 on terms whose magnitudes add up to absSum (the standard γ_n summation bound,
- * doubled for margin).
- */
-function expectTwin(y: Float32Array, twin: { y: Float64Array; absSum: Float64Array }, k: number, label: string): void {
-  const tol = (k / 32 + 4) * 2 ** -23;
-  let worst = { i: -1, err: 0, bound: 0 };
-  for (let i = 0; i < y.length; i++) {
-    const err = Math.abs(y[i] - twin.y[i]);
-    const bound = tol * twin.absSum[i] + 1e-30;
-    if (!(err <= bound) && (worst.i < 0 || err / bound > worst.err / worst.bound)) worst = { i, err, bound };
-  }
-  if (worst.i >= 0) {
-    const i = worst.i;
-    throw new Error(`${label}: y[${i}] = ${y[i]}, twin ${twin.y[i]}, |err| ${worst.err} > bound ${worst.bound}; y[0..4] = ${[...y.slice(0, 4)]} vs ${[...twin.y.slice(0, 4)]}`);
-  }
-}
 
 /** Seeded q8_0/q4_0 weights (random quants, scales ~0.05/8; q8_0 without −128) and N(0, 1) activations. */
 function inputs(dtype: CpuMatmulDtype, n: number, k: number, m: number, seed: number) {
@@ -137,16 +118,6 @@ describe('quantize_x', () => {
     for (const kernel of KERNELS) await expectQuantizeExact(x, kernel);
   });
 });
-
-/** y = x·Wᵀ through quantizeX and raw with the tiling named (either tiling takes any M). */
-function runTiling(cpu: CpuMatmul, w: ReturnType<CpuMatmul['weight']>, x: Float32Array, m: number, tiling: 'gemv' | 'gemm'): Float32Array {
-  const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-  const { xq, xd } = cpu.scratchBytes(m, w.k);
-  const [xqp, xdp, yp] = [cpu.alloc(xq), cpu.alloc(xd), cpu.alloc(4 * m * w.n)];
-  cpu.quantizeX(xp, xqp, xdp, (m * w.k) / 32);
-  cpu.raw(w, xqp, xdp, yp, m, tiling);
-  return new Float32Array(cpu.memory.buffer, yp, m * w.n).slice();
-}
 
 describe('gemv and gemm against the twin', () => {
   // ragged N (not a multiple of the row tiles), K a multiple of 32, M around and past the token tiles

@@ -153,3 +153,26 @@ export async function streamedDecodeStep(options: CpuMatmulOptions, mdl: ModelSh
   }
   return { call: () => calls.forEach((c) => c()), bytes };
 }
+
+/**
+ * The streamed decode step (streamedDecodeStep) of each system, timed in interleaved rounds: one JSON record each
+ * (`cpu-kernels-decode-streamed`: ms, the weight bytes read and GB/s).
+ */
+export async function streamedDecodeLines(systems: readonly BenchSystem[], mdl: ModelShape, dtype: CpuMatmulDtype, rounds: number): Promise<Record<string, unknown>[]> {
+  const calls = new Map<string, () => void>();
+  const bytes = new Map<string, number>();
+  for (const s of systems) {
+    const o = await streamedDecodeStep(s.options, mdl, dtype);
+    calls.set(s.name, o.call);
+    bytes.set(s.name, o.bytes);
+  }
+  return [...(await timeInterleaved(calls, rounds))].map(([name, t]) => ({
+    bench: 'cpu-kernels-decode-streamed',
+    system: `${name}/${dtype}`,
+    model: mdl.model,
+    ms_min: r4(t.min),
+    ms_median: r4(t.median),
+    weight_mb: r4(bytes.get(name)! / 1e6),
+    gbps_median: r4(bytes.get(name)! / t.median / 1e6),
+  }));
+}
