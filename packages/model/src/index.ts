@@ -16,6 +16,7 @@ export { PagePool, checkStep, stepRows, type KvPages, type PageHolder } from './
 export { loadLlamaWeights, LlamaForward, checkLayers, type LlamaWeights, type LayerWeights, type StepPlan, type TensorTable, type LoadProgress } from './arch/llama.ts';
 export { Runner, type RunnerOptions } from './runner.ts';
 export type { StepRunner, RunnerCapabilities, StepEntry, StepResult, StepOptions, KvKey, PageIO } from './step-runner.ts';
+export { flatPageIO } from './step-runner.ts';
 export type { EncoderRunner, EncoderFacts, EncodeOptions, Pooling } from './encoder-runner.ts';
 export {
   encoderConfigFromGguf, encoderConfigFromHf, encoderFacts, classifierOutputs, sentenceTransformersPooling, GGUF_ENCODER_ARCHS, HF_ENCODER_TYPES,

@@ -71,6 +71,43 @@ export interface PageIO {
   write(pages: readonly number[], bytes: Uint8Array): Promise<void>;
 }
 
+/**
+ * read and write of a PageIO over K/V held as per-layer (slots, Hkv·D) f32 arrays, a page being `pageValues` =
+ * PAGE·Hkv·D consecutive values of each (the CPU runners' caches): a page's bytes are, per layer, its K block then its V
+ * block. `arrays` gives the current arrays (they may be views remade when memory grows); `invalid` builds the error for
+ * bytes of the wrong size from what is wrong ('N bytes for P pages of B').
+ * @example
+ * const { read, write } = flatPageIO(() => ({ keys, values }), pageValues, (d) => new IntabModelError(`pageIO.write: ${d}`));
+ */
+export function flatPageIO(
+  arrays: () => { keys: readonly Float32Array[]; values: readonly Float32Array[] },
+  pageValues: number,
+  invalid: (detail: string) => Error,
+): Pick<PageIO, 'read' | 'write'> {
+  const blocks = (f: (layer: Float32Array, block: number) => void) => {
+    const { keys, values } = arrays();
+    for (let l = 0; l < keys.length; l++) {
+      f(keys[l], 2 * l);
+      f(values[l], 2 * l + 1);
+    }
+  };
+  const perPage = () => 2 * arrays().keys.length * pageValues;
+  return {
+    read: async (pages) => {
+      const n = perPage();
+      const out = new Float32Array(pages.length * n);
+      pages.forEach((p, i) => blocks((a, b) => out.set(a.subarray(p * pageValues, (p + 1) * pageValues), i * n + b * pageValues)));
+      return new Uint8Array(out.buffer);
+    },
+    write: async (pages, bytes) => {
+      const n = perPage();
+      if (bytes.byteLength !== pages.length * n * 4) throw invalid(`${bytes.byteLength} bytes for ${pages.length} pages of ${n * 4}`);
+      const data = new Float32Array(bytes.slice().buffer);
+      pages.forEach((p, i) => blocks((a, b) => a.set(data.subarray(i * n + b * pageValues, i * n + (b + 1) * pageValues), p * pageValues)));
+    },
+  };
+}
+
 /** What a runner can do beyond the contract's core (absent: all of it); the engine reads it instead of failing later. */
 export interface RunnerCapabilities {
   /** adopt() and fork() over pages that hold their K/V bytes: the prefix cache, preload and saving it need them. */

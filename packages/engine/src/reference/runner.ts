@@ -14,6 +14,7 @@ import {
   PagePool,
   checkLayers,
   checkStep,
+  flatPageIO,
   type KvKey,
   type LlamaConfig,
   type PageIO,
@@ -90,26 +91,15 @@ export class ReferenceRunner implements StepRunner {
     this.slotTokens = new Int32Array(slots).fill(-1);
     const pageValues = this.kv.pageSize * rowValues;
     const pageBytes = model.layers * 2 * pageValues * 4;
-    // A page's bytes in pageIO's layout: per layer its K block, then its V block (PAGE·Hkv·D f32 each).
-    const blocks = (f: (layer: Float32Array, block: number) => void) => {
-      for (let l = 0; l < model.layers; l++) {
-        f(this.keys[l], 2 * l);
-        f(this.values[l], 2 * l + 1);
-      }
-    };
     let key: Promise<KvKey> | undefined;
+    // A page's bytes in pageIO's layout: per layer its K block, then its V block (PAGE·Hkv·D f32 each).
+    const io = flatPageIO(() => ({ keys: this.keys, values: this.values }), pageValues, (d) => new IntabModelError(`pageIO.write: ${d}: give pages.length × pageBytes.`));
     this.pageIO = {
       pageBytes,
       key: () => (key ??= this.kvKey()),
-      read: async (pages) => {
-        const out = new Float32Array((pages.length * pageBytes) / 4);
-        pages.forEach((p, i) => blocks((a, b) => out.set(a.subarray(p * pageValues, (p + 1) * pageValues), (i * 2 * model.layers + b) * pageValues)));
-        return new Uint8Array(out.buffer);
-      },
+      read: io.read,
       write: async (pages, bytes) => {
-        if (bytes.byteLength !== pages.length * pageBytes) throw new IntabModelError(`pageIO.write: ${bytes.byteLength} bytes for ${pages.length} pages of ${pageBytes}: give pages.length × pageBytes.`);
-        const data = new Float32Array(bytes.slice().buffer);
-        pages.forEach((p, i) => blocks((a, b) => a.set(data.subarray((i * 2 * model.layers + b) * pageValues, (i * 2 * model.layers + b + 1) * pageValues), p * pageValues)));
+        await io.write(pages, bytes);
         for (const p of pages) this.slotTokens.fill(-1, p * this.kv.pageSize, (p + 1) * this.kv.pageSize);
       },
     };

@@ -4,7 +4,7 @@
 // cache and preload (adopt and fork share pages, copy-on-write copies them), rewinds of rejected proposals, a saved
 // prefix cache (pageIO reads and writes whole pages), and self-speculative drafts (a step may stop after any layer).
 
-import { PagePool, checkLayers, checkStep, type KvKey, type LlamaConfig, type PageIO, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
+import { PagePool, checkLayers, checkStep, flatPageIO, type KvKey, type LlamaConfig, type PageIO, type RunnerCapabilities, type StepEntry, type StepOptions, type StepResult, type StepRunner } from '@intab/model';
 import { OnnxUnsupportedError } from '../errors.ts';
 import { sampleEntry } from '../sample-entry.ts';
 import { CpuLlama } from './cpu-llama.ts';
@@ -58,31 +58,12 @@ export class CpuRunner implements StepRunner {
     this.maxTokens = forward.maxTokens;
     this.kv = new PagePool(options.pages, options.pageSize);
     const P = options.pageSize;
-    const row = model.kvHeads * model.headDim;
-    const pageValues = P * row;
-    const pageBytes = cpuPageBytes(model, P);
+    const pageValues = P * model.kvHeads * model.headDim;
     const key: KvKey = { weights: weightsHash, quantize: null, kvDtype: 'f32', pageSize: P, arch: { ...model, kvLayout: CPU_KV_LAYOUT } };
-    // A page's bytes: per layer its K block, then its V block (PAGE·Hkv·D f32 each), as every runner's pageIO.
-    const blocks = (f: (layer: Float32Array, block: number) => void) => {
-      const { keys, values } = this.forward.kv();
-      for (let l = 0; l < model.layers; l++) {
-        f(keys[l], 2 * l);
-        f(values[l], 2 * l + 1);
-      }
-    };
     this.pageIO = {
-      pageBytes,
+      pageBytes: cpuPageBytes(model, P),
       key: async () => key,
-      read: async (pages) => {
-        const out = new Float32Array((pages.length * pageBytes) / 4);
-        pages.forEach((p, i) => blocks((a, b) => out.set(a.subarray(p * pageValues, (p + 1) * pageValues), (i * 2 * model.layers + b) * pageValues)));
-        return new Uint8Array(out.buffer);
-      },
-      write: async (pages, bytes) => {
-        if (bytes.byteLength !== pages.length * pageBytes) throw new OnnxUnsupportedError('pageIO.write', `${bytes.byteLength} bytes for ${pages.length} pages of ${pageBytes}: give pages.length · pageBytes.`);
-        const data = new Float32Array(bytes.slice().buffer);
-        pages.forEach((p, i) => blocks((a, b) => a.set(data.subarray((i * 2 * model.layers + b) * pageValues, (i * 2 * model.layers + b + 1) * pageValues), p * pageValues)));
-      },
+      ...flatPageIO(() => this.forward.kv(), pageValues, (d) => new OnnxUnsupportedError('pageIO.write', `${d}: give pages.length · pageBytes.`)),
     };
   }
 
