@@ -61,7 +61,9 @@ describe('wasm module builder', () => {
   test('every kernel and tile configuration validates', () => {
     for (const kernel of KERNELS) {
       for (const [rows, prefillRows, tokens] of [[1, 1, 1], [2, 1, 4], [4, 4, 4], [3, 3, 2], [1, 2, 8], [4, 2, 4]]) {
-        for (const streams of [1, 2, 3, 4, 8]) expect(WebAssembly.validate(buildCpuMatmulModule({ kernel, rows, prefillRows, tokens, streams })), `${kernel} ${rows}, ${prefillRows}×${tokens}, ${streams} streams`).toBe(true);
+        for (const [streams, decodeTokens] of [[1, 1], [2, 4], [3, 2], [4, 2], [8, 1], [1, 8]]) {
+          for (const touch of [0, 2048]) expect(WebAssembly.validate(buildCpuMatmulModule({ kernel, rows, prefillRows, tokens, streams, decodeTokens, touch })), `${kernel} ${rows}, ${prefillRows}×${tokens}, ${streams}×${decodeTokens}, touch ${touch}`).toBe(true);
+        }
       }
     }
   });
@@ -134,18 +136,19 @@ describe('gemv and gemm against the twin', () => {
     [10, 96, 11],
     [17, 64, 18],
   ];
-  // [decode rows, prefill rows, prefill tokens, 'split4' decode streams]: the defaults and shapes whose edges differ
-  const TILES: [number, number, number, number][] = [[4, 2, 4, 2], [2, 2, 2, 1], [1, 1, 1, 3], [3, 3, 2, 4], [2, 4, 3, 2], [1, 2, 8, 1]];
+  // [decode rows, prefill rows, prefill tokens, 'split4' decode streams × tokens, its prefill from M, touch]: the
+  // defaults and shapes whose edges differ
+  const TILES: [number, number, number, number, number, number, number][] = [[4, 2, 8, 4, 2, 12, 2048], [4, 2, 4, 2, 1, 4, 0], [2, 2, 2, 1, 3, 2, 64], [1, 1, 1, 3, 2, 1, 0], [3, 3, 2, 4, 1, 2, 2048], [2, 4, 3, 2, 4, 5, 0], [1, 2, 8, 1, 8, 3, 128]];
   for (const dtype of DTYPES) {
     for (const [n, k, m] of SHAPES) {
       test(`${dtype} N=${n} K=${k} M=${m}`, async () => {
         const { w, x } = inputs(dtype, n, k, m, 1000 * n + k + m);
         const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
         for (const kernel of KERNELS) {
-          for (const [rows, prefillRows, tokens, streams] of TILES) {
-            const cpu = await CpuMatmul.create({ kernel, rows, prefillRows, tokens, streams });
+          for (const [rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch] of TILES) {
+            const cpu = await CpuMatmul.create({ kernel, rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch });
             for (const layout of LAYOUTS) {
-              const label = `${dtype} ${layout} ${kernel} (${n}, ${k}) M=${m} tiles ${rows}×1, ${prefillRows}×${tokens}, ${streams} streams`;
+              const label = `${dtype} ${layout} ${kernel} (${n}, ${k}) M=${m} tiles ${rows}×1, ${prefillRows}×${tokens}, split4 ${streams}×${decodeTokens} to M ${prefillFrom}, touch ${touch}`;
               const wt = cpu.weight(dtype, w, n, k, layout);
               expect(wt.wide).toBe(false);
               expectTwin(cpu.matmul(wt, x, m), twin, k, label);

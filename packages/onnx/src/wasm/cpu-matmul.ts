@@ -8,7 +8,8 @@
 //   gemv_<dtype>_<layout>: tiles of ROWS weight rows × 1 token (decode: each x block reused across ROWS rows)
 //   gemm_<dtype>_<layout>: tiles of PREFILL_ROWS rows × TOKENS tokens (prefill: each unpacked weight block reused
 //                          across TOKENS tokens and each x block across PREFILL_ROWS rows)
-//   (for 'split4', rows come in its groups of 4 whatever ROWS and PREFILL_ROWS say: kernel-lib.ts emitMatmul4)
+//   (for 'split4', rows come in its groups of 4 whatever ROWS and PREFILL_ROWS say, decode tiles are STREAMS groups
+//   × DECODE_TOKENS tokens and prefill tiles depend on the format: kernel-lib.ts emitMatmul4, DEFAULT_TILES)
 //   gemv_q8_0_<layout>_wide, gemm_q8_0_<layout>_wide: the relaxed modules' i16 dot for q8_0 matrices holding a −128
 // for dtype q8_0 | q4_0 and layout gguf | split | split4 (kernel-lib.ts WeightLayout). One module is built per CpuKernel:
 //   'relaxed':   relaxed-SIMD dots (i32x4.relaxed_dot_i8x16_i7x16_add_s) over the 'i8' x layout; the default where
@@ -104,7 +105,7 @@ export interface CpuMatmulOptions {
   readonly rows?: number;
   /** Weight rows per prefill tile (default DEFAULT_TILES[kernel].prefillRows; rows × tokens ≤ 16). */
   readonly prefillRows?: number;
-  /** Tokens per prefill tile (default DEFAULT_TILES[kernel].tokens); M below it runs the decode tiles. */
+  /** Tokens per prefill tile (default DEFAULT_TILES[kernel].tokens); in 'gguf' and 'split', M below it runs the decode tiles. */
   readonly tokens?: number;
   /** The block dot (header); default the first of availableKernels(). */
   readonly kernel?: CpuKernel;
@@ -112,6 +113,12 @@ export interface CpuMatmulOptions {
   readonly layout?: WeightLayout;
   /** 'split4' decode: row groups far apart per tile, 1–8 (kernel-lib.ts emitMatmul4; default DEFAULT_TILES[kernel].streams). */
   readonly streams?: number;
+  /** 'split4' decode: tokens per tile, streams × decodeTokens ≤ 8 (default DEFAULT_TILES[kernel].decodeTokens). */
+  readonly decodeTokens?: number;
+  /** 'split4': the M from which the prefill tiles run (default DEFAULT_TILES[kernel].prefillFrom). */
+  readonly prefillFrom?: number;
+  /** 'split4' q4_0 prefill: bytes ahead each block's weights are touched, 0 for none (default DEFAULT_TILES[kernel].touch). */
+  readonly touch?: number;
   /** Initial memory in 64 KiB pages (it grows as weights are uploaded). */
   readonly initialPages?: number;
 }
@@ -122,16 +129,23 @@ type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: numbe
  * Tile shapes per kernel, from tile sweeps (cpu-matmul.bench.test.ts, INTAB_CPU_KERNEL_SWEEP=1, and the same in
  * Chromium 150) on the SmolLM2 FFN shapes at M = 64: 'split4' takes rows in fours (rows and prefillRows apply to
  * 'gguf' and 'split'); tokens: 'relaxed' (Chromium) 8 best for q4_0 (+7–12% over 4), q8_0 flat from 2 to 8;
- * 'relaxed16' (Node) 4 to 8 alike; the i16 dot 8 (+8% over 4). M below `tokens` runs the decode tiles.
- * Decode in 'split4' reads 4 row-group streams far apart (kernel-lib.ts emitStreamLoops): on the 151669×576 and
+ * 'relaxed16' (Node) 4 to 8 alike; the i16 dot 8 (+8% over 4). In 'gguf' and 'split', M below `tokens` runs the
+ * decode tiles.
+ * 'split4' decode reads 4 row-group streams far apart (kernel-lib.ts emitStreamLoops): on the 151669×576 and
  * 151936×1024 heads read from memory 1.5–2.3× faster than 1 stream; 6 or 8 streams no better in Node, 6 at most 10%
- * better on a head in Chromium but worse from cache.
+ * better on a head in Chromium but worse from cache. Its tiles take 2 tokens (decodeTokens): measured in Chromium 156
+ * on 300 distinct 1536×576 matrices (165 MB, read from memory as a model's layers are), per token and matrix at M =
+ * 2–8, q4_0 24–28 µs against 34–37 µs one token at a time, q8_0 26–38 against 27–45, M = 1 alike: a verify step of
+ * speculation or a few sequences' decodes. From M = 12 (prefillFrom) q4_0 runs one group × 8 tokens (M = 16: 19 µs
+ * against 23), whose compute per byte outpaces the hardware's prefetch from memory unless each block's weights are
+ * touched 2 KiB ahead (`touch`: 42 → 31 µs at M = 8, 22 → 20 at M = 32); q8_0 runs its 4 streams one token at a time
+ * there (kernel-lib.ts says why; 23 µs at M = 32 against 25–29 for the alternatives).
  */
-export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number }>> = {
-  relaxed: { rows: 4, prefillRows: 2, tokens: 8, streams: 4 },
-  relaxed16: { rows: 4, prefillRows: 2, tokens: 4, streams: 4 },
-  i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4 },
-  i8: { rows: 2, prefillRows: 2, tokens: 4, streams: 4 },
+export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number; decodeTokens: number; prefillFrom: number; touch: number }>> = {
+  relaxed: { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
+  relaxed16: { rows: 4, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
+  i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
+  i8: { rows: 2, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
 };
 
 /** A module's configuration: the kernel and its tile shapes. */
@@ -143,11 +157,14 @@ export interface CpuMatmulConfig {
   readonly prefillRows: number;
   readonly tokens: number;
   readonly streams: number;
+  readonly decodeTokens: number;
+  readonly prefillFrom: number;
+  readonly touch: number;
 }
 
 /** The module's binary for a configuration (exported for tests that validate the encoding). */
-export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layout'>): Uint8Array<ArrayBuffer> {
-  const { kernel, rows, prefillRows, tokens, streams } = config;
+export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layout' | 'prefillFrom'>): Uint8Array<ArrayBuffer> {
+  const { kernel, rows, prefillRows, tokens, streams, decodeTokens, touch } = config;
   const mod = new WasmModule({ memoryPages: 1 });
   const xLayout = kernel === 'i16' ? 'i16' : 'i8';
   const relaxed = kernel === 'relaxed' ? 'add' : kernel === 'relaxed16' ? 'dot16' : undefined;
@@ -156,8 +173,11 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layout'>): U
     const gemv = mod.func(`gemv_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
     const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
     if (layout === 'split4') {
-      emitMatmul4(gemv, f, dot, 1, streams);
-      emitMatmul4(gemm, f, dot, tokens);
+      emitMatmul4(gemv, f, dot, decodeTokens, streams);
+      // q8_0 has no unpacking to share across tokens, and its x blocks take the most preparing: its prefill runs the
+      // decode's 4 streams one token at a time (each x block shared by 16 rows); q4_0 unpacks once for `tokens`
+      if (f === Q8_0) emitMatmul4(gemm, f, dot, 1, streams);
+      else emitMatmul4(gemm, f, dot, tokens, 1, touch);
       return;
     }
     emitMatmul(gemv, f, dot, layout, rows, 1);
@@ -176,7 +196,17 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layout'>): U
 export function cpuMatmulConfig(options: CpuMatmulOptions = {}): CpuMatmulConfig {
   const kernel = options.kernel ?? availableKernels()[0];
   const tiles = DEFAULT_TILES[kernel];
-  return { kernel, layout: options.layout ?? DEFAULT_LAYOUTS[kernel], rows: options.rows ?? tiles.rows, prefillRows: options.prefillRows ?? tiles.prefillRows, tokens: options.tokens ?? tiles.tokens, streams: options.streams ?? tiles.streams };
+  return {
+    kernel,
+    layout: options.layout ?? DEFAULT_LAYOUTS[kernel],
+    rows: options.rows ?? tiles.rows,
+    prefillRows: options.prefillRows ?? tiles.prefillRows,
+    tokens: options.tokens ?? tiles.tokens,
+    streams: options.streams ?? tiles.streams,
+    decodeTokens: options.decodeTokens ?? tiles.decodeTokens,
+    prefillFrom: options.prefillFrom ?? tiles.prefillFrom,
+    touch: options.touch ?? tiles.touch,
+  };
 }
 
 /**
@@ -218,7 +248,9 @@ export class CpuMatmul {
   alloc(bytes: number): number {
     const ptr = Math.ceil(this.top / 16) * 16;
     const end = ptr + bytes;
-    if (end > this.memory.buffer.byteLength) this.memory.grow(Math.ceil((end - this.memory.buffer.byteLength) / PAGE));
+    // the prefill tiles read up to `touch` bytes past a matrix's end (kernel-lib.ts emitMatmul4): kept in the memory
+    const need = end + this.config.touch;
+    if (need > this.memory.buffer.byteLength) this.memory.grow(Math.ceil((need - this.memory.buffer.byteLength) / PAGE));
     this.top = end;
     return ptr;
   }
@@ -324,8 +356,13 @@ export class CpuMatmul {
    * Runs the kernel for `w` on quantized x already in the memory (benchmarks; layouts as kernel-lib.ts documents):
    * the decode tiling below the prefill tile's M, else the prefill one, unless `tiling` names one.
    */
-  raw(w: CpuWeight, xq: number, xd: number, y: number, m: number, tiling: 'gemv' | 'gemm' = m < this.config.tokens ? 'gemv' : 'gemm'): void {
+  raw(w: CpuWeight, xq: number, xd: number, y: number, m: number, tiling: 'gemv' | 'gemm' = this.tiling(w, m)): void {
     this.exports[`${tiling}_${w.dtype}_${w.layout}${w.wide ? '_wide' : ''}`](w.ptr, xq, xd, y, w.n, w.k, m);
+  }
+
+  /** The tiling for M tokens: the decode tiles below `prefillFrom` ('split4') or `tokens` (the other layouts). */
+  private tiling(w: CpuWeight, m: number): 'gemv' | 'gemm' {
+    return m < (w.layout === 'split4' ? this.config.prefillFrom : this.config.tokens) ? 'gemv' : 'gemm';
   }
 
   /** Quantizes `blocks` 32-float blocks at x into the (xq, xd) layout (benchmarks and tests). */

@@ -361,21 +361,23 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
 }
 
 /**
- * The matmul loop nest over a 'split4' matrix, params as emitMatmul's: tiles of one row group (4 rows) × T tokens
- * (ragged M: then 1 token at a time). Per block, each row's dot is an i32x4 whose lanes sum to the row's integer dot;
- * the 4 rows' vectors are reduced (a 4×4 transpose-add, 6 shuffles and 3 adds, exact in i32) into one vector whose
- * lane r is row r's dot, converted to f32 and scaled by the group's 4 scales times d_x, into acc[t] (lane r = y[t,
- * row + r]). T = 1 unpacks one row at a time; T > 1 unpacks the group's 4 rows once and reuses them across T tokens.
- * `streams` > 1 (T = 1 only) runs that many row groups far apart per tile (emitStreamLoops).
+ * The matmul loop nest over a 'split4' matrix, params as emitMatmul's: tiles of S row groups (4 rows each) × T
+ * tokens. The S groups of a tile lie far apart (S weight streams advance together: emitStreamLoops); each token tile
+ * is T wide, then the M mod T tokens left run as one tile of that width. Per block, each row's dot is an i32x4 whose
+ * lanes sum to the row's integer dot; a group's 4 rows' vectors are reduced (a 4×4 transpose-add, 6 shuffles and 3
+ * adds, exact in i32) into one vector whose lane r is row r's dot, converted to f32 and scaled by the group's 4
+ * scales times d_x, into acc (lane r = y[t, row + r]). T = 1 unpacks one row at a time; T > 1 unpacks a group's 4
+ * rows once and reuses them across its T tokens. `touch` > 0 (bytes) reads each stream's weights that far ahead once
+ * per block: a touch that starts the next lines' fetch from memory, for tiles whose compute per byte is high enough
+ * that the hardware's prefetch falls behind (cpu-matmul.ts DEFAULT_TILES); the host keeps that much memory past its
+ * last allocation.
  */
-export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, streams = 1): void {
-  if (!(Number.isInteger(T) && T >= 1 && T <= 8)) throw new RangeError(`'split4' tiles take 1 ≤ T ≤ 8 tokens; got ${T}`);
-  if (!(Number.isInteger(streams) && streams >= 1 && streams <= 8 && (streams === 1 || T === 1))) throw new RangeError(`'split4' decode takes 1–8 streams (T = 1); got ${streams}`);
+export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, streams = 1, touch = 0): void {
+  if (!(Number.isInteger(T) && Number.isInteger(streams) && T >= 1 && streams >= 1 && T * streams <= 8)) throw new RangeError(`'split4' tiles take 1 ≤ streams·T ≤ 8 (row groups × tokens); got ${streams}×${T}`);
   const [w, xq, xd, y, n, k, m] = [0, 1, 2, 3, 4, 5, 6];
   const v128s = (count: number) => Array.from({ length: count }, () => c.local(V128));
   const L: Locals4 = {
     nb: c.local(I32),
-    gb: c.local(I32), // quant bytes per row group
     qbase: c.local(I32),
     row: c.local(I32),
     rowS: Array.from({ length: streams }, () => c.local(I32)),
@@ -392,46 +394,31 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, 
     wv: Array.from({ length: T === 1 ? 1 : 4 }, () => v128s(dot.wRegs)),
     xv: v128s(dot.xRegs),
     d: v128s(4),
-    acc: v128s(Math.max(T, streams)),
+    acc: v128s(T * streams),
   };
   // qbase = w + the scales, (⌈N/4⌉·4·nb) f32, rounded up to 16 bytes
-  c.get(k).i32_const(5).i32_shr_u().tee(L.nb).i32_const(4 * f.quantBytes).i32_mul().set(L.gb);
+  c.get(k).i32_const(5).i32_shr_u().set(L.nb);
   c.get(w).get(n).i32_const(3).i32_add().i32_const(-4).i32_and().get(L.nb).i32_mul().i32_const(4).i32_mul().i32_const(15).i32_add().i32_const(-16).i32_and().i32_add().set(L.qbase);
-  const p = { w, xq, xd, y, n, k };
-  if (streams > 1) {
-    emitStreamLoops(c, f, dot, L, p, m, streams);
-    return;
-  }
-  c.i32_const(0).set(L.row);
-  c.block().loop();
-  c.get(L.row).get(n).i32_ge_u().br_if(1);
-  c.i32_const(0).set(L.tok);
-  for (const ts of T > 1 ? [T, 1] : [1]) {
-    c.block().loop();
-    c.get(L.tok).i32_const(ts).i32_add().get(m).i32_gt_u().br_if(1);
-    emitTile4(c, f, dot, L, p, [L.row], ts);
-    c.get(L.tok).i32_const(ts).i32_add().set(L.tok);
-    c.br(0).end().end();
-  }
-  c.get(L.row).i32_const(4).i32_add().set(L.row);
-  c.br(0).end().end();
+  emitStreamLoops(c, f, dot, L, { w, xq, xd, y, n, k }, m, streams, T, touch);
 }
 
 /**
- * The decode order over S streams: the G = ⌈N/4⌉ row groups split into S parts of P = ⌊G/S⌋ groups; group g < P
- * runs beside groups g + P, g + 2P, … (S weight streams far apart in memory advance together and share each x block),
- * then the G − S·P last groups one by one; each tile for every token in turn (its weights stay in L1/L2 meanwhile).
- * Measured on the 151669×576 head read from memory (Node 20): 4 streams 1.5–1.7× faster than 1; from cache, alike
- * (cpu-matmul.ts DEFAULT_TILES).
+ * The order over S streams: the G = ⌈N/4⌉ row groups split into S parts of P = ⌊G/S⌋ groups; group g < P runs
+ * beside groups g + P, g + 2P, … (S weight streams far apart in memory advance together and share each x block),
+ * then the G − S·P last groups one by one; per tile, the tokens in tiles of T, then the rest as one tile (the tile's
+ * weights stay in L1/L2 meanwhile). Measured on the 151669×576 head read from memory (Node 20): 4 streams 1.5–1.7×
+ * faster than 1 at decode; from cache, alike (cpu-matmul.ts DEFAULT_TILES).
  */
-function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, m: number, S: number): void {
-  const eachToken = (rows: readonly number[]) => {
+function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, m: number, S: number, T: number, touch: number): void {
+  const eachTokenTile = (rows: readonly number[]) => {
     c.i32_const(0).set(L.tok);
-    c.block().loop();
-    c.get(L.tok).get(m).i32_ge_u().br_if(1);
-    emitTile4(c, f, dot, L, p, rows, 1);
-    c.get(L.tok).i32_const(1).i32_add().set(L.tok);
-    c.br(0).end().end();
+    for (const ts of Array.from({ length: T }, (_, i) => T - i)) {
+      c.block().loop();
+      c.get(L.tok).i32_const(ts).i32_add().get(m).i32_gt_u().br_if(1);
+      emitTile4(c, f, dot, L, p, rows, ts, touch);
+      c.get(L.tok).i32_const(ts).i32_add().set(L.tok);
+      c.br(0).end().end();
+    }
   };
   // part = 4·P rows
   c.get(p.n).i32_const(3).i32_add().i32_const(2).i32_shr_u().i32_const(S).i32_div_u().i32_const(2).i32_shl().set(L.part);
@@ -439,20 +426,21 @@ function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p:
   c.block().loop();
   c.get(L.rowS[0]).get(L.part).i32_ge_u().br_if(1);
   for (let s = 1; s < S; s++) c.get(L.rowS[s - 1]).get(L.part).i32_add().set(L.rowS[s]);
-  eachToken(L.rowS);
+  eachTokenTile(L.rowS);
   c.get(L.rowS[0]).i32_const(4).i32_add().set(L.rowS[0]);
   c.br(0).end().end();
+  if (S === 1) return;
   // the groups past S parts, one by one
   c.get(L.part).i32_const(S).i32_mul().set(L.row);
   c.block().loop();
   c.get(L.row).get(p.n).i32_ge_u().br_if(1);
-  eachToken([L.row]);
+  eachTokenTile([L.row]);
   c.get(L.row).i32_const(4).i32_add().set(L.row);
   c.br(0).end().end();
 }
 
 interface Locals4 {
-  nb: number; gb: number; qbase: number; row: number; rowS: number[]; part: number; tok: number; b: number; pw: number[]; ps: number[];
+  nb: number; qbase: number; row: number; rowS: number[]; part: number; tok: number; b: number; pw: number[]; ps: number[];
   px: number[]; pd: number[]; ws: number[]; dx: number; tmp: number; wv: number[][]; xv: number[]; d: number[]; acc: number[];
 }
 
@@ -490,7 +478,7 @@ function emitReduce4x16(c: Code, d: readonly number[], tmp: number): void {
   c.get(tmp).get(d[3]).i8x16_shuffle(lanes32(2, 3, 6, 7)).i32x4_add();
 }
 
-function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, rows: readonly number[], T: number): void {
+function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, rows: readonly number[], T: number, touch: number): void {
   // per group g (first row in local rows[g]): pw = qbase + row·nb·qb (group·4·nb·qb), ps = w + row·nb·4
   const G = rows.length;
   for (let g = 0; g < G; g++) {
@@ -503,6 +491,13 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: 
   c.get(L.nb).set(L.b);
   c.loop();
   for (let g = 0; g < G; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
+  if (touch) {
+    // one read per 64-byte line of the block's quants and one of its scales, `touch` bytes on (the loaded values unused)
+    for (let g = 0; g < G; g++) {
+      for (let o = 0; o < 4 * f.quantBytes; o += 64) c.get(L.pw[g]).i32_load(touch + o).drop();
+      c.get(L.ps[g]).i32_load(touch >> 2).drop();
+    }
+  }
   const loadX = (t: number) => {
     dot.loadX(c, L.px[t], L.xv, L.tmp);
     c.get(L.pd[t]).v128_load32_splat(0).set(L.dx);
@@ -526,14 +521,16 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: 
       accumulate(g, 0);
     }
   } else {
-    for (let r = 0; r < 4; r++) dot.unpackW(c, L.pw[0], r * f.quantBytes, L.wv[r], L.tmp);
-    for (let t = 0; t < T; t++) {
-      loadX(t);
-      for (let r = 0; r < 4; r++) {
-        dot.dot(c, L.wv[r], L.xv);
-        c.set(L.d[r]);
+    for (let g = 0; g < G; g++) {
+      for (let r = 0; r < 4; r++) dot.unpackW(c, L.pw[g], r * f.quantBytes, L.wv[r], L.tmp);
+      for (let t = 0; t < T; t++) {
+        loadX(t);
+        for (let r = 0; r < 4; r++) {
+          dot.dot(c, L.wv[r], L.xv);
+          c.set(L.d[r]);
+        }
+        accumulate(g, t);
       }
-      accumulate(0, t);
     }
   }
   for (let g = 0; g < G; g++) {

@@ -195,6 +195,7 @@ export class Code {
   i8x16_narrow_i16x8_s(): this { return this.simd(0x65); }
   i8x16_shr_u(): this { return this.simd(0x6d); }
   i8x16_sub(): this { return this.simd(0x71); }
+  i8x16_max_s(): this { return this.simd(0x78); }
   f32x4_trunc(): this { return this.simd(0x69); }
   i16x8_narrow_i32x4_s(): this { return this.simd(0x85); }
   i16x8_extend_low_i8x16_s(): this { return this.simd(0x87); }
