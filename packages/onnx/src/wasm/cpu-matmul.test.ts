@@ -16,7 +16,9 @@ import { expectTwin, runTiling } from './test-cpu-matmul.ts';
 import { Code, I32, WasmModule, sleb, uleb } from './wasm-module.ts';
 
 const DTYPES: CpuMatmulDtype[] = ['q8_0', 'q4_0'];
-const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4'];
+const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4', 'split4w'];
+/** The layouts a kernel reads a format in ('split4w' is the relaxed kernels' own, for q4_0). */
+const layoutsOf = (kernel: CpuKernel, dtype: CpuMatmulDtype): WeightLayout[] => LAYOUTS.filter((l) => l !== 'split4w' || (kernel.startsWith('relaxed') && dtype === 'q4_0'));
 
 // Node 20's V8 has relaxed SIMD behind --experimental-wasm-relaxed-simd; a wasm feature flag takes effect for modules
 // compiled after it is set, so the relaxed kernels are tested here too (Chromium ships it on; cpu-matmul.gpu.test.ts).
@@ -147,7 +149,7 @@ describe('gemv and gemm against the twin', () => {
         for (const kernel of KERNELS) {
           for (const [rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch] of TILES) {
             const cpu = await CpuMatmul.create({ kernel, rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch });
-            for (const layout of LAYOUTS) {
+            for (const layout of layoutsOf(kernel, dtype)) {
               const label = `${dtype} ${layout} ${kernel} (${n}, ${k}) M=${m} tiles ${rows}×1, ${prefillRows}×${tokens}, split4 ${streams}×${decodeTokens} to M ${prefillFrom}, touch ${touch}`;
               const wt = cpu.weight(dtype, w, n, k, layout);
               expect(wt.wide).toBe(false);
@@ -222,9 +224,9 @@ describe('gemv and gemm against the twin', () => {
       const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
       for (const kernel of KERNELS) {
         const cpu = await CpuMatmul.create({ kernel, tokens: 2 });
-        for (const layout of LAYOUTS) {
+        for (const layout of layoutsOf(kernel, dtype)) {
           const wt = cpu.weight(dtype, w, n, k, layout);
-          // q8_0 row 0 holds −128, which the relaxed dot cannot sign-flip: that matrix runs the i16 dot
+          // q8_0 row 0 holds −128, which the relaxed sign trick cannot flip: that matrix runs the i16 dot
           expect(wt.wide).toBe(kernel.startsWith('relaxed') && dtype === 'q8_0');
           for (const tiling of ['gemv', 'gemm'] as const) {
             const y = runTiling(cpu, wt, x, m, tiling);
@@ -261,7 +263,7 @@ describe('weightRow', () => {
       const w = randomWeights(dtype, n, k, mulberry32(21));
       const want = dequantize(dtype, w, n, k);
       const cpu = await CpuMatmul.create();
-      for (const layout of LAYOUTS) {
+      for (const layout of layoutsOf(cpu.config.kernel, dtype)) {
         const wt = cpu.weight(dtype, w, n, k, layout);
         const out = new Float32Array(k + 3);
         for (let r = 0; r < n; r++) {
@@ -293,5 +295,17 @@ describe('CpuMatmul checks its arguments', () => {
     expect(cpu.matmul(w, new Float32Array(64))).toEqual(new Float32Array(2));
     expect(cpu.weight('q4_0', blocks, 2, 64, 'split').bytes).toBe(16 + 4 * 16);
     expect(cpu.weight('q4_0', blocks, 2, 64, 'split4').bytes).toBe(32 + 8 * 16); // padded to a group of 4 rows
+  });
+});
+
+describe("'split4w'", () => {
+  test('is q4_0 on the relaxed kernels only, and the relaxed kernels put q4_0 in it by default', async () => {
+    for (const kernel of KERNELS) {
+      const cpu = await CpuMatmul.create({ kernel });
+      const w = randomWeights('q8_0', 4, 64, mulberry32(3));
+      expect(() => cpu.weight('q8_0', w, 4, 64, 'split4w')).toThrow(/use 'split4'/);
+      expect(cpu.weight('q4_0', randomWeights('q4_0', 4, 64, mulberry32(4)), 4, 64).layout).toBe(kernel.startsWith('relaxed') ? 'split4w' : 'split4');
+      expect(cpu.weight('q8_0', w, 4, 64).layout).toBe('split4');
+    }
   });
 });

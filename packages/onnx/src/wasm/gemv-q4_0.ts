@@ -54,4 +54,39 @@ export const Q4_0: WeightFormat = {
     },
   }),
   relaxedExact: () => true,
+  // 'split4w': v128 v < 4 holds bytes 4v..4v+3 of the group's 4 rows: low nibbles elements 4v.., high 16 + 4v..
+  words: (form) => ({
+    wRegs: 8,
+    xRegs: 9,
+    unpackW(c, pw, w, tmp) {
+      for (let v = 0; v < 4; v++) {
+        c.get(pw).v128_load(16 * v).tee(tmp).v128_const(splat16(0x0f)).v128_and().set(w[v]);
+        c.get(tmp).i32_const(4).i16x8_shr_u().v128_const(splat16(0x0f)).v128_and().set(w[4 + v]);
+      }
+    },
+    loadX(c, px, x) {
+      // x[j] = x's word j (elements 4j..4j+3) in every lane; x[8] = the −8·Σx term
+      for (let j = 0; j < 8; j++) c.get(px).v128_load32_splat(4 * j).set(x[j]);
+      c.get(px).v128_load32_splat(32).set(x[8]);
+    },
+    dot(c, w, x) {
+      if (form === 'add') {
+        // two chains of four (the dot's latency), added
+        for (const [lo, init] of [[0, true], [4, false]] as const) {
+          for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);
+          if (init) c.get(x[8]);
+          else c.v128_const(new Uint8Array(16));
+          for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
+        }
+        c.i32x4_add();
+        return;
+      }
+      // pairs ≤ 2·127·15, so the eight dots add in i16 (≤ 30480) before one widening
+      for (let j = 0; j < 8; j++) {
+        c.get(x[j]).get(w[j]).i16x8_relaxed_dot_i8x16_i7x16_s();
+        if (j > 0) c.i16x8_add();
+      }
+      c.i32x4_extadd_pairwise_i16x8_s().get(x[8]).i32x4_add();
+    },
+  }),
 };

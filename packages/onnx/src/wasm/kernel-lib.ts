@@ -60,6 +60,26 @@ export interface WeightFormat {
   relaxed(form: RelaxedForm): BlockDot;
   /** Whether the relaxed dot is exact for these GGUF blocks (q8_0: no quant is −128); else the i16 dot runs. */
   relaxedExact(blocks: Uint8Array): boolean;
+  /** The relaxed-SIMD dot over 'split4w' (rows interleaved by 4-byte words) and the 'i8' x layout, in either form (q4_0 only: see cpu-matmul.ts DEFAULT_LAYOUTS). */
+  words?(form: RelaxedForm): WordDot;
+}
+
+/**
+ * A group's block dot over 'split4w': each v128 of weights holds one 4-byte word of each of the group's 4 rows, so a
+ * relaxed dot of it with a splat of x's matching word leaves lane r = row r's partial dot: the 4 rows' dots come out
+ * in the lanes of one vector with no transpose-add (emitReduce4's 6 shuffles and 3 adds per group, token and block).
+ */
+export interface WordDot {
+  /** v128 locals a group's unpacked block takes (reused across a tile's tokens). */
+  readonly wRegs: number;
+  /** v128 locals a token's prepared x block takes (shared by a tile's groups when it has one token). */
+  readonly xRegs: number;
+  /** Reads the group's block of quants (4·quantBytes bytes) at local `pw` into `w[0..wRegs)`. */
+  unpackW(c: Code, pw: number, w: readonly number[], tmp: number): void;
+  /** Reads the x slot at local `px` into `x[0..xRegs)`. */
+  loadX(c: Code, px: number, x: readonly number[], tmp: number): void;
+  /** Leaves the i32x4 whose lane r is row r's exact integer dot of the block (with q4_0's −8·Σx). */
+  dot(c: Code, w: readonly number[], x: readonly number[]): void;
 }
 
 /**
@@ -102,12 +122,18 @@ export function i16Dot(f: WeightFormat, xLayout: XLayout): BlockDot {
  *             scales (⌈N/4⌉, K/32, 4) f32, then the quants (⌈N/4⌉, K/32, 4) × quantBytes. A group's block is one
  *             pointer with static offsets and its 4 scales one v128 load, and the 4 rows' dots are reduced into the
  *             4 lanes of one vector (emitMatmul4), so the f32 scaling is one vector op per 4 (row, token) pairs.
+ *   'split4w': 'split4' with a group's block of quants interleaved by 4-byte words: byte j of row r at
+ *              (j >> 2)·16 + r·4 + (j & 3) (WordDot). q4_0 only; the relaxed kernels' default for it ('add' and
+ *              'dot16'); the i16 dots do not read it.
  */
-export type WeightLayout = 'gguf' | 'split' | 'split4';
+export type WeightLayout = 'gguf' | 'split' | 'split4' | 'split4w';
+
+/** Whether a layout interleaves rows in fours ('split4', 'split4w'). */
+export const interleaved = (layout: WeightLayout): boolean => layout === 'split4' || layout === 'split4w';
 
 /** Bytes a (N, K) matrix takes in `layout`. */
 export function layoutBytes(u: WeightFormat, layout: WeightLayout, n: number, k: number): number {
-  const blocks = ((layout === 'split4' ? Math.ceil(n / 4) * 4 : n) * k) / 32;
+  const blocks = ((interleaved(layout) ? Math.ceil(n / 4) * 4 : n) * k) / 32;
   return layout === 'gguf' ? blocks * u.bytes : Math.ceil((blocks * 4) / 16) * 16 + blocks * u.quantBytes;
 }
 
@@ -372,7 +398,7 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
  * that the hardware's prefetch falls behind (cpu-matmul.ts DEFAULT_TILES); the host keeps that much memory past its
  * last allocation.
  */
-export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, streams = 1, touch = 0): void {
+export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot | WordDot, T: number, streams = 1, touch = 0): void {
   if (!(Number.isInteger(T) && Number.isInteger(streams) && T >= 1 && streams >= 1 && T * streams <= 8)) throw new RangeError(`'split4' tiles take 1 ≤ streams·T ≤ 8 (row groups × tokens); got ${streams}×${T}`);
   const [w, xq, xd, y, n, k, m] = [0, 1, 2, 3, 4, 5, 6];
   const v128s = (count: number) => Array.from({ length: count }, () => c.local(V128));
@@ -391,7 +417,7 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, 
     ws: v128s(streams),
     dx: c.local(V128),
     tmp: c.local(V128),
-    wv: Array.from({ length: T === 1 ? 1 : 4 }, () => v128s(dot.wRegs)),
+    wv: Array.from({ length: T === 1 || 'sum' in dot === false ? 1 : 4 }, () => v128s(dot.wRegs)),
     xv: v128s(dot.xRegs),
     d: v128s(4),
     acc: v128s(T * streams),
@@ -409,13 +435,14 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot, T: number, 
  * weights stay in L1/L2 meanwhile). Measured on the 151669×576 head read from memory (Node 20): 4 streams 1.5–1.7×
  * faster than 1 at decode; from cache, alike (cpu-matmul.ts DEFAULT_TILES).
  */
-function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, m: number, S: number, T: number, touch: number): void {
+function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, m: number, S: number, T: number, touch: number): void {
   const eachTokenTile = (rows: readonly number[]) => {
     c.i32_const(0).set(L.tok);
     for (const ts of Array.from({ length: T }, (_, i) => T - i)) {
       c.block().loop();
       c.get(L.tok).i32_const(ts).i32_add().get(m).i32_gt_u().br_if(1);
-      emitTile4(c, f, dot, L, p, rows, ts, touch);
+      if ('sum' in dot) emitTile4(c, f, dot, L, p, rows, ts, touch);
+      else emitTile4w(c, f, dot, L, p, rows, ts, touch);
       c.get(L.tok).i32_const(ts).i32_add().set(L.tok);
       c.br(0).end().end();
     }
@@ -478,26 +505,64 @@ function emitReduce4x16(c: Code, d: readonly number[], tmp: number): void {
   c.get(tmp).get(d[3]).i8x16_shuffle(lanes32(2, 3, 6, 7)).i32x4_add();
 }
 
-function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, rows: readonly number[], T: number, touch: number): void {
+type Params4 = { w: number; xq: number; xd: number; y: number; n: number; k: number };
+
+/** A 'split4' tile's start: each group's weight and scale pointers, each token's x pointers, the accumulators zeroed. */
+function emitTilePrologue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number): void {
   // per group g (first row in local rows[g]): pw = qbase + row·nb·qb (group·4·nb·qb), ps = w + row·nb·4
-  const G = rows.length;
-  for (let g = 0; g < G; g++) {
+  for (let g = 0; g < rows.length; g++) {
     c.get(L.qbase).get(rows[g]).get(L.nb).i32_mul().i32_const(f.quantBytes).i32_mul().i32_add().set(L.pw[g]);
     c.get(p.w).get(rows[g]).get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.ps[g]);
   }
   emitTokenPointers(c, L, p, T);
+  for (let i = 0; i < rows.length * T; i++) c.v128_const(new Uint8Array(16)).set(L.acc[i]);
+}
+
+/** One read per 64-byte line of each group's block of quants and one of its scales, `touch` bytes on (values unused). */
+function emitTouch(c: Code, f: WeightFormat, L: Locals4, G: number, touch: number): void {
+  if (!touch) return;
+  for (let g = 0; g < G; g++) {
+    for (let o = 0; o < 4 * f.quantBytes; o += 64) c.get(L.pw[g]).i32_load(touch + o).drop();
+    c.get(L.ps[g]).i32_load(touch >> 2).drop();
+  }
+}
+
+/** A 'split4' tile's end: the pointers one block on, the block loop closed, acc(g, t) stored into y. */
+function emitTileEpilogue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number): void {
+  const G = rows.length;
+  for (let g = 0; g < G; g++) {
+    c.get(L.pw[g]).i32_const(4 * f.quantBytes).i32_add().set(L.pw[g]);
+    c.get(L.ps[g]).i32_const(16).i32_add().set(L.ps[g]);
+  }
+  emitNextBlock(c, L, T);
+  // y[(tok + t)·N + row .. row + 3] = acc(g, t): one store, or lane by lane in the last, partial group
+  for (let g = 0; g < G; g++) {
+    for (let t = 0; t < T; t++) {
+      const acc = L.acc[g * T + t];
+      const addr = () => c.get(p.y).get(L.tok).i32_const(t).i32_add().get(p.n).i32_mul().get(rows[g]).i32_add().i32_const(2).i32_shl().i32_add();
+      c.get(rows[g]).i32_const(4).i32_add().get(p.n).i32_le_u().if_();
+      addr();
+      c.get(acc).v128_store(0);
+      c.else_();
+      for (let r = 0; r < 3; r++) {
+        c.get(rows[g]).i32_const(r).i32_add().get(p.n).i32_lt_u().if_();
+        addr();
+        c.get(acc).v128_store32_lane(r, 4 * r);
+        c.end();
+      }
+      c.end();
+    }
+  }
+}
+
+function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: Params4, rows: readonly number[], T: number, touch: number): void {
+  emitTilePrologue4(c, f, L, p, rows, T);
+  const G = rows.length;
   const acc = (g: number, t: number) => L.acc[g * T + t];
-  for (let i = 0; i < G * T; i++) c.v128_const(new Uint8Array(16)).set(L.acc[i]);
   c.get(L.nb).set(L.b);
   c.loop();
   for (let g = 0; g < G; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
-  if (touch) {
-    // one read per 64-byte line of the block's quants and one of its scales, `touch` bytes on (the loaded values unused)
-    for (let g = 0; g < G; g++) {
-      for (let o = 0; o < 4 * f.quantBytes; o += 64) c.get(L.pw[g]).i32_load(touch + o).drop();
-      c.get(L.ps[g]).i32_load(touch >> 2).drop();
-    }
-  }
+  emitTouch(c, f, L, G, touch);
   const loadX = (t: number) => {
     dot.loadX(c, L.px[t], L.xv, L.tmp);
     c.get(L.pd[t]).v128_load32_splat(0).set(L.dx);
@@ -533,26 +598,41 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: { w: 
       }
     }
   }
-  for (let g = 0; g < G; g++) {
-    c.get(L.pw[g]).i32_const(4 * f.quantBytes).i32_add().set(L.pw[g]);
-    c.get(L.ps[g]).i32_const(16).i32_add().set(L.ps[g]);
-  }
-  emitNextBlock(c, L, T);
-  // y[(tok + t)·N + row .. row + 3] = acc(g, t): one store, or lane by lane in the last, partial group
-  for (let g = 0; g < G; g++) {
-    for (let t = 0; t < T; t++) {
-      const addr = () => c.get(p.y).get(L.tok).i32_const(t).i32_add().get(p.n).i32_mul().get(rows[g]).i32_add().i32_const(2).i32_shl().i32_add();
-      c.get(rows[g]).i32_const(4).i32_add().get(p.n).i32_le_u().if_();
-      addr();
-      c.get(acc(g, t)).v128_store(0);
-      c.else_();
-      for (let r = 0; r < 3; r++) {
-        c.get(rows[g]).i32_const(r).i32_add().get(p.n).i32_lt_u().if_();
-        addr();
-        c.get(acc(g, t)).v128_store32_lane(r, 4 * r);
-        c.end();
+  emitTileEpilogue4(c, f, L, p, rows, T);
+}
+
+/**
+ * emitTile4's tile over 'split4w' (WordDot): a group's block dot leaves its 4 rows' dots in the lanes of one i32x4,
+ * converted and scaled by the group's 4 scales times d_x into acc(g, t). One token: x is prepared once and shared by
+ * the groups, each group unpacked in turn; more: each group unpacked once, then x prepared per token.
+ */
+function emitTile4w(c: Code, f: WeightFormat, dot: WordDot, L: Locals4, p: Params4, rows: readonly number[], T: number, touch: number): void {
+  emitTilePrologue4(c, f, L, p, rows, T);
+  const G = rows.length;
+  const acc = (g: number, t: number) => L.acc[g * T + t];
+  c.get(L.nb).set(L.b);
+  c.loop();
+  for (let g = 0; g < G; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
+  emitTouch(c, f, L, G, touch);
+  const accumulate = (g: number, t: number) => {
+    c.get(acc(g, t));
+    dot.dot(c, L.wv[0], L.xv);
+    c.f32x4_convert_i32x4_s().get(L.ws[g]).get(L.pd[t]).v128_load32_splat(0).f32x4_mul().f32x4_mul().f32x4_add().set(acc(g, t));
+  };
+  if (T === 1) {
+    dot.loadX(c, L.px[0], L.xv, L.tmp);
+    for (let g = 0; g < G; g++) {
+      dot.unpackW(c, L.pw[g], L.wv[0], L.tmp);
+      accumulate(g, 0);
+    }
+  } else {
+    for (let g = 0; g < G; g++) {
+      dot.unpackW(c, L.pw[g], L.wv[0], L.tmp);
+      for (let t = 0; t < T; t++) {
+        dot.loadX(c, L.px[t], L.xv, L.tmp);
+        accumulate(g, t);
       }
-      c.end();
     }
   }
+  emitTileEpilogue4(c, f, L, p, rows, T);
 }
