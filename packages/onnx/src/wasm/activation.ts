@@ -16,7 +16,6 @@ export const ACTIVATION_COEFFICIENTS: Readonly<Record<'silu' | 'gelu_tanh', read
 };
 
 export const f32x4 = (v: number) => new Uint8Array(new Float32Array([v, v, v, v]).buffer);
-const i32x4 = (v: number) => new Uint8Array(new Int32Array([v, v, v, v]).buffer);
 
 /** The module's binary. */
 export function buildActivationModule(): Uint8Array<ArrayBuffer> {
@@ -32,14 +31,17 @@ export function buildActivationModule(): Uint8Array<ArrayBuffer> {
  */
 export function emitExp(c: Code, t: readonly [number, number, number]): void {
   const [y, k, r] = t;
-  c.v128_const(f32x4(88)).f32x4_min().v128_const(f32x4(-87)).f32x4_max().set(y);
+  // pmin/pmax: one minps/maxps each (min/max's NaN and −0 rules cost x64 several more; a NaN stays NaN either way)
+  c.v128_const(f32x4(88)).f32x4_pmin().v128_const(f32x4(-87)).f32x4_pmax().set(y);
   c.get(y).v128_const(f32x4(Math.LOG2E)).f32x4_mul().f32x4_nearest().set(k);
   c.get(y).get(k).v128_const(f32x4(0.693359375)).f32x4_mul().f32x4_sub();
   c.get(k).v128_const(f32x4(-2.12194440e-4)).f32x4_mul().f32x4_sub().set(r);
   c.v128_const(f32x4(1.9875691500e-4));
   for (const coef of [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]) c.get(r).f32x4_mul().v128_const(f32x4(coef)).f32x4_add();
   c.get(r).get(r).f32x4_mul().f32x4_mul().get(r).f32x4_add().v128_const(f32x4(1)).f32x4_add();
-  c.get(k).i32x4_trunc_sat_f32x4_s().v128_const(i32x4(127)).i32x4_add().i32_const(23).i32x4_shl().f32x4_mul();
+  // 2^k: k + 127 + 1.5·2^23 puts k + 127 (1..254) in the low mantissa bits, which the shift moves into the exponent
+  // field (one add and one shift; trunc_sat's saturation rules cost x64 several more)
+  c.get(k).v128_const(f32x4(12582912 + 127)).f32x4_add().i32_const(23).i32x4_shl().f32x4_mul();
 }
 
 function emitActMul(c: Code): void {

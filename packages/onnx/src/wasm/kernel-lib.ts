@@ -197,7 +197,9 @@ export function emitQuantizeX(c: Code, xLayout: XLayout): void {
     c.get(t);
     c.get(v).v128_const(u32x4Bytes(0x80000000)).v128_and().v128_const(f32x4Bytes(1)).v128_or();
     c.get(v).get(t).f32x4_sub().f32x4_abs().v128_const(f32x4Bytes(0.5)).f32x4_ge().v128_and();
-    c.f32x4_add().i32x4_trunc_sat_f32x4_s().set(q);
+    // to i32: |q| ≤ 127 is an integer, so adding 1.5·2^23 puts it in the low mantissa bits, and subtracting the
+    // constant's bits leaves it (two ops; trunc_sat's saturation rules cost x64 several more)
+    c.f32x4_add().v128_const(f32x4Bytes(12582912)).f32x4_add().v128_const(u32x4Bytes(0x4b400000)).i32x4_sub().set(q);
     if (xLayout === 'i16') storeI16(c, xq, j, q, lo);
     else storeI8(c, xq, j, q, lo, h, sum);
   }

@@ -211,6 +211,8 @@ export class Code {
   f32x4_mul(): this { return this.simd(0xe6); }
   f32x4_div(): this { return this.simd(0xe7); }
   f32x4_min(): this { return this.simd(0xe8); }
+  /** f32x4.pmin: b < a ? b : a per lane (one minps; f32x4.min's NaN and −0 rules cost x64 several more). */
+  f32x4_pmin(): this { return this.simd(0xea); }
   f32x4_max(): this { return this.simd(0xe9); }
   /** f32x4.nearest: round to the nearest integer, ties to even (roundps). */
   f32x4_nearest(): this { return this.simd(0x6a); }
