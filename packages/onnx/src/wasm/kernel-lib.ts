@@ -509,8 +509,11 @@ function emitReduce4x16(c: Code, d: readonly number[], tmp: number): void {
 
 type Params4 = { w: number; xq: number; xd: number; y: number; n: number; k: number };
 
-/** A 'split4' tile's start: each group's weight and scale pointers, each token's x pointers, the accumulators zeroed. */
-function emitTilePrologue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number): void {
+/**
+ * A 'split4' tile's start: each group's weight and scale pointers, each token's x pointers, the accumulators zeroed;
+ * then the block loop opened, with each group's 4 scales loaded into ws[g] and the weights `touch` bytes on touched.
+ */
+function emitTileOpen4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number, touch: number): void {
   // per group g (first row in local rows[g]): pw = qbase + row·nb·qb (group·4·nb·qb), ps = w + row·nb·4
   for (let g = 0; g < rows.length; g++) {
     c.get(L.qbase).get(rows[g]).get(L.nb).i32_mul().i32_const(f.quantBytes).i32_mul().i32_add().set(L.pw[g]);
@@ -518,6 +521,10 @@ function emitTilePrologue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, row
   }
   emitTokenPointers(c, L, p, T);
   for (let i = 0; i < rows.length * T; i++) c.v128_const(new Uint8Array(16)).set(L.acc[i]);
+  c.get(L.nb).set(L.b);
+  c.loop();
+  for (let g = 0; g < rows.length; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
+  emitTouch(c, f, L, rows.length, touch);
 }
 
 /** One read per 64-byte line of each group's block of quants and one of its scales, `touch` bytes on (values unused). */
@@ -530,7 +537,7 @@ function emitTouch(c: Code, f: WeightFormat, L: Locals4, G: number, touch: numbe
 }
 
 /** A 'split4' tile's end: the pointers one block on, the block loop closed, acc(g, t) stored into y. */
-function emitTileEpilogue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number): void {
+function emitTileClose4(c: Code, f: WeightFormat, L: Locals4, p: Params4, rows: readonly number[], T: number): void {
   const G = rows.length;
   for (let g = 0; g < G; g++) {
     c.get(L.pw[g]).i32_const(4 * f.quantBytes).i32_add().set(L.pw[g]);
@@ -558,13 +565,9 @@ function emitTileEpilogue4(c: Code, f: WeightFormat, L: Locals4, p: Params4, row
 }
 
 function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: Params4, rows: readonly number[], T: number, touch: number): void {
-  emitTilePrologue4(c, f, L, p, rows, T);
+  emitTileOpen4(c, f, L, p, rows, T, touch);
   const G = rows.length;
   const acc = (g: number, t: number) => L.acc[g * T + t];
-  c.get(L.nb).set(L.b);
-  c.loop();
-  for (let g = 0; g < G; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
-  emitTouch(c, f, L, G, touch);
   const loadX = (t: number) => {
     dot.loadX(c, L.px[t], L.xv, L.tmp);
     c.get(L.pd[t]).v128_load32_splat(0).set(L.dx);
@@ -600,7 +603,7 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: Param
       }
     }
   }
-  emitTileEpilogue4(c, f, L, p, rows, T);
+  emitTileClose4(c, f, L, p, rows, T);
 }
 
 /**
@@ -609,13 +612,9 @@ function emitTile4(c: Code, f: WeightFormat, dot: BlockDot, L: Locals4, p: Param
  * the groups, each group unpacked in turn; more: each group unpacked once, then x prepared per token.
  */
 function emitTile4w(c: Code, f: WeightFormat, dot: WordDot, L: Locals4, p: Params4, rows: readonly number[], T: number, touch: number): void {
-  emitTilePrologue4(c, f, L, p, rows, T);
+  emitTileOpen4(c, f, L, p, rows, T, touch);
   const G = rows.length;
   const acc = (g: number, t: number) => L.acc[g * T + t];
-  c.get(L.nb).set(L.b);
-  c.loop();
-  for (let g = 0; g < G; g++) c.get(L.ps[g]).v128_load(0).set(L.ws[g]);
-  emitTouch(c, f, L, G, touch);
   const accumulate = (g: number, t: number) => {
     c.get(acc(g, t));
     dot.dot(c, L.wv[0], L.xv);
@@ -636,5 +635,5 @@ function emitTile4w(c: Code, f: WeightFormat, dot: WordDot, L: Locals4, p: Param
       }
     }
   }
-  emitTileEpilogue4(c, f, L, p, rows, T);
+  emitTileClose4(c, f, L, p, rows, T);
 }
