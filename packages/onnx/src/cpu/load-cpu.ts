@@ -103,7 +103,7 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const maxTokens = Math.max(o.maxTokensPerStep ?? 512, maxBatch);
   const maxRows = 4 * maxBatch;
   // One memory for weights ('split' blocks: up to 20/18 of the file's), K/V and scratch, sized before the first upload.
-  const scratch = 4 * (maxBatch + 1) * Math.min(c.maxContext, pages * pageSize) + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 2 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
+  const scratch = 4 * (maxBatch + 1) * Math.min(c.maxContext, pages * pageSize) + 4 * maxTokens * (4 * c.hidden + 2 * c.ffn + 2 * (c.heads + c.kvHeads) * c.headDim) + 4 * maxTokens * Math.max(c.hidden, c.ffn, c.heads * c.headDim) + 4 * maxRows * c.vocab;
   const estimate = heldBytes(model) + pages * pageBytes + scratch + (1 << 20);
   const mib = (b: number) => `${Math.ceil(b / 2 ** 20)} MiB`;
   if (estimate > WASM_HEAP) throw new OnnxUnsupportedError('memory', `the model, its K/V and scratch need about ${mib(estimate)} of wasm memory, past a wasm heap's 4 GiB: lower kvBudgetBytes or maxTokensPerStep, or load a smaller model or quantization.`);

@@ -17,8 +17,8 @@ import { Code, I32, WasmModule, sleb, uleb } from './wasm-module.ts';
 
 const DTYPES: CpuMatmulDtype[] = ['q8_0', 'q4_0'];
 const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4', 'split4w'];
-/** The layouts a kernel reads a format in ('split4w' is the relaxed kernels' own, for q4_0). */
-const layoutsOf = (kernel: CpuKernel, dtype: CpuMatmulDtype): WeightLayout[] => LAYOUTS.filter((l) => l !== 'split4w' || (kernel.startsWith('relaxed') && dtype === 'q4_0'));
+/** The layouts a kernel reads ('split4w' is the relaxed kernels' own). */
+const layoutsOf = (kernel: CpuKernel, _dtype?: CpuMatmulDtype): WeightLayout[] => LAYOUTS.filter((l) => l !== 'split4w' || kernel.startsWith('relaxed'));
 
 // Node 20's V8 has relaxed SIMD behind --experimental-wasm-relaxed-simd; a wasm feature flag takes effect for modules
 // compiled after it is set, so the relaxed kernels are tested here too (Chromium ships it on; cpu-matmul.gpu.test.ts).
@@ -74,18 +74,19 @@ describe('wasm module builder', () => {
 describe('quantize_x', () => {
   /**
    * Runs the wasm quantizer and checks every quant and scale against ggml's codec, in the kernel's x layout ('i16':
-   * i16 quants; 'i8': i8 quants at +0 of each 64-byte slot, the i32 −8·Σq at +32 and zeros to +48).
+   * i16 quants; 'i8': i8 quants at +0 of each 128-byte slot, the i32 −8·Σq at +32 and zeros to +48, x⁺ at +64 and
+   * x⁻ at +96).
    */
   async function expectQuantizeExact(x: Float32Array, kernel: CpuKernel): Promise<void> {
     const cpu = await CpuMatmul.create({ kernel });
     const blocks = x.length / 32;
     const xp = cpu.upload(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-    const xq = cpu.alloc(2 * x.length);
+    const xq = cpu.alloc(4 * x.length);
     const xd = cpu.alloc(4 * blocks);
     cpu.quantizeX(xp, xq, xd, blocks);
-    const q16 = new Int16Array(cpu.memory.buffer, xq, x.length);
-    const q8 = new Int8Array(cpu.memory.buffer, xq, 2 * x.length);
-    const corr = new Int32Array(cpu.memory.buffer, xq, x.length / 2);
+    const q16 = new Int16Array(cpu.memory.buffer, xq, 2 * x.length);
+    const q8 = new Int8Array(cpu.memory.buffer, xq, 4 * x.length);
+    const corr = new Int32Array(cpu.memory.buffer, xq, x.length);
     const d = new Float32Array(cpu.memory.buffer, xd, blocks);
     const ref = quantize('q8_0', x, 1, x.length);
     for (let b = 0; b < blocks; b++) {
@@ -95,10 +96,11 @@ describe('quantize_x', () => {
       for (let j = 0; j < 32; j++) {
         const want = (ref[b * 34 + 2 + j] << 24) >> 24;
         sum += want;
-        const got = kernel === 'i16' ? q16[b * 32 + j] : q8[b * 64 + j];
+        const got = kernel === 'i16' ? q16[b * 64 + j] : q8[b * 128 + j];
         expect(got, `quant ${b * 32 + j} (x = ${x[b * 32 + j]})`).toBe(want);
+        if (kernel !== 'i16') expect([q8[b * 128 + 64 + j], q8[b * 128 + 96 + j]], `x⁺, x⁻ of quant ${b * 32 + j}`).toEqual([Math.max(want, 0), Math.max(-want, 0)]);
       }
-      if (kernel !== 'i16') expect([...corr.slice(b * 16 + 8, b * 16 + 12)], `−8·Σq of block ${b}, then zeros`).toEqual([-8 * sum || 0, 0, 0, 0]);
+      if (kernel !== 'i16') expect([...corr.slice(b * 32 + 8, b * 32 + 12)], `−8·Σq of block ${b}, then zeros`).toEqual([-8 * sum || 0, 0, 0, 0]);
     }
   }
 
@@ -226,8 +228,9 @@ describe('gemv and gemm against the twin', () => {
         const cpu = await CpuMatmul.create({ kernel, tokens: 2 });
         for (const layout of layoutsOf(kernel, dtype)) {
           const wt = cpu.weight(dtype, w, n, k, layout);
-          // q8_0 row 0 holds −128, which the relaxed sign trick cannot flip: that matrix runs the i16 dot
-          expect(wt.wide).toBe(kernel.startsWith('relaxed') && dtype === 'q8_0');
+          // q8_0 row 0 holds −128, which the relaxed sign trick cannot flip: that matrix runs the i16 dot ('split4w'
+          // is exact for it)
+          expect(wt.wide).toBe(kernel.startsWith('relaxed') && dtype === 'q8_0' && layout !== 'split4w');
           for (const tiling of ['gemv', 'gemm'] as const) {
             const y = runTiling(cpu, wt, x, m, tiling);
             expectTwin(y, twin, k, `${dtype} ${layout} ${kernel} ${tiling} adversarial`);
@@ -277,7 +280,7 @@ describe('weightRow', () => {
 
 describe('CpuMatmul checks its arguments', () => {
   test('the scratch a caller sizes is the same for every kernel', async () => {
-    for (const kernel of KERNELS) expect((await CpuMatmul.create({ kernel })).scratchBytes(3, 64)).toEqual({ xq: 2 * 3 * 64, xd: (4 * 3 * 64) / 32 });
+    for (const kernel of KERNELS) expect((await CpuMatmul.create({ kernel })).scratchBytes(3, 64)).toEqual({ xq: 4 * 3 * 64, xd: (4 * 3 * 64) / 32 });
   });
 
   test('the default kernel is relaxed where the engine has it', async () => {
@@ -295,17 +298,5 @@ describe('CpuMatmul checks its arguments', () => {
     expect(cpu.matmul(w, new Float32Array(64))).toEqual(new Float32Array(2));
     expect(cpu.weight('q4_0', blocks, 2, 64, 'split').bytes).toBe(16 + 4 * 16);
     expect(cpu.weight('q4_0', blocks, 2, 64, 'split4').bytes).toBe(32 + 8 * 16); // padded to a group of 4 rows
-  });
-});
-
-describe("'split4w'", () => {
-  test('is q4_0 on the relaxed kernels only, and the relaxed kernels put q4_0 in it by default', async () => {
-    for (const kernel of KERNELS) {
-      const cpu = await CpuMatmul.create({ kernel });
-      const w = randomWeights('q8_0', 4, 64, mulberry32(3));
-      expect(() => cpu.weight('q8_0', w, 4, 64, 'split4w')).toThrow(/use 'split4'/);
-      expect(cpu.weight('q4_0', randomWeights('q4_0', 4, 64, mulberry32(4)), 4, 64).layout).toBe(kernel.startsWith('relaxed') ? 'split4w' : 'split4');
-      expect(cpu.weight('q8_0', w, 4, 64).layout).toBe('split4');
-    }
   });
 });

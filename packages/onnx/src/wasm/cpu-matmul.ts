@@ -20,10 +20,10 @@
 //   'i8':        the i16 dots over the 'i8' x layout, widened in the kernel (the relaxed modules' exact fallback for
 //                q8_0 matrices holding a −128; as a module of its own, for tests and measurement)
 // Pointers are byte offsets into the memory; layouts as kernel-lib.ts documents them. The scratch a caller passes is
-// the same for every kernel: xq 2·M·K bytes, xd 4·M·K/32 bytes (scratchBytes).
+// the same for every kernel: xq 4·M·K bytes, xd 4·M·K/32 bytes (scratchBytes).
 
 import { ShapeError, f16ToF32, rowBytes } from '@intab/gpu';
-import { emitMatmul, emitMatmul4, emitQuantizeX, i16Dot, interleaved, layoutBytes, type BlockDot, type RelaxedForm, type WeightFormat, type WeightLayout } from './kernel-lib.ts';
+import { X_SLOT, emitMatmul, emitMatmul4, emitQuantizeX, i16Dot, interleaved, layoutBytes, type BlockDot, type RelaxedForm, type WeightFormat, type WeightLayout } from './kernel-lib.ts';
 import { Q4_0 } from './gemv-q4_0.ts';
 import { Q8_0 } from './gemv-q8_0.ts';
 import { I32, V128, WasmModule } from './wasm-module.ts';
@@ -180,7 +180,7 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | '
     const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
     if (layout === 'split4w') {
       // tiles as 'split4' q4_0's
-      const words = f.words!(relaxed!);
+      const words = f.words(relaxed!);
       emitMatmul4(gemv, f, words, decodeTokens, streams);
       emitMatmul4(gemm, f, words, tokens, 1, touch);
       return;
@@ -197,7 +197,7 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | '
     emitMatmul(gemm, f, dot, layout, prefillRows, tokens);
   };
   for (const [dtype, f] of Object.entries(FORMATS)) {
-    for (const layout of relaxed && f.words ? (['gguf', 'split', 'split4', 'split4w'] as const) : (['gguf', 'split', 'split4'] as const)) {
+    for (const layout of relaxed ? (['gguf', 'split', 'split4', 'split4w'] as const) : (['gguf', 'split', 'split4'] as const)) {
       emit(`${dtype}_${layout}`, f, relaxed ? f.relaxed(relaxed) : i16Dot(f, xLayout), layout);
       if (layout === 'split4w') continue; // exact for every quant
       if (relaxed && dtype === 'q8_0') emit(`${dtype}_${layout}_wide`, f, i16Dot(f, xLayout), layout);
@@ -251,11 +251,11 @@ export class CpuMatmul {
   }
 
   /**
-   * The scratch `quantizeX` and `raw` take for M tokens of K: xq and xd bytes. The same for every kernel (2·M·K and
+   * The scratch `quantizeX` and `raw` take for M tokens of K: xq and xd bytes. The same for every kernel (4·M·K and
    * 4·M·K/32), so a caller may also size it by that rule.
    */
   scratchBytes(m: number, k: number): { xq: number; xd: number } {
-    return { xq: 2 * m * k, xd: (4 * m * k) / 32 };
+    return { xq: (X_SLOT * m * k) / 32, xd: (4 * m * k) / 32 };
   }
 
   /** Reserves `bytes` (16-byte aligned) in the memory; returns the pointer. */
@@ -287,7 +287,7 @@ export class CpuMatmul {
     if (blocks.byteLength !== n * rb) throw new ShapeError(`cpu-matmul ${dtype}`, 'blocks', `(${n}, ${k}) ${dtype} = ${n * rb} bytes`, `${blocks.byteLength} bytes`);
     const u = FORMATS[dtype];
     const bytes = layoutBytes(u, layout, n, k);
-    if (layout === 'split4w' && !(this.config.kernel.startsWith('relaxed') && u.words)) throw new RangeError(`the '${this.config.kernel}' kernel does not read ${dtype} in the 'split4w' layout (the relaxed kernels' own, for q4_0): use 'split4'`);
+    if (layout === 'split4w' && !this.config.kernel.startsWith('relaxed')) throw new RangeError(`the '${this.config.kernel}' kernel does not read the 'split4w' layout (the relaxed kernels' own): use 'split4'`);
     const wide = this.config.kernel.startsWith('relaxed') && layout !== 'split4w' && !u.relaxedExact(blocks);
     if (layout === 'gguf') return { dtype, layout, n, k, ptr: this.upload(blocks), bytes, wide };
     const w: CpuWeight = { dtype, layout, n, k, ptr: this.alloc(bytes), bytes, wide };

@@ -43,10 +43,8 @@ export const Q8_0: WeightFormat = {
     },
     loadX(c, px, x, tmp) {
       if (form === 'add') {
-        // x[0..1] = x⁺ = max(q, 0), x[2..3] = x⁻ = max(−q, 0) = x⁺ − q
-        for (let h = 0; h < 2; h++) {
-          c.get(px).v128_load(16 * h).tee(tmp).v128_const(ZERO).i8x16_max_s().tee(x[h]).get(tmp).i8x16_sub().set(x[2 + h]);
-        }
+        // x[0..1] = x⁺ (elements 0–15, 16–31), x[2..3] = x⁻, as the quantizer wrote them
+        for (let i = 0; i < 4; i++) c.get(px).v128_load(64 + 16 * i).set(x[i]);
         return;
       }
       // 'dot16': x[0..1] = |q| of elements 0–15, 16–31; x[2..3] = their sign masks (0 > q: one pcmpgtb)
@@ -73,6 +71,46 @@ export const Q8_0: WeightFormat = {
         c.get(x[h]).i16x8_relaxed_dot_i8x16_i7x16_s().i32x4_extadd_pairwise_i16x8_s();
       }
       c.i32x4_add();
+    },
+  }),
+  // 'split4w': v128 v < 8 holds bytes (elements) 4v..4v+3 of the group's 4 rows; x⁺ and x⁻ come word by word, each
+  // splat from the x slot (+64, +96) as the dot needs it, so nothing of x is prepared. Exact for every quant, −128
+  // included (pmaddubsw pairs ≥ 2·−128·127).
+  words: (form) => ({
+    wRegs: 8,
+    xRegs: 0,
+    unpackW(c, pw, w) {
+      for (let v = 0; v < 8; v++) c.get(pw).v128_load(16 * v).set(w[v]);
+    },
+    loadX() {},
+    dot(c, w, _x, px) {
+      const splat = (o: number, j: number) => c.get(px).v128_load32_splat(64 + 32 * o + 4 * j);
+      if (form === 'add') {
+        // four chains of four dots (their latency): (P₀ + P₁) − (N₀ + N₁)
+        for (const o of [0, 1]) {
+          for (const lo of [0, 4]) {
+            for (let j = lo + 3; j >= lo; j--) {
+              c.get(w[j]);
+              splat(o, j);
+            }
+            c.v128_const(ZERO);
+            for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
+          }
+          c.i32x4_add();
+        }
+        c.i32x4_sub();
+        return;
+      }
+      // pairs ≤ 2·128·127: each dot widened before the next
+      for (const o of [0, 1]) {
+        for (let j = 0; j < 8; j++) {
+          c.get(w[j]);
+          splat(o, j);
+          c.i16x8_relaxed_dot_i8x16_i7x16_s().i32x4_extadd_pairwise_i16x8_s();
+          if (j > 0) c.i32x4_add();
+        }
+      }
+      c.i32x4_sub();
     },
   }),
   relaxedExact(blocks) {

@@ -4,10 +4,11 @@
 // cpu-matmul.ts assembles the module.
 //
 // Quantized activations (xq, xd) are kept in an expanded layout of our own, since x is small and read N times. xq
-// gives each 32-element block a 64-byte slot (2 bytes per element, so xq is (M, K) × 2 bytes in either layout):
-//   xq 'i16': the q8_0 quants of x, widened to i16 so the i16 dot needs no extend on the x side
+// gives each 32-element block a 128-byte slot (4 bytes per element, so xq is (M, K) × 4 bytes in either layout):
+//   xq 'i16': the q8_0 quants of x, widened to i16 so the i16 dot needs no extend on the x side; +64 unused
 //   xq 'i8':  +0 the 32 quants as i8, +32 the i32 −8·Σq (q4_0's offset, see gemv-q4_0.ts), +36 zeros to +48,
-//             +48 unused; read by the relaxed-SIMD dots (and, widened in the kernel, by the i16 dot)
+//             +48 unused, +64 x⁺ = max(q, 0) and +96 x⁻ = max(−q, 0) as i8 (q8_0's relaxed dots take x as
+//             x⁺ − x⁻, see gemv-q8_0.ts); read by the relaxed-SIMD dots (and, widened in the kernel, by the i16 dot)
 //   xd: (M, K/32) f32 — each block's scale d = amax/127, rounded to f16 and back (ggml stores it as f16; rounding it
 //                       here makes d_w·d_x the very product ggml's vec_dot forms)
 
@@ -21,8 +22,11 @@ import { Code, F32, I32, V128 } from './wasm-module.ts';
  */
 export type RelaxedForm = 'add' | 'dot16';
 
-/** How x's quants sit in the xq scratch (see the header): one 64-byte slot per block either way. */
+/** How x's quants sit in the xq scratch (see the header): one X_SLOT-byte slot per block either way. */
 export type XLayout = 'i16' | 'i8';
+
+/** Bytes of a block's slot in xq (the header). */
+export const X_SLOT = 128;
 
 /**
  * One way to form a block's exact integer dot Σ_j qw_j·qx_j: which x layout it reads, how many v128 locals the
@@ -60,8 +64,8 @@ export interface WeightFormat {
   relaxed(form: RelaxedForm): BlockDot;
   /** Whether the relaxed dot is exact for these GGUF blocks (q8_0: no quant is −128); else the i16 dot runs. */
   relaxedExact(blocks: Uint8Array): boolean;
-  /** The relaxed-SIMD dot over 'split4w' (rows interleaved by 4-byte words) and the 'i8' x layout, in either form (q4_0 only: see cpu-matmul.ts DEFAULT_LAYOUTS). */
-  words?(form: RelaxedForm): WordDot;
+  /** The relaxed-SIMD dot over 'split4w' (rows interleaved by 4-byte words) and the 'i8' x layout, in either form. */
+  words(form: RelaxedForm): WordDot;
 }
 
 /**
@@ -78,8 +82,8 @@ export interface WordDot {
   unpackW(c: Code, pw: number, w: readonly number[], tmp: number): void;
   /** Reads the x slot at local `px` into `x[0..xRegs)`. */
   loadX(c: Code, px: number, x: readonly number[], tmp: number): void;
-  /** Leaves the i32x4 whose lane r is row r's exact integer dot of the block (with q4_0's −8·Σx). */
-  dot(c: Code, w: readonly number[], x: readonly number[]): void;
+  /** Leaves the i32x4 whose lane r is row r's exact integer dot of the block (with q4_0's −8·Σx); `px` is the x slot. */
+  dot(c: Code, w: readonly number[], x: readonly number[], px: number): void;
 }
 
 /**
@@ -123,8 +127,7 @@ export function i16Dot(f: WeightFormat, xLayout: XLayout): BlockDot {
  *             pointer with static offsets and its 4 scales one v128 load, and the 4 rows' dots are reduced into the
  *             4 lanes of one vector (emitMatmul4), so the f32 scaling is one vector op per 4 (row, token) pairs.
  *   'split4w': 'split4' with a group's block of quants interleaved by 4-byte words: byte j of row r at
- *              (j >> 2)·16 + r·4 + (j & 3) (WordDot). q4_0 only; the relaxed kernels' default for it ('add' and
- *              'dot16'); the i16 dots do not read it.
+ *              (j >> 2)·16 + r·4 + (j & 3) (WordDot). The relaxed kernels' own; the i16 dots do not read it.
  */
 export type WeightLayout = 'gguf' | 'split' | 'split4' | 'split4w';
 
@@ -204,7 +207,7 @@ export function emitQuantizeX(c: Code, xLayout: XLayout): void {
     else storeI8(c, xq, j, q, lo, h, sum);
   }
   c.get(x).i32_const(128).i32_add().set(x);
-  c.get(xq).i32_const(64).i32_add().set(xq);
+  c.get(xq).i32_const(X_SLOT).i32_add().set(xq);
   c.get(xd).i32_const(4).i32_add().set(xd);
   c.get(blocks).i32_const(1).i32_sub().tee(blocks).br_if(0);
   c.end();
@@ -216,7 +219,7 @@ function storeI16(c: Code, xq: number, j: number, q: number, lo: number): void {
   else c.get(xq).get(lo).get(q).i16x8_narrow_i32x4_s().v128_store(16 * (j >> 1));
 }
 
-/** 'i8' xq: quants narrowed to i8 in fours of vectors; after the last, −8·Σq at +32 and zeros to +48. */
+/** 'i8' xq: quants narrowed to i8 in fours of vectors, with their x⁺ and x⁻; after the last, −8·Σq at +32 and zeros to +48. */
 function storeI8(c: Code, xq: number, j: number, q: number, lo: number, h: readonly number[], sum: number): void {
   if (j === 0) c.get(q).set(sum);
   else c.get(sum).get(q).i32x4_add().set(sum);
@@ -225,7 +228,13 @@ function storeI8(c: Code, xq: number, j: number, q: number, lo: number, h: reado
     return;
   }
   c.get(lo).get(q).i16x8_narrow_i32x4_s().set(h[(j >> 1) % 2]);
-  if (j % 4 === 3) c.get(xq).get(h[0]).get(h[1]).i8x16_narrow_i16x8_s().v128_store(16 * (j >> 2));
+  if (j % 4 === 3) {
+    const at = 16 * (j >> 2);
+    c.get(xq).get(h[0]).get(h[1]).i8x16_narrow_i16x8_s().tee(lo).v128_store(at);
+    // x⁺ = max(q, 0) at +64, x⁻ = x⁺ − q at +96 (|q| ≤ 127: both in 0..127)
+    c.get(xq).get(lo).v128_const(new Uint8Array(16)).i8x16_max_s().tee(h[0]).v128_store(64 + at);
+    c.get(xq).get(h[0]).get(lo).i8x16_sub().v128_store(96 + at);
+  }
   if (j === 7) {
     c.get(xq).v128_const(new Uint8Array(16)).v128_store(32);
     c.get(xq).i32_const(0);
@@ -293,18 +302,18 @@ export function emitMatmul(c: Code, f: WeightFormat, dot: BlockDot, layout: Weig
 /** What a tile's token side needs of either tiling's locals: the tile's first token, blocks per row, the block counter. */
 type TokenLocals = { tok: number; nb: number; b: number; px: number[]; pd: number[] };
 
-/** px[t] = xq + (tok + t)·2K and pd[t] = xd + (tok + t)·4·nb: where each of the tile's T tokens' quantized x starts. */
+/** px[t] = xq + (tok + t)·nb·X_SLOT and pd[t] = xd + (tok + t)·4·nb: where each of the tile's T tokens' quantized x starts. */
 function emitTokenPointers(c: Code, L: TokenLocals, p: { xq: number; xd: number; k: number }, T: number): void {
   for (let t = 0; t < T; t++) {
-    c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(p.k).i32_mul().i32_const(1).i32_shl().i32_add().set(L.px[t]);
+    c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(X_SLOT).i32_mul().i32_add().set(L.px[t]);
     c.get(p.xd).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.pd[t]);
   }
 }
 
-/** The end of a tile's block loop: each token's x one block on (64 bytes of quants, 4 of scale), then the next block. */
+/** The end of a tile's block loop: each token's x one block on (X_SLOT bytes of quants, 4 of scale), then the next block. */
 function emitNextBlock(c: Code, L: TokenLocals, T: number): void {
   for (let t = 0; t < T; t++) {
-    c.get(L.px[t]).i32_const(64).i32_add().set(L.px[t]);
+    c.get(L.px[t]).i32_const(X_SLOT).i32_add().set(L.px[t]);
     c.get(L.pd[t]).i32_const(4).i32_add().set(L.pd[t]);
   }
   c.get(L.b).i32_const(1).i32_sub().tee(L.b).br_if(0);
@@ -617,7 +626,7 @@ function emitTile4w(c: Code, f: WeightFormat, dot: WordDot, L: Locals4, p: Param
   const acc = (g: number, t: number) => L.acc[g * T + t];
   const accumulate = (g: number, t: number) => {
     c.get(acc(g, t));
-    dot.dot(c, L.wv[0], L.xv);
+    dot.dot(c, L.wv[0], L.xv, L.px[t]);
     c.f32x4_convert_i32x4_s().get(L.ws[g]).get(L.pd[t]).v128_load32_splat(0).f32x4_mul().f32x4_mul().f32x4_add().set(acc(g, t));
   };
   if (T === 1) {
