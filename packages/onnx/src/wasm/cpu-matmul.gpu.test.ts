@@ -11,7 +11,7 @@ declare module 'vitest' {
     cpuKernelBench: boolean;
   }
 }
-import { mulberry32 } from '@intab/gpu';
+import { dequantize, mulberry32 } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
 import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
 import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeLines, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
@@ -19,14 +19,17 @@ import { cpuMatmulTwin } from './reference.ts';
 import { expectTwin, runTiling } from './test-cpu-matmul.ts';
 
 describe('cpu matmul kernels in Chromium', () => {
-  test('relaxed SIMD: both dot forms run right, so the default kernel is the add form', async () => {
+  test('relaxed SIMD: both dot forms run right, so the default kernel is the add form (its u8 variant where it computes one)', async () => {
     console.log(JSON.stringify({ bench: 'cpu-kernels-engine', userAgent: navigator.userAgent, relaxedForms: relaxedSimdForms(), kernels: availableKernels() }));
-    expect(relaxedSimdForms()).toEqual(['add', 'dot16']);
-    expect((await CpuMatmul.create()).config.kernel).toBe('relaxed');
+    // 'u8' (an unsigned second operand computed exactly) only where x64 V8 uses AVX-VNNI, as on this machine
+    const forms = relaxedSimdForms();
+    expect(forms.slice(0, 2)).toEqual(['add', 'dot16']);
+    expect((await CpuMatmul.create()).config.kernel).toBe(forms.includes('u8') ? 'relaxed-u8' : 'relaxed');
   });
 
+  const layouts = (kernel: string): WeightLayout[] => (kernel.startsWith('relaxed') ? ['split4w', 'split4', 'split', 'gguf'] : ['split4', 'split', 'gguf']);
+
   test('every kernel, layout and tiling against the twin (ragged N and M; q8_0 with and without −128)', async () => {
-    const layouts = (kernel: string): WeightLayout[] => (kernel.startsWith('relaxed') ? ['split4w', 'split4', 'split', 'gguf'] : ['split4', 'split', 'gguf']);
     for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
       for (const [n, k, m] of [[13, 576, 1], [17, 64, 18], [10, 96, 11], [6, 128, 4]]) {
         for (const clean of dtype === 'q8_0' ? [true, false] : [true]) {
@@ -39,6 +42,26 @@ describe('cpu matmul kernels in Chromium', () => {
               const wt = cpu.weight(dtype, w, n, k, layout);
               for (const tiling of ['gemv', 'gemm'] as const) expectTwin(runTiling(cpu, wt, x, m, tiling), twin, k, `${dtype} ${kernel} ${layout} ${tiling} (${n}, ${k}) M=${m} wide=${wt.wide}`);
             }
+          }
+        }
+      }
+    }
+  });
+
+  test('weightRow dequantizes every kernel\'s layouts as the codec does (q8_0 stored + 128 on relaxed-u8)', async () => {
+    const [n, k] = [7, 96];
+    for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
+      const w = randomWeights(dtype, n, k, mulberry32(21));
+      const want = dequantize(dtype, w, n, k);
+      for (const kernel of availableKernels()) {
+        const cpu = await CpuMatmul.create({ kernel });
+        for (const layout of layouts(kernel)) {
+          const wt = cpu.weight(dtype, w, n, k, layout);
+          expect(wt.offset ?? false).toBe(kernel === 'relaxed-u8' && dtype === 'q8_0' && layout !== 'gguf');
+          const out = new Float32Array(k);
+          for (let r = 0; r < n; r++) {
+            cpu.weightRow(wt, r, out);
+            expect([...out], `${dtype} ${kernel} ${layout} row ${r}`).toEqual([...want.subarray(r * k, (r + 1) * k)]);
           }
         }
       }

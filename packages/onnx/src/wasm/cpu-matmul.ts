@@ -12,6 +12,9 @@
 //   × DECODE_TOKENS tokens and prefill tiles depend on the format: kernel-lib.ts emitMatmul4, DEFAULT_TILES)
 //   gemv_q8_0_<layout>_wide, gemm_q8_0_<layout>_wide: the relaxed modules' i16 dot for q8_0 matrices holding a −128
 // for dtype q8_0 | q4_0 and layout gguf | split | split4 (kernel-lib.ts WeightLayout). One module is built per CpuKernel:
+//   'relaxed-u8': 'relaxed' where the engine's add form also computes an unsigned 8-bit second operand exactly
+//                (x64 with AVX-VNNI: vpdpbusd; probed): q8_0 quants are stored + 128 as that operand, so a q8_0 block
+//                takes two dots as a q4_0 block does, not four (gemv-q8_0.ts); the default there (Chromium here)
 //   'relaxed':   relaxed-SIMD dots (i32x4.relaxed_dot_i8x16_i7x16_add_s) over the 'i8' x layout; the default where
 //                the engine has the opcode and computes it right (Chromium)
 //   'relaxed16': the same with i16x8.relaxed_dot_i8x16_i7x16_s (kernel-lib.ts RelaxedForm): for engines whose add
@@ -32,7 +35,7 @@ import { I32, V128, WasmModule } from './wasm-module.ts';
 export type CpuMatmulDtype = 'q8_0' | 'q4_0';
 
 /** Which block dot the module runs (header). */
-export type CpuKernel = 'relaxed' | 'relaxed16' | 'i16' | 'i8';
+export type CpuKernel = 'relaxed-u8' | 'relaxed' | 'relaxed16' | 'i16' | 'i8';
 
 const FORMATS: Readonly<Record<CpuMatmulDtype, WeightFormat>> = { q8_0: Q8_0, q4_0: Q4_0 };
 const PAGE = 65536;
@@ -40,7 +43,9 @@ const PAGE = 65536;
 /**
  * The relaxed-SIMD dot forms this engine has and computes right on in-range operands (where the result is defined):
  * Chromium ≥ 114 both; Node 20 none by default, and with --experimental-wasm-relaxed-simd only 'dot16' (its add form
- * drops the accumulator and doubles the dot). Probed once per call with a tiny module.
+ * drops the accumulator and doubles the dot). 'u8' besides where the add form also takes a second operand of 128..255
+ * as unsigned, without saturating (the implementation-defined case: x64 V8 with AVX-VNNI; pmaddubsw saturates pairs,
+ * ARM's sdot reads it signed). Probed once per call with a tiny module.
  */
 export function relaxedSimdForms(): RelaxedForm[] {
   const a = Int8Array.from({ length: 16 }, (_, i) => (i % 3 === 0 ? -1 : 1) * (17 * i + 3));
@@ -50,6 +55,10 @@ export function relaxedSimdForms(): RelaxedForm[] {
   const v = (lanes: Int8Array | Uint8Array | Int32Array) => new Uint8Array(lanes.buffer, lanes.byteOffset, lanes.byteLength);
   mod.func('add', [I32], []).get(0).v128_const(v(a)).v128_const(v(b)).v128_const(v(acc)).i32x4_relaxed_dot_i8x16_i7x16_add_s().v128_store(0);
   mod.func('dot16', [I32], []).get(0).v128_const(v(a)).v128_const(v(b)).i16x8_relaxed_dot_i8x16_i7x16_s().v128_store(0);
+  // u8: products up to 127·255 and −128·255, four to a lane (pmaddubsw would saturate every pair)
+  const ua = Int8Array.from({ length: 16 }, (_, i) => [127, -128, 100, -77][i % 4] - (i >> 2));
+  const ub = Uint8Array.from({ length: 16 }, (_, i) => [255, 254, 128, 200][i % 4] - (i >> 2));
+  mod.func('u8', [I32], []).get(0).v128_const(v(ua)).v128_const(v(ub)).v128_const(v(acc)).i32x4_relaxed_dot_i8x16_i7x16_add_s().v128_store(0);
   const bytes = mod.encode();
   if (!WebAssembly.validate(bytes)) return [];
   const memory = new WebAssembly.Memory({ initial: 1 });
@@ -59,13 +68,15 @@ export function relaxedSimdForms(): RelaxedForm[] {
   const addOk = [...new Int32Array(memory.buffer, 0, 4)].every((got, l) => got === acc[l] + dot(l, 4));
   probe.dot16(0);
   const dot16Ok = [...new Int16Array(memory.buffer, 0, 8)].every((got, l) => got === dot(l, 2));
-  return [...(addOk ? ['add' as const] : []), ...(dot16Ok ? ['dot16' as const] : [])];
+  probe.u8(0);
+  const u8Ok = addOk && [...new Int32Array(memory.buffer, 0, 4)].every((got, l) => got === acc[l] + [0, 1, 2, 3].reduce((s, j) => s + ua[4 * l + j] * ub[4 * l + j], 0));
+  return [...(addOk ? ['add' as const] : []), ...(dot16Ok ? ['dot16' as const] : []), ...(u8Ok ? ['u8' as const] : [])];
 }
 
 /** The kernels this engine can run, fastest first (CpuKernel). */
 export function availableKernels(): CpuKernel[] {
   const forms = relaxedSimdForms();
-  return [...(forms.includes('add') ? ['relaxed' as const] : []), ...(forms.includes('dot16') ? ['relaxed16' as const] : []), 'i16', 'i8'];
+  return [...(forms.includes('u8') ? ['relaxed-u8' as const] : []), ...(forms.includes('add') ? ['relaxed' as const] : []), ...(forms.includes('dot16') ? ['relaxed16' as const] : []), 'i16', 'i8'];
 }
 
 /**
@@ -79,10 +90,13 @@ export function availableKernels(): CpuKernel[] {
  * is slower than in 'split'. 'gguf' stays for memory-tight loads (weights byte-identical to the file).
  * 'split4w' (a group's block interleaved by 4-byte words, so the 4 rows' dots land in lanes without the
  * transpose-add) runs q4_0 on the relaxed kernels: in Chromium 156 on 300 distinct 1536×576 matrices read from
- * memory, 5–18% faster per token than 'split4' at M = 1–32 (M = 32: 16.6 against 20.2 µs). For q8_0 it measured
- * 2–12% slower (splitting x word by word costs more than the transpose-add saves), so q8_0 stays in 'split4'.
+ * memory, 5–18% faster per token than 'split4' at M = 1–32 (M = 32: 16.6 against 20.2 µs). q8_0 stays in 'split4':
+ * 'split4w' measured 2–12% slower with x⁺/x⁻ ('relaxed') and alike on 'relaxed-u8' (17.7 against 16.7 µs at M = 32).
+ * On 'relaxed-u8' q8_0 takes two dots a block instead of four: 16.7 against 22.7 µs per token at M = 32, 21 against
+ * 27 at M = 5, M = 1 alike (bound by memory).
  */
 export const DEFAULT_LAYOUTS: Readonly<Record<CpuKernel, Readonly<Record<CpuMatmulDtype, WeightLayout>>>> = {
+  'relaxed-u8': { q4_0: 'split4w', q8_0: 'split4' },
   relaxed: { q4_0: 'split4w', q8_0: 'split4' },
   relaxed16: { q4_0: 'split4w', q8_0: 'split4' },
   i16: { q4_0: 'split4', q8_0: 'split4' },
@@ -104,6 +118,8 @@ export interface CpuWeight {
   readonly bytes: number;
   /** True where the relaxed dot would not be exact (a q8_0 quant of −128): the 'relaxed' module runs the i16 dot. */
   readonly wide?: boolean;
+  /** True where the quants are stored + 128 (q8_0 on the 'relaxed-u8' kernel, but in 'gguf'). */
+  readonly offset?: boolean;
 }
 
 export interface CpuMatmulOptions {
@@ -148,6 +164,7 @@ type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: numbe
  * there (kernel-lib.ts says why; 23 µs at M = 32 against 25–29 for the alternatives).
  */
 export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number; decodeTokens: number; prefillFrom: number; touch: number }>> = {
+  'relaxed-u8': { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
   relaxed: { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
   relaxed16: { rows: 4, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
   i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
@@ -173,32 +190,36 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | '
   const { kernel, rows, prefillRows, tokens, streams, decodeTokens, touch } = config;
   const mod = new WasmModule({ memoryPages: 1 });
   const xLayout = kernel === 'i16' ? 'i16' : 'i8';
-  const relaxed = kernel === 'relaxed' ? 'add' : kernel === 'relaxed16' ? 'dot16' : undefined;
+  const relaxed: RelaxedForm | undefined = kernel === 'relaxed-u8' ? 'u8' : kernel === 'relaxed' ? 'add' : kernel === 'relaxed16' ? 'dot16' : undefined;
   emitQuantizeX(mod.func('quantize_x', [I32, I32, I32, I32], []), xLayout);
   const emit = (name: string, f: WeightFormat, dot: BlockDot, layout: WeightLayout) => {
     const gemv = mod.func(`gemv_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
     const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
     if (layout === 'split4w') {
       // tiles as 'split4' q4_0's
-      const words = f.words(relaxed!);
+      const words = f.words(formOf(layout)!);
       emitMatmul4(gemv, f, words, decodeTokens, streams);
       emitMatmul4(gemm, f, words, tokens, 1, touch);
       return;
     }
     if (layout === 'split4') {
       emitMatmul4(gemv, f, dot, decodeTokens, streams);
-      // q8_0 has no unpacking to share across tokens, and its x blocks take the most preparing: its prefill runs the
-      // decode's 4 streams one token at a time (each x block shared by 16 rows); q4_0 unpacks once for `tokens`
-      if (f === Q8_0) emitMatmul4(gemm, f, dot, 1, streams);
+      // q8_0 (but on 'u8') has no unpacking to share across tokens, and its x blocks take the most preparing: its
+      // prefill runs the decode's 4 streams one token at a time (each x block shared by 16 rows); q4_0 unpacks once
+      // for `tokens`
+      if (f === Q8_0 && relaxed !== 'u8') emitMatmul4(gemm, f, dot, 1, streams);
       else emitMatmul4(gemm, f, dot, tokens, 1, touch);
       return;
     }
     emitMatmul(gemv, f, dot, layout, rows, 1);
     emitMatmul(gemm, f, dot, layout, prefillRows, tokens);
   };
+  // 'gguf' keeps the file's bytes, so q8_0 there is not stored + 128: the 'u8' kernel runs the add form on it
+  const formOf = (layout: WeightLayout) => (relaxed === 'u8' && layout === 'gguf' ? 'add' : relaxed);
   for (const [dtype, f] of Object.entries(FORMATS)) {
     for (const layout of relaxed ? (['gguf', 'split', 'split4', 'split4w'] as const) : (['gguf', 'split', 'split4'] as const)) {
-      emit(`${dtype}_${layout}`, f, relaxed ? f.relaxed(relaxed) : i16Dot(f, xLayout), layout);
+      const form = formOf(layout);
+      emit(`${dtype}_${layout}`, f, form ? f.relaxed(form) : i16Dot(f, xLayout), layout);
       if (layout === 'split4w') continue; // exact for every quant
       if (relaxed && dtype === 'q8_0') emit(`${dtype}_${layout}_wide`, f, i16Dot(f, xLayout), layout);
     }
@@ -288,9 +309,10 @@ export class CpuMatmul {
     const u = FORMATS[dtype];
     const bytes = layoutBytes(u, layout, n, k);
     if (layout === 'split4w' && !this.config.kernel.startsWith('relaxed')) throw new RangeError(`the '${this.config.kernel}' kernel does not read the 'split4w' layout (the relaxed kernels' own): use 'split4'`);
-    const wide = this.config.kernel.startsWith('relaxed') && layout !== 'split4w' && !u.relaxedExact(blocks);
+    const offset = this.config.kernel === 'relaxed-u8' && dtype === 'q8_0' && layout !== 'gguf';
+    const wide = this.config.kernel.startsWith('relaxed') && !offset && layout !== 'split4w' && !u.relaxedExact(blocks);
     if (layout === 'gguf') return { dtype, layout, n, k, ptr: this.upload(blocks), bytes, wide };
-    const w: CpuWeight = { dtype, layout, n, k, ptr: this.alloc(bytes), bytes, wide };
+    const w: CpuWeight = { dtype, layout, n, k, ptr: this.alloc(bytes), bytes, wide, offset };
     const { scales, quants, slot } = this.splitViews(w);
     scales.fill(0, (n * k) / 32); // 'split4': the padding rows are zero blocks
     quants.fill(0, ((n * k) / 32) * u.quantBytes);
@@ -310,6 +332,7 @@ export class CpuMatmul {
         }
       }
     }
+    if (offset) for (let j = 0; j < quants.length; j++) quants[j] ^= 0x80; // q + 128 as u8
     return w;
   }
 
@@ -342,6 +365,10 @@ export class CpuMatmul {
         byte = (j) => mem[o + 2 + j];
       }
       const o = at + 32 * b;
+      if (w.offset) {
+        const stored = byte;
+        byte = (j) => stored(j) ^ 0x80;
+      }
       if (w.dtype === 'q4_0') {
         for (let j = 0; j < 16; j++) {
           out[o + j] = ((byte(j) & 15) - 8) * d;

@@ -35,7 +35,7 @@ export const Q4_0: WeightFormat = {
     wRegs: 2,
     xRegs: 2,
     // 'add': the i32 lanes of two chained dots; 'dot16': two pmaddubsw summed in i16, lanes ≤ 2·2·15·127 < 2^13
-    sum: form === 'add' ? 'i32' : 'i16',
+    sum: form !== 'dot16' ? 'i32' : 'i16',
     xTerm: 32,
     unpackW(c, ptr, offset, w, tmp) {
       c.get(ptr).v128_load(offset).tee(tmp).v128_const(splat16(0x0f)).v128_and().set(w[0]);
@@ -45,7 +45,7 @@ export const Q4_0: WeightFormat = {
       for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
     },
     dot(c, w, x) {
-      if (form === 'add') {
+      if (form !== 'dot16') {
         c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(new Uint8Array(16));
         c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
         return;
@@ -70,7 +70,7 @@ export const Q4_0: WeightFormat = {
       c.get(px).v128_load32_splat(32).set(x[8]);
     },
     dot(c, w, x) {
-      if (form === 'add') {
+      if (form !== 'dot16') {
         // two chains of four (the dot's latency), added
         for (const [lo, init] of [[0, true], [4, false]] as const) {
           for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);

@@ -8,9 +8,10 @@
 //   i16:     one block → four i16x8 vectors: qs[0..7], qs[8..15] from the first 16 bytes, qs[16..31] from the next 16
 //   relaxed: the relaxed dot wants one operand in 0..127, so x is the i7 operand in two non-negative parts.
 //            'add' form: x = x⁺ − x⁻ with x⁺ = max(x, 0), x⁻ = max(−x, 0) (both ≤ 127: q8_0 quants of x never reach
-//            −128), formed once per x block and tile; w·x = Σ w·x⁺ − Σ w·x⁻, four
-//            i32x4.relaxed_dot_i8x16_i7x16_add_s and one subtraction (in Chromium 156, 4–7% faster than llama.cpp's
-//            AVX2 sign trick, which needs two ops per weight vector and token). 'dot16' form (engines whose add form is
+//            −128), written by the quantizer; w·x = Σ w·x⁺ − Σ w·x⁻, four i32x4.relaxed_dot_i8x16_i7x16_add_s and
+//            one subtraction (in Chromium 156, 4–7% faster than llama.cpp's AVX2 sign trick, which needs two ops per
+//            weight vector and token). 'u8' form (engines that compute the dot's second operand as unsigned bytes
+//            exactly): the quants stored + 128 as that operand, two dots as q4_0's (U8_BLOCK). 'dot16' form (engines whose add form is
 //            wrong): the sign trick, w·x = sign(w, x)·|x| with sign(w, x) = (w XOR m) − m, m = (x < 0 ? −1 : 0) per
 //            byte; two i16x8.relaxed_dot_i8x16_i7x16_s, each widened by extadd_pairwise (pairs ≤ 2·127·127, so two
 //            would overflow i16), summed. Exact unless a weight quant is −128 (its negation wraps): ggml's quantizer
@@ -19,9 +20,57 @@
 // identical to the file, 34 B/block) or pre-expanded to f32 at load ('split', and 'split4' with rows interleaved in
 // fours: 36 B/block, quants 16-byte aligned). 'split4' is the default (cpu-matmul.ts DEFAULT_LAYOUTS says why).
 
-import type { WeightFormat } from './kernel-lib.ts';
+import type { BlockDot, WeightFormat, WordDot } from './kernel-lib.ts';
 
 const ZERO = new Uint8Array(16);
+
+/**
+ * The 'u8' form: the quants stored + 128 (cpu-matmul.ts weight) are the dot's unsigned operand and x's quants the
+ * signed one, so Σ x·w = Σ x·(w + 128) − 128·Σx, the last from the x slot (+48) once per (row, token): two dots per
+ * block, as q4_0's nibbles (gemv-q4_0.ts), against four with x⁺/x⁻. Exact for every quant, −128 included (a lane sums
+ * four products, |x·(w + 128)| ≤ 127·255, without pmaddubsw's saturating pairs: the form is only probed true there).
+ */
+const U8_BLOCK: BlockDot = {
+  xLayout: 'i8',
+  wRegs: 2,
+  xRegs: 2,
+  sum: 'i32',
+  xTerm: 48,
+  unpackW(c, ptr, offset, w) {
+    c.get(ptr).v128_load(offset).set(w[0]);
+    c.get(ptr).v128_load(offset + 16).set(w[1]);
+  },
+  loadX(c, px, x) {
+    for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
+  },
+  dot(c, w, x) {
+    c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(ZERO);
+    c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
+  },
+};
+
+/** The 'u8' form over 'split4w': words of x's quants splat against the group's words (quants + 128), −128·Σx added. */
+const U8_WORDS: WordDot = {
+  wRegs: 8,
+  xRegs: 9,
+  unpackW(c, pw, w) {
+    for (let v = 0; v < 8; v++) c.get(pw).v128_load(16 * v).set(w[v]);
+  },
+  loadX(c, px, x) {
+    for (let j = 0; j < 8; j++) c.get(px).v128_load32_splat(4 * j).set(x[j]);
+    c.get(px).v128_load32_splat(48).set(x[8]);
+  },
+  dot(c, w, x) {
+    // two chains of four (the dot's latency), added
+    for (const [lo, init] of [[0, true], [4, false]] as const) {
+      for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);
+      if (init) c.get(x[8]);
+      else c.v128_const(ZERO);
+      for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
+    }
+    c.i32x4_add();
+  },
+};
 
 export const Q8_0: WeightFormat = {
   bytes: 34,
@@ -32,7 +81,7 @@ export const Q8_0: WeightFormat = {
     c.get(ptr).v128_load(offset + 16).tee(tmp).i16x8_extend_low_i8x16_s().set(w[2]);
     c.get(tmp).i16x8_extend_high_i8x16_s().set(w[3]);
   },
-  relaxed: (form) => ({
+  relaxed: (form) => (form === 'u8' ? U8_BLOCK : {
     xLayout: 'i8',
     wRegs: 2,
     xRegs: 4,
@@ -76,7 +125,7 @@ export const Q8_0: WeightFormat = {
   // 'split4w': v128 v < 8 holds bytes (elements) 4v..4v+3 of the group's 4 rows; x⁺ and x⁻ come word by word, each
   // splat from the x slot (+64, +96) as the dot needs it, so nothing of x is prepared. Exact for every quant, −128
   // included (pmaddubsw pairs ≥ 2·−128·127).
-  words: (form) => ({
+  words: (form) => (form === 'u8' ? U8_WORDS : {
     wRegs: 8,
     xRegs: 0,
     unpackW(c, pw, w) {

@@ -7,8 +7,9 @@
 // gives each 32-element block a 128-byte slot (4 bytes per element, so xq is (M, K) × 4 bytes in either layout):
 //   xq 'i16': the q8_0 quants of x, widened to i16 so the i16 dot needs no extend on the x side; +64 unused
 //   xq 'i8':  +0 the 32 quants as i8, +32 the i32 −8·Σq (q4_0's offset, see gemv-q4_0.ts), +36 zeros to +48,
-//             +48 unused, +64 x⁺ = max(q, 0) and +96 x⁻ = max(−q, 0) as i8 (q8_0's relaxed dots take x as
-//             x⁺ − x⁻, see gemv-q8_0.ts); read by the relaxed-SIMD dots (and, widened in the kernel, by the i16 dot)
+//             +48 the i32 −128·Σq (q8_0's offset on the 'u8' form), +64 x⁺ = max(q, 0) and +96 x⁻ = max(−q, 0) as
+//             i8 (q8_0's add form takes x as x⁺ − x⁻, see gemv-q8_0.ts); read by the relaxed-SIMD dots (and,
+//             widened in the kernel, by the i16 dot)
 //   xd: (M, K/32) f32 — each block's scale d = amax/127, rounded to f16 and back (ggml stores it as f16; rounding it
 //                       here makes d_w·d_x the very product ggml's vec_dot forms)
 
@@ -18,9 +19,11 @@ import { Code, F32, I32, V128 } from './wasm-module.ts';
  * Which relaxed-SIMD dot the relaxed kernels use: 'add' is i32x4.relaxed_dot_i8x16_i7x16_add_s (x64 V8: pmaddubsw +
  * pmaddwd + paddd, or vpdpbusd where it uses AVX-VNNI); 'dot16' is i16x8.relaxed_dot_i8x16_i7x16_s (pmaddubsw) widened
  * and summed by SIMD128 ops, for engines whose add form gives wrong sums (Node 20's V8 11.3 behind its flag: it drops
- * the accumulator and doubles the dot). In Chromium 150 'add' measured 10–25% faster than 'dot16'.
+ * the accumulator and doubles the dot). In Chromium 150 'add' measured 10–25% faster than 'dot16'. 'u8' is the add
+ * form where the engine computes an unsigned 8-bit second operand exactly (cpu-matmul.ts relaxedSimdForms), which
+ * q8_0 takes as its quants + 128 (gemv-q8_0.ts); q4_0 runs it as 'add'.
  */
-export type RelaxedForm = 'add' | 'dot16';
+export type RelaxedForm = 'add' | 'dot16' | 'u8';
 
 /** How x's quants sit in the xq scratch (see the header): one X_SLOT-byte slot per block either way. */
 export type XLayout = 'i16' | 'i8';
@@ -240,6 +243,7 @@ function storeI8(c: Code, xq: number, j: number, q: number, lo: number, h: reado
     c.get(xq).i32_const(0);
     for (let l = 0; l < 4; l++) c.get(sum).i32x4_extract_lane(l).i32_sub();
     c.i32_const(3).i32_shl().i32_store(32);
+    c.get(xq).get(xq).i32_load(32).i32_const(4).i32_shl().i32_store(48); // −128·Σq
   }
 }
 

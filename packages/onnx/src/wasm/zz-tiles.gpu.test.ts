@@ -6,7 +6,7 @@ import { randomF32 } from '@intab/gpu/reference';
 test('tiles streamed', async () => {
   const lines: string[] = [];
   const configs: [string, object][] = [
-    ['split4', { layout: 'split4' }], ['w-S4T2/S1T8', { layout: 'split4w' }], ['w-S4T1', { layout: 'split4w', decodeTokens: 1, prefillFrom: 1000 }], ['w-S2T4', { layout: 'split4w', streams: 2, decodeTokens: 4, prefillFrom: 1000 }],
+    ['relaxed/split4', { kernel: 'relaxed', layout: 'split4' }], ['relaxed/split4w', { kernel: 'relaxed', layout: 'split4w' }], ['u8/split4', { kernel: 'relaxed-u8', layout: 'split4' }], ['u8/split4w', { kernel: 'relaxed-u8', layout: 'split4w' }],
   ];
   for (const dtype of ['q8_0', 'q4_0'] as const) {
     const [n, k] = [1536, 576];
