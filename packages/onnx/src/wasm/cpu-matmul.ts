@@ -11,7 +11,8 @@
 //   (for 'split4', rows come in its groups of 4 whatever ROWS and PREFILL_ROWS say, decode tiles are STREAMS groups
 //   × DECODE_TOKENS tokens and prefill tiles depend on the format: kernel-lib.ts emitMatmul4, DEFAULT_TILES)
 //   gemv_q8_0_<layout>_wide, gemm_q8_0_<layout>_wide: the relaxed modules' i16 dot for q8_0 matrices holding a −128
-// for dtype q8_0 | q4_0 and layout gguf | split | split4 (kernel-lib.ts WeightLayout). One module is built per CpuKernel:
+// for dtype q8_0 | q4_0 and layout gguf | split | split4 | split4w (the last on the relaxed kernels; kernel-lib.ts
+// WeightLayout). One module is built per CpuKernel:
 //   'relaxed-u8': 'relaxed' where the engine's add form also computes an unsigned 8-bit second operand exactly
 //                (x64 with AVX-VNNI: vpdpbusd; probed): q8_0 quants are stored + 128 as that operand, so a q8_0 block
 //                takes two dots as a q4_0 block does, not four (gemv-q8_0.ts); the default there (Chromium here)
@@ -161,7 +162,8 @@ type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: numbe
  * speculation or a few sequences' decodes. From M = 12 (prefillFrom) q4_0 runs one group × 8 tokens (M = 16: 19 µs
  * against 23), whose compute per byte outpaces the hardware's prefetch from memory unless each block's weights are
  * touched 2 KiB ahead (`touch`: 42 → 31 µs at M = 8, 22 → 20 at M = 32); q8_0 runs its 4 streams one token at a time
- * there (kernel-lib.ts says why; 23 µs at M = 32 against 25–29 for the alternatives).
+ * there (buildCpuMatmulModule says why; 23 µs at M = 32 against 25–29 for the alternatives), but on 'relaxed-u8',
+ * where its dot is q4_0's and so are its tiles.
  */
 export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number; decodeTokens: number; prefillFrom: number; touch: number }>> = {
   'relaxed-u8': { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
