@@ -163,14 +163,16 @@ type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: numbe
  * against 23), whose compute per byte outpaces the hardware's prefetch from memory unless each block's weights are
  * touched 2 KiB ahead (`touch`: 42 → 31 µs at M = 8, 22 → 20 at M = 32); q8_0 runs its 4 streams one token at a time
  * there (buildCpuMatmulModule says why; 23 µs at M = 32 against 25–29 for the alternatives), but on 'relaxed-u8',
- * where its dot is q4_0's and so are its tiles.
+ * where its dot is q4_0's and so are its tiles. The i16 dots (browsers without relaxed SIMD), measured alike in
+ * Chromium 156: q4_0's 8-token tiles from M = 5 (prefillFrom; M = 8: 37 µs against 57 for 4 streams × 2 tokens, M =
+ * 2: 85 against 59), q8_0 4 streams × 2 tokens at every M ≥ 2 (36 µs at M = 32 against 41 one token at a time).
  */
 export const DEFAULT_TILES: Readonly<Record<CpuKernel, { rows: number; prefillRows: number; tokens: number; streams: number; decodeTokens: number; prefillFrom: number; touch: number }>> = {
   'relaxed-u8': { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
   relaxed: { rows: 4, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
   relaxed16: { rows: 4, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
-  i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
-  i8: { rows: 2, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 12, touch: 2048 },
+  i16: { rows: 2, prefillRows: 2, tokens: 8, streams: 4, decodeTokens: 2, prefillFrom: 5, touch: 2048 },
+  i8: { rows: 2, prefillRows: 2, tokens: 4, streams: 4, decodeTokens: 2, prefillFrom: 5, touch: 2048 },
 };
 
 /** A module's configuration: the kernel and its tile shapes. */
@@ -206,10 +208,10 @@ export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | '
     }
     if (layout === 'split4') {
       emitMatmul4(gemv, f, dot, decodeTokens, streams);
-      // q8_0 (but on 'u8') has no unpacking to share across tokens, and its x blocks take the most preparing: its
-      // prefill runs the decode's 4 streams one token at a time (each x block shared by 16 rows); q4_0 unpacks once
-      // for `tokens`
-      if (f === Q8_0 && relaxed !== 'u8') emitMatmul4(gemm, f, dot, 1, streams);
+      // q8_0 (but on 'u8') has no unpacking worth sharing across 8 tokens: its prefill runs the decode's 4 streams,
+      // one token at a time on the relaxed kernels (each x⁺/x⁻ block shared by 16 rows), as the decode tiles on the
+      // i16 dots (measured best either way); q4_0 unpacks once for `tokens`
+      if (f === Q8_0 && relaxed !== 'u8') emitMatmul4(gemm, f, dot, relaxed ? 1 : decodeTokens, streams);
       else emitMatmul4(gemm, f, dot, tokens, 1, touch);
       return;
     }
