@@ -49,7 +49,9 @@ const round = (x: number) => Math.round(x * 1000) / 1000;
 
 /**
  * The llama.cpp/native line of bench compare: medians of `runs`, whether its ids equal intab's (the page's reference
- * system), and the ratios against intab's WebGPU kernels and intab on the CPU (onnx-wasm), when those ran.
+ * system), and the ratios against intab's WebGPU kernels and intab on the CPU (onnx-wasm), when those ran: llama.cpp ÷
+ * intab as every peer's line gives them ("decode_vs_intab_onnx_wasm"), and intab ÷ llama.cpp, the share of native
+ * speed intab reaches ("intab_onnx_wasm_decode_vs_native", "intab_onnx_wasm_prefill_vs_native").
  */
 export function llamaCppLine(runs: NativeRun[], o: { threads: number; promptTokens: number; rounds: number; loadMs: number; intab: Map<string, { decode_tok_s: number; prefill_tok_s: number; ttft_ms: number; ids?: number[] }> }): Record<string, unknown> {
   const decode = median(runs.map((r) => r.decodeTokS));
@@ -57,7 +59,14 @@ export function llamaCppLine(runs: NativeRun[], o: { threads: number; promptToke
   const ttft = median(runs.map((r) => r.ttftMs));
   const ratios = (system: string, key: string) => {
     const s = o.intab.get(system);
-    return s ? { [`decode_vs_${key}`]: round(decode / s.decode_tok_s), [`prefill_vs_${key}`]: round(prefill / s.prefill_tok_s), [`ttft_vs_${key}`]: round(ttft / s.ttft_ms) } : {};
+    if (!s) return {};
+    return {
+      [`decode_vs_${key}`]: round(decode / s.decode_tok_s),
+      [`prefill_vs_${key}`]: round(prefill / s.prefill_tok_s),
+      [`ttft_vs_${key}`]: round(ttft / s.ttft_ms),
+      [`${key}_decode_vs_native`]: round(s.decode_tok_s / decode),
+      [`${key}_prefill_vs_native`]: round(s.prefill_tok_s / prefill),
+    };
   };
   const reference = o.intab.get('intab/webgpu') ?? o.intab.get('intab/onnx-wasm');
   return {

@@ -197,7 +197,8 @@ export const USAGE = `usage:
       bare name stands for its backends that apply (--systems intab,llama.cpp).
       llama.cpp/native (a GGUF; llama.cpp/cpu is taken too) is llama.cpp run natively on this CPU (node-llama-cpp, --threads threads, K/V in f32) after
       the page's systems, on the same prompt ids; its line adds "threads" and "decode_vs_intab_webgpu",
-      "prefill_vs_intab_webgpu", "ttft_vs_intab_webgpu" (and the same against intab_onnx_wasm).
+      "prefill_vs_intab_webgpu", "ttft_vs_intab_webgpu" (llama.cpp ÷ intab), "intab_webgpu_decode_vs_native",
+      "intab_webgpu_prefill_vs_native" (intab ÷ llama.cpp), and the same for intab_onnx_wasm.
   intab export-onnx --model <gguf file | HF folder> --out DIR
       Writes the model as an ONNX folder in the onnx-community layout (config.json, tokenizer files, onnx/model.onnx,
       onnx/model.onnx_data): the graph the onnx-wasm and onnx-webgpu backends run, which transformers.js and
