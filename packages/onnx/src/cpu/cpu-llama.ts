@@ -1,7 +1,8 @@
 // intab's forward of the Llama family on the CPU, for machines without a usable GPU: the matrices run on the wasm
 // SIMD128 kernels of ../wasm (GGUF q4_0 / q8_0 blocks read as the file stores them, x quantized to q8_0 first as
-// llama.cpp's CPU path does), attention over the paged K/V and the SwiGLU/GeGLU activation on f32x4 kernels there too,
-// and the rest (RMSNorm, RoPE, the residual adds, the softmax) in plain JS over views of the same wasm memory. One call runs every token of a step: the tokens of all
+// llama.cpp's CPU path does), attention over the paged K/V, the SwiGLU/GeGLU activation, RMSNorm and the residual adds
+// on f32x4 kernels there too, and the rest (RoPE, biases, the embedding rows) in plain JS over views of the same wasm
+// memory (norm weights copied into it). One call runs every token of a step: the tokens of all
 // its sequences are the rows of one matrix, so each weight is read once per step, for a prefill chunk, a batch of
 // decoding sequences and a speculative verify entry alike. K/V live in that memory too, per layer (slots, Hkv·D) f32,
 // the slots being the PagePool's pages × page size (the layout of the other runners' caches).
@@ -16,6 +17,7 @@ import type { GraphWeight } from '../graph-builder.ts';
 import { CpuMatmul, type CpuMatmulDtype, type CpuWeight } from '../wasm/cpu-matmul.ts';
 import { ACTIVATION_COEFFICIENTS, type ActivationKernel } from '../wasm/activation.ts';
 import { ATTENTION_HEAD_DIM_STEP, type AttentionKernels } from '../wasm/attention.ts';
+import type { NormKernels } from '../wasm/norm.ts';
 
 /** A matrix's reader: canonical name → its stored bytes (or f32 values), undefined when absent. */
 export type CpuTensorRead = (name: string) => Promise<GraphWeight | undefined>;
@@ -198,12 +200,14 @@ export class CpuLlama {
   private views!: Record<'x' | 'xb' | 'q' | 'k' | 'v' | 'att' | 'proj' | 'gate' | 'up' | 'logits' | 'scores', Float32Array> & { keys: Float32Array[]; values: Float32Array[]; offs: Int32Array };
   private viewsOf?: ArrayBuffer;
   private readonly kvPtr: number;
+  /** Where each norm weight vector sits in the kernels' memory (copied there for the norm kernel). */
+  private readonly normAt = new Map<Float32Array, number>();
 
   constructor(
     private readonly cpu: CpuMatmul,
     config: LlamaConfig,
     private readonly weights: CpuLlamaWeights,
-    private readonly kernels: { attention: AttentionKernels; activation: ActivationKernel },
+    private readonly kernels: { attention: AttentionKernels; activation: ActivationKernel; norm: NormKernels },
     readonly maxTokens: number,
     /** Most sequences in one step. */
     readonly maxBatch: number,
@@ -234,6 +238,12 @@ export class CpuLlama {
       scores: f32(this.context), offs: f32(maxBatch * this.context),
     };
     this.kvPtr = cpu.alloc(2 * config.layers * slots * Hkv * D * 4);
+    for (const vec of [weights.outputNorm, ...weights.layers.flatMap((l) => [l.attnNorm, l.ffnNorm, l.qNorm, l.kNorm, l.attnPostNorm, l.ffnPostNorm])]) {
+      if (!vec || this.normAt.has(vec)) continue;
+      const at = cpu.alloc(4 * vec.length);
+      new Float32Array(cpu.memory.buffer, at, vec.length).set(vec);
+      this.normAt.set(vec, at);
+    }
   }
 
   /** Bytes of K/V and scratch this forward holds in the kernels' memory. */
@@ -272,7 +282,7 @@ export class CpuLlama {
     for (let l = 0; l < layers; l++) {
       const lw = w.layers[l];
       // ---- attention ----
-      for (let i = 0; i < M; i++) rmsnorm(v.xb, v.x, lw.attnNorm, i * C, C, c.rmsEps);
+      this.rmsnorm(this.ptr.x, lw.attnNorm, this.ptr.xb, C, M);
       this.quantize(this.ptr.xb, M, C);
       this.matmul(lw.q, this.ptr.q, M);
       this.matmul(lw.k, this.ptr.k, M);
@@ -281,8 +291,8 @@ export class CpuLlama {
       if (lw.bk) addBias(v.k, lw.bk, M);
       if (lw.bv) addBias(v.v, lw.bv, M);
       if (lw.qNorm && lw.kNorm) {
-        for (let h = 0; h < M * H; h++) rmsnorm(v.q, v.q, lw.qNorm, h * D, D, c.rmsEps);
-        for (let h = 0; h < M * Hkv; h++) rmsnorm(v.k, v.k, lw.kNorm, h * D, D, c.rmsEps);
+        this.rmsnorm(this.ptr.q, lw.qNorm, this.ptr.q, D, M * H);
+        this.rmsnorm(this.ptr.k, lw.kNorm, this.ptr.k, D, M * Hkv);
       }
       if (!this.noRope.has(l)) {
         const tab = this.windows[l] !== Infinity ? rope.local : rope.global;
@@ -297,22 +307,22 @@ export class CpuLlama {
       this.attend(l, t);
       this.quantize(this.ptr.att, M, H * D);
       this.matmul(lw.o, this.ptr.proj, M);
-      if (lw.attnPostNorm) for (let i = 0; i < M; i++) rmsnorm(v.proj, v.proj, lw.attnPostNorm, i * C, C, c.rmsEps);
-      for (let j = 0; j < M * C; j++) v.x[j] += v.proj[j];
+      if (lw.attnPostNorm) this.rmsnorm(this.ptr.proj, lw.attnPostNorm, this.ptr.proj, C, M);
+      this.kernels.norm.add(this.ptr.x, this.ptr.proj, M * C);
       // ---- feed-forward ----
-      for (let i = 0; i < M; i++) rmsnorm(v.xb, v.x, lw.ffnNorm, i * C, C, c.rmsEps);
+      this.rmsnorm(this.ptr.x, lw.ffnNorm, this.ptr.xb, C, M);
       this.quantize(this.ptr.xb, M, C);
       this.matmul(lw.gate, this.ptr.gate, M);
       this.matmul(lw.up, this.ptr.up, M);
       this.kernels.activation.act_mul(this.ptr.gate, this.ptr.up, M * F, ...ACTIVATION_COEFFICIENTS[c.activation]);
       this.quantize(this.ptr.gate, M, F);
       this.matmul(lw.down, this.ptr.proj, M);
-      if (lw.ffnPostNorm) for (let i = 0; i < M; i++) rmsnorm(v.proj, v.proj, lw.ffnPostNorm, i * C, C, c.rmsEps);
-      for (let j = 0; j < M * C; j++) v.x[j] += v.proj[j];
+      if (lw.ffnPostNorm) this.rmsnorm(this.ptr.proj, lw.ffnPostNorm, this.ptr.proj, C, M);
+      this.kernels.norm.add(this.ptr.x, this.ptr.proj, M * C);
     }
     // ---- the rows sampled: final norm, then the head ----
     const R = rows.length;
-    for (let r = 0; r < R; r++) rmsnorm(v.xb, v.x.subarray(rows[r] * C, (rows[r] + 1) * C), w.outputNorm, 0, C, c.rmsEps, r * C);
+    for (let r = 0; r < R; r++) this.rmsnorm(this.ptr.x + rows[r] * C * 4, w.outputNorm, this.ptr.xb + r * C * 4, C, 1);
     this.quantize(this.ptr.xb, R, C);
     this.matmul(w.output, this.ptr.logits, R);
     return v.logits.subarray(0, R * V);
@@ -332,6 +342,11 @@ export class CpuLlama {
       for (let v = whole; v < V; v++) s += Math.exp(logits[row * V + v] - m);
       return s;
     };
+  }
+
+  /** `rows` rows of n f32 at x → out (may be x): RMSNorm with weight `w`, on the norm kernel. */
+  private rmsnorm(x: number, w: Float32Array, out: number, n: number, rows: number): void {
+    this.kernels.norm.rms_norm(x, this.normAt.get(w)!, out, n, rows, this.config.rmsEps);
   }
 
   /** x (m, k) at `ptr` → the kernels' quantized x scratch. */
@@ -413,14 +428,6 @@ interface RopeTable {
   cos: Float64Array;
   sin: Float64Array;
   half: number;
-}
-
-/** out[to..to+n) = x[o..o+n) / sqrt(mean(x²) + eps) · w (float64 sums, as the reference). */
-function rmsnorm(out: Float32Array, x: Float32Array, w: Float32Array, o: number, n: number, eps: number, to = o): void {
-  let ss = 0;
-  for (let i = 0; i < n; i++) ss += x[o + i] * x[o + i];
-  const inv = 1 / Math.sqrt(ss / n + eps);
-  for (let i = 0; i < n; i++) out[to + i] = x[o + i] * inv * w[i];
 }
 
 function addBias(y: Float32Array, b: Float32Array, m: number): void {

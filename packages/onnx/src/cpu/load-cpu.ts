@@ -11,6 +11,7 @@ import { tensorWeights } from '../llama-graph.ts';
 import { CpuMatmul } from '../wasm/cpu-matmul.ts';
 import { createActivationKernel } from '../wasm/activation.ts';
 import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
+import { createNormKernels } from '../wasm/norm.ts';
 import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
 import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
 
@@ -118,7 +119,7 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   hash.init();
   const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
   const weights = await loadCpuLlamaWeights(cpu, c, async (name) => read(name), model.gguf ? 'model.gguf' : `${c.arch} weights`, o.signal);
-  const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory) };
+  const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
   const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
   await warmup(runner, c.bosId ?? 0);

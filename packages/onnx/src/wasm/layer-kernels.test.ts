@@ -1,12 +1,13 @@
 // The CPU forward's f32x4 kernels against their CPU twins (plain JS in float64): attention's scores and weighted sum
 // over rows scattered through the memory as a page table scatters them (head dimensions 16, 64 and 256; 1 to 37
-// positions), its softmax (every length's tail), and the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
-// tails and zero included.
+// positions), its softmax (every length's tail), the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
+// tails and zero included; RMSNorm (float64 sums, in place too) and the residual add.
 
 import { describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu';
 import { ACTIVATION_COEFFICIENTS, createActivationKernel } from './activation.ts';
 import { createAttentionKernels } from './attention.ts';
+import { createNormKernels } from './norm.ts';
 
 const memory = () => new WebAssembly.Memory({ initial: 64 });
 
@@ -101,4 +102,44 @@ describe('the gated activation', () => {
       }
     });
   }
+});
+
+describe('RMSNorm and the residual add', () => {
+  test('rms_norm: each row x·w / √(mean x² + ε) as the float64 twin rounds it to f32 (within an ulp: Σx² sums in another order), in place too', async () => {
+    const mem = memory();
+    const norm = await createNormKernels(mem);
+    const rng = mulberry32(11);
+    for (const [n, rows] of [[4, 1], [64, 3], [576, 5], [1024, 2]]) {
+      const x = new Float32Array(mem.buffer, 0, n * rows);
+      const w = new Float32Array(mem.buffer, 4 * n * rows, n);
+      const out = new Float32Array(mem.buffer, 8 * n * rows + 64, n * rows);
+      for (let i = 0; i < n * rows; i++) x[i] = (rng() * 2 - 1) * (i % 7 === 0 ? 50 : 1);
+      for (let i = 0; i < n; i++) w[i] = 1 + (rng() - 0.5) * 0.2;
+      const want = new Float32Array(n * rows);
+      for (let r = 0; r < rows; r++) {
+        let ss = 0;
+        for (let i = 0; i < n; i++) ss += x[r * n + i] * x[r * n + i];
+        const inv = 1 / Math.sqrt(ss / n + 1e-6);
+        for (let i = 0; i < n; i++) want[r * n + i] = x[r * n + i] * inv * w[i];
+      }
+      norm.rms_norm(0, 4 * n * rows, out.byteOffset, n, rows, 1e-6);
+      for (let i = 0; i < n * rows; i++) expect(Math.abs(out[i] - want[i]), `n ${n} element ${i}`).toBeLessThanOrEqual(Math.abs(want[i]) * 2 ** -23);
+      norm.rms_norm(0, 4 * n * rows, 0, n, rows, 1e-6); // in place
+      expect([...x]).toEqual([...out]);
+    }
+    norm.rms_norm(0, 0, 0, 64, 0, 1e-6); // no rows: nothing read or written
+  });
+
+  test('add: y += x in f32, as a Float32Array sum', async () => {
+    const mem = memory();
+    const norm = await createNormKernels(mem);
+    const rng = mulberry32(12);
+    const n = 1000;
+    const y = new Float32Array(mem.buffer, 0, n);
+    const x = new Float32Array(mem.buffer, 4 * n, n);
+    for (let i = 0; i < n; i++) [y[i], x[i]] = [rng() * 100 - 50, rng() * 1e-3];
+    const want = Float32Array.from(y, (v, i) => v + x[i]);
+    norm.add(0, 4 * n, n);
+    expect([...y]).toEqual([...want]);
+  });
 });

@@ -168,6 +168,13 @@ export class Code {
   f32_mul(): this { return this.op(0x94); }
   f32_div(): this { return this.op(0x95); }
   f32_max(): this { return this.op(0x97); }
+  f64_add(): this { return this.op(0xa0); }
+  f64_div(): this { return this.op(0xa3); }
+  f64_sqrt(): this { return this.op(0x9f); }
+  f64_convert_i32_u(): this { return this.op(0xb8); }
+  f64_const(v: number): this {
+    return this.op(0x44, ...new Uint8Array(new Float64Array([v]).buffer));
+  }
   f32_copysign(): this { return this.op(0x98); }
   i32_reinterpret_f32(): this { return this.op(0xbc); }
   f32_reinterpret_i32(): this { return this.op(0xbe); }
@@ -219,6 +226,14 @@ export class Code {
   /** f32x4.pmax: b > a ? b : a per lane (one maxps; no NaN/-0 canonicalization, so cheaper than f32x4.max). */
   f32x4_pmax(): this { return this.simd(0xeb); }
   i32x4_trunc_sat_f32x4_s(): this { return this.simd(0xf8); }
+  f64x2_splat(): this { return this.simd(0x14); }
+  f64x2_extract_lane(lane: number): this { return this.simd(0x21, lane); }
+  f64x2_add(): this { return this.simd(0xf0); }
+  f64x2_mul(): this { return this.simd(0xf2); }
+  /** f64x2.promote_low_f32x4: lanes 0 and 1 of an f32x4, exactly, as f64. */
+  f64x2_promote_low_f32x4(): this { return this.simd(0x5f); }
+  /** f32x4.demote_f64x2_zero: both f64 lanes rounded to f32 (to nearest, ties even) into lanes 0 and 1, zeros above. */
+  f32x4_demote_f64x2_zero(): this { return this.simd(0x5e); }
   f32x4_convert_i32x4_s(): this { return this.simd(0xfa); }
 
   // ---- relaxed SIMD (prefix 0xFD, opcodes from 0x100; feature-detected by the host) ----
