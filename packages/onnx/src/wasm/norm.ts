@@ -24,12 +24,8 @@ export function buildNormModule(): Uint8Array<ArrayBuffer> {
 
 function emitRmsNorm(c: Code): void {
   const [x, w, out, n, rows, eps] = [0, 1, 2, 3, 4, 5];
-  const i = c.local(I32);
-  const v = c.local(V128);
-  const lo = c.local(V128);
-  const hi = c.local(V128);
-  const inv = c.local(V128);
-  const ss = c.local(F64);
+  // i: byte offset in the row; v: 4 of x; lo, hi: Σx² of lanes 0–1 and 2–3 (then w's 4); inv: the row's 1/rms, twice
+  const [i, v, lo, hi, inv, ss] = ([I32, V128, V128, V128, V128, F64] as const).map((t) => c.local(t));
   c.get(rows).i32_eqz().if_().return_().end();
   c.loop();
   {
