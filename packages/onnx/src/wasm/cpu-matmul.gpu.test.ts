@@ -13,10 +13,10 @@ declare module 'vitest' {
 }
 import { dequantize, mulberry32 } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
-import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
+import { CpuMatmul, availableKernels, relaxedSimdForms, type CpuMatmulDtype } from './cpu-matmul.ts';
 import { MODELS, benchCall, benchSystems, benchWeights, r4, stepJobs, stepSums, streamedDecodeLines, timeInterleaved, type Timing } from './test-cpu-matmul-bench.ts';
 import { cpuMatmulTwin } from './reference.ts';
-import { expectTwin, runTiling } from './test-cpu-matmul.ts';
+import { expectTwin, layoutsOf, runTiling } from './test-cpu-matmul.ts';
 
 describe('cpu matmul kernels in Chromium', () => {
   test('relaxed SIMD: both dot forms run right, so the default kernel is the add form (its u8 variant where it computes one)', async () => {
@@ -27,8 +27,6 @@ describe('cpu matmul kernels in Chromium', () => {
     expect((await CpuMatmul.create()).config.kernel).toBe(forms.includes('u8') ? 'relaxed-u8' : 'relaxed');
   });
 
-  const layouts = (kernel: string): WeightLayout[] => (kernel.startsWith('relaxed') ? ['split4w', 'split4', 'split', 'gguf'] : ['split4', 'split', 'gguf']);
-
   test('every kernel, layout and tiling against the twin (ragged N and M; q8_0 with and without −128)', async () => {
     for (const dtype of ['q4_0', 'q8_0'] as CpuMatmulDtype[]) {
       for (const [n, k, m] of [[13, 576, 1], [17, 64, 18], [10, 96, 11], [6, 128, 4]]) {
@@ -38,7 +36,7 @@ describe('cpu matmul kernels in Chromium', () => {
           const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
           for (const kernel of availableKernels()) {
             const cpu = await CpuMatmul.create({ kernel, tokens: 3 });
-            for (const layout of layouts(kernel)) {
+            for (const layout of layoutsOf(kernel)) {
               const wt = cpu.weight(dtype, w, n, k, layout);
               for (const tiling of ['gemv', 'gemm'] as const) expectTwin(runTiling(cpu, wt, x, m, tiling), twin, k, `${dtype} ${kernel} ${layout} ${tiling} (${n}, ${k}) M=${m} wide=${wt.wide}`);
             }
@@ -55,7 +53,7 @@ describe('cpu matmul kernels in Chromium', () => {
       const want = dequantize(dtype, w, n, k);
       for (const kernel of availableKernels()) {
         const cpu = await CpuMatmul.create({ kernel });
-        for (const layout of layouts(kernel)) {
+        for (const layout of layoutsOf(kernel)) {
           const wt = cpu.weight(dtype, w, n, k, layout);
           expect(wt.offset ?? false).toBe(kernel === 'relaxed-u8' && dtype === 'q8_0' && layout !== 'gguf');
           const out = new Float32Array(k);

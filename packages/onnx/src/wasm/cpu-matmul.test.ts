@@ -10,15 +10,12 @@ import v8 from 'node:v8';
 import { describe, expect, test } from 'vitest';
 import { ShapeError, dequantize, f16ToF32, f32ToF16, mulberry32, quantize } from '@intab/gpu';
 import { randomF32, randomWeights } from '@intab/gpu/reference';
-import { CpuMatmul, availableKernels, buildCpuMatmulModule, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype, type WeightLayout } from './cpu-matmul.ts';
+import { CpuMatmul, availableKernels, buildCpuMatmulModule, relaxedSimdForms, type CpuKernel, type CpuMatmulDtype } from './cpu-matmul.ts';
 import { cpuMatmulTwin } from './reference.ts';
-import { expectTwin, runTiling } from './test-cpu-matmul.ts';
+import { expectTwin, layoutsOf, runTiling } from './test-cpu-matmul.ts';
 import { Code, I32, WasmModule, sleb, uleb } from './wasm-module.ts';
 
 const DTYPES: CpuMatmulDtype[] = ['q8_0', 'q4_0'];
-const LAYOUTS: WeightLayout[] = ['gguf', 'split', 'split4', 'split4w'];
-/** The layouts a kernel reads ('split4w' is the relaxed kernels' own). */
-const layoutsOf = (kernel: CpuKernel, _dtype?: CpuMatmulDtype): WeightLayout[] => LAYOUTS.filter((l) => l !== 'split4w' || kernel.startsWith('relaxed'));
 
 // Node 20's V8 has relaxed SIMD behind --experimental-wasm-relaxed-simd; a wasm feature flag takes effect for modules
 // compiled after it is set, so the relaxed kernels are tested here too (Chromium ships it on; cpu-matmul.gpu.test.ts).
@@ -151,7 +148,7 @@ describe('gemv and gemm against the twin', () => {
         for (const kernel of KERNELS) {
           for (const [rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch] of TILES) {
             const cpu = await CpuMatmul.create({ kernel, rows, prefillRows, tokens, streams, decodeTokens, prefillFrom, touch });
-            for (const layout of layoutsOf(kernel, dtype)) {
+            for (const layout of layoutsOf(kernel)) {
               const label = `${dtype} ${layout} ${kernel} (${n}, ${k}) M=${m} tiles ${rows}×1, ${prefillRows}×${tokens}, split4 ${streams}×${decodeTokens} to M ${prefillFrom}, touch ${touch}`;
               const wt = cpu.weight(dtype, w, n, k, layout);
               expect(wt.wide).toBe(false);
@@ -226,7 +223,7 @@ describe('gemv and gemm against the twin', () => {
       const twin = cpuMatmulTwin(dtype, w, n, k, x, m);
       for (const kernel of KERNELS) {
         const cpu = await CpuMatmul.create({ kernel, tokens: 2 });
-        for (const layout of layoutsOf(kernel, dtype)) {
+        for (const layout of layoutsOf(kernel)) {
           const wt = cpu.weight(dtype, w, n, k, layout);
           // q8_0 row 0 holds −128, which the relaxed sign trick cannot flip: that matrix runs the i16 dot ('split4w'
           // is exact for it)
@@ -266,7 +263,7 @@ describe('weightRow', () => {
       const w = randomWeights(dtype, n, k, mulberry32(21));
       const want = dequantize(dtype, w, n, k);
       const cpu = await CpuMatmul.create();
-      for (const layout of layoutsOf(cpu.config.kernel, dtype)) {
+      for (const layout of layoutsOf(cpu.config.kernel)) {
         const wt = cpu.weight(dtype, w, n, k, layout);
         const out = new Float32Array(k + 3);
         for (let r = 0; r < n; r++) {

@@ -317,7 +317,7 @@ export class CpuMatmul {
     const wide = this.config.kernel.startsWith('relaxed') && !offset && layout !== 'split4w' && !u.relaxedExact(blocks);
     if (layout === 'gguf') return { dtype, layout, n, k, ptr: this.upload(blocks), bytes, wide };
     const w: CpuWeight = { dtype, layout, n, k, ptr: this.alloc(bytes), bytes, wide, offset };
-    const { scales, quants, slot } = this.splitViews(w);
+    const { scales, quants, slot, quantByte } = this.splitViews(w);
     scales.fill(0, (n * k) / 32); // 'split4': the padding rows are zero blocks
     quants.fill(0, ((n * k) / 32) * u.quantBytes);
     const nb = k / 32;
@@ -329,11 +329,7 @@ export class CpuMatmul {
         const i = slot(r, b);
         scales[i] = f16ToF32(blocks[o] | (blocks[o + 1] << 8));
         if (!words) quants.set(blocks.subarray(o + 2, o + u.bytes), i * u.quantBytes);
-        else {
-          // word v of row r at word (v·4 + r) of the group's block (the block of row r & ~3 at slot i − (r & 3))
-          const at = ((i - (r & 3)) * u.quantBytes) / 4 + (r & 3);
-          for (let v = 0; v < u.quantBytes / 4; v++) words[at + 4 * v] = file.getUint32(o + 2 + 4 * v, true);
-        }
+        else for (let j = 0; j < u.quantBytes; j += 4) words[quantByte(r, b, j) >> 2] = file.getUint32(o + 2 + j, true);
       }
     }
     if (offset) for (let j = 0; j < quants.length; j++) quants[j] ^= 0x80; // q + 128 as u8
@@ -354,15 +350,8 @@ export class CpuMatmul {
       let d: number;
       let byte: (j: number) => number; // the block's quant byte j
       if (split) {
-        const i = split.slot(r, b);
-        d = split.scales[i];
-        if (w.layout === 'split4w') {
-          const group = split.quantsAt + (i - (r & 3)) * u.quantBytes + 4 * (r & 3);
-          byte = (j) => mem[group + (j >> 2) * 16 + (j & 3)];
-        } else {
-          const q = split.quantsAt + i * u.quantBytes;
-          byte = (j) => mem[q + j];
-        }
+        d = split.scales[split.slot(r, b)];
+        byte = (j) => mem[split.quantsAt + split.quantByte(r, b, j)];
       } else {
         const o = w.ptr + (r * nb + b) * u.bytes;
         d = f16ToF32(mem[o] | (mem[o + 1] << 8));
@@ -382,15 +371,23 @@ export class CpuMatmul {
     }
   }
 
-  /** A 'split'/'split4' matrix's scales and quants in the memory, and the slot of row r's block b in both. */
-  private splitViews(w: CpuWeight): { scales: Float32Array; quants: Uint8Array; quantsAt: number; slot: (r: number, b: number) => number } {
+  /**
+   * A 'split'/'split4'/'split4w' matrix's scales and quants in the memory, the slot of row r's block b in both, and
+   * where quant byte j of that block sits in the quants.
+   */
+  private splitViews(w: CpuWeight): { scales: Float32Array; quants: Uint8Array; quantsAt: number; slot: (r: number, b: number) => number; quantByte: (r: number, b: number, j: number) => number } {
     const u = FORMATS[w.dtype];
     const nb = w.k / 32;
     const count = ((interleaved(w.layout) ? Math.ceil(w.n / 4) * 4 : w.n) * w.k) / 32;
     const quantsAt = w.ptr + w.bytes - count * u.quantBytes;
     // block b of row r is slot r·nb + b ('split') or ((r >> 2)·nb + b)·4 + (r & 3) ('split4')
     const slot = interleaved(w.layout) ? (r: number, b: number) => (((r >> 2) * nb + b) << 2) + (r & 3) : (r: number, b: number) => r * nb + b;
-    return { scales: new Float32Array(this.memory.buffer, w.ptr, count), quants: new Uint8Array(this.memory.buffer, quantsAt, count * u.quantBytes), quantsAt, slot };
+    // 'split4w': byte j of row r at (j >> 2)·16 + (r & 3)·4 + (j & 3) of its group's block (slot − (r & 3))
+    const quantByte =
+      w.layout === 'split4w'
+        ? (r: number, b: number, j: number) => (slot(r, b) - (r & 3)) * u.quantBytes + (j >> 2) * 16 + (r & 3) * 4 + (j & 3)
+        : (r: number, b: number, j: number) => slot(r, b) * u.quantBytes + j;
+    return { scales: new Float32Array(this.memory.buffer, w.ptr, count), quants: new Uint8Array(this.memory.buffer, quantsAt, count * u.quantBytes), quantsAt, slot, quantByte };
   }
 
   /**

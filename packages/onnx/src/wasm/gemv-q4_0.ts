@@ -15,7 +15,7 @@
 // The scale is inline f16 decoded in the kernel ('gguf', 18 B/block) or pre-expanded to f32 at load ('split' and
 // 'split4', 20 B/block; 'split4' the default), as gemv-q8_0.ts says.
 
-import { splat16, type WeightFormat } from './kernel-lib.ts';
+import { splat16, unsignedWeights, type WeightFormat } from './kernel-lib.ts';
 
 export const Q4_0: WeightFormat = {
   bytes: 18,
@@ -41,13 +41,10 @@ export const Q4_0: WeightFormat = {
       c.get(ptr).v128_load(offset).tee(tmp).v128_const(splat16(0x0f)).v128_and().set(w[0]);
       c.get(tmp).i32_const(4).i16x8_shr_u().v128_const(splat16(0x0f)).v128_and().set(w[1]);
     },
-    loadX(c, px, x) {
-      for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
-    },
+    loadX: unsignedWeights.loadX,
     dot(c, w, x) {
       if (form !== 'dot16') {
-        c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(new Uint8Array(16));
-        c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
+        unsignedWeights.dot(c, w, x);
         return;
       }
       c.get(x[0]).get(w[0]).i16x8_relaxed_dot_i8x16_i7x16_s().get(x[1]).get(w[1]).i16x8_relaxed_dot_i8x16_i7x16_s().i16x8_add();
@@ -64,21 +61,10 @@ export const Q4_0: WeightFormat = {
         c.get(tmp).i32_const(4).i16x8_shr_u().v128_const(splat16(0x0f)).v128_and().set(w[4 + v]);
       }
     },
-    loadX(c, px, x) {
-      // x[j] = x's word j (elements 4j..4j+3) in every lane; x[8] = the −8·Σx term
-      for (let j = 0; j < 8; j++) c.get(px).v128_load32_splat(4 * j).set(x[j]);
-      c.get(px).v128_load32_splat(32).set(x[8]);
-    },
+    loadX: (c, px, x) => unsignedWeights.wordsLoadX(c, px, x, 32), // x[8] = the −8·Σx term
     dot(c, w, x) {
       if (form !== 'dot16') {
-        // two chains of four (the dot's latency), added
-        for (const [lo, init] of [[0, true], [4, false]] as const) {
-          for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);
-          if (init) c.get(x[8]);
-          else c.v128_const(new Uint8Array(16));
-          for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
-        }
-        c.i32x4_add();
+        unsignedWeights.wordsDot(c, w, x);
         return;
       }
       // pairs ≤ 2·127·15, so the eight dots add in i16 (≤ 30480) before one widening

@@ -20,7 +20,7 @@
 // identical to the file, 34 B/block) or pre-expanded to f32 at load ('split', and 'split4' with rows interleaved in
 // fours: 36 B/block, quants 16-byte aligned). 'split4' is the default (cpu-matmul.ts DEFAULT_LAYOUTS says why).
 
-import type { BlockDot, WeightFormat, WordDot } from './kernel-lib.ts';
+import { loadVectors, unsignedWeights, type BlockDot, type WeightFormat, type WordDot } from './kernel-lib.ts';
 
 const ZERO = new Uint8Array(16);
 
@@ -36,40 +36,18 @@ const U8_BLOCK: BlockDot = {
   xRegs: 2,
   sum: 'i32',
   xTerm: 48,
-  unpackW(c, ptr, offset, w) {
-    c.get(ptr).v128_load(offset).set(w[0]);
-    c.get(ptr).v128_load(offset + 16).set(w[1]);
-  },
-  loadX(c, px, x) {
-    for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
-  },
-  dot(c, w, x) {
-    c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(ZERO);
-    c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
-  },
+  unpackW: (c, ptr, offset, w) => loadVectors(c, ptr, offset, w),
+  loadX: unsignedWeights.loadX,
+  dot: unsignedWeights.dot,
 };
 
 /** The 'u8' form over 'split4w': words of x's quants splat against the group's words (quants + 128), −128·Σx added. */
 const U8_WORDS: WordDot = {
   wRegs: 8,
   xRegs: 9,
-  unpackW(c, pw, w) {
-    for (let v = 0; v < 8; v++) c.get(pw).v128_load(16 * v).set(w[v]);
-  },
-  loadX(c, px, x) {
-    for (let j = 0; j < 8; j++) c.get(px).v128_load32_splat(4 * j).set(x[j]);
-    c.get(px).v128_load32_splat(48).set(x[8]);
-  },
-  dot(c, w, x) {
-    // two chains of four (the dot's latency), added
-    for (const [lo, init] of [[0, true], [4, false]] as const) {
-      for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);
-      if (init) c.get(x[8]);
-      else c.v128_const(ZERO);
-      for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
-    }
-    c.i32x4_add();
-  },
+  unpackW: (c, pw, w) => loadVectors(c, pw, 0, w),
+  loadX: (c, px, x) => unsignedWeights.wordsLoadX(c, px, x, 48), // x[8] = the −128·Σx term
+  dot: unsignedWeights.wordsDot,
 };
 
 export const Q8_0: WeightFormat = {
@@ -86,10 +64,7 @@ export const Q8_0: WeightFormat = {
     wRegs: 2,
     xRegs: 4,
     sum: 'i32',
-    unpackW(c, ptr, offset, w) {
-      c.get(ptr).v128_load(offset).set(w[0]);
-      c.get(ptr).v128_load(offset + 16).set(w[1]);
-    },
+    unpackW: (c, ptr, offset, w) => loadVectors(c, ptr, offset, w),
     loadX(c, px, x, tmp) {
       if (form === 'add') {
         // x[0..1] = x⁺ (elements 0–15, 16–31), x[2..3] = x⁻, as the quantizer wrote them
@@ -128,9 +103,7 @@ export const Q8_0: WeightFormat = {
   words: (form) => (form === 'u8' ? U8_WORDS : {
     wRegs: 8,
     xRegs: 0,
-    unpackW(c, pw, w) {
-      for (let v = 0; v < 8; v++) c.get(pw).v128_load(16 * v).set(w[v]);
-    },
+    unpackW: (c, pw, w) => loadVectors(c, pw, 0, w),
     loadX() {},
     dot(c, w, _x, px) {
       const splat = (o: number, j: number) => c.get(px).v128_load32_splat(64 + 32 * o + 4 * j);

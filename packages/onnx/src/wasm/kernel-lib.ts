@@ -156,6 +156,43 @@ export function emitF16ToF32(c: Code, ptr: number, offset: number, h: number, bi
   c.get(h).i32_const(16).i32_shl().f32_reinterpret_i32().f32_copysign();
 }
 
+/**
+ * The add-form relaxed dot of x's signed quants (the 'i8' slot) against weights that are the dot's unsigned operand:
+ * q4_0's nibbles (0..15) and, on the 'u8' form, q8_0's quants + 128 (0..255). The offset this leaves out (−8·Σx,
+ * −128·Σx) is the x slot's xTerm, which the loop nest adds (BlockDot) or `wordsLoadX` puts in x[8] (WordDot).
+ */
+export const unsignedWeights = {
+  /** x[0..1]: the slot's 32 quants. */
+  loadX(c: Code, px: number, x: readonly number[]): void {
+    for (let i = 0; i < 2; i++) c.get(px).v128_load(16 * i).set(x[i]);
+  },
+  /** Two chained dots of x[h] with w[h], from zero. */
+  dot(c: Code, w: readonly number[], x: readonly number[]): void {
+    c.get(x[1]).get(w[1]).get(x[0]).get(w[0]).v128_const(new Uint8Array(16));
+    c.i32x4_relaxed_dot_i8x16_i7x16_add_s().i32x4_relaxed_dot_i8x16_i7x16_add_s();
+  },
+  /** 'split4w': x[j] = x's word j (elements 4j..4j+3) in every lane, x[8] = the slot's i32 at `xTerm`. */
+  wordsLoadX(c: Code, px: number, x: readonly number[], xTerm: number): void {
+    for (let j = 0; j < 8; j++) c.get(px).v128_load32_splat(4 * j).set(x[j]);
+    c.get(px).v128_load32_splat(xTerm).set(x[8]);
+  },
+  /** 'split4w': the 8 words' dots in two chains of four (the dot's latency), the first from x[8], added. */
+  wordsDot(c: Code, w: readonly number[], x: readonly number[]): void {
+    for (const [lo, init] of [[0, true], [4, false]] as const) {
+      for (let j = lo + 3; j >= lo; j--) c.get(x[j]).get(w[j]);
+      if (init) c.get(x[8]);
+      else c.v128_const(new Uint8Array(16));
+      for (let j = 0; j < 4; j++) c.i32x4_relaxed_dot_i8x16_i7x16_add_s();
+    }
+    c.i32x4_add();
+  },
+};
+
+/** v128 loads of `w.length` consecutive vectors at local `ptr` + `offset` into w (weights used as stored). */
+export function loadVectors(c: Code, ptr: number, offset: number, w: readonly number[]): void {
+  for (let v = 0; v < w.length; v++) c.get(ptr).v128_load(offset + 16 * v).set(w[v]);
+}
+
 /** v128.const bytes: the same byte in all 16 lanes. */
 export const splat16 = (b: number): Uint8Array => new Uint8Array(16).fill(b);
 const f32x4Bytes = (v: number) => new Uint8Array(new Float32Array([v, v, v, v]).buffer);
@@ -307,7 +344,7 @@ export function emitMatmul(c: Code, f: WeightFormat, dot: BlockDot, layout: Weig
 type TokenLocals = { tok: number; nb: number; b: number; px: number[]; pd: number[] };
 
 /** px[t] = xq + (tok + t)·nb·X_SLOT and pd[t] = xd + (tok + t)·4·nb: where each of the tile's T tokens' quantized x starts. */
-function emitTokenPointers(c: Code, L: TokenLocals, p: { xq: number; xd: number; k: number }, T: number): void {
+function emitTokenPointers(c: Code, L: TokenLocals, p: { xq: number; xd: number }, T: number): void {
   for (let t = 0; t < T; t++) {
     c.get(p.xq).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(X_SLOT).i32_mul().i32_add().set(L.px[t]);
     c.get(p.xd).get(L.tok).i32_const(t).i32_add().get(L.nb).i32_mul().i32_const(2).i32_shl().i32_add().set(L.pd[t]);
@@ -450,7 +487,7 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot | WordDot, T
  * weights stay in L1/L2 meanwhile). Measured on the 151669×576 head read from memory (Node 20): 4 streams 1.5–1.7×
  * faster than 1 at decode; from cache, alike (cpu-matmul.ts DEFAULT_TILES).
  */
-function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: Locals4, p: { w: number; xq: number; xd: number; y: number; n: number; k: number }, m: number, S: number, T: number, touch: number): void {
+function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: Locals4, p: Params4, m: number, S: number, T: number, touch: number): void {
   const eachTokenTile = (rows: readonly number[]) => {
     c.i32_const(0).set(L.tok);
     for (const ts of Array.from({ length: T }, (_, i) => T - i)) {

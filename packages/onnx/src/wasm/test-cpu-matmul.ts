@@ -1,8 +1,13 @@
 // What the wasm matmul kernels' tests share in Node (cpu-matmul.test.ts) and in Chromium (cpu-matmul.gpu.test.ts): a
-// kernel's output held to its CPU twin within the f32 rounding bound, and a multiplication through quantizeX and raw
-// with the tiling named. Test-only.
+// kernel's output held to its CPU twin within the f32 rounding bound, a multiplication through quantizeX and raw
+// with the tiling named, and the layouts each kernel reads. Test-only.
 
-import type { CpuMatmul, CpuWeight } from './cpu-matmul.ts';
+import type { CpuKernel, CpuMatmul, CpuWeight, WeightLayout } from './cpu-matmul.ts';
+
+/** The layouts `kernel` reads ('split4w' is the relaxed kernels' own). */
+export function layoutsOf(kernel: CpuKernel): WeightLayout[] {
+  return kernel.startsWith('relaxed') ? ['gguf', 'split', 'split4', 'split4w'] : ['gguf', 'split', 'split4'];
+}
 
 /**
  * |kernel − twin| ≤ (K/32 + 4)·2^-23·absSum: per block the kernel rounds d_w·d_x and its product with the (exact)
