@@ -34,7 +34,9 @@ export async function llamaCppGreedy(file: string, prompt: readonly number[], st
     const context = await model.createContext({ contextSize: 128, sequences: 2, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', threads: 1 });
     try {
       const ids = await greedyIds(context, prompt, steps);
-      const sampled = context.getSequence().evaluateWithMetadata([...prompt] as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0 });
+      // The distribution comes with whichever token is sampled: an end-of-generation token too (yieldEogToken, else
+      // llama.cpp ends the generator without a value), and a fixed seed so the run repeats.
+      const sampled = context.getSequence().evaluateWithMetadata([...prompt] as Token[], { probabilities: true }, { temperature: 1, topK: 0, topP: 1, minP: 0, seed: 0, yieldEogToken: true });
       const first = (await sampled.next()).value;
       await sampled.return();
       if (!first) throw new Error('llama.cpp gave no token');
