@@ -72,6 +72,8 @@ export interface Job extends ModelRef, ChatJob {
   quantize?: 'q8_0' | 'q4_0';
   /** On onnx-wasm: intab's CPU kernels or onnxruntime (--cpu-kernels; LoadOptions.cpuKernels) [intab's where they run the model]. */
   cpuKernels?: 'intab' | 'onnxruntime';
+  /** On intab's CPU kernels: their threads (--cpu-threads; LoadOptions.cpuThreads); the page is then cross-origin isolated. */
+  cpuThreads?: number;
   /** What runs the model (--backend) ['webgpu']. */
   backend?: Backend;
   ignoreEos?: boolean;
@@ -159,7 +161,7 @@ export interface LoadedEngine {
  * onto onnxruntime-web; then wraps them in an engine that owns them from then on (engine.destroy() frees them; the
  * GPU device stays the caller's).
  */
-export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantize' | 'backend' | 'cpuKernels'>, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
+export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantize' | 'backend' | 'cpuKernels' | 'cpuThreads'>, opened: OpenedModels, options: EngineOptions): Promise<LoadedEngine> {
   const t0 = performance.now();
   const progress = (which?: 'draft') => {
     let last = 0;
@@ -176,6 +178,7 @@ export async function loadEngine(backend: BackendChoice, job: Pick<Job, 'quantiz
     maxTokensPerStep: options.maxTokensPerStep,
     quantize: job.quantize,
     cpuKernels: job.cpuKernels,
+    cpuThreads: job.cpuThreads,
     onProgress: progress(),
     onDraftProgress: progress('draft'),
   };

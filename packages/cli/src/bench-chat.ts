@@ -7,6 +7,7 @@ import type { Job, ModelRef } from '../page/shared.ts';
 import { wholeFlag, type Flags } from './args.ts';
 import { runJob } from './browser.ts';
 import { resolveModel } from './model-files.ts';
+import { cpuThreadsFromFlags } from './job.ts';
 
 const MODES = ['on', 'off', 'both'];
 /** What --backend takes (the engine's LoadOptions.backend); intab's kernels ('webgpu') unless told. */
@@ -54,6 +55,7 @@ export function chatJobFromFlags(flags: Flags, model: ModelRef): Job {
   const backend = flags.backend ?? 'webgpu';
   if (typeof backend !== 'string' || !BACKENDS.includes(backend)) throw new Error(`--backend takes ${BACKENDS.join(', ')}`);
   if (quantize !== undefined && backend.startsWith('onnx-')) throw new Error(`--quantize re-quantizes for intab's WebGPU kernels; --backend ${backend} runs the checkpoint's own weights: drop one of them`);
+  const cpuThreads = cpuThreadsFromFlags(flags, backend);
   return {
     mode: 'chat',
     kind: model.kind,
@@ -66,6 +68,7 @@ export function chatJobFromFlags(flags: Flags, model: ModelRef): Job {
     seed: whole('seed', 0, 0, 2 ** 31 - 1),
     quantize,
     backend: backend as Backend,
+    ...(cpuThreads ? { cpuThreads } : {}),
     preload: Boolean(flags.preload),
     persist: Boolean(flags.persist),
     persistTokens: whole('persist-tokens', 2048, 16, 32768),

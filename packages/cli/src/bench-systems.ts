@@ -99,6 +99,8 @@ export async function benchSystems(flags: Flags): Promise<number> {
       maxTokens,
       temperature: 0,
       seed,
+      // intab's CPU kernels on as many threads as llama.cpp (runJob isolates the page above 1); the peers keep one
+      ...(threads > 1 ? { cpuThreads: threads } : {}),
     };
     const intab = new Map<string, { decode_tok_s: number; prefill_tok_s: number; ttft_ms: number; ids?: number[] }>();
     const speeds = new Map<string, number>();

@@ -22,6 +22,11 @@ export interface PageOptions {
   args?: string[];
   /** The caller handles SIGINT/SIGTERM/SIGHUP itself (and closes the page); else Playwright closes the browser on them. */
   ownSignals?: boolean;
+  /**
+   * Serve every response with COOP same-origin and COEP require-corp, so the page is cross-origin isolated and has
+   * SharedArrayBuffer (wasm threads: a job with cpuThreads > 1). Everything the page loads is same-origin.
+   */
+  isolated?: boolean;
 }
 
 /** An open page: the Vite server behind it, `failed` (rejects when the page throws or crashes), and close(). */
@@ -46,6 +51,18 @@ export async function openPage(o: PageOptions): Promise<OpenPage> {
   const plugins: Plugin[] = served.length
     ? [{ name: 'intab-model-files', configureServer: (s) => served.forEach(([dir, prefix]) => void s.middlewares.use(modelFilesMiddleware(dir, prefix))) }]
     : [];
+  if (o.isolated) {
+    // first in the chain, so the model files' responses carry the headers too
+    plugins.unshift({
+      name: 'intab-cross-origin-isolated',
+      configureServer: (s) =>
+        void s.middlewares.use((_req, res, next) => {
+          res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+          res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+          next();
+        }),
+    });
+  }
   // Loaded here, not at the CLI's start: commands that drive no browser (--runtime node, make-model) never pay for them.
   const [{ createServer }, { chromium }] = await Promise.all([import('vite'), import('playwright')]);
   const sigterm = new Set(process.listeners('SIGTERM'));
@@ -116,8 +133,10 @@ export async function runPage(o: PageOptions & { timeoutMs: number }): Promise<v
  */
 export async function runJob(o: { job: unknown; modelDir?: string; draftDir?: string; onnxDir?: string; timeoutS: number; headed?: boolean; onRecord: (r: PageRecord) => void }): Promise<boolean> {
   let failed = false;
+  const threads = (o.job as { cpuThreads?: number }).cpuThreads;
   await runPage({
     path: '/packages/cli/page/run.html',
+    isolated: threads !== undefined && threads > 1,
     timeoutMs: o.timeoutS * 1000,
     headed: o.headed,
     modelDir: o.modelDir,

@@ -19,6 +19,20 @@ const BACKENDS = ['webgpu', 'auto', 'onnx-wasm', 'onnx-webgpu'];
 const MAX_SPEC_K = 16;
 
 /**
+ * --cpu-threads N (LoadOptions.cpuThreads): the threads intab's CPU kernels split each matrix across, 1..56; only on
+ * the CPU (--backend onnx-wasm or auto). Above 1 the CLI serves its page cross-origin isolated (runJob), as wasm
+ * threads need.
+ */
+export function cpuThreadsFromFlags(flags: Flags, backend: string): number | undefined {
+  const v = flags['cpu-threads'];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1 || n > 56) throw new Error('--cpu-threads needs a whole number from 1 to 56, e.g. --cpu-threads 2');
+  if (backend !== 'onnx-wasm' && backend !== 'auto') throw new Error(`--cpu-threads sets the threads of intab's CPU kernels: give it with --backend onnx-wasm (or auto), not ${backend}`);
+  return n;
+}
+
+/**
  * The job the page runs (packages/cli/page/shared.ts, `Job`), from the command's flags. Modes: 'generate',
  * 'bench' (intab bench decode) and 'speculative' (intab bench speculative). `draft` is the --draft model, resolved.
  */
@@ -55,6 +69,7 @@ export function jobFromFlags(flags: Flags, mode: JobMode, model: ModelRef, draft
   const cpuKernels = flags['cpu-kernels'];
   if (cpuKernels !== undefined && cpuKernels !== 'intab' && cpuKernels !== 'onnxruntime') throw new Error('--cpu-kernels takes intab or onnxruntime');
   if (cpuKernels !== undefined && backend !== 'onnx-wasm' && backend !== 'auto') throw new Error(`--cpu-kernels picks what runs a model on the CPU: give it with --backend onnx-wasm (or auto), not ${backend}`);
+  const cpuThreads = cpuThreadsFromFlags(flags, backend);
   const concurrency = count('concurrency');
   if (concurrency !== undefined && mode !== 'generate') throw new Error('--concurrency is for intab generate; intab bench decode takes --batch 1,2,4,8');
   let batch: number[] | undefined;
@@ -78,6 +93,7 @@ export function jobFromFlags(flags: Flags, mode: JobMode, model: ModelRef, draft
     seed: num('seed', 0)!,
     quantize,
     ...(cpuKernels ? { cpuKernels: cpuKernels as 'intab' | 'onnxruntime' } : {}),
+    ...(cpuThreads ? { cpuThreads } : {}),
     backend: backend as Backend,
     ignoreEos: Boolean(flags['ignore-eos']),
     promptTokens: count('prompt-tokens') ?? (mode === 'speculative' ? 32 : 64),

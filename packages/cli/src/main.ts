@@ -32,7 +32,7 @@ export const USAGE = `usage:
                  [--concurrency N] [--abort-after-tokens K]
                  [--speculative ngram|draft|self|auto] [--draft <gguf file | HF folder | URL>] [--spec-k K] [--no-adaptive]
                  [--json-schema FILE [--lenient] | --json-object | --grammar FILE | --regex PATTERN]
-                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--cpu-kernels intab|onnxruntime] [--json]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--cpu-kernels intab|onnxruntime] [--cpu-threads N] [--json]
       Runs the model in headless Chromium through the engine: one JSON line per token ({"id", "text"}),
       then a line with "done": true, ids, finish_reason, prompt_tokens, ttft_ms, prefill_tok_s, decode_tok_s,
       the backend and the adapter.
@@ -41,7 +41,8 @@ export const USAGE = `usage:
       onnxruntime-web's wasm or WebGPU execution provider; auto is what createEngine does by default (webgpu on a
       hardware adapter, else onnx-wasm). On onnx-wasm a GGUF whose layer matrices are q4_0 / q8_0 runs on intab's own
       wasm SIMD128 kernels (--cpu-kernels onnxruntime runs the ONNX graph instead). Not with --quantize on onnx-*, nor
-      with --runtime node.
+      with --runtime node. --cpu-threads N splits each of those kernels' matrices across N threads (default 1 here:
+      the CLI's page is cross-origin isolated, as wasm threads need, only when N > 1); the adapter says how many ran.
       --concurrency N runs N copies of the request at once through one engine (continuous batching): every line
       carries "stream": i, one done line per stream, then a "summary" line (aggregate tok/s, identical_ids).
       --abort-after-tokens K aborts each stream's AbortSignal after K tokens; its done line gives
@@ -60,6 +61,7 @@ export const USAGE = `usage:
       runs' done line carries "json" (the parsed value, or null when max tokens cut the document short).
   intab bench decode --model <...> [--quantize q8_0|q4_0] [--prompt-tokens N] [--max-tokens N] [--batch 1,2,4,8] [--json]
                  [--compare REF [--rounds N (3)]] [--backend webgpu|auto|onnx-wasm|onnx-webgpu] [--cpu-kernels intab|onnxruntime]
+                 [--cpu-threads N]
       Prefill and decode tok/s, the weight bytes read per token, and the GPU work of a decode step
       (dispatches_per_token, dispatches_per_step, bind_groups_per_step: intab's kernels only). --backend as for
       generate (records name it). With --batch, per batch size B: B concurrent
@@ -76,7 +78,7 @@ export const USAGE = `usage:
   intab bench speculative --model <...> [--draft <...>] [--quantize q8_0|q4_0] [--max-tokens N (64)]
                  [--methods ngram,self,draft] [--spec-k K (4)] [--prompt "text" | --prompt-ids 1,2,3]
                  [--grounded-prompt "text"] [--prompt-tokens N (32)] [--repeats N (3)] [--seed S] [--cpu-kernels intab|onnxruntime]
-                 [--json]
+                 [--cpu-threads N] [--json]
       Speculative against plain greedy decoding (ignoring EOS, max tokens each), in one engine, on two prompts:
         open      --prompt / --prompt-ids; by default a short open question for a model with a tokenizer,
                   else --prompt-tokens seeded random ids (BOS first);
@@ -123,7 +125,7 @@ export const USAGE = `usage:
       tables without --json.
   intab bench chat --model <...> [--conversation FILE] [--prefix-cache on|off|both] [--max-tokens N (32)] [--json]
                  [--preload] [--persist [--persist-tokens N (2048)]] [--repeats N (5)] [--quantize q8_0|q4_0]
-                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu (webgpu)]
+                 [--backend webgpu|auto|onnx-wasm|onnx-webgpu (webgpu)] [--cpu-threads N]
       Time to first token over a conversation, in headless Chromium on WebGPU (or --backend: onnxruntime-web, whose
       runner keeps a cached prefix's K/V beside each sequence's tensors). FILE is a JSON array of OpenAI-style
       messages: a system message, then user messages (assistant messages are ignored); without it a built-in 8-turn
@@ -196,7 +198,8 @@ export const USAGE = `usage:
       intab/onnx-wasm, intab/onnx-webgpu, transformers.js/wasm, transformers.js/webgpu, wllama/wasm, llama.cpp/native; a
       bare name stands for its backends that apply (--systems intab,llama.cpp).
       llama.cpp/native (a GGUF; llama.cpp/cpu is taken too) is llama.cpp run natively on this CPU (node-llama-cpp, --threads threads, K/V in f32) after
-      the page's systems, on the same prompt ids; its line adds "threads" and "decode_vs_intab_webgpu",
+      the page's systems, on the same prompt ids. --threads also sets intab's CPU kernels' threads (intab/onnx-wasm on
+      a q4_0 / q8_0 GGUF; above 1 the page is served cross-origin isolated); wllama and transformers.js stay on one; its line adds "threads" and "decode_vs_intab_webgpu",
       "prefill_vs_intab_webgpu", "ttft_vs_intab_webgpu" (llama.cpp ÷ intab), "intab_webgpu_decode_vs_native",
       "intab_webgpu_prefill_vs_native" (intab ÷ llama.cpp), and the same for intab_onnx_wasm.
   intab export-onnx --model <gguf file | HF folder> --out DIR

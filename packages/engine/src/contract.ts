@@ -415,6 +415,12 @@ export interface LoadOptions {
    * weights run exactly there). ModelInfo.adapter says which ran, and info.warnings what was re-quantized.
    */
   cpuKernels?: 'intab' | 'onnxruntime';
+  /**
+   * Threads intab's CPU kernels split each matrix across [the cores, at most 4, where the page is cross-origin
+   * isolated (COOP same-origin, COEP require-corp or credentialless), else 1: wasm threads need SharedArrayBuffer].
+   * ModelInfo.adapter says how many run, and why only one.
+   */
+  cpuThreads?: number;
   /** KV-cache bytes [128 MiB]. */
   kvBudgetBytes?: number;
   /** Most sequences per step [8]. */

@@ -187,6 +187,7 @@ export class Engine implements EngineApi {
         maxTokensPerStep: options.maxTokensPerStep ?? DEFAULTS.maxTokensPerStep,
         quantize: options.quantize,
         cpuKernels: options.cpuKernels,
+        cpuThreads: options.cpuThreads,
         prefixCache: options.prefixCache,
       };
       try {

@@ -47,6 +47,8 @@ export interface RunnersOptions {
   quantize?: 'q8_0' | 'q4_0';
   /** On 'onnx-wasm': what runs the matrices (LoadOptions.cpuKernels). */
   cpuKernels?: 'intab' | 'onnxruntime';
+  /** On intab's CPU kernels: their threads (LoadOptions.cpuThreads). */
+  cpuThreads?: number;
   onProgress?: (p: LoadProgress) => void;
   onDraftProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
@@ -182,11 +184,13 @@ export async function loadOnnxModel(opened: OpenedModels, backend: Exclude<Backe
   const options = { backend: backend.name, runtime: backend.ort, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: Math.max(o.maxTokensPerStep ?? 512, o.maxBatch), signal: o.signal };
   const load = async (model: ModelFiles, onProgress?: (p: LoadProgress) => void): Promise<{ runner: StepRunner; weightBytes: number; adapter: string; warnings: string[] }> => {
     if (onCpuKernels(model, backend, o.cpuKernels, onnx.cpuRunnable)) {
-      const cpu = await onnx.loadCpuRunner(model, { ...options, onProgress, anyFormat: o.cpuKernels === 'intab' });
+      const cpu = await onnx.loadCpuRunner(model, { ...options, onProgress, anyFormat: o.cpuKernels === 'intab', threads: o.cpuThreads });
       const r = cpu.requantized;
       const formats = [...new Set(r.map((n) => model.tensors.get(n)?.dtype))].join(', ');
       const warnings = r.length ? [`${r.length === 1 ? r[0] : `${r.length} matrices`} (${formats}) ${r.length === 1 ? 'was' : 'were'} re-quantized to q8_0 on load: intab's CPU kernels read q4_0 and q8_0 as stored.`] : [];
-      return { runner: cpu.runner, weightBytes: cpu.weightBytes, adapter: `intab's wasm SIMD128 kernels (${cpu.dtypes}, 1 thread)`, warnings };
+      if (o.cpuThreads !== undefined && o.cpuThreads > 1 && cpu.threads === 1) warnings.push(`cpuThreads ${o.cpuThreads}: intab's CPU kernels run on 1 thread, because ${cpu.threadsNote}.`);
+      const threads = cpu.threads === 1 ? `1 thread${cpu.threadsNote ? `: ${cpu.threadsNote}` : ''}` : `${cpu.threads} threads`;
+      return { runner: cpu.runner, weightBytes: cpu.weightBytes, adapter: `intab's wasm SIMD128 kernels (${cpu.dtypes}, ${threads})`, warnings };
     }
     const target = await onnx.loadOnnxRunner(model, { ...options, onProgress });
     const threads = `${target.threads} thread${target.threads === 1 ? '' : 's'}`;

@@ -47,7 +47,7 @@ async function setup(kind: Kind, o: { engine?: EngineOptions; file?: 'stories260
     const { model: m } = await cpuModel(o.quantize ?? 'q4_0');
     const tokenizer = openTokenizer(m);
     const { runner, draft, info } = await loadOnnxModel({ model: m, tokenizer, draftModel: o.draft ? m : undefined }, { name: 'onnx-wasm', reason: 'test' }, { kvBudgetBytes: 2 << 20, maxBatch: 8 });
-    expect(info.adapter).toMatch(/^intab's wasm SIMD128 kernels \(q[48]_0, 1 thread\)$/);
+    expect(info.adapter).toMatch(/^intab's wasm SIMD128 kernels \(q[48]_0, 1 thread: the page is not cross-origin isolated \(.*\)\)$/);
     const engine = new Engine({ runner, draft, tokenizer, info, options: { seed: 2, maxBatch: 8, ...o.engine } });
     return { engine, runner, info };
   }
@@ -278,7 +278,7 @@ for (const kind of ['webgpu', 'cpu-kernels'] as Kind[]) {
       const source: ModelSource = kind === 'webgpu' ? { kind: 'url', url: new URL(sharedUrl('models/stories260K/stories260K.gguf'), location.href).href } : { kind: 'files', files: [{ name: 'cpu-q4_0.gguf', blob: new Blob([(await cpuModel('q4_0')).bytes]) }] };
       const backend = kind === 'webgpu' ? 'webgpu' : 'onnx-wasm';
       const first = await Engine.load(source, { kvBudgetBytes: 2 << 20, preload: { promptIds: system }, backend });
-      if (kind === 'cpu-kernels') expect(first.modelInfo).toMatchObject({ backend: { name: 'onnx-wasm' }, adapter: "intab's wasm SIMD128 kernels (q4_0, 1 thread)", prefixCache: true });
+      if (kind === 'cpu-kernels') expect(first.modelInfo).toMatchObject({ backend: { name: 'onnx-wasm' }, adapter: "intab's wasm SIMD128 kernels (q4_0, 1 thread: the page is not cross-origin isolated (serve it with COOP same-origin and COEP require-corp or credentialless))", prefixCache: true });
       expect(first.modelInfo!.preloaded).toEqual([expect.objectContaining({ tokens: 101, cachedTokens: 0 })]);
       expect(first.modelInfo!.restored).toBeUndefined();
       await first.saveCache();

@@ -46,7 +46,7 @@ export interface CreateEngineOptions extends Omit<LoadOptions, 'draft'> {
   worker?: boolean;
   /**
    * 'origin': one engine for every tab and window of this origin that asks for the same model with the same settings
-   * (backend, quantize, cpuKernels, kvBudgetBytes, maxBatch, maxTokensPerStep, maxQueuedChunks, speculative, prefixCache, draft).
+   * (backend, quantize, cpuKernels, cpuThreads, kvBudgetBytes, maxBatch, maxTokensPerStep, maxQueuedChunks, speculative, prefixCache, draft).
    * The first tab loads it in the origin's SharedWorker; later tabs attach to it at once, loading nothing. Requests of
    * all tabs share its steps, fairly between tabs, and its prefix cache; a tab that closes ends its own requests and
    * frees their pages. Where the browser has no SharedWorker (or its SharedWorker no WebGPU), one tab is elected host

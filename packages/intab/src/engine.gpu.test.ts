@@ -496,7 +496,7 @@ describe("createEngine on intab's CPU kernels (a q4_0 GGUF without a hardware GP
     const cpu = await createEngine({ model, backend: 'onnx-wasm', kvBudgetBytes: 1 << 20 });
     try {
       expect(cpu.inWorker).toBe(true);
-      expect(cpu.info).toMatchObject({ backend: { name: 'onnx-wasm' }, adapter: "intab's wasm SIMD128 kernels (q4_0, 1 thread)", prefixCache: true });
+      expect(cpu.info).toMatchObject({ backend: { name: 'onnx-wasm' }, adapter: "intab's wasm SIMD128 kernels (q4_0, 1 thread: the page is not cross-origin isolated (serve it with COOP same-origin and COEP require-corp or credentialless))", prefixCache: true });
       // The same runner loaded here, on this thread: the Worker's stream carries its ids.
       const { runner } = await loadCpuRunner(await openGguf(bytesSource('tiny-q4_0.gguf', new Uint8Array(await model.arrayBuffer()))));
       runner.alloc(0);

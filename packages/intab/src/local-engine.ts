@@ -142,7 +142,7 @@ function shareKey(o: CreateEngineOptions): ShareKey | undefined {
   const model = name(o.model, o);
   const draft = name(o.draft, {});
   if (model === undefined || draft === undefined) return { reason: 'a File or a folder is this tab\'s own, which another tab cannot name: give a URL or a Hugging Face id to share the engine' };
-  const settings = { backend: o.backend, quantize: o.quantize, cpuKernels: o.cpuKernels, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: o.maxTokensPerStep, maxQueuedChunks: o.maxQueuedChunks, speculative: o.speculative, prefixCache: o.prefixCache };
+  const settings = { backend: o.backend, quantize: o.quantize, cpuKernels: o.cpuKernels, cpuThreads: o.cpuThreads, kvBudgetBytes: o.kvBudgetBytes, maxBatch: o.maxBatch, maxTokensPerStep: o.maxTokensPerStep, maxQueuedChunks: o.maxQueuedChunks, speculative: o.speculative, prefixCache: o.prefixCache };
   return { key: JSON.stringify([model, draft, settings]), reason: '' };
 }
 
@@ -160,6 +160,7 @@ function pickLoadOptions(o: CreateEngineOptions): LoadOptions {
   if (o.backend !== undefined) out.backend = o.backend;
   if (o.quantize !== undefined) out.quantize = o.quantize;
   if (o.cpuKernels !== undefined) out.cpuKernels = o.cpuKernels;
+  if (o.cpuThreads !== undefined) out.cpuThreads = o.cpuThreads;
   if (o.kvBudgetBytes !== undefined) out.kvBudgetBytes = o.kvBudgetBytes;
   if (o.maxBatch !== undefined) out.maxBatch = o.maxBatch;
   if (o.maxTokensPerStep !== undefined) out.maxTokensPerStep = o.maxTokensPerStep;

@@ -246,6 +246,11 @@ export class CpuLlama {
     }
   }
 
+  /** Ends the kernels' helper threads, if any (the forward is not used again). */
+  close(): void {
+    this.cpu.close();
+  }
+
   /** Bytes of K/V and scratch this forward holds in the kernels' memory. */
   get scratchBytes(): number {
     return this.cpu.memory.buffer.byteLength - this.ptr.x;

@@ -140,6 +140,7 @@ export class CpuRunner implements StepRunner {
   }
 
   destroy(): void {
+    if (!this.destroyed) this.forward.close();
     this.destroyed = true;
   }
 

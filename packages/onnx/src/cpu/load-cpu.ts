@@ -9,6 +9,7 @@ import { createXXHash128 } from 'hash-wasm';
 import { OnnxUnsupportedError } from '../errors.ts';
 import { tensorWeights } from '../llama-graph.ts';
 import { CpuMatmul } from '../wasm/cpu-matmul.ts';
+import { defaultThreads, threadsUnavailable } from '../wasm/wasm-threads.ts';
 import { createActivationKernel } from '../wasm/activation.ts';
 import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
 import { createNormKernels } from '../wasm/norm.ts';
@@ -16,6 +17,11 @@ import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
 import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
 
 export interface CpuLoadOptions extends CpuRunnerOptions, CpuRunnableOptions {
+  /**
+   * Threads the kernels split each matrix across [the cores, at most 4, where wasm threads can run (a cross-origin
+   * isolated page, or Node), else 1]. More than 1 where threads cannot run gives 1, and LoadedCpu.threadsNote says why.
+   */
+  threads?: number;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
 }
@@ -29,6 +35,10 @@ export interface LoadedCpu {
   requantized: string[];
   /** The formats the kernels run the layer matrices in, e.g. 'q4_0', 'q4_0, q8_0' or 'q8_0 from q4_K, q8_0 from q6_K'. */
   dtypes: string;
+  /** Threads the kernels run on. */
+  threads: number;
+  /** Why they run on 1 thread where more could help (the page is not cross-origin isolated...), else undefined. */
+  threadsNote?: string;
 }
 
 const LAYER_MATRICES = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
@@ -108,9 +118,16 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const estimate = heldBytes(model) + pages * pageBytes + scratch + (1 << 20);
   const mib = (b: number) => `${Math.ceil(b / 2 ** 20)} MiB`;
   if (estimate > WASM_HEAP) throw new OnnxUnsupportedError('memory', `the model, its K/V and scratch need about ${mib(estimate)} of wasm memory, past a wasm heap's 4 GiB: lower kvBudgetBytes or maxTokensPerStep, or load a smaller model or quantization.`);
+  const asked = o.threads ?? defaultThreads();
+  if (!(Number.isInteger(asked) && asked >= 1 && asked <= 56)) throw new OnnxUnsupportedError('threads', `${asked} is not a thread count: give 1 to 56.`);
+  const unavailable = threadsUnavailable();
+  const threads = unavailable ? 1 : asked;
+  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
+  // why 1 where more were asked, or where the default gave 1 on several cores
+  const threadsNote = unavailable && (asked > 1 || (o.threads === undefined && cores > 1)) ? unavailable : undefined;
   let cpu: CpuMatmul;
   try {
-    cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536) });
+    cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536), threads });
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
     throw new OnnxUnsupportedError('memory', `the browser could not reserve ${mib(estimate)} of wasm memory for the model (${err.message}): close other tabs, lower kvBudgetBytes, or load a smaller model or quantization.`);
@@ -122,11 +139,16 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
   const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
-  await warmup(runner, c.bosId ?? 0);
+  try {
+    await warmup(runner, c.bosId ?? 0);
+  } catch (err) {
+    runner.destroy();
+    throw err;
+  }
   // What the kernels run, per stored format of the layer matrices: 'q4_0', or 'q8_0 from q4_K'.
   const formats = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort();
   const dtypes = formats.map((d) => (AS_STORED.has(d) ? d : `q8_0 from ${d}`)).join(', ');
-  return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes };
+  return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes, threads: cpu.threads, ...(threadsNote ? { threadsNote } : {}) };
 }
 
 /**

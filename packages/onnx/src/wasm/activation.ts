@@ -8,6 +8,7 @@
 // are byte offsets into the memory).
 
 import { F32, I32, V128, WasmModule, type Code } from './wasm-module.ts';
+import { isShared } from './wasm-threads.ts';
 
 /** a and b of each activation (act(x) = x · sigmoid(a·x + b·x³)). */
 export const ACTIVATION_COEFFICIENTS: Readonly<Record<'silu' | 'gelu_tanh', readonly [number, number]>> = {
@@ -17,9 +18,9 @@ export const ACTIVATION_COEFFICIENTS: Readonly<Record<'silu' | 'gelu_tanh', read
 
 export const f32x4 = (v: number) => new Uint8Array(new Float32Array([v, v, v, v]).buffer);
 
-/** The module's binary. */
-export function buildActivationModule(): Uint8Array<ArrayBuffer> {
-  const mod = new WasmModule({ memoryPages: 1 });
+/** The module's binary (`shared`: for a shared memory, wasm threads). */
+export function buildActivationModule(shared = false): Uint8Array<ArrayBuffer> {
+  const mod = new WasmModule({ memoryPages: 1, shared });
   emitActMul(mod.func('act_mul', [I32, I32, I32, F32, F32], []));
   return mod.encode();
 }
@@ -84,6 +85,6 @@ export interface ActivationKernel {
  * act.act_mul(gatePtr, upPtr, T * F, ...ACTIVATION_COEFFICIENTS.silu);
  */
 export async function createActivationKernel(memory: WebAssembly.Memory): Promise<ActivationKernel> {
-  const { instance } = await WebAssembly.instantiate(buildActivationModule(), { env: { memory } });
+  const { instance } = await WebAssembly.instantiate(buildActivationModule(isShared(memory)), { env: { memory } });
   return instance.exports as unknown as ActivationKernel;
 }

@@ -13,13 +13,14 @@
 
 import { emitExp, f32x4 } from './activation.ts';
 import { F32, I32, V128, WasmModule, type Code } from './wasm-module.ts';
+import { isShared } from './wasm-threads.ts';
 
 /** Head dimensions the kernels take: multiples of 16 floats (four f32x4 accumulators per pass). */
 export const ATTENTION_HEAD_DIM_STEP = 16;
 
-/** The module's binary. */
-export function buildAttentionModule(): Uint8Array<ArrayBuffer> {
-  const mod = new WasmModule({ memoryPages: 1 });
+/** The module's binary (`shared`: for a shared memory, wasm threads). */
+export function buildAttentionModule(shared = false): Uint8Array<ArrayBuffer> {
+  const mod = new WasmModule({ memoryPages: 1, shared });
   emitScores(mod.func('attn_scores', [I32, I32, I32, I32, I32, I32, F32], []));
   emitMix(mod.func('attn_mix', [I32, I32, I32, I32, I32, I32], []));
   emitSoftmax(mod.func('attn_softmax', [I32, I32], []));
@@ -191,6 +192,6 @@ export interface AttentionKernels {
  * attention.attn_scores(qPtr, keysPtr, offsPtr, n, 64, scoresPtr, 0.125);
  */
 export async function createAttentionKernels(memory: WebAssembly.Memory): Promise<AttentionKernels> {
-  const { instance } = await WebAssembly.instantiate(buildAttentionModule(), { env: { memory } });
+  const { instance } = await WebAssembly.instantiate(buildAttentionModule(isShared(memory)), { env: { memory } });
   return instance.exports as unknown as AttentionKernels;
 }

@@ -4,7 +4,8 @@
 // the CPU (MatMulNBits dequantizes the whole matrix per call), so the no-GPU path reads f32 weights: 7× the bytes.
 // Not wired into the engine yet; see the report of issue 28 for the runner it is meant for.
 //
-// Exports of the module, all (w, xq, xd, y, n, k, m) → () except quantize_x (x, xq, xd, blocks) → ():
+// Exports of the module, all (w, xq, xd, y, n, k, m, r0, r1) → () (rows r0..r1 of y; threads take parts) except
+// quantize_x (x, xq, xd, blocks) → ():
 //   gemv_<dtype>_<layout>: tiles of ROWS weight rows × 1 token (decode: each x block reused across ROWS rows)
 //   gemm_<dtype>_<layout>: tiles of PREFILL_ROWS rows × TOKENS tokens (prefill: each unpacked weight block reused
 //                          across TOKENS tokens and each x block across PREFILL_ROWS rows)
@@ -31,6 +32,7 @@ import { X_SLOT, emitMatmul, emitMatmul4, emitQuantizeX, i16Dot, interleaved, la
 import { Q4_0 } from './gemv-q4_0.ts';
 import { Q8_0 } from './gemv-q8_0.ts';
 import { I32, V128, WasmModule } from './wasm-module.ts';
+import { WasmThreads, sharedMemory } from './wasm-threads.ts';
 
 /** The weight formats the CPU kernels read. */
 export type CpuMatmulDtype = 'q8_0' | 'q4_0';
@@ -144,9 +146,22 @@ export interface CpuMatmulOptions {
   readonly touch?: number;
   /** Initial memory in 64 KiB pages (it grows as weights are uploaded). */
   readonly initialPages?: number;
+  /**
+   * Threads a matmul's rows are split across [1]: more than 1 runs helper threads over a shared memory
+   * (wasm-threads.ts; a browser allows that only on a cross-origin isolated page: threadsUnavailable).
+   */
+  readonly threads?: number;
+  /** Multiply-adds (N·K·M) from which a matmul is split across the threads (default SPLIT_FROM). */
+  readonly splitFrom?: number;
 }
 
-type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: number, m: number) => void;
+type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: number, m: number, r0: number, r1: number) => void;
+
+/**
+ * Multiply-adds (N·K·M) from which a matmul is split across threads: below it the handoff (~1–2 µs: a cache line to
+ * and from each helper) costs more than the share saves. Measured in Chromium on 2 cores (cpu-matmul.bench.test.ts).
+ */
+const SPLIT_FROM = 1 << 18;
 
 /**
  * Tile shapes per kernel, from tile sweeps (cpu-matmul.bench.test.ts, INTAB_CPU_KERNEL_SWEEP=1, and the same in
@@ -190,15 +205,15 @@ export interface CpuMatmulConfig {
 }
 
 /** The module's binary for a configuration (exported for tests that validate the encoding). */
-export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | 'prefillFrom'>): Uint8Array<ArrayBuffer> {
+export function buildCpuMatmulModule(config: Omit<CpuMatmulConfig, 'layouts' | 'prefillFrom'>, shared = false): Uint8Array<ArrayBuffer> {
   const { kernel, rows, prefillRows, tokens, streams, decodeTokens, touch } = config;
-  const mod = new WasmModule({ memoryPages: 1 });
+  const mod = new WasmModule({ memoryPages: 1, shared });
   const xLayout = kernel === 'i16' ? 'i16' : 'i8';
   const relaxed: RelaxedForm | undefined = kernel === 'relaxed-u8' ? 'u8' : kernel === 'relaxed' ? 'add' : kernel === 'relaxed16' ? 'dot16' : undefined;
   emitQuantizeX(mod.func('quantize_x', [I32, I32, I32, I32], []), xLayout);
   const emit = (name: string, f: WeightFormat, dot: BlockDot, layout: WeightLayout) => {
-    const gemv = mod.func(`gemv_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
-    const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32], []);
+    const gemv = mod.func(`gemv_${name}`, [I32, I32, I32, I32, I32, I32, I32, I32, I32], []);
+    const gemm = mod.func(`gemm_${name}`, [I32, I32, I32, I32, I32, I32, I32, I32, I32], []);
     if (layout === 'split4w') {
       // tiles as 'split4' q4_0's
       const words = f.words(formOf(layout)!);
@@ -265,14 +280,36 @@ export class CpuMatmul {
     private readonly exports: Record<string, Kernel> & { quantize_x: (x: number, xq: number, xd: number, blocks: number) => void },
     /** The kernel and tile shapes this instance runs. */
     readonly config: CpuMatmulConfig,
+    /** The helper threads, each kernel's index there, and the multiply-adds from which a matmul is split; absent on one thread. */
+    private readonly pool?: { threads: WasmThreads; fns: Map<string, number>; splitFrom: number },
   ) {}
 
+  /**
+   * Compiles the kernels for `options` over a new memory (a shared one with `threads` > 1, whose helper threads are
+   * started here).
+   */
   static async create(options: CpuMatmulOptions = {}): Promise<CpuMatmul> {
     const config = cpuMatmulConfig(options);
-    const memory = new WebAssembly.Memory({ initial: Math.max(1, options.initialPages ?? 16) });
-    const module = await WebAssembly.compile(buildCpuMatmulModule(config));
+    const threads = options.threads ?? 1;
+    if (!(Number.isInteger(threads) && threads >= 1)) throw new RangeError(`threads: a positive integer, got ${threads}`);
+    const initial = Math.max(1, options.initialPages ?? 16);
+    const memory = threads > 1 ? sharedMemory(initial) : new WebAssembly.Memory({ initial });
+    const module = await WebAssembly.compile(buildCpuMatmulModule(config, threads > 1));
     const instance = await WebAssembly.instantiate(module, { env: { memory } });
-    return new CpuMatmul(memory, instance.exports as never, config);
+    if (threads === 1) return new CpuMatmul(memory, instance.exports as never, config);
+    const pool = await WasmThreads.start(memory, [module], threads - 1);
+    const fns = new Map(WebAssembly.Module.exports(module).map((d) => [d.name, pool.fn(module, d.name)] as const));
+    return new CpuMatmul(memory, instance.exports as never, config, { threads: pool, fns, splitFrom: options.splitFrom ?? SPLIT_FROM });
+  }
+
+  /** Threads a matmul runs on. */
+  get threads(): number {
+    return this.pool?.threads.threads ?? 1;
+  }
+
+  /** Ends the helper threads (a later matmul runs on this thread alone). */
+  close(): void {
+    this.pool?.threads.close();
   }
 
   /**
@@ -413,7 +450,18 @@ export class CpuMatmul {
    * the decode tiling below the prefill tile's M, else the prefill one, unless `tiling` names one.
    */
   raw(w: CpuWeight, xq: number, xd: number, y: number, m: number, tiling: 'gemv' | 'gemm' = this.tiling(w, m)): void {
-    this.exports[`${tiling}_${w.dtype}_${w.layout}${w.wide ? '_wide' : ''}`](w.ptr, xq, xd, y, w.n, w.k, m);
+    const name = `${tiling}_${w.dtype}_${w.layout}${w.wide ? '_wide' : ''}`;
+    const kernel = this.exports[name];
+    const { n, k, ptr } = w;
+    const pool = this.pool;
+    if (!pool || n * k * m < pool.splitFrom || pool.threads.closed) return kernel(ptr, xq, xd, y, n, k, m, 0, n);
+    // each thread a run of rows, whole groups of 4 in the interleaved layouts; this thread the first
+    const T = pool.threads.threads;
+    const step = interleaved(w.layout) ? 4 : 1;
+    const units = Math.ceil(n / step);
+    const bound = (t: number) => Math.min(n, Math.round((units * t) / T) * step);
+    const args = Array.from({ length: T - 1 }, (_, h) => [ptr, xq, xd, y, n, k, m, bound(h + 1), bound(h + 2)]);
+    pool.threads.run(pool.fns.get(name)!, args, () => kernel(ptr, xq, xd, y, n, k, m, 0, bound(1)));
   }
 
   /** The tiling for M tokens: the decode tiles below `prefillFrom` ('split4') or `tokens` (the other layouts). */

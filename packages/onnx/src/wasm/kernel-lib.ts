@@ -285,7 +285,8 @@ function storeI8(c: Code, xq: number, j: number, q: number, lo: number, h: reado
 }
 
 /**
- * The matmul loop nest, params (w, xq, xd, y, n, k, m): y[t, r] = Σ_b d_w[r,b]·d_x[t,b]·Σ_j qw[r,b,j]·qx[t,b,j].
+ * The matmul loop nest, params (w, xq, xd, y, n, k, m, r0, r1): y[t, r] = Σ_b d_w[r,b]·d_x[t,b]·Σ_j qw[r,b,j]·qx[t,b,j]
+ * for the rows r0 ≤ r < r1 (0 and N for all of them; threads take parts).
  *   w: (N, K/32) blocks of format `f`, stored in `layout`   xq, xd: (M, K) and (M, K/32), see above   y: (M, N) f32
  * The N × M output is covered by tiles of R rows × T tokens: R > 1 reuses each prepared x block across R weight
  * rows, T > 1 reuses each unpacked weight block across T tokens. Ragged edges fall back to R × 1, 1 × T and 1 × 1
@@ -295,7 +296,7 @@ function storeI8(c: Code, xq: number, j: number, q: number, lo: number, h: reado
  */
 export function emitMatmul(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout, R: number, T: number): void {
   if (!(Number.isInteger(R) && Number.isInteger(T) && R >= 1 && T >= 1 && R * T <= 16)) throw new RangeError(`tiles take 1 ≤ R·T ≤ 16; got ${R}×${T}`);
-  const [w, xq, xd, y, n, k, m] = [0, 1, 2, 3, 4, 5, 6];
+  const [w, xq, xd, y, n, k, m, r0, r1] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
   const v128s = (count: number) => Array.from({ length: count }, () => c.local(V128));
   const i32s = (count: number) => Array.from({ length: count }, () => c.local(I32));
   const L: Locals = {
@@ -322,11 +323,11 @@ export function emitMatmul(c: Code, f: WeightFormat, dot: BlockDot, layout: Weig
   };
   c.get(k).i32_const(5).i32_shr_u().tee(L.nb).i32_const(layout === 'gguf' ? f.bytes : f.quantBytes).i32_mul().set(L.rb);
   if (layout === 'split') c.get(w).get(n).get(L.nb).i32_mul().i32_const(4).i32_mul().i32_const(15).i32_add().i32_const(-16).i32_and().i32_add().set(L.qbase);
-  c.i32_const(0).set(L.row);
+  c.get(r0).set(L.row);
   const p = { w, xq, xd, y, n, k };
   for (const rs of R > 1 ? [R, 1] : [1]) {
     c.block().loop();
-    c.get(L.row).i32_const(rs).i32_add().get(n).i32_gt_u().br_if(1);
+    c.get(L.row).i32_const(rs).i32_add().get(r1).i32_gt_u().br_if(1);
     c.i32_const(0).set(L.tok);
     for (const ts of T > 1 ? [T, 1] : [1]) {
       c.block().loop();
@@ -439,7 +440,7 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
 }
 
 /**
- * The matmul loop nest over a 'split4' matrix, params as emitMatmul's: tiles of S row groups (4 rows each) × T
+ * The matmul loop nest over a 'split4' matrix, params as emitMatmul's (r0 a multiple of 4): tiles of S row groups (4 rows each) × T
  * tokens. The S groups of a tile lie far apart (S weight streams advance together: emitStreamLoops); each token tile
  * is T wide, then the M mod T tokens left run as one tile of that width. Per block, each row's dot is an i32x4 whose
  * lanes sum to the row's integer dot; a group's 4 rows' vectors are reduced (a 4×4 transpose-add, 6 shuffles and 3
@@ -452,7 +453,7 @@ function emitTile(c: Code, f: WeightFormat, dot: BlockDot, layout: WeightLayout,
  */
 export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot | WordDot, T: number, streams = 1, touch = 0): void {
   if (!(Number.isInteger(T) && Number.isInteger(streams) && T >= 1 && streams >= 1 && T * streams <= 8)) throw new RangeError(`'split4' tiles take 1 ≤ streams·T ≤ 8 (row groups × tokens); got ${streams}×${T}`);
-  const [w, xq, xd, y, n, k, m] = [0, 1, 2, 3, 4, 5, 6];
+  const [w, xq, xd, y, n, k, m, r0, r1] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
   const v128s = (count: number) => Array.from({ length: count }, () => c.local(V128));
   const L: Locals4 = {
     nb: c.local(I32),
@@ -460,6 +461,7 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot | WordDot, T
     row: c.local(I32),
     rowS: Array.from({ length: streams }, () => c.local(I32)),
     part: c.local(I32),
+    end: c.local(I32),
     tok: c.local(I32),
     b: c.local(I32),
     pw: Array.from({ length: streams }, () => c.local(I32)),
@@ -477,17 +479,17 @@ export function emitMatmul4(c: Code, f: WeightFormat, dot: BlockDot | WordDot, T
   // qbase = w + the scales, (⌈N/4⌉·4·nb) f32, rounded up to 16 bytes
   c.get(k).i32_const(5).i32_shr_u().set(L.nb);
   c.get(w).get(n).i32_const(3).i32_add().i32_const(-4).i32_and().get(L.nb).i32_mul().i32_const(4).i32_mul().i32_const(15).i32_add().i32_const(-16).i32_and().i32_add().set(L.qbase);
-  emitStreamLoops(c, f, dot, L, { w, xq, xd, y, n, k }, m, streams, T, touch);
+  emitStreamLoops(c, f, dot, L, { w, xq, xd, y, n, k }, { m, r0, r1 }, streams, T, touch);
 }
 
 /**
- * The order over S streams: the G = ⌈N/4⌉ row groups split into S parts of P = ⌊G/S⌋ groups; group g < P runs
- * beside groups g + P, g + 2P, … (S weight streams far apart in memory advance together and share each x block),
- * then the G − S·P last groups one by one; per tile, the tokens in tiles of T, then the rest as one tile (the tile's
+ * The order over S streams: the G row groups of rows r0..r1 split into S parts of P = ⌊G/S⌋ groups; the part's
+ * group g runs beside groups g + P, g + 2P, … (S weight streams far apart in memory advance together and share each
+ * x block), then the G − S·P last groups one by one; per tile, the tokens in tiles of T, then the rest as one tile (the tile's
  * weights stay in L1/L2 meanwhile). Measured on the 151669×576 head read from memory (Node 20): 4 streams 1.5–1.7×
  * faster than 1 at decode; from cache, alike (cpu-matmul.ts DEFAULT_TILES).
  */
-function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: Locals4, p: Params4, m: number, S: number, T: number, touch: number): void {
+function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: Locals4, p: Params4, { m, r0, r1 }: { m: number; r0: number; r1: number }, S: number, T: number, touch: number): void {
   const eachTokenTile = (rows: readonly number[]) => {
     c.i32_const(0).set(L.tok);
     for (const ts of Array.from({ length: T }, (_, i) => T - i)) {
@@ -499,27 +501,27 @@ function emitStreamLoops(c: Code, f: WeightFormat, dot: BlockDot | WordDot, L: L
       c.br(0).end().end();
     }
   };
-  // part = 4·P rows
-  c.get(p.n).i32_const(3).i32_add().i32_const(2).i32_shr_u().i32_const(S).i32_div_u().i32_const(2).i32_shl().set(L.part);
-  c.i32_const(0).set(L.rowS[0]);
+  // part = 4·P rows, the first stream's from r0 to end
+  c.get(r1).get(r0).i32_sub().i32_const(3).i32_add().i32_const(2).i32_shr_u().i32_const(S).i32_div_u().i32_const(2).i32_shl().set(L.part);
+  c.get(r0).tee(L.rowS[0]).get(L.part).i32_add().set(L.end);
   c.block().loop();
-  c.get(L.rowS[0]).get(L.part).i32_ge_u().br_if(1);
+  c.get(L.rowS[0]).get(L.end).i32_ge_u().br_if(1);
   for (let s = 1; s < S; s++) c.get(L.rowS[s - 1]).get(L.part).i32_add().set(L.rowS[s]);
   eachTokenTile(L.rowS);
   c.get(L.rowS[0]).i32_const(4).i32_add().set(L.rowS[0]);
   c.br(0).end().end();
   if (S === 1) return;
   // the groups past S parts, one by one
-  c.get(L.part).i32_const(S).i32_mul().set(L.row);
+  c.get(r0).get(L.part).i32_const(S).i32_mul().i32_add().set(L.row);
   c.block().loop();
-  c.get(L.row).get(p.n).i32_ge_u().br_if(1);
+  c.get(L.row).get(r1).i32_ge_u().br_if(1);
   eachTokenTile([L.row]);
   c.get(L.row).i32_const(4).i32_add().set(L.row);
   c.br(0).end().end();
 }
 
 interface Locals4 {
-  nb: number; qbase: number; row: number; rowS: number[]; part: number; tok: number; b: number; pw: number[]; ps: number[];
+  nb: number; qbase: number; row: number; rowS: number[]; part: number; end: number; tok: number; b: number; pw: number[]; ps: number[];
   px: number[]; pd: number[]; ws: number[]; dx: number; tmp: number; wv: number[][]; xv: number[]; d: number[]; acc: number[];
 }
 

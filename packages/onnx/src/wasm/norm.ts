@@ -8,15 +8,16 @@
 //   add(y, x, n): y[i] += x[i]
 
 import { F64, I32, V128, WasmModule, type Code } from './wasm-module.ts';
+import { isShared } from './wasm-threads.ts';
 
 /** Bytes-lane shuffle that moves f32 lanes 2 and 3 to lanes 0 and 1. */
 const HIGH_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
 /** Lanes 0 and 1 of the first f32x4 then lanes 0 and 1 of the second. */
 const JOIN_LOWS = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 
-/** The module's binary. */
-export function buildNormModule(): Uint8Array<ArrayBuffer> {
-  const mod = new WasmModule({ memoryPages: 1 });
+/** The module's binary (`shared`: for a shared memory, wasm threads). */
+export function buildNormModule(shared = false): Uint8Array<ArrayBuffer> {
+  const mod = new WasmModule({ memoryPages: 1, shared });
   emitRmsNorm(mod.func('rms_norm', [I32, I32, I32, I32, I32, F64], []));
   emitAdd(mod.func('add', [I32, I32, I32], []));
   return mod.encode();
@@ -87,6 +88,6 @@ export interface NormKernels {
  * norm.rms_norm(xPtr, wPtr, outPtr, C, M, 1e-6);
  */
 export async function createNormKernels(memory: WebAssembly.Memory): Promise<NormKernels> {
-  const { instance } = await WebAssembly.instantiate(buildNormModule(), { env: { memory } });
+  const { instance } = await WebAssembly.instantiate(buildNormModule(isShared(memory)), { env: { memory } });
   return instance.exports as unknown as NormKernels;
 }

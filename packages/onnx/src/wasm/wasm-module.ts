@@ -256,6 +256,9 @@ interface FuncDef {
   readonly code: Code;
 }
 
+/** A wasm32 memory's most 64 KiB pages (4 GiB). */
+export const MAX_PAGES = 65536;
+
 /**
  * A module: an imported memory ("env"."memory") and exported functions.
  * @example
@@ -268,8 +271,11 @@ export class WasmModule {
   private readonly types: string[] = [];
   private readonly funcs: FuncDef[] = [];
 
-  /** `memoryPages`: the imported memory's minimum size in 64 KiB pages. */
-  constructor(private readonly options: { memoryPages: number }) {}
+  /**
+   * `memoryPages`: the imported memory's minimum size in 64 KiB pages; `shared`: the memory is a shared one (wasm
+   * threads), whose import declares the largest maximum (MAX_PAGES) so any shared memory matches it.
+   */
+  constructor(private readonly options: { memoryPages: number; shared?: boolean }) {}
 
   /** Adds an exported function; returns its body emitter (params are locals 0..n-1). */
   func(name: string, params: readonly ValType[], results: readonly ValType[]): Code {
@@ -296,7 +302,8 @@ export class WasmModule {
       append(out, payload);
     };
     section(1, this.types.map((t) => t.split(',').map(Number)));
-    section(2, [[...utf8('env'), ...utf8('memory'), 0x02, 0x00, ...uleb(this.options.memoryPages)]]);
+    const limits = this.options.shared ? [0x03, ...uleb(this.options.memoryPages), ...uleb(MAX_PAGES)] : [0x00, ...uleb(this.options.memoryPages)];
+    section(2, [[...utf8('env'), ...utf8('memory'), 0x02, ...limits]]);
     section(3, this.funcs.map((f) => uleb(f.type)));
     section(7, this.funcs.map((f, i) => [...utf8(f.name), 0x00, ...uleb(i)]));
     section(10, this.funcs.map((f) => f.code.encode()));
