@@ -27,6 +27,8 @@ export interface PageOptions {
    * SharedArrayBuffer (wasm threads: a job with cpuThreads > 1). Everything the page loads is same-origin.
    */
   isolated?: boolean;
+  /** Headers every response carries besides (a Content-Security-Policy, in tests). */
+  headers?: Record<string, string>;
 }
 
 /** An open page: the Vite server behind it, `failed` (rejects when the page throws or crashes), and close(). */
@@ -51,14 +53,14 @@ export async function openPage(o: PageOptions): Promise<OpenPage> {
   const plugins: Plugin[] = served.length
     ? [{ name: 'intab-model-files', configureServer: (s) => served.forEach(([dir, prefix]) => void s.middlewares.use(modelFilesMiddleware(dir, prefix))) }]
     : [];
-  if (o.isolated) {
+  const headers = { ...(o.isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}), ...o.headers };
+  if (Object.keys(headers).length) {
     // first in the chain, so the model files' responses carry the headers too
     plugins.unshift({
-      name: 'intab-cross-origin-isolated',
+      name: 'intab-page-headers',
       configureServer: (s) =>
         void s.middlewares.use((_req, res, next) => {
-          res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
-          res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+          for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
           next();
         }),
     });
@@ -129,14 +131,16 @@ export async function runPage(o: PageOptions & { timeoutMs: number }): Promise<v
 /**
  * Runs a job on the CLI's model page (packages/cli/page/run.html), serving the model's files (and a draft's): loading
  * progress goes to stderr and a page error is printed as `intab: Name: message`; every other record reaches
- * `onRecord`. Resolves with true when the page reported an error.
+ * `onRecord`. Resolves with true when the page reported an error. A job with cpuThreads > 1 gets a cross-origin
+ * isolated page (wasm threads need SharedArrayBuffer); `headers` go on every response besides.
  */
-export async function runJob(o: { job: unknown; modelDir?: string; draftDir?: string; onnxDir?: string; timeoutS: number; headed?: boolean; onRecord: (r: PageRecord) => void }): Promise<boolean> {
+export async function runJob(o: { job: unknown; modelDir?: string; draftDir?: string; onnxDir?: string; timeoutS: number; headed?: boolean; headers?: Record<string, string>; onRecord: (r: PageRecord) => void }): Promise<boolean> {
   let failed = false;
   const threads = (o.job as { cpuThreads?: number }).cpuThreads;
   await runPage({
     path: '/packages/cli/page/run.html',
     isolated: threads !== undefined && threads > 1,
+    headers: o.headers,
     timeoutMs: o.timeoutS * 1000,
     headed: o.headed,
     modelDir: o.modelDir,

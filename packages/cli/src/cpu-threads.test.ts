@@ -18,12 +18,12 @@ const gguf = join(dir, 'smollm2-2layers.gguf');
 beforeAll(() => void writeSyntheticModel({ like: 'smollm2-135m', dtype: 'q4_0', out: gguf, seed: 3, layers: 2 }));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The done record of a seeded, sampled `generate` on the CPU kernels, with these extra flags. */
-async function generate(extra: Record<string, string>): Promise<{ ids: number[]; adapter: string; warnings?: string[] }> {
+/** The done record of a seeded, sampled `generate` on the CPU kernels, with these extra flags (and page headers). */
+async function generate(extra: Record<string, string>, headers?: Record<string, string>): Promise<{ ids: number[]; adapter: string; warnings?: string[] }> {
   const model = resolveModel(gguf);
   const flags = { 'prompt-ids': '1,400,261,310,263,411,300,290,275,301,330,266', 'max-tokens': '24', temperature: '1', seed: '7', 'ignore-eos': true, backend: 'onnx-wasm', ...extra };
   const records: PageRecord[] = [];
-  const failed = await runJob({ job: jobFromFlags(flags, 'generate', model), modelDir: model.dir, timeoutS: 150, onRecord: (r) => records.push(r) });
+  const failed = await runJob({ job: jobFromFlags(flags, 'generate', model), modelDir: model.dir, timeoutS: 150, headers, onRecord: (r) => records.push(r) });
   expect(failed).toBe(false);
   const done = records.find((r) => r.done === true) as { ids: number[]; adapter: string; warnings?: string[] } | undefined;
   expect(done).toBeDefined();
@@ -42,6 +42,13 @@ describe('--cpu-threads', () => {
     expect(new Set(two.ids).size).toBeGreaterThan(4); // sampled: not one token repeated
     expect(two.ids).toEqual(one.ids);
     expect(plain.ids).toEqual(one.ids);
+  });
+
+  test("a CSP whose worker-src refuses blob: keeps the helpers from starting: one thread runs, and the adapter and a warning say why", { timeout: 150_000 }, async () => {
+    const done = await generate({ 'cpu-threads': '2' }, { 'Content-Security-Policy': "worker-src 'self'" });
+    const why = "its helper threads could not start (the helper thread's script did not load (a Content-Security-Policy needs worker-src blob: for wasm threads))";
+    expect(done.adapter).toBe(`intab's wasm SIMD128 kernels (q4_0, 1 thread: ${why})`);
+    expect(done.ids).toHaveLength(24);
   });
 
   test('flags: a whole number of threads, on the CPU only', () => {

@@ -148,7 +148,8 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   // What the kernels run, per stored format of the layer matrices: 'q4_0', or 'q8_0 from q4_K'.
   const formats = [...new Set([...model.tensors].filter(([n]) => LAYER_MATRICES.test(n)).map(([, t]) => t.dtype))].sort();
   const dtypes = formats.map((d) => (AS_STORED.has(d) ? d : `q8_0 from ${d}`)).join(', ');
-  return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes, threads: cpu.threads, ...(threadsNote ? { threadsNote } : {}) };
+  const note = threadsNote ?? cpu.threadsError;
+  return { runner, weightBytes: weights.bytes, requantized: weights.requantized, dtypes, threads: cpu.threads, ...(note ? { threadsNote: note } : {}) };
 }
 
 /**

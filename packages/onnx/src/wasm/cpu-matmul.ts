@@ -158,10 +158,12 @@ export interface CpuMatmulOptions {
 type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: number, m: number, r0: number, r1: number) => void;
 
 /**
- * Multiply-adds (N·K·M) from which a matmul is split across threads: below it the handoff (~1–2 µs: a cache line to
- * and from each helper) costs more than the share saves. Measured in Chromium on 2 cores (cpu-matmul.bench.test.ts).
+ * Multiply-adds (N·K·M) from which a matmul is split across threads: below it the handoff (a cache line to and from
+ * each helper, a microsecond or two) costs about what the share saves. On a SmolLM2-135M-shaped q4_0 decode step on
+ * 2 threads (Node 20, 2 cores), 2^16 (which splits its 192×576 K and V) measured 10.0 ms a token, 2^18 10.9, 2^20
+ * (which leaves its 576×576 output projection whole too) 13.2, one thread 17–18; within noise of 0.
  */
-const SPLIT_FROM = 1 << 18;
+const SPLIT_FROM = 1 << 16;
 
 /**
  * Tile shapes per kernel, from tile sweeps (cpu-matmul.bench.test.ts, INTAB_CPU_KERNEL_SWEEP=1, and the same in
@@ -282,11 +284,14 @@ export class CpuMatmul {
     readonly config: CpuMatmulConfig,
     /** The helper threads, each kernel's index there, and the multiply-adds from which a matmul is split; absent on one thread. */
     private readonly pool?: { threads: WasmThreads; fns: Map<string, number>; splitFrom: number },
+    /** Why more threads were asked for and one runs (the helpers could not start), else undefined. */
+    readonly threadsError?: string,
   ) {}
 
   /**
    * Compiles the kernels for `options` over a new memory (a shared one with `threads` > 1, whose helper threads are
-   * started here).
+   * started here; where they cannot start, as under a CSP without `worker-src blob:`, one thread runs and
+   * `threadsError` says why).
    */
   static async create(options: CpuMatmulOptions = {}): Promise<CpuMatmul> {
     const config = cpuMatmulConfig(options);
@@ -297,7 +302,12 @@ export class CpuMatmul {
     const module = await WebAssembly.compile(buildCpuMatmulModule(config, threads > 1));
     const instance = await WebAssembly.instantiate(module, { env: { memory } });
     if (threads === 1) return new CpuMatmul(memory, instance.exports as never, config);
-    const pool = await WasmThreads.start(memory, [module], threads - 1);
+    let pool: WasmThreads;
+    try {
+      pool = await WasmThreads.start(memory, [module], threads - 1);
+    } catch (err) {
+      return new CpuMatmul(memory, instance.exports as never, config, undefined, `its helper threads could not start (${(err as Error)?.message ?? err})`);
+    }
     const fns = new Map(WebAssembly.Module.exports(module).map((d) => [d.name, pool.fn(module, d.name)] as const));
     return new CpuMatmul(memory, instance.exports as never, config, { threads: pool, fns, splitFrom: options.splitFrom ?? SPLIT_FROM });
   }

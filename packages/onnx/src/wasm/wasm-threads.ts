@@ -29,6 +29,8 @@ const ERROR_WORDS = 512;
 const SPIN_MS = 5;
 /** How long the calling thread waits for a helper's share before it gives up on the threads. */
 const STALL_MS = 120_000;
+/** How long a helper may take to start (load its script, instantiate the kernels). */
+const START_MS = 20_000;
 
 /** Why wasm threads cannot run here, or undefined when they can. */
 export function threadsUnavailable(): string | undefined {
@@ -109,7 +111,13 @@ export class WasmThreads {
         ready.push(r);
         helper.post({ memory, modules, control, index, words } satisfies HelperInit);
       }
-      await Promise.all(ready);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`a helper thread did not start in ${START_MS / 1000} s`)), START_MS)));
+      try {
+        await Promise.race([Promise.all(ready), late]);
+      } finally {
+        clearTimeout(timer);
+      }
     } catch (err) {
       Atomics.store(new Int32Array(control), STOP, 1);
       for (const h of started) h.terminate();
@@ -225,7 +233,8 @@ async function spawn(source: string): Promise<{ helper: Helper; ready: Promise<v
   try {
     const w = new Worker(url, { name: 'intab-cpu-kernels' });
     w.onmessage = (e: MessageEvent) => onMessage(e.data);
-    w.onerror = (e: ErrorEvent) => onMessage({ error: e.message || 'the helper thread failed to start' });
+    // a script the page's CSP refuses (worker-src without blob:) fails here, with no message of its own
+    w.onerror = (e: ErrorEvent) => onMessage({ error: e.message || "the helper thread's script did not load (a Content-Security-Policy needs worker-src blob: for wasm threads)" });
     return { helper: { post: (m) => w.postMessage(m), terminate: () => w.terminate() }, ready };
   } finally {
     // the Worker has read its URL by the time it runs; revoking it later would leak it on every start
