@@ -16,7 +16,7 @@ import type { ExpSum } from '../cpu-sampler.ts';
 import type { GraphWeight } from '../graph-builder.ts';
 import { CpuMatmul, type CpuMatmulDtype, type CpuWeight } from '../wasm/cpu-matmul.ts';
 import { ACTIVATION_COEFFICIENTS, type ActivationKernel } from '../wasm/activation.ts';
-import { ATTENTION_HEAD_DIM_STEP, type AttentionKernels } from '../wasm/attention.ts';
+import { ATTENTION_HEAD_DIM_STEP, ATTENTION_TASK, type AttentionKernels } from '../wasm/attention.ts';
 import type { NormKernels } from '../wasm/norm.ts';
 
 /** A matrix's reader: canonical name → its stored bytes (or f32 values), undefined when absent. */
@@ -196,10 +196,12 @@ export class CpuLlama {
   private readonly invFreq: Float64Array;
   private readonly localInvFreq: Float64Array;
   private readonly noRope: Set<number>;
-  private readonly ptr: Record<'x' | 'xb' | 'q' | 'k' | 'v' | 'att' | 'proj' | 'gate' | 'up' | 'xq' | 'xd' | 'logits' | 'scores' | 'offs', number>;
-  private views!: Record<'x' | 'xb' | 'q' | 'k' | 'v' | 'att' | 'proj' | 'gate' | 'up' | 'logits' | 'scores', Float32Array> & { keys: Float32Array[]; values: Float32Array[]; offs: Int32Array };
+  private readonly ptr: Record<'x' | 'xb' | 'q' | 'k' | 'v' | 'att' | 'proj' | 'gate' | 'up' | 'xq' | 'xd' | 'logits' | 'scores' | 'offs' | 'tasks', number>;
+  private views!: Record<'x' | 'xb' | 'q' | 'k' | 'v' | 'att' | 'proj' | 'gate' | 'up' | 'logits', Float32Array> & { keys: Float32Array[]; values: Float32Array[]; offs: Int32Array; tasks: Int32Array };
   private viewsOf?: ArrayBuffer;
   private readonly kvPtr: number;
+  /** attn_tasks' index in the CPU threads (WasmThreads.fn), once asked. */
+  private tasksFn?: number;
   /** Where each norm weight vector sits in the kernels' memory (copied there for the norm kernel). */
   private readonly normAt = new Map<Float32Array, number>();
 
@@ -207,7 +209,8 @@ export class CpuLlama {
     private readonly cpu: CpuMatmul,
     config: LlamaConfig,
     private readonly weights: CpuLlamaWeights,
-    private readonly kernels: { attention: AttentionKernels; activation: ActivationKernel; norm: NormKernels },
+    /** attentionModule: the attention's compiled module, where the CPU threads run it too (CpuMatmul helperModules). */
+    private readonly kernels: { attention: AttentionKernels; activation: ActivationKernel; norm: NormKernels; attentionModule?: WebAssembly.Module },
     readonly maxTokens: number,
     /** Most sequences in one step. */
     readonly maxBatch: number,
@@ -234,8 +237,9 @@ export class CpuLlama {
     this.ptr = {
       x: f32(M * C), xb: f32(M * C), q: f32(M * H * D), k: f32(M * Hkv * D), v: f32(M * Hkv * D), att: f32(M * H * D),
       proj: f32(M * C), gate: f32(M * F), up: f32(M * F), xq: cpu.alloc(scratch.xq), xd: cpu.alloc(scratch.xd), logits: f32(maxRows * V),
-      // A token's attention scores (then weights), and each entry's K/V row offsets (bytes, per position).
-      scores: f32(this.context), offs: f32(maxBatch * this.context),
+      // Per thread, a task's attention scores (then weights); each entry's K/V row offsets (bytes, per position); the
+      // attention's tasks, one per token and query head (ATTENTION_TASK i32s each).
+      scores: f32(this.context * cpu.threads), offs: f32(maxBatch * this.context), tasks: cpu.alloc(4 * ATTENTION_TASK * M * H),
     };
     this.kvPtr = cpu.alloc(2 * config.layers * slots * Hkv * D * 4);
     for (const vec of [weights.outputNorm, ...weights.layers.flatMap((l) => [l.attnNorm, l.ffnNorm, l.qNorm, l.kNorm, l.attnPostNorm, l.ffnPostNorm])]) {
@@ -365,7 +369,8 @@ export class CpuLlama {
 
   /**
    * att (M, H·D): for each token and query head, softmax(q·k_j · scale) over the positions its sequence holds up to its
-   * own (within the layer's window), times v_j, on the wasm kernels.
+   * own (within the layer's window), times v_j, on the wasm kernels: one task per token and head (attn_tasks), the
+   * tasks split across the CPU threads in runs of about equal work (Σ n), each thread with its own scores.
    */
   private attend(l: number, t: CpuStepTokens): void {
     const { heads: H, kvHeads: Hkv, headDim: D, attnScale: scale } = this.config;
@@ -374,20 +379,42 @@ export class CpuLlama {
     const layerBytes = this.slots * Hkv * D * 4;
     const keys = this.kvPtr + 2 * l * layerBytes;
     const values = keys + layerBytes;
-    const a = this.kernels.attention;
+    const tasks = this.view().tasks;
+    let count = 0;
+    let work = 0;
     for (let i = 0; i < t.ids.length; i++) {
       const pos = t.positions[i];
       const lo = window === Infinity ? 0 : Math.max(0, pos - window + 1);
       const n = pos - lo + 1;
       const offs = this.ptr.offs + (t.entryOf[i] * this.context + lo) * 4;
-      for (let h = 0; h < H; h++) {
+      for (let h = 0; h < H; h++, count++) {
         const head = (i * H + h) * D * 4;
         const kvHead = Math.floor(h / group) * D * 4; // GQA: query head h reads kv head h / (H/Hkv)
-        a.attn_scores(this.ptr.q + head, keys + kvHead, offs, n, D, this.ptr.scores, scale);
-        a.attn_softmax(this.ptr.scores, n);
-        a.attn_mix(this.ptr.scores, values + kvHead, offs, n, D, this.ptr.att + head);
+        const at = count * ATTENTION_TASK;
+        tasks[at] = this.ptr.q + head;
+        tasks[at + 1] = keys + kvHead;
+        tasks[at + 2] = values + kvHead;
+        tasks[at + 3] = offs;
+        tasks[at + 4] = n;
+        tasks[at + 5] = this.ptr.att + head;
+        work += n;
       }
     }
+    const a = this.kernels.attention;
+    const pool = this.kernels.attentionModule && this.cpu.threadPool;
+    if (!pool || work * D < ATTENTION_SPLIT_FROM) return a.attn_tasks(this.ptr.tasks, 0, count, D, this.ptr.scores, scale);
+    // thread p takes the tasks from bound(p): runs of about work / threads
+    const T = pool.threads;
+    const bounds = [0];
+    for (let i = 0, sum = 0; i < count && bounds.length < T; i++) {
+      sum += tasks[i * ATTENTION_TASK + 4];
+      if (sum * T >= work * bounds.length) bounds.push(i + 1);
+    }
+    while (bounds.length <= T) bounds.push(count);
+    const scores = (p: number) => this.ptr.scores + p * this.context * 4;
+    const args = Array.from({ length: T - 1 }, (_, h) => [this.ptr.tasks, bounds[h + 1], bounds[h + 2], D, scores(h + 1), scale]);
+    this.tasksFn ??= pool.fn(this.kernels.attentionModule!, 'attn_tasks');
+    pool.run(this.tasksFn, args, () => a.attn_tasks(this.ptr.tasks, 0, bounds[1], D, scores(0), scale));
   }
 
   /** cos/sin of every token's position, per rotated pair: the global layers' and the sliding ones'. */
@@ -420,7 +447,7 @@ export class CpuLlama {
     this.views = {
       x: at(this.ptr.x, M * C), xb: at(this.ptr.xb, M * C), q: at(this.ptr.q, M * H * D), k: at(this.ptr.k, M * Hkv * D), v: at(this.ptr.v, M * Hkv * D),
       att: at(this.ptr.att, M * H * D), proj: at(this.ptr.proj, M * C), gate: at(this.ptr.gate, M * F), up: at(this.ptr.up, M * F), logits: at(this.ptr.logits, this.maxRows * V),
-      scores: at(this.ptr.scores, this.context), offs: new Int32Array(buf, this.ptr.offs, this.maxBatch * this.context),
+      offs: new Int32Array(buf, this.ptr.offs, this.maxBatch * this.context), tasks: new Int32Array(buf, this.ptr.tasks, ATTENTION_TASK * M * H),
       keys: Array.from({ length: L }, (_, l) => at(this.kvPtr + 2 * l * layerFloats * 4, layerFloats)),
       values: Array.from({ length: L }, (_, l) => at(this.kvPtr + (2 * l + 1) * layerFloats * 4, layerFloats)),
     };
@@ -428,6 +455,12 @@ export class CpuLlama {
     return this.views;
   }
 }
+
+/**
+ * Multiply-adds (Σ n · D over a layer's tasks, for the scores) from which the attention is split across threads: a
+ * decode step's (9 heads × 100 positions × 64) and up.
+ */
+const ATTENTION_SPLIT_FROM = 1 << 14;
 
 interface RopeTable {
   cos: Float64Array;

@@ -13,7 +13,7 @@ import { bytesSource, openGguf, type ModelFiles } from '@intab/model';
 import { createReferenceModel } from '@intab/model/reference';
 import { syntheticGguf, type SyntheticShape } from '@intab/testing/synthetic';
 import { cpuRunnable, loadCpuRunner } from './load-cpu.ts';
-import { checkStepInvariance } from './test-cpu-runner.ts';
+import { checkStepInvariance, checkThreadsForward } from './test-cpu-runner.ts';
 import type { CpuRunner } from './cpu-runner.ts';
 
 const BASE = { hidden: 64, ffn: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16, vocab: 384, ropeTheta: 10000, context: 256 };
@@ -112,6 +112,15 @@ describe('the CpuRunner against the CPU reference (f32 activations: to rounding;
 describe('a token\'s logits do not depend on how its step is put together', () => {
   for (const dtype of ['q4_0', 'q8_0'] as const) {
     test(`${dtype}: one prefill chunk, token by token, batched with others, forked, rewound, pages written back: the same bits`, () => checkStepInvariance(dtype));
+  }
+});
+
+describe('on wasm threads (worker_threads here; end to end in Chromium: packages/cli/src/cpu-threads.test.ts)', () => {
+  for (const dtype of ['q4_0', 'q8_0'] as const) {
+    test(`${dtype}: 2 and 3 threads give one thread's logits, bit for bit (matrices and attention split)`, { timeout: 60_000 }, async () => {
+      expect(await checkThreadsForward(dtype, 2)).toBeGreaterThan(0);
+      expect(await checkThreadsForward(dtype, 3)).toBeGreaterThan(0);
+    });
   }
 });
 

@@ -11,7 +11,7 @@ import { tensorWeights } from '../llama-graph.ts';
 import { CpuMatmul } from '../wasm/cpu-matmul.ts';
 import { defaultThreads, threadsUnavailable } from '../wasm/wasm-threads.ts';
 import { createActivationKernel } from '../wasm/activation.ts';
-import { createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
+import { buildAttentionModule, createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
 import { createNormKernels } from '../wasm/norm.ts';
 import { CpuLlama, loadCpuLlamaWeights } from './cpu-llama.ts';
 import { CpuRunner, cpuPageBytes, type CpuRunnerOptions } from './cpu-runner.ts';
@@ -125,9 +125,11 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
   // why 1 where more were asked, or where the default gave 1 on several cores
   const threadsNote = unavailable && (asked > 1 || (o.threads === undefined && cores > 1)) ? unavailable : undefined;
+  // the attention runs on the threads too (CpuLlama.attend)
+  const attention = await WebAssembly.compile(buildAttentionModule(threads > 1));
   let cpu: CpuMatmul;
   try {
-    cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536), threads });
+    cpu = await CpuMatmul.create({ initialPages: Math.ceil(estimate / 65536), threads, helperModules: [attention] });
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
     throw new OnnxUnsupportedError('memory', `the browser could not reserve ${mib(estimate)} of wasm memory for the model (${err.message}): close other tabs, lower kvBudgetBytes, or load a smaller model or quantization.`);
@@ -136,7 +138,7 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   hash.init();
   const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
   const weights = await loadCpuLlamaWeights(cpu, c, async (name) => read(name), model.gguf ? 'model.gguf' : `${c.arch} weights`, o.signal);
-  const kernels = { attention: await createAttentionKernels(cpu.memory), activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
+  const kernels = { attention: await createAttentionKernels(cpu.memory, attention), attentionModule: attention, activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
   const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
   const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
   try {

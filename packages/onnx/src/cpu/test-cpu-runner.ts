@@ -64,3 +64,42 @@ export async function checkStepInvariance(dtype: WeightDtype): Promise<void> {
   expect(new Set(runner.kv.pagesOf(0)).size).toBe(runner.kv.pagesOf(0).length);
   runner.destroy();
 }
+
+/**
+ * The forward on `threads` threads gives one thread's logits, bit for bit: a 40-token prefill chunk (every row), then
+ * a step batching a decode of that sequence with another's chunk, on a shape whose matrices and attention are past
+ * the sizes from which they are split (Gemma 3's window too). Returns how many attention calls ran split.
+ */
+export async function checkThreadsForward(dtype: WeightDtype, threads: number): Promise<number> {
+  const shape = { hidden: 256, ffn: 512, layers: 3, heads: 4, kvHeads: 2, headDim: 64, vocab: 384, ropeTheta: 10000, context: 256, arch: 'gemma3' as const, window: 16 };
+  const model = await openGguf(bytesSource('model.gguf', syntheticGguf(shape, dtype, 9, { qkScale: 4 })));
+  const load = (n: number) => loadCpuRunner(model, { kvBudgetBytes: 4 << 20, maxBatch: 16, pageSize: 8, threads: n });
+  const [one, many] = [(await load(1)).runner, (await load(threads)).runner];
+  // the attention's calls that ran on the threads
+  const pool = (many as unknown as { forward: { cpu: { threadPool?: { run: (fn: number, ...rest: unknown[]) => void; fn: (m: WebAssembly.Module, n: string) => number } } } }).forward.cpu.threadPool;
+  expect(pool).toBeDefined();
+  let split = 0;
+  const run = pool!.run.bind(pool);
+  const attnTasks = pool!.fn((many as unknown as { forward: { kernels: { attentionModule: WebAssembly.Module } } }).forward.kernels.attentionModule, 'attn_tasks');
+  pool!.run = (fn, ...rest) => {
+    if (fn === attnTasks) split++;
+    run(fn, ...rest);
+  };
+  const prompt = Array.from({ length: 40 }, (_, i) => (i * 53 + 7) % 384);
+  try {
+    for (const runner of [one, many]) [0, 1].forEach((s) => runner.alloc(s));
+    const steps: StepEntry[][] = [
+      [{ seq: 0, tokens: prompt, verify: prompt.map(() => GREEDY) }],
+      [{ seq: 0, tokens: [17] }, { seq: 1, tokens: prompt.slice(0, 23), verify: prompt.slice(0, 23).map(() => GREEDY) }],
+      [{ seq: 1, tokens: [5, 6, 7], verify: [GREEDY, GREEDY, GREEDY] }, { seq: 0, tokens: [99] }],
+    ];
+    for (const [i, entries] of steps.entries()) {
+      const [a, b] = [await one.step(entries, { logits: true }), await many.step(entries, { logits: true })];
+      a.forEach((r, e) => expect(b[e].logits, `step ${i} entry ${e} on ${threads} threads`).toEqual(r.logits));
+    }
+  } finally {
+    one.destroy();
+    many.destroy();
+  }
+  return split;
+}

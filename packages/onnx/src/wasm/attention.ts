@@ -8,6 +8,10 @@
 //   attn_mix(p, kv, offs, n, d, out):           out[i] = Σ_j p[j]·kv[offs[j] + 4i], i < d
 //   attn_softmax(p, n):                         p[0..n) = softmax(p[0..n)) in place
 //   exp_sum(p, n, m) → f32:                     Σ_j exp(p[j] − m), n a multiple of 4 (a logits row's normaliser)
+//   attn_tasks(tasks, from, to, d, scores, scale): for each task i in [from, to) of the table at `tasks` (ATTENTION_TASK
+//                                               i32s each: q, k, v, offs, n, out), out = Σ_j softmax(scale·q·k_j)_j · v_j
+//                                               with `scores` (n f32) as scratch: one query head of one token, and
+//                                               threads take runs of tasks, each with its own scratch
 // d (the head dimension) a multiple of 16; offs[j] the byte offset of position j's row from kv (the layer's K or V
 // block plus the kv head's offset).
 
@@ -18,6 +22,9 @@ import { isShared } from './wasm-threads.ts';
 /** Head dimensions the kernels take: multiples of 16 floats (four f32x4 accumulators per pass). */
 export const ATTENTION_HEAD_DIM_STEP = 16;
 
+/** i32s per attn_tasks entry: q, k, v, offs (pointers), n, out (pointer). */
+export const ATTENTION_TASK = 6;
+
 /** The module's binary (`shared`: for a shared memory, wasm threads). */
 export function buildAttentionModule(shared = false): Uint8Array<ArrayBuffer> {
   const mod = new WasmModule({ memoryPages: 1, shared });
@@ -25,6 +32,7 @@ export function buildAttentionModule(shared = false): Uint8Array<ArrayBuffer> {
   emitMix(mod.func('attn_mix', [I32, I32, I32, I32, I32, I32], []));
   emitSoftmax(mod.func('attn_softmax', [I32, I32], []));
   emitExpSum(mod.func('exp_sum', [I32, I32, F32], [F32]));
+  emitTasks(mod.func('attn_tasks', [I32, I32, I32, I32, I32, F32], []), mod);
   return mod.encode();
 }
 
@@ -178,20 +186,49 @@ function emitExpSum(c: Code): void {
   c.get(acc).f32x4_extract_lane(2).get(acc).f32x4_extract_lane(3).f32_add().f32_add();
 }
 
+/** attn_tasks: per task, attn_scores, attn_softmax and attn_mix on its fields (ATTENTION_TASK). */
+function emitTasks(c: Code, mod: WasmModule): void {
+  const [tasks, from, to, d, scores, scale] = [0, 1, 2, 3, 4, 5];
+  const t = c.local(I32); // the task's address
+  const end = c.local(I32);
+  const field = (i: number) => c.get(t).i32_load(4 * i);
+  const [Q, K, V, OFFS, N, OUT] = [0, 1, 2, 3, 4, 5];
+  c.get(tasks).get(from).i32_const(4 * ATTENTION_TASK).i32_mul().i32_add().set(t);
+  c.get(tasks).get(to).i32_const(4 * ATTENTION_TASK).i32_mul().i32_add().set(end);
+  c.block().loop();
+  c.get(t).get(end).i32_ge_u().br_if(1);
+  field(Q); field(K); field(OFFS); field(N);
+  c.get(d).get(scores).get(scale).call(mod.index('attn_scores'));
+  c.get(scores);
+  field(N);
+  c.call(mod.index('attn_softmax'));
+  c.get(scores);
+  field(V); field(OFFS); field(N);
+  c.get(d);
+  field(OUT);
+  c.call(mod.index('attn_mix'));
+  c.get(t).i32_const(4 * ATTENTION_TASK).i32_add().set(t);
+  c.br(0).end().end();
+}
+
 /** The attention kernels, instantiated over a memory (CpuMatmul.memory). */
 export interface AttentionKernels {
   attn_scores(q: number, kv: number, offs: number, n: number, d: number, out: number, scale: number): void;
   attn_mix(p: number, kv: number, offs: number, n: number, d: number, out: number): void;
   attn_softmax(p: number, n: number): void;
   exp_sum(p: number, n: number, m: number): number;
+  attn_tasks(tasks: number, from: number, to: number, d: number, scores: number, scale: number): void;
 }
 
 /**
+ * The kernels over `memory`, from `module` (buildAttentionModule's, compiled: the one the CPU threads also run) or
+ * one built for the memory.
  * @example
  * const attention = await createAttentionKernels(cpu.memory);
  * attention.attn_scores(qPtr, keysPtr, offsPtr, n, 64, scoresPtr, 0.125);
  */
-export async function createAttentionKernels(memory: WebAssembly.Memory): Promise<AttentionKernels> {
-  const { instance } = await WebAssembly.instantiate(buildAttentionModule(isShared(memory)), { env: { memory } });
+export async function createAttentionKernels(memory: WebAssembly.Memory, module?: WebAssembly.Module): Promise<AttentionKernels> {
+  const compiled = module ?? (await WebAssembly.compile(buildAttentionModule(isShared(memory))));
+  const instance = await WebAssembly.instantiate(compiled, { env: { memory } });
   return instance.exports as unknown as AttentionKernels;
 }

@@ -153,6 +153,11 @@ export interface CpuMatmulOptions {
   readonly threads?: number;
   /** Multiply-adds (N·K·M) from which a matmul is split across the threads (default SPLIT_FROM). */
   readonly splitFrom?: number;
+  /**
+   * Other kernel modules over the same memory (built shared where `threads` > 1) that the helper threads instantiate
+   * too, so that their callers can split calls across them (threadPool): the attention's.
+   */
+  readonly helperModules?: readonly WebAssembly.Module[];
 }
 
 type Kernel = (w: number, xq: number, xd: number, y: number, n: number, k: number, m: number, r0: number, r1: number) => void;
@@ -304,7 +309,7 @@ export class CpuMatmul {
     if (threads === 1) return new CpuMatmul(memory, instance.exports as never, config);
     let pool: WasmThreads;
     try {
-      pool = await WasmThreads.start(memory, [module], threads - 1);
+      pool = await WasmThreads.start(memory, [module, ...(options.helperModules ?? [])], threads - 1);
     } catch (err) {
       return new CpuMatmul(memory, instance.exports as never, config, undefined, `its helper threads could not start (${(err as Error)?.message ?? err})`);
     }
@@ -315,6 +320,11 @@ export class CpuMatmul {
   /** Threads a matmul runs on. */
   get threads(): number {
     return this.pool?.threads.threads ?? 1;
+  }
+
+  /** The helper threads, for calls into helperModules; undefined on one thread (or once they are closed). */
+  get threadPool(): WasmThreads | undefined {
+    return this.pool && !this.pool.threads.closed ? this.pool.threads : undefined;
   }
 
   /** Ends the helper threads (a later matmul runs on this thread alone). */

@@ -1,12 +1,12 @@
 // The CPU forward's f32x4 kernels against their CPU twins (plain JS in float64): attention's scores and weighted sum
 // over rows scattered through the memory as a page table scatters them (head dimensions 16, 64 and 256; 1 to 37
-// positions), its softmax (every length's tail), the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
+// positions), its softmax (every length's tail), the per-task loop the threads split (attn_tasks), the gated activation (SiLU and GELU's tanh form) over the whole range of f32 inputs, the clamped
 // tails and zero included; RMSNorm (float64 sums, in place too) and the residual add.
 
 import { describe, expect, test } from 'vitest';
 import { mulberry32 } from '@intab/gpu';
 import { ACTIVATION_COEFFICIENTS, createActivationKernel } from './activation.ts';
-import { createAttentionKernels } from './attention.ts';
+import { ATTENTION_TASK, createAttentionKernels } from './attention.ts';
 import { createNormKernels } from './norm.ts';
 
 const memory = () => new WebAssembly.Memory({ initial: 64 });
@@ -43,6 +43,35 @@ describe('attention kernels', () => {
       });
     }
   }
+});
+
+describe('attention tasks', () => {
+  test('attn_tasks runs each task as attn_scores, attn_softmax and attn_mix do, bit for bit, only in [from, to)', async () => {
+    const mem = memory();
+    const k = await createAttentionKernels(mem);
+    const f = new Float32Array(mem.buffer);
+    const rng = mulberry32(77);
+    const [d, rows, heads] = [32, 48, 5];
+    const [q, kv, offs, tasks, scores, out, want] = [0, 8192, 8192 + rows * d * 4, 32768, 36864, 40960, 49152];
+    for (let i = 0; i < heads * d; i++) f[q / 4 + i] = rng() * 2 - 1;
+    for (let i = 0; i < rows * d; i++) f[kv / 4 + i] = rng() * 2 - 1;
+    const table = new Int32Array(mem.buffer, offs, rows);
+    for (let j = 0; j < rows; j++) table[j] = ((j * 29) % rows) * d * 4;
+    // task h: head h's query against the first 3 + 7h positions, K and V from the same rows (V half a row on)
+    const t = new Int32Array(mem.buffer, tasks, heads * ATTENTION_TASK);
+    for (let h = 0; h < heads; h++) t.set([q + h * d * 4, kv, kv + 64, offs, 3 + 7 * h, out + h * d * 4], h * ATTENTION_TASK);
+    f.fill(NaN, out / 4, out / 4 + heads * d);
+    k.attn_tasks(tasks, 1, 4, d, scores, 0.25);
+    for (let h = 0; h < heads; h++) {
+      const n = 3 + 7 * h;
+      k.attn_scores(q + h * d * 4, kv, offs, n, d, scores, 0.25);
+      k.attn_softmax(scores, n);
+      k.attn_mix(scores, kv + 64, offs, n, d, want + h * d * 4);
+      const got = [...f.subarray(out / 4 + h * d, out / 4 + (h + 1) * d)];
+      if (h >= 1 && h < 4) expect(got, `task ${h}`).toEqual([...f.subarray(want / 4 + h * d, want / 4 + (h + 1) * d)]);
+      else expect(got.every(Number.isNaN), `task ${h} is outside [1, 4)`).toBe(true);
+    }
+  });
 });
 
 describe('attention softmax', () => {

@@ -108,6 +108,8 @@ export class Code {
   br(depth: number): this { return this.op(0x0c, ...uleb(depth)); }
   br_if(depth: number): this { return this.op(0x0d, ...uleb(depth)); }
   return_(): this { return this.op(0x0f); }
+  /** Calls the module's function `index` (WasmModule.index), its arguments on the stack. */
+  call(index: number): this { return this.op(0x10, ...uleb(index)); }
   select(): this { return this.op(0x1b); }
   drop(): this { return this.op(0x1a); }
 
@@ -287,6 +289,13 @@ export class WasmModule {
     const code = new Code(params);
     this.funcs.push({ name, type, code });
     return code;
+  }
+
+  /** Function `name`'s index, for Code.call (the module imports no function, so its own count from 0). */
+  index(name: string): number {
+    const i = this.funcs.findIndex((f) => f.name === name);
+    if (i < 0) throw new Error(`no function ${name}`);
+    return i;
   }
 
   /** The module's binary. */

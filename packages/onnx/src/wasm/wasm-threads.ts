@@ -10,8 +10,9 @@
 //
 // The control words, an Int32Array over their own SharedArrayBuffer: [SEQ] the call's number (helpers wait for it to
 // change), [STOP] 1 ends the helpers, [FAILED] 1 once a helper's call threw; per helper h, [DONE + h] the number of
-// the last call it finished and [JOB + h·JOB_WORDS ..] the call: the function's index, then its arguments; after the
-// calls, the first failure's message (its length, then its UTF-16 code units, ERROR_WORDS at most).
+// the last call it finished. From byte 4·JOB, per helper JOB_WORDS f64s: the call, the function's index, then its
+// arguments (f64s hold any i32 and f32 exactly). After the calls, the first failure's message (its length, then its
+// UTF-16 code units, ERROR_WORDS at most).
 
 const SEQ = 0;
 const STOP = 1;
@@ -86,6 +87,8 @@ export class WasmThreads {
 
   private constructor(
     private readonly control: Int32Array,
+    /** The calls (the header). */
+    private readonly jobs: Float64Array,
     private readonly helpers: Helper[],
     private readonly modules: WebAssembly.Module[],
     /** Where the failure's message starts in the control words. */
@@ -98,7 +101,7 @@ export class WasmThreads {
     if (why) throw new Error(`wasm threads cannot run: ${why}`);
     if (!isShared(memory)) throw new Error('wasm threads need a shared memory (sharedMemory())');
     if (!(Number.isInteger(helpers) && helpers >= 1 && helpers <= MAX_HELPERS)) throw new RangeError(`helpers: 1..${MAX_HELPERS}, got ${helpers}`);
-    const errorAt = JOB + helpers * JOB_WORDS;
+    const errorAt = JOB + 2 * helpers * JOB_WORDS;
     const control = new SharedArrayBuffer(4 * (errorAt + ERROR_WORDS));
     const started: Helper[] = [];
     const ready: Promise<void>[] = [];
@@ -123,7 +126,7 @@ export class WasmThreads {
       for (const h of started) h.terminate();
       throw err;
     }
-    return new WasmThreads(new Int32Array(control), started, modules, errorAt);
+    return new WasmThreads(new Int32Array(control), new Float64Array(control, 4 * JOB, helpers * JOB_WORDS), started, modules, errorAt);
   }
 
   /** True once close() ran (or a helper failed or stalled): callers then run on their own thread alone. */
@@ -163,9 +166,9 @@ export class WasmThreads {
     for (let h = 0; h < n; h++) {
       const a = args[h];
       if (a.length > MAX_ARGS) throw new RangeError(`at most ${MAX_ARGS} arguments, got ${a.length}`);
-      const at = JOB + h * JOB_WORDS;
-      ctl[at] = fn;
-      for (let i = 0; i < MAX_ARGS; i++) ctl[at + 1 + i] = i < a.length ? a[i] : 0;
+      const at = h * JOB_WORDS;
+      this.jobs[at] = fn;
+      for (let i = 0; i < MAX_ARGS; i++) this.jobs[at + 1 + i] = i < a.length ? a[i] : 0;
     }
     const seq = (this.seq = (this.seq + 1) | 0);
     Atomics.store(ctl, SEQ, seq);
@@ -265,7 +268,8 @@ function helperMain(): void {
       return;
     }
     const ctl = new Int32Array(control);
-    const job = W.job + index * W.jobWords;
+    const jobs = new Float64Array(control, 4 * W.job, (index + 1) * W.jobWords);
+    const job = index * W.jobWords;
     let seen = Atomics.load(ctl, W.seq);
     post({ ready: true });
     for (;;) {
@@ -279,8 +283,8 @@ function helperMain(): void {
       seen = Atomics.load(ctl, W.seq);
       if (Atomics.load(ctl, W.stop)) break;
       try {
-        const a = ctl.subarray(job + 1, job + W.jobWords);
-        fns[ctl[job]](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+        const a = jobs.subarray(job + 1, job + W.jobWords);
+        fns[jobs[job]](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
       } catch (err) {
         // the first failure's message, where the calling thread reads it once this call is done
         if (Atomics.compareExchange(ctl, W.failed, 0, 1) === 0) {
