@@ -134,17 +134,19 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
     if (!(err instanceof RangeError)) throw err;
     throw new OnnxUnsupportedError('memory', `the browser could not reserve ${mib(estimate)} of wasm memory for the model (${err.message}): close other tabs, lower kvBudgetBytes, or load a smaller model or quantization.`);
   }
-  const hash = await createXXHash128();
-  hash.init();
-  const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
-  const weights = await loadCpuLlamaWeights(cpu, c, async (name) => read(name), model.gguf ? 'model.gguf' : `${c.arch} weights`, o.signal);
-  const kernels = { attention: await createAttentionKernels(cpu.memory, attention), attentionModule: attention, activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
-  const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
-  const runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
+  let runner: CpuRunner;
+  let weights: Awaited<ReturnType<typeof loadCpuLlamaWeights>>;
   try {
+    const hash = await createXXHash128();
+    hash.init();
+    const read = tensorWeights(model.tensors, { signal: o.signal, onProgress: o.onProgress, hash });
+    weights = await loadCpuLlamaWeights(cpu, c, async (name) => read(name), model.gguf ? 'model.gguf' : `${c.arch} weights`, o.signal);
+    const kernels = { attention: await createAttentionKernels(cpu.memory, attention), attentionModule: attention, activation: await createActivationKernel(cpu.memory), norm: await createNormKernels(cpu.memory) };
+    const forward = new CpuLlama(cpu, c, weights, kernels, maxTokens, maxBatch, maxRows, pages * pageSize);
+    runner = new CpuRunner(forward, c, `xxh128:${hash.digest('hex')}`, { ...o, maxBatch, pages, pageSize });
     await warmup(runner, c.bosId ?? 0);
   } catch (err) {
-    runner.destroy();
+    cpu.close(); // the helper threads, if any: a load that fails (aborted, a tensor missing) leaves none running
     throw err;
   }
   // What the kernels run, per stored format of the layer matrices: 'q4_0', or 'q8_0 from q4_K'.

@@ -6,7 +6,7 @@
 // new call, and sleeps (Atomics.wait) once none has come for SPIN_MS.
 //
 // In a browser this needs SharedArrayBuffer, which only a cross-origin isolated page has (COOP same-origin and COEP
-// require-corp or credentialless): threadsAvailable says whether, and why not.
+// require-corp or credentialless): threadsUnavailable says whether, and why not.
 //
 // The control words, an Int32Array over their own SharedArrayBuffer: [SEQ] the call's number (helpers wait for it to
 // change), [STOP] 1 ends the helpers, [FAILED] 1 once a helper's call threw; per helper h, [DONE + h] the number of
@@ -195,7 +195,6 @@ export class WasmThreads {
     if (ownError !== undefined) throw ownError;
     if (Atomics.load(ctl, FAILED)) {
       this.close();
-      const ctl = this.control;
       const length = ctl[this.errorAt];
       const message = String.fromCharCode(...ctl.subarray(this.errorAt + 1, this.errorAt + 1 + length));
       throw new Error(`a CPU kernel thread failed: ${message || 'no message'}`);
@@ -283,8 +282,8 @@ function helperMain(): void {
       seen = Atomics.load(ctl, W.seq);
       if (Atomics.load(ctl, W.stop)) break;
       try {
-        const a = jobs.subarray(job + 1, job + W.jobWords);
-        fns[jobs[job]](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+        const j = job;
+        fns[jobs[j]](jobs[j + 1], jobs[j + 2], jobs[j + 3], jobs[j + 4], jobs[j + 5], jobs[j + 6], jobs[j + 7], jobs[j + 8], jobs[j + 9], jobs[j + 10], jobs[j + 11]);
       } catch (err) {
         // the first failure's message, where the calling thread reads it once this call is done
         if (Atomics.compareExchange(ctl, W.failed, 0, 1) === 0) {
