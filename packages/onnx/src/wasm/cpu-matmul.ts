@@ -1,8 +1,8 @@
 // intab's own CPU matmul kernels for GGUF q8_0/q4_0 weights: one wasm SIMD128 module (built by wasm-module.ts from
 // the emitters in kernel-lib.ts, gemv-q8_0.ts, gemv-q4_0.ts) over one linear memory the host owns, with the weights
 // copied in as the file stores them. It exists because onnxruntime-web's quantized ops do not stream 4-bit weights on
-// the CPU (MatMulNBits dequantizes the whole matrix per call), so the no-GPU path reads f32 weights: 7× the bytes.
-// Not wired into the engine yet; see the report of issue 28 for the runner it is meant for.
+// the CPU (MatMulNBits dequantizes the whole matrix per call), so its f32 graph reads 7× the bytes. The CPU forward
+// (../cpu/cpu-llama.ts) runs its matrices here, on one thread or split across wasm threads (wasm-threads.ts).
 //
 // Exports of the module, all (w, xq, xd, y, n, k, m, r0, r1) → () (rows r0..r1 of y; threads take parts) except
 // quantize_x (x, xq, xd, blocks) → ():
