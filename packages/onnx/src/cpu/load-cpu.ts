@@ -158,14 +158,15 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
 
 /**
  * A short prefill and decode steps on a scratch sequence, for at most WARMUP_MS: the browser compiles hot wasm with its
- * optimizing tier only after it has run a while.
+ * optimizing tier only after it has run a while. The prefill is WARMUP_PREFILL tokens, past every kernel's prefill
+ * tiles (cpu-matmul.ts DEFAULT_TILES prefillFrom and tokens), so a user's first prompt does not run them unoptimized.
  */
 async function warmup(runner: CpuRunner, token: number): Promise<void> {
   const seq = -1;
   const t0 = performance.now();
   runner.alloc(seq);
   try {
-    await runner.step([{ seq, tokens: [token, token, token, token, token, token, token, token] }]);
+    await runner.step([{ seq, tokens: new Array<number>(Math.min(WARMUP_PREFILL, runner.maxTokens)).fill(token) }]);
     for (let i = 0; i < WARMUP_STEPS && performance.now() - t0 < WARMUP_MS; i++) await runner.step([{ seq, tokens: [token] }]);
   } finally {
     runner.free(seq);
@@ -174,3 +175,4 @@ async function warmup(runner: CpuRunner, token: number): Promise<void> {
 
 const WARMUP_MS = 300;
 const WARMUP_STEPS = 16;
+const WARMUP_PREFILL = 16;
