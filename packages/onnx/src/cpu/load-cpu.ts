@@ -9,7 +9,7 @@ import { createXXHash128 } from 'hash-wasm';
 import { OnnxUnsupportedError } from '../errors.ts';
 import { tensorWeights } from '../llama-graph.ts';
 import { CpuMatmul } from '../wasm/cpu-matmul.ts';
-import { defaultThreads, threadsUnavailable } from '../wasm/wasm-threads.ts';
+import { threadPlan } from '../wasm/wasm-threads.ts';
 import { createActivationKernel } from '../wasm/activation.ts';
 import { buildAttentionModule, createAttentionKernels, ATTENTION_HEAD_DIM_STEP } from '../wasm/attention.ts';
 import { createNormKernels } from '../wasm/norm.ts';
@@ -118,13 +118,8 @@ export async function loadCpuRunner(model: ModelFiles, o: CpuLoadOptions = {}): 
   const estimate = heldBytes(model) + pages * pageBytes + scratch + (1 << 20);
   const mib = (b: number) => `${Math.ceil(b / 2 ** 20)} MiB`;
   if (estimate > WASM_HEAP) throw new OnnxUnsupportedError('memory', `the model, its K/V and scratch need about ${mib(estimate)} of wasm memory, past a wasm heap's 4 GiB: lower kvBudgetBytes or maxTokensPerStep, or load a smaller model or quantization.`);
-  const asked = o.threads ?? defaultThreads();
-  if (!(Number.isInteger(asked) && asked >= 1 && asked <= 56)) throw new OnnxUnsupportedError('threads', `${asked} is not a thread count: give 1 to 56.`);
-  const unavailable = threadsUnavailable();
-  const threads = unavailable ? 1 : asked;
-  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
-  // why 1 where more were asked, or where the default gave 1 on several cores
-  const threadsNote = unavailable && (asked > 1 || (o.threads === undefined && cores > 1)) ? unavailable : undefined;
+  if (o.threads !== undefined && !(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 56)) throw new OnnxUnsupportedError('threads', `${o.threads} is not a thread count: give 1 to 56.`);
+  const { threads, note: threadsNote } = threadPlan(o.threads);
   // the attention runs on the threads too (CpuLlama.attend)
   const attention = await WebAssembly.compile(buildAttentionModule(threads > 1));
   let cpu: CpuMatmul;

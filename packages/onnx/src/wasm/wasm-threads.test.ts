@@ -7,13 +7,14 @@ import { describe, expect, test } from 'vitest';
 import { availableKernels, relaxedSimdForms } from './cpu-matmul.ts';
 import { checkThreads } from './test-cpu-matmul.ts';
 import { I32, WasmModule } from './wasm-module.ts';
-import { WasmThreads, isShared, sharedMemory, threadsUnavailable } from './wasm-threads.ts';
+import { WasmThreads, isShared, sharedMemory, threadPlan, threadsUnavailable } from './wasm-threads.ts';
 
 if (relaxedSimdForms().length === 0) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 describe('wasm threads', () => {
   test('Node has them', () => {
     expect(threadsUnavailable()).toBeUndefined();
+    expect(threadPlan(3)).toEqual({ threads: 3 });
     expect(isShared(sharedMemory(1))).toBe(true);
     expect(isShared(new WebAssembly.Memory({ initial: 1 }))).toBe(false);
   });

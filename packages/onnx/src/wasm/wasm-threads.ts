@@ -43,11 +43,15 @@ export function threadsUnavailable(): string | undefined {
   return undefined;
 }
 
-/** Threads to run by default: the cores, at most 4 (one step's matrices are small), or 1 where threads cannot run. */
-export function defaultThreads(): number {
-  if (threadsUnavailable()) return 1;
+/**
+ * The threads to run: `asked`, by default the cores, at most 4 (one step's matrices are small); 1 where threads cannot
+ * run, with `note` saying why where that costs something (more were asked, or the default met several cores).
+ */
+export function threadPlan(asked?: number): { threads: number; note?: string } {
   const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 1;
-  return Math.max(1, Math.min(4, cores));
+  const why = threadsUnavailable();
+  if (!why) return { threads: asked ?? Math.max(1, Math.min(4, cores)) };
+  return (asked ?? cores) > 1 ? { threads: 1, note: why } : { threads: 1 };
 }
 
 /** A shared memory of `initial` pages that may grow to the wasm32 limit (a shared memory must declare its maximum). */
